@@ -1,0 +1,78 @@
+# specsim: simulator and models build everywhere (GSL + cJSON through pkg-config);
+# the CUPTI profiler library and the GPU workload only where nvcc is found.
+# Targets: all, test, asan, bench, validate, report, clean.  V=1 shows commands.
+
+CC        ?= cc
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+BUILD     ?= build
+BIN       ?= bin
+OPT       ?= -O2 -g
+WERROR    := $(if $(CI),-Werror,)
+CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -fPIC
+CPPFLAGS  += -Isim -Imodels -Iprofiler/core -MMD -MP \
+             $(shell pkg-config --cflags gsl libcjson 2>/dev/null)
+LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lpthread -lm
+
+Q := $(if $(V),,@)
+
+HAVE_NVCC := $(shell test -x $(NVCC) && echo yes)
+
+# Everything that needs no CUDA goes into one static library.
+LIB_SRC  := $(wildcard models/*.c) $(filter-out sim/main.c,$(wildcard sim/*.c)) \
+            $(wildcard profiler/core/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libspecsim.a
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all test asan bench validate report clean check-deps
+all: check-deps $(BIN)/specsim profiler
+
+check-deps:
+	$(Q)pkg-config --exists gsl libcjson || { \
+	  echo "missing GSL or cJSON: apt-get install libgsl-dev libcjson-dev (or run ./quickstart.sh)"; exit 1; }
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BIN)/specsim: $(BUILD)/sim/main.o $(LIB)
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/check.h
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
+
+test: check-deps $(TEST_BIN) $(BIN)/specsim
+	$(Q)sh tests/run.sh $(TEST_BIN)
+
+asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan BIN=build-asan/bin \
+	  OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  LDFLAGS="-fsanitize=address,undefined" test
+
+# The profiler: the launcher and merge tool are plain C; the CUPTI library and the GPU
+# workload need nvcc (profiler/profiler.mk).
+include profiler/profiler.mk
+
+bench: $(BIN)/specsim
+	$(Q)sh sim/bench.sh $(BIN)/specsim
+
+validate: $(BIN)/specsim
+	$(Q)sh models/validate.sh $(BIN)/specsim
+
+report: $(BIN)/specsim
+	$(Q)sh plots/report.sh $(BIN)/specsim $(MODEL)
+
+clean:
+	rm -rf $(BUILD) build-asan $(BIN)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

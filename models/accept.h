@@ -1,0 +1,29 @@
+/* accept: acceptance models, chosen by name from a table (STYLE 7). Each request draws its
+ * own accepted length per iteration from a seeded GSL stream. Chain drafting accepts a
+ * prefix of the steps draft tokens; a tree (topk > 1) raises the per-depth chance. */
+#ifndef ACCEPT_H
+#define ACCEPT_H
+#include <stddef.h>
+#include <gsl/gsl_rng.h>
+
+#define ACC_MAX_POS 32
+
+typedef struct {
+    const char *name;                 /* "alpha", "positional", "histogram" */
+    int  kind;
+    double alpha;                     /* alpha: i.i.d. acceptance per position, [0,1) */
+    int    npos;                      /* positional: conditional alphas per depth */
+    double pos[ACC_MAX_POS];
+    int    nhist;                     /* histogram: weight of accepting 0..nhist-1 tokens */
+    double hist[ACC_MAX_POS + 1];
+} accept_model;
+
+/* Parses "alpha:0.7", "positional:0.8,0.6,0.5", "histogram:0.1,0.2,0.3,0.4" (or a bare
+ * number = alpha). Returns 0 or -1 with a message naming the value. */
+int    accept_parse(accept_model *a, const char *spec, char *err, size_t errlen);
+/* Draft tokens accepted (0..steps) for one request and one iteration; topk widens each
+ * depth of the tree (draft_tokens-1 nodes over steps depths). */
+int    accept_draw(const accept_model *a, int steps, int topk, int draft_tokens, gsl_rng *r);
+/* Expected accepted draft tokens (closed form where there is one). */
+double accept_expected(const accept_model *a, int steps, int topk, int draft_tokens);
+#endif

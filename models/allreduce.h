@@ -1,0 +1,26 @@
+/* allreduce: time of one all-reduce of B bytes over N ranks, from an algorithm (ring, tree,
+ * one-shot, two-shot; a table of function pointers) and a link (latency, bandwidth,
+ * a floor for small messages). Link presets carry their source. Decode all-reduces are
+ * small (14 KB per token for Kimi K2.5), so the floor matters more than the bandwidth. */
+#ifndef ALLREDUCE_H
+#define ALLREDUCE_H
+#include <stddef.h>
+
+typedef struct {
+    char   name[64];
+    double latency_us;      /* per step / hop latency */
+    double bw_gbps;         /* per-direction link bandwidth, GB/s */
+    double floor_us;        /* measured minimum all-reduce time (small messages) */
+    const char *source;     /* where the numbers come from */
+} ar_link;
+
+typedef struct {
+    const char *name;       /* "ring", "tree", "oneshot", "twoshot", "nccl" (best of ring/tree) */
+    double (*time_us)(const ar_link *l, double bytes, int ranks);
+} ar_algo;
+
+const ar_algo *ar_algo_find(const char *name);       /* NULL if unknown */
+const ar_link *ar_link_preset(const char *name);     /* "pcie5-8gpu", "nvlink4-8gpu", ... */
+void           ar_list(void (*cb)(const char *kind, const char *name, const char *source));
+double         ar_time_us(const ar_algo *a, const ar_link *l, double bytes, int ranks);
+#endif

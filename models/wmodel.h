@@ -1,0 +1,87 @@
+/* wmodel: the workload model the simulator replays. Per phase of a speculative iteration
+ * (draft, verify, accept, extend, decode, sample): kernel groups whose GPU cost is a
+ * function of the phase's token count, KV context and distinct MoE experts touched; the
+ * collectives with their bytes per token; host gaps and launch costs. Read from JSON
+ * (docs/model-format.md), written by `specsim fit`. Sized for tens of groups per phase. */
+#ifndef WMODEL_H
+#define WMODEL_H
+#include <stddef.h>
+
+enum wm_phase {
+    WM_DRAFT,   /* one draft-model forward over bs*topk tokens (the sim runs steps-1 of them) */
+    WM_VERIFY,  /* target forward over bs*draft_tokens tokens, tree mask */
+    WM_ACCEPT,  /* sampling / verification kernels over bs*draft_tokens tokens */
+    WM_EXTEND,  /* draft-extend: draft forward over bs*(steps+1) tokens */
+    WM_DECODE,  /* baseline target forward over bs tokens (falls back to WM_VERIFY) */
+    WM_SAMPLE,  /* baseline sampling over bs tokens (falls back to WM_ACCEPT) */
+    WM_NPHASE
+};
+extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
+
+#define WM_NAME_MAX 96
+#define WM_GROUPS_MAX 64
+#define WM_COLLS_MAX 8
+
+/* Cost of one kernel group for one forward, in microseconds:
+ *   base_us + per_token_us * max(0, tokens - knee_tokens)
+ *           + per_expert_us * experts_touched(tokens)
+ *           + per_kv_ktoken_us * kv_tokens / 1000
+ * flat while weight-bound (below the knee), then rising; kv_tokens is the KV context summed
+ * over the batch rows (padded rows included). */
+typedef struct {
+    char   name[WM_NAME_MAX];
+    int    count;            /* kernel launches per forward (eager launch cost, segments) */
+    double base_us;
+    double per_token_us;
+    double knee_tokens;
+    double per_expert_us;
+    double per_kv_ktoken_us;
+    double sd_frac;          /* measured std/mean of this group's cost (jitter) */
+} wm_group;
+
+typedef struct {
+    char   op[16];           /* "allreduce" */
+    int    count;            /* collectives per forward (e.g. 2 per layer) */
+    double bytes_per_token;  /* e.g. hidden * dtype bytes */
+} wm_coll;
+
+typedef struct {
+    int      present;        /* 0: phase absent from the file */
+    int      ngroups;
+    wm_group groups[WM_GROUPS_MAX];
+    int      ncolls;
+    wm_coll  colls[WM_COLLS_MAX];
+    double   host_gap_us;    /* host time between the previous phase and this launch */
+    double   host_gap_sd_us;
+} wm_phase_model;
+
+typedef struct {
+    char   name[WM_NAME_MAX];
+    char   source[256];      /* where the numbers came from (traces, preset, hand-written) */
+    char   device[WM_NAME_MAX];
+    int    ranks;            /* tensor-parallel size the costs were measured at */
+    int    moe_experts;      /* 0: dense */
+    int    moe_topk;
+    double graph_launch_us;  /* host cost of one cudaGraphLaunch */
+    double eager_launch_us;  /* host cost per kernel launched eagerly */
+    wm_phase_model phase[WM_NPHASE];
+} wm_model;
+
+/* Loads path into *m (caller-owned, nothing to free inside). Returns 0, or -1 with a
+ * message "FILE: field F: value V: why" in err. */
+int  wm_load(wm_model *m, const char *path, char *err, size_t errlen);
+/* Same from a JSON text already in memory; name is used in messages. */
+int  wm_parse(wm_model *m, const char *json, const char *name, char *err, size_t errlen);
+/* Writes m as JSON to path. Returns 0 or -1 with err. */
+int  wm_save(const wm_model *m, const char *path, char *err, size_t errlen);
+
+/* Expected distinct experts touched by `tokens` tokens, each routed to topk of E experts
+ * uniformly at random: E * (1 - (1 - k/E)^tokens). 0 for a dense model. */
+double wm_experts_touched(const wm_model *m, double tokens);
+double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens);
+/* GPU time of one forward of phase p (sum over groups); uses the fallback phase when p is
+ * absent (decode->verify, sample->accept). */
+double wm_phase_gpu_us(const wm_model *m, int p, double tokens, double kv_tokens);
+int    wm_phase_kernels(const wm_model *m, int p);        /* launches per forward */
+const wm_phase_model *wm_phase_get(const wm_model *m, int p); /* with fallback, or NULL */
+#endif
