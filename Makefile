@@ -26,7 +26,7 @@ LIB      := $(BUILD)/libspecsim.a
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test asan bench validate report clean check-deps
+.PHONY: all test asan bench validate report quickstart clean check-deps
 all: check-deps $(BIN)/specsim profiler
 
 check-deps:
@@ -71,6 +71,11 @@ validate: $(BIN)/specsim
 
 report: $(BIN)/specsim
 	$(Q)sh plots/report.sh $(BIN)/specsim $(MODEL)
+
+# The README's main job on a fresh machine: install what is missing, then the report.
+quickstart:
+	$(Q)bash .ci/deps.sh
+	$(Q)$(MAKE) --no-print-directory report
 
 clean:
 	rm -rf $(BUILD) build-asan $(BIN)
