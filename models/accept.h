@@ -26,4 +26,17 @@ int    accept_parse(accept_model *a, const char *spec, char *err, size_t errlen)
 int    accept_draw(const accept_model *a, int steps, int topk, int draft_tokens, gsl_rng *r);
 /* Expected accepted draft tokens (closed form where there is one). */
 double accept_expected(const accept_model *a, int steps, int topk, int draft_tokens);
+
+/* Added with the implementation (models/accept.c; docs/acceptance.md): */
+enum { ACC_ALPHA, ACC_POSITIONAL, ACC_HISTOGRAM, ACC_NKIND }; /* values of accept_model.kind */
+/* Tree shape used by accept_draw/accept_expected: width[d] draft nodes at depth d+1
+ * (d = 0..steps-1) from draft_tokens-1 nodes; 0 = depth out of budget (never accepted).
+ * draft_tokens <= 0 means the chain default steps+1; steps is capped at ACC_MAX_POS.
+ * Returns the number of depths with width > 0. */
+int    accept_tree_widths(int steps, int topk, int draft_tokens, int width[ACC_MAX_POS]);
+/* Probability that depth d (1-based) is accepted given depth d-1 was, for a tree of
+ * width w at that depth: 1-(1-p_d)^w. Histogram models have no per-depth chance: -1. */
+double accept_depth_prob(const accept_model *a, int d, int w);
+/* Writes the resolved model as a spec string ("alpha:0.7", ...) for the config banner. */
+void   accept_format(const accept_model *a, char *buf, size_t len);
 #endif

@@ -12,6 +12,11 @@ typedef struct {
     double bw_gbps;         /* per-direction link bandwidth, GB/s */
     double floor_us;        /* measured minimum all-reduce time (small messages) */
     const char *source;     /* where the numbers come from */
+    /* Added with the implementation: custom peer-to-peer kernels (oneshot, twoshot; SGLang's
+     * custom all-reduce) have their own floor and reach their own bandwidth. 0: use
+     * floor_us / bw_gbps. */
+    double p2p_floor_us;
+    double p2p_bw_gbps;
 } ar_link;
 
 typedef struct {
@@ -23,4 +28,13 @@ const ar_algo *ar_algo_find(const char *name);       /* NULL if unknown */
 const ar_link *ar_link_preset(const char *name);     /* "pcie5-8gpu", "nvlink4-8gpu", ... */
 void           ar_list(void (*cb)(const char *kind, const char *name, const char *source));
 double         ar_time_us(const ar_algo *a, const ar_link *l, double bytes, int ranks);
+
+/* Added with the implementation (models/allreduce.c, docs/allreduce.md): algorithm
+ * "custom" (SGLang's custom all-reduce: oneshot below 256 KB at <= 8 ranks, else twoshot).
+ * "nccl" takes NCCL's tree as NCCL builds it on one node (a chain), so it equals "ring" for
+ * the one-node presets; "tree" is the textbook double binary tree. */
+/* A custom link from "alpha=US,beta=GBPS[,floor=US][,p2p_floor=US][,p2p_beta=GBPS]"
+ * (alpha: per-step latency; beta: bus bandwidth). Fills *l (name "custom"). Returns 0, or
+ * -1 with a message naming the value. */
+int            ar_link_parse(ar_link *l, const char *spec, char *err, size_t errlen);
 #endif

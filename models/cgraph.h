@@ -15,4 +15,6 @@ void cg_default(cg_list *l, int max_bs);                  /* SGLang list capped 
 /* "1,2,4,8,16" or "sglang:160". Returns 0 or -1 with err naming the value. */
 int  cg_parse(cg_list *l, const char *spec, char *err, size_t errlen);
 int  cg_bucket(const cg_list *l, int bs);                 /* padded size, or 0: eager */
+/* Also accepted by cg_parse (models/cgraph.c, docs/cgraph.md): "sglang" (= sglang:512) and
+ * "none" (no graphs: n = 0, every batch eager); lists are sorted and deduplicated. */
 #endif

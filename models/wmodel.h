@@ -84,4 +84,14 @@ double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double k
 double wm_phase_gpu_us(const wm_model *m, int p, double tokens, double kv_tokens);
 int    wm_phase_kernels(const wm_model *m, int p);        /* launches per forward */
 const wm_phase_model *wm_phase_get(const wm_model *m, int p); /* with fallback, or NULL */
+
+/* Added with the implementation (models/wmodel.c): */
+/* Empties *m: no phases, ranks 1, everything else 0 (for models built in code, e.g. tests). */
+void   wm_init(wm_model *m);
+/* Index of phase name ("draft", ...), or -1. */
+int    wm_phase_find(const char *name);
+/* 0 if phase p (with its fallback) is present; else -1 with
+ * "FILE: field phases.P: missing: why" in err (file = the model's path, for the message). */
+int    wm_require(const wm_model *m, int p, const char *file, const char *why,
+                  char *err, size_t errlen);
 #endif

@@ -1,0 +1,1396 @@
+/* fit: specprof traces -> workload model (docs/fit.md). Three stages: (1) per trace, phase
+ * instances from the NVTX ranges, each GPU record attributed to the instance whose range
+ * held its launch call; (2) per phase, kernels matched into groups across instances and
+ * traces (by position in the forward, repeated layers folded; by name when instances differ
+ * in shape), host gaps and launch costs from the launch API records; (3) per group a GSL
+ * weighted least-squares fit of cost vs tokens, experts and KV context.
+ * Workload: 10^4..10^6 GPU records per trace, tens of groups, 10^3..10^5 instances. */
+#include "fit.h"
+#include "ptrace_read.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_multifit.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <gsl/gsl_vector.h>
+
+/* Regression points kept per cell (one configuration in one trace): a capture of a few
+ * seconds holds 10^3 instances per cell; 256 evenly spaced ones pin the mean and the KV
+ * slope as well and keep a fit of 40 groups x 10 knees under a second. */
+#define FIT_CELL_POINTS 256
+/* Relative weights use max(cell mean, FIT_FLOOR_FRAC * median cell mean, FIT_FLOOR_US) so
+ * that a group that is ~0 in one cell (gaps) does not take all the weight. */
+#define FIT_FLOOR_FRAC 0.05
+#define FIT_FLOOR_US 0.01
+/* The simulator's jitter truncates at 3 sd and needs (1 + sd*z) > 0: sd_frac < 1/3
+ * (sim/jitter.h). Larger measured spreads are capped, with a warning. */
+#define FIT_SD_FRAC_MAX 0.3
+/* An eager instance whose launch calls take this share of its GPU span or more is bound by
+ * the host's launches: its GPU idle time is the simulator's launch bound, not a kernel gap. */
+#define FIT_LAUNCH_BOUND_FRAC 0.8
+/* Nested phase ranges searched back from a time (phases do not nest in practice). */
+#define FIT_BACK_SEARCH 64
+
+/* ---- interned strings --------------------------------------------------------------------- */
+
+struct fit_strpool {
+    char  **slot;          /* open addressing, power-of-two size */
+    size_t  nslot, n;
+    char   *chunk;         /* current chunk; chunks are chained through their first bytes */
+    size_t  used, cap;
+};
+
+#define FIT_POOL_CHUNK (64u << 10)
+
+static fit_strpool *pool_create(void)
+{
+    fit_strpool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->nslot = 1024;
+    p->slot = calloc(p->nslot, sizeof *p->slot);
+    if (!p->slot) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void pool_destroy(fit_strpool *p)
+{
+    if (!p)
+        return;
+    char *c = p->chunk;
+    while (c) {
+        char *next;
+        memcpy(&next, c, sizeof next);
+        free(c);
+        c = next;
+    }
+    free(p->slot);
+    free(p);
+}
+
+static uint64_t pool_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;          /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static char *pool_store(fit_strpool *p, const char *s, size_t n)
+{
+    size_t need = n + 1;
+    if (p->used + need > p->cap) {
+        size_t cap = need + sizeof(char *) > FIT_POOL_CHUNK ? need + sizeof(char *) : FIT_POOL_CHUNK;
+        char *c = malloc(cap);
+        if (!c)
+            return NULL;
+        memcpy(c, &p->chunk, sizeof p->chunk);
+        p->chunk = c;
+        p->used = sizeof(char *);
+        p->cap = cap;
+    }
+    char *d = p->chunk + p->used;
+    memcpy(d, s, n);
+    d[n] = 0;
+    p->used += need;
+    return d;
+}
+
+/* The pool's copy of s[0..n) (one copy per distinct string), or NULL when out of memory. */
+static const char *pool_intern_n(fit_strpool *p, const char *s, size_t n)
+{
+    if (2 * (p->n + 1) > p->nslot) {
+        size_t ns = p->nslot * 2;
+        char **t = calloc(ns, sizeof *t);
+        if (!t)
+            return NULL;
+        for (size_t i = 0; i < p->nslot; i++) {
+            if (!p->slot[i])
+                continue;
+            size_t j = pool_hash(p->slot[i], strlen(p->slot[i])) & (ns - 1);
+            while (t[j])
+                j = (j + 1) & (ns - 1);
+            t[j] = p->slot[i];
+        }
+        free(p->slot);
+        p->slot = t;
+        p->nslot = ns;
+    }
+    size_t j = pool_hash(s, n) & (p->nslot - 1);
+    while (p->slot[j]) {
+        if (strncmp(p->slot[j], s, n) == 0 && p->slot[j][n] == 0)
+            return p->slot[j];
+        j = (j + 1) & (p->nslot - 1);
+    }
+    char *d = pool_store(p, s, n);
+    if (!d)
+        return NULL;
+    p->slot[j] = d;
+    p->n++;
+    return d;
+}
+
+static const char *pool_intern(fit_strpool *p, const char *s)
+{
+    return pool_intern_n(p, s ? s : "", s ? strlen(s) : 0);
+}
+
+/* ---- traces ------------------------------------------------------------------------------- */
+
+int fit_trace_init(fit_trace *t, const char *label)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->file, sizeof t->file, "%s", label ? label : "(trace)");
+    t->pool = pool_create();
+    return t->pool ? 0 : -1;
+}
+
+void fit_trace_free(fit_trace *t)
+{
+    if (!t)
+        return;
+    free(t->kern);
+    free(t->mem);
+    free(t->api);
+    free(t->rng);
+    pool_destroy(t->pool);
+    memset(t, 0, sizeof *t);
+}
+
+/* Grows *arr (elements of size sz) so that one more fits. */
+static int grow(void **arr, size_t *cap, size_t n, size_t sz)
+{
+    if (n < *cap)
+        return 0;
+    size_t nc = *cap ? *cap * 2 : 256;
+    void *a = realloc(*arr, nc * sz);
+    if (!a)
+        return -1;
+    *arr = a;
+    *cap = nc;
+    return 0;
+}
+
+int fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k)
+{
+    if (grow((void **)&t->kern, &t->capkern, t->nkern, sizeof *t->kern))
+        return -1;
+    ptrace_kernel c = *k;
+    if (!(c.name = pool_intern(t->pool, k->name)) || !(c.nvtx = pool_intern(t->pool, k->nvtx)) ||
+        !(c.phase = pool_intern(t->pool, k->phase)))
+        return -1;
+    t->kern[t->nkern++] = c;
+    return 0;
+}
+
+int fit_trace_add_mem(fit_trace *t, const ptrace_mem *m)
+{
+    if (grow((void **)&t->mem, &t->capmem, t->nmem, sizeof *t->mem))
+        return -1;
+    ptrace_mem c = *m;
+    if (!(c.copy_kind = pool_intern(t->pool, m->copy_kind)) ||
+        !(c.nvtx = pool_intern(t->pool, m->nvtx)) || !(c.phase = pool_intern(t->pool, m->phase)))
+        return -1;
+    t->mem[t->nmem++] = c;
+    return 0;
+}
+
+int fit_trace_add_api(fit_trace *t, const ptrace_api *a)
+{
+    if (grow((void **)&t->api, &t->capapi, t->napi, sizeof *t->api))
+        return -1;
+    ptrace_api c = *a;
+    if (!(c.name = pool_intern(t->pool, a->name)))
+        return -1;
+    t->api[t->napi++] = c;
+    return 0;
+}
+
+int fit_trace_add_range(fit_trace *t, const ptrace_range *r)
+{
+    if (grow((void **)&t->rng, &t->caprng, t->nrng, sizeof *t->rng))
+        return -1;
+    ptrace_range c = *r;
+    if (!(c.name = pool_intern(t->pool, r->name)) || !(c.domain = pool_intern(t->pool, r->domain)))
+        return -1;
+    t->rng[t->nrng++] = c;
+    return 0;
+}
+
+/* Scan callback: typed views of the events the fit uses, copied into the trace. */
+static int trace_take(void *user, const ptrace_event *ev, const ptrace_info *info)
+{
+    fit_trace *t = user;
+    int64_t t0 = info->header.t0_ns;
+    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; } u;
+    if (ptrace_read_kernel(ev, t0, &u.k) == 0)
+        return fit_trace_add_kernel(t, &u.k);
+    if (ptrace_read_mem(ev, t0, &u.m) == 0)
+        return fit_trace_add_mem(t, &u.m);
+    if (ptrace_read_api(ev, t0, &u.a) == 0)
+        return fit_trace_add_api(t, &u.a);
+    if (ptrace_read_range(ev, t0, &u.r) == 0)
+        return fit_trace_add_range(t, &u.r);
+    return 0;
+}
+
+int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
+{
+    char *text = NULL;
+    size_t len = 0;
+    ptrace_info info;
+    if (fit_trace_init(t, path)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    if (ptrace_slurp(path, &text, &len, err, errlen))
+        goto fail;
+    if (ptrace_scan_buf(text, len, path, trace_take, t, &info, err, errlen))
+        goto fail;
+    if (info.merged) {
+        snprintf(err, errlen, "%s: a merged trace (specprof merge): give the per-rank files "
+                 "to specsim fit", path);
+        goto fail;
+    }
+    if (info.lines && info.events && !info.complete && !info.cut_last_line &&
+        (t->nkern + t->nmem + t->napi + t->nrng) < info.events / 2) {
+        /* the callback stopped early: only out of memory does that */
+        snprintf(err, errlen, "%s: out of memory after %zu records", path,
+                 t->nkern + t->nmem + t->napi + t->nrng);
+        goto fail;
+    }
+    t->has_header = info.has_header;
+    t->hdr = info.header;
+    t->truncated = !info.complete;
+    t->cut_last_line = info.cut_last_line;
+    t->bad_lines = info.bad_lines;
+    free(text);
+    return 0;
+fail:
+    free(text);
+    fit_trace_free(t);
+    return -1;
+}
+
+/* ---- one group: weighted least squares with a knee ---------------------------------------- */
+
+double fit_experts(int experts, int topk, double tokens)
+{
+    if (experts <= 0 || topk <= 0 || tokens <= 0)
+        return 0;
+    double e = experts, k = topk;
+    if (k >= e)
+        return e;
+    return e * (1.0 - pow(1.0 - k / e, tokens));   /* as wm_experts_touched */
+}
+
+enum { COL_BASE, COL_TOK, COL_EXP, COL_KV, NCOL };
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* qsort_r comparator: point indices by (trace, tokens, index). */
+static int fg_cmp_idx(const void *a, const void *b, void *ctx)
+{
+    const fit_point *pts = ctx;
+    const fit_point *p = &pts[*(const size_t *)a], *q = &pts[*(const size_t *)b];
+    if (p->trace != q->trace)
+        return p->trace < q->trace ? -1 : 1;
+    if (p->tokens != q->tokens)
+        return p->tokens < q->tokens ? -1 : 1;
+    return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
+}
+
+static double fg_col(int col, const fit_point *p, double knee, int E, int k)
+{
+    switch (col) {
+    case COL_BASE: return 1.0;
+    case COL_TOK:  return p->tokens > knee ? p->tokens - knee : 0.0;
+    case COL_EXP:  return fit_experts(E, k, p->tokens);
+    default:       return p->kv_tokens / 1000.0;
+    }
+}
+
+/* Non-negative weighted fit over the available columns: fit, drop the column with the most
+ * negative contribution, refit. coef[] gets 0 for dropped columns. Returns chisq or -1. */
+static double fg_nonneg(const fit_point *pts, const size_t *use, const double *w, size_t m,
+                        const int avail[NCOL], double knee, int E, int k, double coef[NCOL])
+{
+    int active[NCOL];
+    memcpy(active, avail, sizeof active);
+    for (;;) {
+        int cols[NCOL], p = 0;
+        for (int c = 0; c < NCOL; c++)
+            if (active[c])
+                cols[p++] = c;
+        for (int c = 0; c < NCOL; c++)
+            coef[c] = 0;
+        if (p == 0) {
+            double chisq = 0;
+            for (size_t i = 0; i < m; i++)
+                chisq += w[i] * pts[use[i]].us * pts[use[i]].us;
+            return chisq;
+        }
+        gsl_matrix *X = gsl_matrix_alloc(m, (size_t)p);
+        gsl_vector *y = gsl_vector_alloc(m), *wv = gsl_vector_alloc(m), *cv = gsl_vector_alloc((size_t)p);
+        gsl_matrix *cov = gsl_matrix_alloc((size_t)p, (size_t)p);
+        gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(m, (size_t)p);
+        double chisq = -1;
+        double mean[NCOL] = {0};
+        if (X && y && wv && cv && cov && ws) {
+            for (size_t i = 0; i < m; i++) {
+                const fit_point *pt = &pts[use[i]];
+                for (int j = 0; j < p; j++) {
+                    double v = fg_col(cols[j], pt, knee, E, k);
+                    gsl_matrix_set(X, i, (size_t)j, v);
+                    mean[cols[j]] += w[i] * v;
+                }
+                gsl_vector_set(y, i, pt->us);
+                gsl_vector_set(wv, i, w[i]);
+            }
+            if (gsl_multifit_wlinear(X, wv, y, cv, cov, &chisq, ws) != GSL_SUCCESS)
+                chisq = -1;
+        }
+        int drop = -1;
+        double worst = 0;
+        if (chisq >= 0) {
+            for (int j = 0; j < p; j++) {
+                double cj = gsl_vector_get(cv, (size_t)j);
+                coef[cols[j]] = cj;
+                double contrib = cj * mean[cols[j]];
+                if (cj < 0 && (drop < 0 || contrib < worst)) {
+                    drop = cols[j];
+                    worst = contrib;
+                }
+            }
+        }
+        gsl_multifit_linear_free(ws);
+        gsl_matrix_free(cov);
+        gsl_vector_free(cv);
+        gsl_vector_free(wv);
+        gsl_vector_free(y);
+        gsl_matrix_free(X);
+        if (chisq < 0)
+            return -1;
+        if (drop < 0)
+            return chisq;
+        active[drop] = 0;
+    }
+}
+
+static double fg_eval(const double coef[NCOL], double knee, int E, int k, double tokens, double kv)
+{
+    fit_point p = {tokens, kv, 0, 0};
+    double u = 0;
+    for (int c = 0; c < NCOL; c++)
+        u += coef[c] * fg_col(c, &p, knee, E, k);
+    return u;
+}
+
+int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
+              fit_group_stats *st, char *err, size_t errlen)
+{
+    int rc = -1;
+    size_t *idx = NULL, *use = NULL, *cstart = NULL;
+    double *w = NULL, *ux = NULL, *tmp = NULL;
+    fit_cell *cells = NULL;
+    const char *ph = c->phase ? c->phase : "?", *gn = c->group ? c->group : "?";
+#define TRN(i) ((pts[i].trace >= 0 && pts[i].trace < c->ntraces && c->trace_names) ? \
+                c->trace_names[pts[i].trace] : "(trace)")
+    if (st)
+        memset(st, 0, sizeof *st);
+    if (n == 0) {
+        snprintf(err, errlen, "(no trace): phase %s: group %s: no measurements", ph, gn);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *what = NULL, *field = "us";
+        double v = pts[i].us;
+        if (!isfinite(v))
+            what = "not a finite number";
+        else if (v < 0)
+            what = "negative duration";
+        else if (!isfinite(pts[i].tokens) || pts[i].tokens <= 0)
+            field = "tokens", v = pts[i].tokens, what = "token count must be finite and > 0";
+        else if (!isfinite(pts[i].kv_tokens) || pts[i].kv_tokens < 0)
+            field = "kv_tokens", v = pts[i].kv_tokens, what = "KV context must be finite and >= 0";
+        if (what) {
+            snprintf(err, errlen, "%s: phase %s: group %s: field %s: value %g (instance at "
+                     "tokens %g): %s", TRN(i), ph, gn, field, v, pts[i].tokens, what);
+            return -1;
+        }
+    }
+    idx = malloc(n * sizeof *idx);
+    ux = malloc(n * sizeof *ux);
+    if (!idx || !ux)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        idx[i] = i;
+        ux[i] = pts[i].tokens;
+    }
+    qsort(ux, n, sizeof *ux, cmp_double);
+    size_t nux = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || ux[i] != ux[nux - 1])
+            ux[nux++] = ux[i];
+    if (nux < 2) {
+        /* name every trace that holds the single count */
+        char names[400] = "";
+        size_t used = 0;
+        for (int t = 0; t < c->ntraces && c->trace_names; t++) {
+            int has = 0;
+            for (size_t i = 0; i < n && !has; i++)
+                has = pts[i].trace == t;
+            if (has && used < sizeof names - 1)
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "", c->trace_names[t]);
+        }
+        snprintf(err, errlen, "%s: phase %s: group %s: field tokens: value %g: only one "
+                 "distinct token count in %zu instances; a cost vs tokens needs at least two "
+                 "(capture another batch size or draft length)", used ? names : "(traces)",
+                 ph, gn, ux[0], n);
+        goto out;
+    }
+    /* cells */
+    qsort_r(idx, n, sizeof *idx, fg_cmp_idx, (void *)pts);
+    size_t ncell = 0;
+    cstart = malloc((n + 1) * sizeof *cstart);
+    if (!cstart)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        const fit_point *p = &pts[idx[i]];
+        if (i == 0 || p->trace != pts[idx[i - 1]].trace || p->tokens != pts[idx[i - 1]].tokens)
+            cstart[ncell++] = i;
+    }
+    cstart[ncell] = n;
+    cells = calloc(ncell, sizeof *cells);
+    tmp = malloc(ncell * sizeof *tmp);
+    if (!cells || !tmp)
+        goto oom;
+    for (size_t j = 0; j < ncell; j++) {
+        fit_cell *cl = &cells[j];
+        double s = 0, s2 = 0, kv = 0;
+        for (size_t i = cstart[j]; i < cstart[j + 1]; i++) {
+            s += pts[idx[i]].us;
+            s2 += pts[idx[i]].us * pts[idx[i]].us;
+            kv += pts[idx[i]].kv_tokens;
+        }
+        cl->n = (int)(cstart[j + 1] - cstart[j]);
+        cl->trace = pts[idx[cstart[j]]].trace;
+        cl->tokens = pts[idx[cstart[j]]].tokens;
+        cl->kv_tokens = kv / cl->n;
+        cl->us_mean = s / cl->n;
+        double var = cl->n > 1 ? (s2 - s * s / cl->n) / (cl->n - 1) : 0;
+        cl->us_sd = var > 0 ? sqrt(var) : 0;
+        tmp[j] = cl->us_mean;
+    }
+    qsort(tmp, ncell, sizeof *tmp, cmp_double);
+    double floor_us = FIT_FLOOR_FRAC * tmp[ncell / 2];
+    if (floor_us < FIT_FLOOR_US)
+        floor_us = FIT_FLOOR_US;
+    /* regression points: at most FIT_CELL_POINTS per cell, each cell weighing the same */
+    use = malloc(n * sizeof *use);
+    w = malloc(n * sizeof *w);
+    if (!use || !w)
+        goto oom;
+    size_t m = 0;
+    for (size_t j = 0; j < ncell; j++) {
+        size_t cn = cstart[j + 1] - cstart[j];
+        size_t take = cn < FIT_CELL_POINTS ? cn : FIT_CELL_POINTS;
+        double ref = cells[j].us_mean > floor_us ? cells[j].us_mean : floor_us;
+        for (size_t q = 0; q < take; q++) {
+            use[m] = idx[cstart[j] + q * cn / take];
+            w[m] = 1.0 / ((double)take * ref * ref);
+            m++;
+        }
+    }
+    /* available columns */
+    int avail[NCOL] = {1, 1, 0, 0};
+    double emin = INFINITY, emax = -INFINITY, kmin = INFINITY, kmax = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double e = fit_experts(c->moe_experts, c->moe_topk, pts[i].tokens);
+        emin = fmin(emin, e);
+        emax = fmax(emax, e);
+        kmin = fmin(kmin, pts[i].kv_tokens);
+        kmax = fmax(kmax, pts[i].kv_tokens);
+    }
+    avail[COL_EXP] = c->moe_experts > 0 && emax - emin > 1e-9 * (emax + 1);
+    avail[COL_KV] = kmax > 0 && kmax - kmin > 1e-6 * kmax;
+    /* knee search: 0 and every distinct token count below the largest */
+    double best_chisq = -1, best_knee = 0, best[NCOL] = {0}, cf[NCOL];
+    for (size_t q = 0; q < nux; q++) {
+        double knee = q == 0 ? 0 : ux[q - 1];
+        double chisq = fg_nonneg(pts, use, w, m, avail, knee, c->moe_experts, c->moe_topk, cf);
+        if (chisq < 0) {
+            snprintf(err, errlen, "%s: phase %s: group %s: the least-squares solver failed "
+                     "(%zu points)", TRN(idx[0]), ph, gn, m);
+            goto out;
+        }
+        /* ties go to the larger knee: flat while weight-bound is the physical shape */
+        if (best_chisq < 0 || chisq <= best_chisq * (1 + 1e-9) + 1e-300) {
+            best_chisq = chisq;
+            best_knee = knee;
+            memcpy(best, cf, sizeof best);
+        }
+    }
+    if (best[COL_TOK] <= 0)
+        best_knee = 0;
+    out->base_us = best[COL_BASE];
+    out->per_token_us = best[COL_TOK];
+    out->knee_tokens = best_knee;
+    out->per_expert_us = best[COL_EXP];
+    out->per_kv_ktoken_us = best[COL_KV];
+    /* spread of repeats around the fit, relative, pooled over cells */
+    double ss = 0;
+    size_t dof = 0;
+    for (size_t j = 0; j < ncell; j++) {
+        size_t a = cstart[j], b = cstart[j + 1];
+        if (b - a < 2)
+            continue;
+        double rm = 0;
+        for (size_t i = a; i < b; i++) {
+            const fit_point *p = &pts[idx[i]];
+            double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens, p->kv_tokens);
+            rm += p->us / (f > floor_us ? f : floor_us);
+        }
+        rm /= (double)(b - a);
+        for (size_t i = a; i < b; i++) {
+            const fit_point *p = &pts[idx[i]];
+            double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens, p->kv_tokens);
+            double r = p->us / (f > floor_us ? f : floor_us) - rm;
+            ss += r * r;
+        }
+        dof += b - a - 1;
+    }
+    out->sd_frac = dof ? sqrt(ss / (double)dof) : 0;
+    if (st) {
+        double s2 = 0, mx = 0;
+        for (size_t j = 0; j < ncell; j++) {
+            fit_cell *cl = &cells[j];
+            cl->fit_us = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, cl->tokens, cl->kv_tokens);
+            double ref = cl->us_mean > floor_us ? cl->us_mean : floor_us;
+            double r = fabs(cl->fit_us - cl->us_mean) / ref;
+            s2 += r * r;
+            if (r > mx)
+                mx = r;
+        }
+        st->chisq = best_chisq;
+        st->rms_rel = sqrt(s2 / (double)ncell);
+        st->max_rel = mx;
+        st->ncols = 0;
+        for (int q = 0; q < NCOL; q++)
+            st->ncols += best[q] > 0;
+        st->ncells = (int)ncell;
+        st->cell = cells;
+        cells = NULL;
+    }
+    rc = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "%s: phase %s: group %s: out of memory (%zu points)", TRN(0), ph, gn, n);
+out:
+#undef TRN
+    free(idx);
+    free(use);
+    free(cstart);
+    free(w);
+    free(ux);
+    free(tmp);
+    free(cells);
+    return rc;
+}
+
+/* ---- stage 1: phase instances and their GPU records ----------------------------------------- */
+
+#define FIT_NCCL_OPS 4
+
+typedef struct {
+    const char *op;            /* run pool */
+    int    n;                  /* collectives in the instance */
+    double bytes;              /* summed */
+} fr_nccl;
+
+typedef struct {
+    int     trace, phase;
+    const char *rname;
+    int64_t r0, r1, thread;
+    /* shape, from the range name */
+    double  tokens, kv;
+    int     F, graph, has_graph_key, bs, rows, steps, topk, experts, moe_topk;
+    /* host: the launch calls made inside the range */
+    int64_t lb, le, a1e;       /* first start, last end, end of the earliest call */
+    int     napi;
+    /* GPU */
+    int64_t g0, g1;
+    int     nrec, any_graph_kernel;
+    size_t  e0;                /* elements (kernels after merging) in the run's array */
+    int     ne;
+    double  sum_us, nccl_us;
+    fr_nccl nc[FIT_NCCL_OPS];
+    int     nnc;
+    /* matching and host results */
+    int     drop;              /* FR_KEEP or why it was left out */
+    int     nfwd;              /* elements per forward; -1: forwards differ */
+    int     busy, has_gap, launch_bound;
+    double  gap_us, inter_us;
+} fr_inst;
+
+enum { FR_KEEP, FR_NOKERNELS, FR_CUT, FR_PARTIAL, FR_EARLY };
+static const char *const fr_drop_why[] = {
+    "kept", "no kernels", "cut off at the end of the capture", "partial (kernel count differs "
+    "at the edge of the capture)", "started before the capture",
+};
+
+typedef struct {
+    const char *cls, *name;    /* class (run pool), a representative name (trace pool) */
+    double dur_us;
+    int    launches;
+} fr_elem;
+
+typedef struct {
+    int64_t s, e;
+    const char *name, *nvtx;
+    uint32_t corr;
+    int     graph;
+    int     nccl;
+    const ptrace_nccl *nc;
+    int     inst;
+} fr_rec;
+
+/* One phase's matching: groups and per-instance sums. */
+typedef struct {
+    int    *inst;              /* kept instance indices, ninst */
+    int     ninst;
+    int     by;
+    int     G;                 /* real groups (the gap pseudo-group is index G) */
+    char    name[WM_GROUPS_MAX][WM_NAME_MAX];
+    const char *gcls[WM_GROUPS_MAX];  /* FIT_BY_NAME: the class of each group */
+    int    *pos2g;             /* FIT_BY_POSITION: group of each position in a forward */
+    int     nfwd;
+    double *Y, *L;             /* [ninst][G+1]: us and launches per forward */
+    int     count[WM_GROUPS_MAX];
+} fr_phase;
+
+typedef struct {
+    const fit_trace *tr;
+    int     nt;
+    const fit_opts *o;
+    fit_result *res;
+    fit_strpool *pool;
+    fr_inst *in;
+    size_t  nin, capin;
+    fr_elem *el;
+    size_t  nel, capel;
+    size_t *tin0;              /* per trace: first instance index; tin0[nt] = nin */
+    fr_phase ph[WM_NPHASE];
+    const char **tnames;
+    int     moe_E, moe_k;
+    char   *err;
+    size_t  errlen;
+} fr_run;
+
+static void fr_warn(fr_run *R, const char *fmt, ...)
+{
+    R->res->nwarnings++;
+    if (!R->o || !R->o->log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("specsim fit: warning: ", R->o->log);
+    vfprintf(R->o->log, fmt, ap);
+    fputc('\n', R->o->log);
+    va_end(ap);
+}
+
+static int fr_fail(fr_run *R, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(R->err, R->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static int fr_lower_has(const char *s, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *s; s++) {
+        size_t i = 0;
+        while (i < n && s[i] && (s[i] | 0x20) == needle[i])
+            i++;
+        if (i == n)
+            return 1;
+    }
+    return 0;
+}
+
+/* cuBLAS/CUTLASS GEMM kernels: the name (and the number of kernels, split-K adds a reduce)
+ * changes with the problem size, so they are matched by role, not by name. */
+static int fr_is_gemm(const char *name)
+{
+    static const char *const pat[] = {"gemm", "gemv", "xmma", "nvjet", "cutlass", "cublas",
+                                      "splitkreduce", NULL};
+    for (int i = 0; pat[i]; i++)
+        if (fr_lower_has(name, pat[i]))
+            return 1;
+    return 0;
+}
+
+/* Class of a kernel: "gemm" for GEMMs, else the bare function name (no return type, no
+ * template arguments, no parameter list) so that template variants chosen by size match. */
+static const char *fr_class(fit_strpool *p, const char *name, int *gemm)
+{
+    *gemm = fr_is_gemm(name);
+    if (*gemm)
+        return pool_intern(p, "gemm");
+    const char *s = name;
+    while (*s == ' ')
+        s++;
+    if (strncmp(s, "void ", 5) == 0)
+        s += 5;
+    size_t n = 0;
+    while (s[n] && s[n] != '(' && s[n] != '<')
+        n++;
+    while (n > 0 && s[n - 1] == ' ')
+        n--;
+    if (n == 0)
+        return pool_intern(p, name);
+    return pool_intern_n(p, s, n);
+}
+
+static int fr_is_nccl_name(const char *name)
+{
+    return strncmp(name, "nccl", 4) == 0 || strncmp(name, "void nccl", 9) == 0;
+}
+
+/* Parses "verify tokens=64 bs=16 rows=16 ctx=8192 graph=1" into in. Returns the phase or -1
+ * when the first word is not a phase. *bad gets a key whose value does not parse. */
+static int fr_parse_range(const char *name, fr_inst *in, const char **bad)
+{
+    char word[32];
+    size_t n = 0;
+    *bad = NULL;
+    while (name[n] && name[n] != ' ' && n < sizeof word - 1) {
+        word[n] = name[n];
+        n++;
+    }
+    word[n] = 0;
+    if (name[n] && name[n] != ' ')
+        return -1;
+    int p = wm_phase_find(word);
+    if (p < 0)
+        return -1;
+    in->tokens = -1;
+    in->F = 0;
+    in->graph = -1;
+    const char *s = name + n;
+    while (*s) {
+        while (*s == ' ')
+            s++;
+        const char *k = s;
+        while (*s && *s != ' ' && *s != '=')
+            s++;
+        if (*s != '=') {
+            while (*s && *s != ' ')
+                s++;
+            continue;
+        }
+        size_t kl = (size_t)(s - k);
+        s++;
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        int ok = end != s && (*end == 0 || *end == ' ') && errno == 0 && isfinite(v);
+#define KEY(str) (kl == sizeof(str) - 1 && strncmp(k, str, kl) == 0)
+        if (KEY("tokens"))        { if (!ok) *bad = "tokens"; else in->tokens = v; }
+        else if (KEY("ctx"))      { if (!ok) *bad = "ctx"; else in->kv = v; }
+        else if (KEY("bs"))       { if (!ok) *bad = "bs"; else in->bs = (int)v; }
+        else if (KEY("rows"))     { if (!ok) *bad = "rows"; else in->rows = (int)v; }
+        else if (KEY("graph"))    { if (!ok) *bad = "graph"; else in->graph = v != 0; }
+        else if (KEY("steps"))    { if (!ok) *bad = "steps"; else in->steps = (int)v; }
+        else if (KEY("topk"))     { if (!ok) *bad = "topk"; else in->topk = (int)v; }
+        else if (KEY("forwards")) { if (!ok || v < 1) *bad = "forwards"; else in->F = (int)v; }
+        else if (KEY("experts"))  { if (!ok) *bad = "experts"; else in->experts = (int)v; }
+        else if (KEY("moe_topk")) { if (!ok) *bad = "moe_topk"; else in->moe_topk = (int)v; }
+#undef KEY
+        while (*s && *s != ' ')
+            s++;
+    }
+    in->has_graph_key = in->graph >= 0;
+    if (in->F == 0)   /* the draft range covers the phase: steps-1 forwards (DESIGN.md) */
+        in->F = (p == WM_DRAFT && in->steps > 1) ? in->steps - 1 : 1;
+    return p;
+}
+
+static int fr_cmp_inst(const void *a, const void *b)
+{
+    const fr_inst *x = a, *y = b;
+    if (x->r0 != y->r0)
+        return x->r0 < y->r0 ? -1 : 1;
+    return (x->r1 > y->r1) - (x->r1 < y->r1);   /* the outer of two equal starts first */
+}
+
+/* Innermost instance of trace segment [a, b) whose range on `thread` holds time t; -1. */
+static int fr_find_inst(const fr_run *R, size_t a, size_t b, int64_t t, int64_t thread)
+{
+    size_t lo = a, hi = b;
+    while (lo < hi) {              /* first with r0 > t */
+        size_t mid = lo + (hi - lo) / 2;
+        if (R->in[mid].r0 <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, k = 0; i > a && k < FIT_BACK_SEARCH; i--, k++) {
+        const fr_inst *in = &R->in[i - 1];
+        if (in->r1 >= t && (thread == 0 || in->thread == 0 || in->thread == thread))
+            return (int)(i - 1);
+    }
+    return -1;
+}
+
+/* Latest instance of [a, b) named nvtx that started at or before t; -1. */
+static int fr_find_by_name(const fr_run *R, size_t a, size_t b, int64_t t, const char *nvtx)
+{
+    size_t lo = a, hi = b;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (R->in[mid].r0 <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo, k = 0; i > a && k < 4 * FIT_BACK_SEARCH; i--, k++)
+        if (strcmp(R->in[i - 1].rname, nvtx) == 0)
+            return (int)(i - 1);
+    return -1;
+}
+
+typedef struct { uint32_t corr; int64_t s, e, thread; } fr_corr;
+
+static int fr_cmp_corr(const void *a, const void *b)
+{
+    const fr_corr *x = a, *y = b;
+    if (x->corr != y->corr)
+        return x->corr < y->corr ? -1 : 1;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+static const fr_corr *fr_corr_find(const fr_corr *c, size_t n, uint32_t corr)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c[mid].corr < corr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && c[lo].corr == corr ? &c[lo] : NULL;
+}
+
+static int fr_cmp_rec(const void *a, const void *b)
+{
+    const fr_rec *x = a, *y = b;
+    if (x->inst != y->inst)
+        return x->inst < y->inst ? -1 : 1;
+    if (x->s != y->s)
+        return x->s < y->s ? -1 : 1;
+    return (x->e > y->e) - (x->e < y->e);
+}
+
+static double fr_us(int64_t ns) { return (double)ns / 1000.0; }
+
+/* Refuses a record with a negative duration, naming the trace, the record and the value. */
+static int fr_check_dur(fr_run *R, const fit_trace *t, const char *kind, const char *name,
+                        int64_t s, int64_t e)
+{
+    if (e >= s)
+        return 0;
+    int64_t t0 = t->has_header ? t->hdr.t0_ns : 0;
+    return fr_fail(R, "%s: %s \"%.80s\" at ts %.3f us: field dur: value %.3f: negative "
+                   "duration", t->file, kind, name, fr_us(s - t0), fr_us(e - s));
+}
+
+/* Stage 1 for trace ti: instances, their launch calls, their GPU records and elements. */
+static int fr_trace(fr_run *R, int ti)
+{
+    const fit_trace *t = &R->tr[ti];
+    size_t a = R->nin;
+    int rc = -1;
+    fr_corr *cm = NULL;
+    fr_rec *rec = NULL;
+    /* instances */
+    for (size_t i = 0; i < t->nrng; i++) {
+        const ptrace_range *r = &t->rng[i];
+        fr_inst in;
+        const char *bad;
+        memset(&in, 0, sizeof in);
+        int p = fr_parse_range(r->name, &in, &bad);
+        if (p < 0)
+            continue;
+        if (fr_check_dur(R, t, "NVTX range", r->name, r->start_ns, r->end_ns))
+            return -1;
+        if (bad)
+            return fr_fail(R, "%s: NVTX range \"%.80s\": field %s: value does not parse "
+                           "(traces/FORMAT.md: key=number)", t->file, r->name, bad);
+        if (in.tokens < 0)
+            return fr_fail(R, "%s: NVTX range \"%.80s\": field tokens: missing: every phase "
+                           "range needs tokens= (traces/FORMAT.md)", t->file, r->name);
+        if (!(in.tokens > 0) || in.kv < 0)
+            return fr_fail(R, "%s: NVTX range \"%.80s\": field %s: value %g: must be %s",
+                           t->file, r->name, in.tokens > 0 ? "ctx" : "tokens",
+                           in.tokens > 0 ? in.kv : in.tokens, in.tokens > 0 ? ">= 0" : "> 0");
+        in.trace = ti;
+        in.phase = p;
+        in.rname = r->name;
+        in.r0 = r->start_ns;
+        in.r1 = r->end_ns;
+        in.thread = r->thread;
+        in.nfwd = -1;
+        if (grow((void **)&R->in, &R->capin, R->nin, sizeof *R->in))
+            goto oom;
+        R->in[R->nin++] = in;
+    }
+    size_t b = R->nin;
+    qsort(R->in + a, b - a, sizeof *R->in, fr_cmp_inst);
+    R->tin0[ti] = a;
+    if (b == a) {
+        fr_warn(R, "%s: no NVTX range names a phase (%s, ...): the trace adds nothing",
+                t->file, wm_phase_name[0]);
+        return 0;
+    }
+    /* launch calls: the instance whose range holds the call; corr -> launch time */
+    cm = malloc((t->napi + 1) * sizeof *cm);
+    if (!cm)
+        goto oom;
+    for (size_t i = 0; i < t->napi; i++) {
+        const ptrace_api *x = &t->api[i];
+        if (fr_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
+            goto out;
+        cm[i] = (fr_corr){x->corr, x->start_ns, x->end_ns, x->thread};
+        int k = fr_find_inst(R, a, b, x->start_ns, x->thread);
+        if (k < 0)
+            continue;
+        fr_inst *in = &R->in[k];
+        if (in->napi == 0 || x->start_ns < in->lb) {
+            in->lb = x->start_ns;
+            in->a1e = x->end_ns;
+        }
+        if (in->napi == 0 || x->end_ns > in->le)
+            in->le = x->end_ns;
+        in->napi++;
+    }
+    qsort(cm, t->napi, sizeof *cm, fr_cmp_corr);
+    /* GPU records */
+    size_t nrec = t->nkern + t->nmem;
+    rec = malloc((nrec + 1) * sizeof *rec);
+    if (!rec)
+        goto oom;
+    int64_t last_end = INT64_MIN, first_start = INT64_MAX;
+    for (size_t i = 0; i < nrec; i++) {
+        fr_rec *x = &rec[i];
+        if (i < t->nkern) {
+            const ptrace_kernel *k = &t->kern[i];
+            if (fr_check_dur(R, t, "kernel", k->name, k->start_ns, k->end_ns))
+                goto out;
+            *x = (fr_rec){k->start_ns, k->end_ns, k->name, k->nvtx, k->corr, k->graph_id != 0,
+                          k->has_nccl || fr_is_nccl_name(k->name), k->has_nccl ? &k->nccl : NULL, -1};
+        } else {
+            const ptrace_mem *m = &t->mem[i - t->nkern];
+            const char *nm = m->kind == PTRACE_MEMSET ? "memset" :
+                             *m->copy_kind ? m->copy_kind : "memcpy";
+            if (fr_check_dur(R, t, "memcpy/memset", nm, m->start_ns, m->end_ns))
+                goto out;
+            char buf[64];
+            snprintf(buf, sizeof buf, "%s%s", m->kind == PTRACE_MEMSET ? "" : "memcpy ",
+                     m->kind == PTRACE_MEMSET ? "memset" : nm);
+            const char *in = pool_intern(R->pool, buf);
+            if (!in)
+                goto oom;
+            *x = (fr_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
+                          m->has_nccl, m->has_nccl ? &m->nccl : NULL, -1};
+        }
+        if (x->e > last_end)
+            last_end = x->e;
+        if (x->s < first_start)
+            first_start = x->s;
+        const fr_corr *c = x->corr ? fr_corr_find(cm, t->napi, x->corr) : NULL;
+        int k = c ? fr_find_inst(R, a, b, c->s, c->thread) : -1;
+        if (k < 0 && c == NULL && x->nvtx && *x->nvtx)
+            k = fr_find_by_name(R, a, b, x->s, x->nvtx);
+        x->inst = k;
+    }
+    qsort(rec, nrec, sizeof *rec, fr_cmp_rec);
+    /* per instance: span, elements (adjacent GEMM kernels merged), collectives */
+    size_t i = 0;
+    while (i < nrec && rec[i].inst < 0)
+        i++;
+    int unattributed = (int)i;
+    while (i < nrec) {
+        fr_inst *in = &R->in[rec[i].inst];
+        size_t j = i;
+        in->g0 = rec[i].s;
+        in->g1 = rec[i].e;
+        in->e0 = R->nel;
+        int prev_gemm = 0;
+        for (; j < nrec && rec[j].inst == rec[i].inst; j++) {
+            const fr_rec *x = &rec[j];
+            double d = fr_us(x->e - x->s);
+            if (x->e > in->g1)
+                in->g1 = x->e;
+            in->nrec++;
+            in->any_graph_kernel |= x->graph;
+            if (x->nccl) {
+                in->nccl_us += d;
+                const char *op = pool_intern(R->pool, x->nc ? x->nc->op : "allreduce");
+                if (!op)
+                    goto oom;
+                int q = 0;
+                while (q < in->nnc && in->nc[q].op != op)
+                    q++;
+                if (q < FIT_NCCL_OPS) {
+                    if (q == in->nnc)
+                        in->nc[in->nnc++] = (fr_nccl){op, 0, 0};
+                    in->nc[q].n++;
+                    in->nc[q].bytes += x->nc ? (double)x->nc->bytes : 0;
+                }
+                prev_gemm = 0;
+                continue;
+            }
+            int gemm;
+            const char *cls = fr_class(R->pool, x->name, &gemm);
+            if (!cls)
+                goto oom;
+            in->sum_us += d;
+            if (gemm && prev_gemm) {
+                R->el[R->nel - 1].dur_us += d;
+                R->el[R->nel - 1].launches++;
+                continue;
+            }
+            if (grow((void **)&R->el, &R->capel, R->nel, sizeof *R->el))
+                goto oom;
+            R->el[R->nel++] = (fr_elem){cls, x->name, d, 1};
+            in->ne++;
+            prev_gemm = gemm;
+        }
+        i = j;
+    }
+    if (unattributed && (size_t)unattributed == nrec)
+        fr_warn(R, "%s: none of its %zu GPU records could be placed in a phase range (no "
+                "launch call with their correlation id inside a range, no args.nvtx)", t->file, nrec);
+    /* what cannot be used */
+    int ndrop[5] = {0};
+    for (size_t q = a; q < b; q++) {
+        fr_inst *in = &R->in[q];
+        if (in->nrec == 0)
+            in->drop = FR_NOKERNELS;
+        else if (nrec && in->r1 > last_end)
+            in->drop = FR_CUT;
+        else if (t->has_header && in->r0 < t->hdr.t0_ns)
+            in->drop = FR_EARLY;
+        if (in->graph < 0)
+            in->graph = in->any_graph_kernel;
+        if (in->drop)
+            ndrop[in->drop]++;
+    }
+    for (int d = 1; d < 5; d++)
+        if (ndrop[d] && !(d == FR_CUT && ndrop[d] <= 2 * WM_NPHASE) &&
+            !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE))
+            fr_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d], fr_drop_why[d]);
+    if (t->truncated)
+        fr_warn(R, "%s: cut off (no specprof_end)%s: %d instances at its end left out", t->file,
+                t->cut_last_line ? ", last line cut mid-write and dropped" : "", ndrop[FR_CUT]);
+    if (t->bad_lines)
+        fr_warn(R, "%s: %zu lines did not parse and were skipped", t->file, t->bad_lines);
+    rc = 0;
+    goto out;
+oom:
+    snprintf(R->err, R->errlen, "%s: out of memory", t->file);
+out:
+    free(cm);
+    free(rec);
+    return rc;
+}
+
+/* ---- stage 2: matching kernels into groups ------------------------------------------------- */
+
+/* Elements per forward of an instance, or -1 when its forwards differ in shape. */
+static int fr_nfwd(const fr_run *R, const fr_inst *in)
+{
+    if (in->F < 1 || in->ne % in->F)
+        return -1;
+    int n = in->ne / in->F;
+    for (int f = 1; f < in->F; f++)
+        for (int k = 0; k < n; k++)
+            if (R->el[in->e0 + (size_t)(f * n + k)].cls != R->el[in->e0 + (size_t)k].cls)
+                return -1;
+    return n;
+}
+
+/* The repeated layer of a forward: the period P and offset h that cover the most elements
+ * with L >= 2 repeats of s[h .. h+P); ties go to the shorter period. No repeat: L = 1. */
+static void fr_layers(const char *const *s, int n, int *h, int *P, int *L)
+{
+    int best = 0;
+    *h = 0;
+    *P = n > 0 ? n : 1;
+    *L = 1;
+    for (int p = 1; p <= n / 2; p++) {
+        int run = 0;
+        for (int i = 0; i <= n - p; i++) {
+            int eq = i + p < n && s[i] == s[i + p];
+            if (eq) {
+                run++;
+                continue;
+            }
+            int reps = (run + p) / p;
+            if (run > 0 && reps >= 2 && reps * p > best) {
+                best = reps * p;
+                *h = i - run;
+                *P = p;
+                *L = reps;
+            }
+            run = 0;
+        }
+    }
+}
+
+static int fr_cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static double fr_median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0;
+    gsl_sort(v, 1, n);
+    return gsl_stats_median_from_sorted_data(v, 1, n);
+}
+
+/* Group name "<prefix> <class>", cut to fit. */
+static void fr_gname(char *dst, const char *prefix, const char *cls)
+{
+    snprintf(dst, WM_NAME_MAX, "%s%s%.*s", prefix, *prefix ? " " : "",
+             (int)(WM_NAME_MAX - 1 - strlen(prefix) - 1), cls);
+}
+
+static int fr_group_phase(fr_run *R, int p)
+{
+    fr_phase *P = &R->ph[p];
+    /* kept instances of the phase, and their elements per forward */
+    int n = 0;
+    for (size_t i = 0; i < R->nin; i++)
+        if (R->in[i].phase == p && !R->in[i].drop)
+            R->in[i].nfwd = fr_nfwd(R, &R->in[i]), n++;
+    if (n == 0)
+        return 0;
+    /* an instance at either edge of a trace whose shape differs from the trace's usual one
+     * was cut by the capture window */
+    int *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!tmp)
+        return fr_fail(R, "out of memory");
+    for (int t = 0; t < R->nt; t++) {
+        int m = 0, first = -1, last = -1;
+        for (size_t i = R->tin0[t]; i < R->tin0[t + 1]; i++)
+            if (R->in[i].phase == p && !R->in[i].drop) {
+                tmp[m++] = R->in[i].nfwd;
+                if (first < 0)
+                    first = (int)i;
+                last = (int)i;
+            }
+        if (m < 3)
+            continue;
+        qsort(tmp, (size_t)m, sizeof *tmp, fr_cmp_int);
+        int mode = tmp[0], best = 0;
+        for (int a = 0, b; a < m; a = b) {
+            for (b = a; b < m && tmp[b] == tmp[a]; b++)
+                ;
+            if (b - a > best)
+                best = b - a, mode = tmp[a];
+        }
+        if (R->in[first].nfwd != mode)
+            R->in[first].drop = FR_PARTIAL, n--;
+        if (last != first && R->in[last].nfwd != mode)
+            R->in[last].drop = FR_PARTIAL, n--;
+    }
+    free(tmp);
+    P->inst = malloc((size_t)n * sizeof *P->inst);
+    if (!P->inst)
+        return fr_fail(R, "out of memory");
+    P->ninst = 0;
+    int same = 1, nf = -2;
+    for (size_t i = 0; i < R->nin; i++) {
+        const fr_inst *in = &R->in[i];
+        if (in->phase != p || in->drop)
+            continue;
+        P->inst[P->ninst++] = (int)i;
+        if (nf == -2)
+            nf = in->nfwd;
+        same &= in->nfwd == nf && nf > 0;
+    }
+    /* by position: every instance has the same number of kernels per forward */
+    P->by = FIT_BY_NAME;
+    if (same) {
+        const fr_inst *rep = &R->in[P->inst[0]];
+        const char **s = malloc((size_t)nf * sizeof *s);
+        P->pos2g = malloc((size_t)nf * sizeof *P->pos2g);
+        if (!s || !P->pos2g) {
+            free(s);
+            return fr_fail(R, "out of memory");
+        }
+        for (int k = 0; k < nf; k++)
+            s[k] = R->el[rep->e0 + (size_t)k].cls;
+        int h, per, L;
+        fr_layers(s, nf, &h, &per, &L);
+        int tail = nf - h - L * per;
+        if (h + per + tail <= WM_GROUPS_MAX - 1) {
+            char pre[16];
+            P->by = FIT_BY_POSITION;
+            P->nfwd = nf;
+            P->G = h + per + tail;
+            for (int k = 0; k < nf; k++) {
+                int g;
+                if (k < h)
+                    g = k, snprintf(pre, sizeof pre, "h%d", k);
+                else if (k < h + L * per)
+                    g = h + (k - h) % per, snprintf(pre, sizeof pre, "L%d", (k - h) % per);
+                else
+                    g = h + per + (k - h - L * per), snprintf(pre, sizeof pre, "t%d", k - h - L * per);
+                P->pos2g[k] = g;
+                if (k < h + per || k >= h + L * per)
+                    fr_gname(P->name[g], pre, s[k]);
+            }
+        }
+        free(s);
+    }
+    if (P->by == FIT_BY_NAME) {
+        /* by name: one group per kernel class; the rarest merged when there are too many */
+        typedef struct { const char *cls; double us; } cl_t;
+        cl_t *cl = NULL;
+        int ncl = 0, cap = 0;
+        for (int q = 0; q < P->ninst; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            for (int e = 0; e < in->ne; e++) {
+                const fr_elem *el = &R->el[in->e0 + (size_t)e];
+                int k = 0;
+                while (k < ncl && cl[k].cls != el->cls)
+                    k++;
+                if (k == ncl) {
+                    if (ncl == cap) {
+                        cap = cap ? 2 * cap : 64;
+                        cl_t *nc = realloc(cl, (size_t)cap * sizeof *cl);
+                        if (!nc) {
+                            free(cl);
+                            return fr_fail(R, "out of memory");
+                        }
+                        cl = nc;
+                    }
+                    cl[ncl++] = (cl_t){el->cls, 0};
+                }
+                cl[k].us += el->dur_us;
+            }
+        }
+        int keep = ncl <= WM_GROUPS_MAX - 1 ? ncl : WM_GROUPS_MAX - 2;
+        if (keep < ncl) {   /* the largest by time keep their own group */
+            for (int a = 0; a < keep; a++)
+                for (int b = a + 1; b < ncl; b++)
+                    if (cl[b].us > cl[a].us) {
+                        cl_t x = cl[a];
+                        cl[a] = cl[b];
+                        cl[b] = x;
+                    }
+            fr_warn(R, "phase %s: %d kernel names; the %d smallest by time share the group "
+                    "\"(other kernels)\"", wm_phase_name[p], ncl, ncl - keep);
+        }
+        for (int k = 0; k < keep; k++) {
+            P->gcls[k] = cl[k].cls;
+            fr_gname(P->name[k], "", cl[k].cls);
+        }
+        P->G = keep;
+        if (keep < ncl) {
+            P->gcls[P->G] = NULL;
+            snprintf(P->name[P->G++], WM_NAME_MAX, "(other kernels)");
+        }
+        free(cl);
+    }
+    snprintf(P->name[P->G], WM_NAME_MAX, "(gpu idle in phase)");
+    /* per instance and group: microseconds and launches per forward */
+    int G1 = P->G + 1;
+    P->Y = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->Y);
+    P->L = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->L);
+    if (!P->Y || !P->L)
+        return fr_fail(R, "out of memory");
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        double *y = &P->Y[(size_t)q * (size_t)G1], *l = &P->L[(size_t)q * (size_t)G1];
+        for (int e = 0; e < in->ne; e++) {
+            const fr_elem *el = &R->el[in->e0 + (size_t)e];
+            int g;
+            if (P->by == FIT_BY_POSITION) {
+                g = P->pos2g[e % P->nfwd];
+            } else {
+                g = 0;
+                while (g < P->G && P->gcls[g] && P->gcls[g] != el->cls)
+                    g++;
+                if (g == P->G)
+                    g = P->G - 1;   /* "(other kernels)" */
+            }
+            y[g] += el->dur_us / in->F;
+            l[g] += (double)el->launches / in->F;
+        }
+    }
+    /* by name, a group must be in every trace where its phase is */
+    if (P->by == FIT_BY_NAME) {
+        for (int g = 0; g < P->G; g++) {
+            int present_in = -1;
+            for (int q = 0; q < P->ninst && present_in < 0; q++)
+                if (P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0)
+                    present_in = R->in[P->inst[q]].trace;
+            for (int t = 0; t < R->nt; t++) {
+                int has_phase = 0, has = 0;
+                for (int q = 0; q < P->ninst; q++) {
+                    if (R->in[P->inst[q]].trace != t)
+                        continue;
+                    has_phase = 1;
+                    has |= P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0;
+                }
+                if (has_phase && !has)
+                    return fr_fail(R, "%s: phase %s: group %s: absent from this trace (present "
+                                   "in %s); its cost cannot be fitted across traces that differ "
+                                   "in their kernels: capture the traces with the same program "
+                                   "and settings", R->tr[t].file, wm_phase_name[p], P->name[g],
+                                   present_in >= 0 ? R->tr[present_in].file : "another trace");
+            }
+        }
+    }
+    /* launches per forward: the median over instances */
+    double *v = malloc((size_t)P->ninst * sizeof *v);
+    if (!v)
+        return fr_fail(R, "out of memory");
+    for (int g = 0; g < P->G; g++) {
+        for (int q = 0; q < P->ninst; q++)
+            v[q] = P->L[(size_t)q * (size_t)G1 + (size_t)g];
+        int c = (int)lround(fr_median(v, (size_t)P->ninst));
+        P->count[g] = c < 1 ? 1 : c;
+    }
+    P->count[P->G] = 1;
+    free(v);
+    return 0;
+}

@@ -1,0 +1,151 @@
+/* fit: turns specprof traces of a speculative-decoding workload into the workload model the
+ * simulator replays (wmodel.h). Phase instances come from NVTX ranges, kernels are matched
+ * into groups across instances and traces, each group's cost vs tokens is fitted with GSL
+ * least squares, host gaps and launch costs come from the launch API records. docs/fit.md
+ * states the fitted equation, the matching rules and what is refused.
+ * Workload: tens of traces of a few seconds each (10^4..10^6 kernels), tens of groups. */
+#ifndef FIT_H
+#define FIT_H
+#include <stdio.h>
+#include <stddef.h>
+#include "ptrace.h"
+#include "wmodel.h"
+
+/* ---- traces ----------------------------------------------------------------------------- */
+
+typedef struct fit_strpool fit_strpool;   /* interned strings (opaque) */
+
+/* One trace as the fit needs it: the GPU records, the launch API calls and the NVTX ranges,
+ * with times in CUPTI nanoseconds. Strings point into the trace's own pool. Caller-owned
+ * struct: fit_trace_init or fit_trace_load fills it, fit_trace_free releases what it holds. */
+typedef struct {
+    char           file[512];     /* the path or label, for messages */
+    int            has_header;
+    ptrace_header  hdr;
+    int            truncated;     /* no specprof_end: a cut-off capture */
+    int            cut_last_line; /* a last line cut mid-write was dropped */
+    size_t         bad_lines;     /* other lines that did not parse (skipped) */
+    ptrace_kernel *kern; size_t nkern, capkern;
+    ptrace_mem    *mem;  size_t nmem,  capmem;
+    ptrace_api    *api;  size_t napi,  capapi;
+    ptrace_range  *rng;  size_t nrng,  caprng;
+    fit_strpool   *pool;
+} fit_trace;
+
+/* An empty trace named label (records added with fit_trace_add_*; tests, importers). */
+int  fit_trace_init(fit_trace *t, const char *label);
+/* Loads a specprof trace file (traces/FORMAT.md) through the trace reader (ptrace_read.h),
+ * also a cut-off one (t->truncated set). Returns 0, or -1 with err. */
+int  fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen);
+/* Copies one record (and its strings) into t. 0, or -1 when out of memory. */
+int  fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k);
+int  fit_trace_add_mem(fit_trace *t, const ptrace_mem *m);
+int  fit_trace_add_api(fit_trace *t, const ptrace_api *a);
+int  fit_trace_add_range(fit_trace *t, const ptrace_range *r);
+void fit_trace_free(fit_trace *t);
+
+/* ---- one group's cost vs tokens --------------------------------------------------------- */
+
+/* One measurement of a group: its cost in one phase instance, per forward. */
+typedef struct {
+    double tokens;        /* tokens of the forward (padded rows included) */
+    double kv_tokens;     /* KV context summed over the rows */
+    double us;            /* measured cost, microseconds */
+    int    trace;         /* index into fit_group_ctx.trace_names */
+} fit_point;
+
+/* What fit_group needs to name things in messages and to build the expert column. */
+typedef struct {
+    const char *const *trace_names;
+    int    ntraces;
+    const char *phase, *group;
+    int    moe_experts, moe_topk;     /* 0: dense (no expert column) */
+} fit_group_ctx;
+
+/* Repeat cell: the points of one token count in one trace (one configuration). */
+typedef struct {
+    int    trace;
+    double tokens, kv_tokens;         /* kv: mean over the cell */
+    double us_mean, us_sd;            /* measured */
+    double fit_us;                    /* the fitted cost at the cell's (tokens, mean kv) */
+    int    n;
+} fit_cell;
+
+typedef struct {
+    double chisq;                     /* weighted residual sum of squares (relative units) */
+    double rms_rel, max_rel;          /* over cells: |fit - mean| / mean */
+    int    ncols;                     /* columns kept (of base, tokens, experts, kv) */
+    int    ncells;
+    fit_cell *cell;                   /* owned: free() */
+} fit_group_stats;
+
+/* Fits  us = base + per_token*max(0, tokens-knee) + per_expert*experts(tokens)
+ *            + per_kv_ktoken*kv/1000
+ * by weighted least squares (each cell weighs the same, residuals relative to the cell's
+ * mean); the knee is searched over the distinct token counts; a column whose coefficient
+ * comes out negative is dropped and the rest refitted. sd_frac is the pooled relative
+ * spread of repeats around the fit. Fills out (name and count are the caller's) and, if
+ * st is not NULL, the statistics (st->cell is malloc'd: the caller frees it).
+ * Returns 0, or -1 with err "TRACE: phase P: group G: field F: value V: why" for a NaN,
+ * infinite or negative value and for a single distinct token count. */
+int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
+              fit_group_stats *st, char *err, size_t errlen);
+
+/* Expected distinct experts touched by `tokens` tokens, topk of E each (the formula of
+ * wm_experts_touched, without a model). */
+double fit_experts(int experts, int topk, double tokens);
+
+/* ---- the whole fit ------------------------------------------------------------------------ */
+
+enum { FIT_BY_POSITION, FIT_BY_NAME };   /* how a phase's kernels were matched */
+
+typedef struct {
+    int    moe_experts, moe_topk;     /* > 0: overrides the traces' experts=/moe_topk= args */
+    const char *name;                 /* model name; NULL: derived from the device */
+    FILE  *log;                       /* warnings and notes; NULL: silent */
+} fit_opts;
+
+typedef struct {
+    int    gap;                       /* 1: the pseudo-group of GPU idle time in the phase */
+    fit_group_stats st;
+} fit_group_res;
+
+typedef struct {
+    int    present;
+    int    by;                        /* FIT_BY_POSITION or FIT_BY_NAME */
+    int    ninst;                     /* instances fitted */
+    int    ndropped;                  /* instances left out (cut off, no kernels, partial) */
+    int    forwards_max;
+    fit_group_res grp[WM_GROUPS_MAX]; /* parallel to model.phase[p].groups */
+    int    ncells;                    /* phase totals per cell: span vs the model's sum */
+    fit_cell *total;                  /* owned */
+    double gap_sd_us;                 /* host gap spread (also in the model) */
+    int    ngaps;                     /* host gaps measured */
+    int    nbusy;                     /* instances queued behind GPU work (gap from the host) */
+} fit_phase_res;
+
+/* Result of fit_run: the model plus what the plots and the report need. Caller-owned;
+ * fit_result_free releases the arrays. */
+typedef struct {
+    wm_model model;
+    fit_phase_res phase[WM_NPHASE];
+    int    ntraces;
+    int    nwarnings;
+    int    graph_launches, eager_instances;  /* samples behind the launch costs */
+} fit_result;
+
+/* Fits a model from n loaded traces. Returns 0, or -1 with err naming the trace file, the
+ * phase, the group and the value (docs/fit.md lists what is refused). */
+int  fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
+             char *err, size_t errlen);
+void fit_result_free(fit_result *res);
+
+/* Writes per group DIR/<phase>_<g>.dat (cells: tokens, kv, measured, sd, fitted), a fitted
+ * curve DIR/<phase>_<g>.fit, per phase the totals DIR/<phase>_total.dat, and DIR/plot.gp,
+ * a gnuplot script that renders DIR/<phase>_<g>.png. DIR is created. 0 or -1 with err. */
+int  fit_plot(const fit_result *res, const char *dir, char *err, size_t errlen);
+
+/* `specsim fit TRACES... -o MODEL.json [--plot DIR] [--name N] [--moe E,K]`
+ * (models/fitcmd.c). Exit status 0, 2 on bad input or a refused fit, 1 on I/O errors. */
+int  fitcmd_main(int argc, char **argv);
+#endif

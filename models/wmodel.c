@@ -1,0 +1,657 @@
+/* wmodel: reads, checks and writes the workload model file (docs/model-format.md) and
+ * evaluates its cost functions. Why strict: a typo in a hand-written or fitted model must
+ * stop the run with the file, the field path and the value, not silently cost 0. Files are
+ * a few KB (tens of groups per phase); costs are evaluated once per phase per iteration. */
+#include "wmodel.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const wm_phase_name[WM_NPHASE] = {
+    "draft", "verify", "accept", "extend", "decode", "sample",
+};
+
+#define WM_FILE_MAX_BYTES (64L << 20) /* a model is KBs; refuse to slurp a wrong 1 GB file */
+#define WM_PATH_MAX 160               /* longest field path we print */
+
+/* Parse state: where messages go and which file they name. */
+typedef struct {
+    const char *file;
+    char       *err;
+    size_t      errlen;
+} wm_ctx;
+
+void wm_init(wm_model *m)
+{
+    memset(m, 0, sizeof *m);
+    m->ranks = 1;
+}
+
+int wm_phase_find(const char *name)
+{
+    for (int p = 0; p < WM_NPHASE; p++)
+        if (strcmp(name, wm_phase_name[p]) == 0)
+            return p;
+    return -1;
+}
+
+/* Renders a JSON value for a message: numbers as %g, strings quoted, others compact JSON,
+ * cut to fit. */
+static void wm_render(const cJSON *v, char *buf, size_t len)
+{
+    if (v == NULL) {
+        snprintf(buf, len, "(none)");
+    } else if (cJSON_IsNumber(v)) {
+        snprintf(buf, len, "%.10g", v->valuedouble);
+    } else if (cJSON_IsString(v)) {
+        snprintf(buf, len, "\"%.40s%s\"", v->valuestring,
+                 strlen(v->valuestring) > 40 ? "..." : "");
+    } else {
+        char *s = cJSON_PrintUnformatted(v);
+        if (s == NULL) {
+            snprintf(buf, len, "(unprintable)");
+            return;
+        }
+        snprintf(buf, len, "%.40s%s", s, strlen(s) > 40 ? "..." : "");
+        cJSON_free(s);
+    }
+}
+
+/* "FILE: field PATH: value V: WHY". Always returns -1. */
+static int wm_fail(const wm_ctx *c, const char *path, const cJSON *v, const char *fmt, ...)
+{
+    char val[64], why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (v == NULL) { /* nothing to show: the message names the field and the reason */
+        snprintf(c->err, c->errlen, "%s: field %s: %s", c->file, path, why);
+        return -1;
+    }
+    wm_render(v, val, sizeof val);
+    snprintf(c->err, c->errlen, "%s: field %s: value %s: %s", c->file, path, val, why);
+    return -1;
+}
+
+static int wm_missing(const wm_ctx *c, const char *path, const char *why)
+{
+    snprintf(c->err, c->errlen, "%s: field %s: missing: %s", c->file, path, why);
+    return -1;
+}
+
+/* out = base + sep + tail, cut to WM_PATH_MAX-1 characters (paths are for messages). */
+static void wm_pathcat(char *out, const char *base, const char *sep, const char *tail)
+{
+    size_t n = 0;
+    const char *parts[3] = {base, sep, tail};
+    for (int i = 0; i < 3; i++)
+        for (const char *s = parts[i]; *s && n < WM_PATH_MAX - 1; s++)
+            out[n++] = *s;
+    out[n] = '\0';
+}
+
+static void wm_index(char *out, const char *base, int i)
+{
+    char num[16];
+    snprintf(num, sizeof num, "[%d]", i);
+    wm_pathcat(out, base, "", num);
+}
+
+static void wm_join(char *out, const char *base, const char *key)
+{
+    wm_pathcat(out, base, base[0] ? "." : "", key);
+}
+
+/* Every key of obj must be in known[] (NULL-terminated) or start with '_' (a comment),
+ * and appear once. */
+static int wm_check_keys(const wm_ctx *c, const cJSON *obj, const char *base,
+                         const char *const *known)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, obj) {
+        char path[WM_PATH_MAX];
+        wm_join(path, base, it->string);
+        if (it->string[0] == '_')
+            continue;
+        int ok = 0;
+        for (int i = 0; known[i]; i++)
+            if (strcmp(it->string, known[i]) == 0)
+                ok = 1;
+        if (!ok) {
+            char list[256] = "";
+            for (int i = 0; known[i]; i++) {
+                strncat(list, i ? ", " : "", sizeof list - strlen(list) - 1);
+                strncat(list, known[i], sizeof list - strlen(list) - 1);
+            }
+            return wm_fail(c, path, it, "unknown field (expected one of: %s; "
+                           "keys starting with '_' are comments)", list);
+        }
+        for (const cJSON *p = obj->child; p != it; p = p->next)
+            if (strcmp(p->string, it->string) == 0)
+                return wm_fail(c, path, it, "field given twice");
+    }
+    return 0;
+}
+
+static const cJSON *wm_obj(const wm_ctx *c, const cJSON *parent, const char *key,
+                           const char *base, int required, int *err)
+{
+    char path[WM_PATH_MAX];
+    wm_join(path, base, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, key);
+    *err = 0;
+    if (v == NULL) {
+        if (required)
+            *err = wm_missing(c, path, "required object");
+        return NULL;
+    }
+    if (!cJSON_IsObject(v)) {
+        *err = wm_fail(c, path, v, "must be an object {...}");
+        return NULL;
+    }
+    return v;
+}
+
+/* Reads number key of parent into *out: finite, >= minv, an integer if integer != 0.
+ * Absent: error if required, else *out = def. */
+static int wm_num(const wm_ctx *c, const cJSON *parent, const char *key, const char *base,
+                  int required, double def, double minv, int integer, double *out)
+{
+    char path[WM_PATH_MAX];
+    wm_join(path, base, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, key);
+    if (v == NULL) {
+        if (required)
+            return wm_missing(c, path, "required number");
+        *out = def;
+        return 0;
+    }
+    if (!cJSON_IsNumber(v))
+        return wm_fail(c, path, v, "must be a number");
+    double x = v->valuedouble;
+    if (!isfinite(x))
+        return wm_fail(c, path, v, "must be finite");
+    if (x < minv)
+        return wm_fail(c, path, v, "must be >= %g", minv);
+    if (integer && (x != floor(x) || x > 1e9))
+        return wm_fail(c, path, v, "must be an integer (at most 1e9)");
+    *out = x;
+    return 0;
+}
+
+static int wm_int(const wm_ctx *c, const cJSON *parent, const char *key, const char *base,
+                  int required, int def, int minv, int *out)
+{
+    double x;
+    if (wm_num(c, parent, key, base, required, def, minv, 1, &x) != 0)
+        return -1;
+    *out = (int)x;
+    return 0;
+}
+
+static int wm_str(const wm_ctx *c, const cJSON *parent, const char *key, const char *base,
+                  int required, char *out, size_t cap)
+{
+    char path[WM_PATH_MAX];
+    wm_join(path, base, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(parent, key);
+    if (v == NULL) {
+        if (required)
+            return wm_missing(c, path, "required string");
+        out[0] = '\0';
+        return 0;
+    }
+    if (!cJSON_IsString(v))
+        return wm_fail(c, path, v, "must be a string");
+    if (strlen(v->valuestring) >= cap)
+        return wm_fail(c, path, v, "longer than %zu characters", cap - 1);
+    if (required && v->valuestring[0] == '\0')
+        return wm_fail(c, path, v, "must not be empty");
+    strcpy(out, v->valuestring);
+    return 0;
+}
+
+static const char *const wm_group_keys[] = {
+    "name", "count", "base_us", "per_token_us", "knee_tokens", "per_expert_us",
+    "per_kv_ktoken_us", "sd_frac", NULL,
+};
+
+static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
+{
+    if (!cJSON_IsObject(g))
+        return wm_fail(c, base, g, "must be an object {\"name\": ..., \"base_us\": ...}");
+    if (wm_check_keys(c, g, base, wm_group_keys) != 0)
+        return -1;
+    if (wm_str(c, g, "name", base, 1, out->name, sizeof out->name) != 0 ||
+        wm_int(c, g, "count", base, 1, 1, 1, &out->count) != 0 ||
+        wm_num(c, g, "base_us", base, 1, 0, 0, 0, &out->base_us) != 0 ||
+        wm_num(c, g, "per_token_us", base, 0, 0, 0, 0, &out->per_token_us) != 0 ||
+        wm_num(c, g, "knee_tokens", base, 0, 0, 0, 0, &out->knee_tokens) != 0 ||
+        wm_num(c, g, "per_expert_us", base, 0, 0, 0, 0, &out->per_expert_us) != 0 ||
+        wm_num(c, g, "per_kv_ktoken_us", base, 0, 0, 0, 0, &out->per_kv_ktoken_us) != 0 ||
+        wm_num(c, g, "sd_frac", base, 0, 0, 0, 0, &out->sd_frac) != 0)
+        return -1;
+    return 0;
+}
+
+static const char *const wm_coll_keys[] = {"op", "count", "bytes_per_token", NULL};
+
+static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_coll *out)
+{
+    if (!cJSON_IsObject(j))
+        return wm_fail(c, base, j, "must be an object {\"op\": \"allreduce\", ...}");
+    if (wm_check_keys(c, j, base, wm_coll_keys) != 0 ||
+        wm_str(c, j, "op", base, 1, out->op, sizeof out->op) != 0)
+        return -1;
+    if (strcmp(out->op, "allreduce") != 0) {
+        char path[WM_PATH_MAX];
+        wm_join(path, base, "op");
+        return wm_fail(c, path, cJSON_GetObjectItemCaseSensitive(j, "op"),
+                       "unknown collective (expected: allreduce)");
+    }
+    if (wm_int(c, j, "count", base, 1, 1, 1, &out->count) != 0 ||
+        wm_num(c, j, "bytes_per_token", base, 1, 0, 0, 0, &out->bytes_per_token) != 0)
+        return -1;
+    return 0;
+}
+
+static const char *const wm_phase_keys[] = {
+    "host_gap_us", "host_gap_sd_us", "groups", "collectives", NULL,
+};
+
+static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
+{
+    char path[WM_PATH_MAX];
+    if (!cJSON_IsObject(j))
+        return wm_fail(c, base, j, "must be an object {\"groups\": [...], ...}");
+    if (wm_check_keys(c, j, base, wm_phase_keys) != 0 ||
+        wm_num(c, j, "host_gap_us", base, 0, 0, 0, 0, &ph->host_gap_us) != 0 ||
+        wm_num(c, j, "host_gap_sd_us", base, 0, 0, 0, 0, &ph->host_gap_sd_us) != 0)
+        return -1;
+
+    wm_join(path, base, "groups");
+    const cJSON *groups = cJSON_GetObjectItemCaseSensitive(j, "groups");
+    if (groups == NULL)
+        return wm_missing(c, path, "required array of kernel groups");
+    if (!cJSON_IsArray(groups))
+        return wm_fail(c, path, groups, "must be an array [...]");
+    if (cJSON_GetArraySize(groups) > WM_GROUPS_MAX)
+        return wm_fail(c, path, NULL, "%d groups: at most %d (WM_GROUPS_MAX)",
+                       cJSON_GetArraySize(groups), WM_GROUPS_MAX);
+    const cJSON *it;
+    ph->ngroups = 0;
+    cJSON_ArrayForEach(it, groups) {
+        char gp[WM_PATH_MAX];
+        wm_index(gp, path, ph->ngroups);
+        if (wm_parse_group(c, it, gp, &ph->groups[ph->ngroups]) != 0)
+            return -1;
+        ph->ngroups++;
+    }
+
+    wm_join(path, base, "collectives");
+    const cJSON *colls = cJSON_GetObjectItemCaseSensitive(j, "collectives");
+    ph->ncolls = 0;
+    if (colls == NULL)
+        return 0;
+    if (!cJSON_IsArray(colls))
+        return wm_fail(c, path, colls, "must be an array [...]");
+    if (cJSON_GetArraySize(colls) > WM_COLLS_MAX)
+        return wm_fail(c, path, NULL, "%d collectives: at most %d (WM_COLLS_MAX)",
+                       cJSON_GetArraySize(colls), WM_COLLS_MAX);
+    cJSON_ArrayForEach(it, colls) {
+        char cp[WM_PATH_MAX];
+        wm_index(cp, path, ph->ncolls);
+        if (wm_parse_coll(c, it, cp, &ph->colls[ph->ncolls]) != 0)
+            return -1;
+        ph->ncolls++;
+    }
+    return 0;
+}
+
+static const char *const wm_top_keys[] = {
+    "specsim_model", "name", "source", "device", "ranks", "moe", "launch", "phases", NULL,
+};
+static const char *const wm_moe_keys[] = {"experts", "topk", NULL};
+static const char *const wm_launch_keys[] = {"graph_launch_us", "eager_launch_us", NULL};
+
+/* Fills m from the parsed document root. */
+static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
+{
+    int e;
+    if (!cJSON_IsObject(root))
+        return wm_fail(c, "(top level)", root, "the file must hold one JSON object {...}");
+    if (wm_check_keys(c, root, "", wm_top_keys) != 0)
+        return -1;
+
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "specsim_model");
+    if (ver == NULL)
+        return wm_missing(c, "specsim_model", "required format version (1)");
+    if (!cJSON_IsNumber(ver) || ver->valuedouble != 1)
+        return wm_fail(c, "specsim_model", ver, "unsupported format version (this build "
+                       "reads version 1)");
+
+    if (wm_str(c, root, "name", "", 1, m->name, sizeof m->name) != 0 ||
+        wm_str(c, root, "source", "", 0, m->source, sizeof m->source) != 0 ||
+        wm_str(c, root, "device", "", 0, m->device, sizeof m->device) != 0 ||
+        wm_int(c, root, "ranks", "", 0, 1, 1, &m->ranks) != 0)
+        return -1;
+
+    const cJSON *moe = wm_obj(c, root, "moe", "", 0, &e);
+    if (e)
+        return -1;
+    if (moe) {
+        if (wm_check_keys(c, moe, "moe", wm_moe_keys) != 0 ||
+            wm_int(c, moe, "experts", "moe", 1, 0, 0, &m->moe_experts) != 0 ||
+            wm_int(c, moe, "topk", "moe", 1, 0, 0, &m->moe_topk) != 0)
+            return -1;
+        if (m->moe_experts > 0 && (m->moe_topk < 1 || m->moe_topk > m->moe_experts))
+            return wm_fail(c, "moe.topk", cJSON_GetObjectItemCaseSensitive(moe, "topk"),
+                           "must be between 1 and moe.experts (%d) for a MoE model",
+                           m->moe_experts);
+        if (m->moe_experts == 0 && m->moe_topk != 0)
+            return wm_fail(c, "moe.topk", cJSON_GetObjectItemCaseSensitive(moe, "topk"),
+                           "must be 0 when moe.experts is 0 (dense model)");
+    }
+
+    const cJSON *launch = wm_obj(c, root, "launch", "", 0, &e);
+    if (e)
+        return -1;
+    if (launch) {
+        if (wm_check_keys(c, launch, "launch", wm_launch_keys) != 0 ||
+            wm_num(c, launch, "graph_launch_us", "launch", 0, 0, 0, 0,
+                   &m->graph_launch_us) != 0 ||
+            wm_num(c, launch, "eager_launch_us", "launch", 0, 0, 0, 0,
+                   &m->eager_launch_us) != 0)
+            return -1;
+    }
+
+    const cJSON *phases = wm_obj(c, root, "phases", "", 1, &e);
+    if (e)
+        return -1;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, phases) {
+        char path[WM_PATH_MAX];
+        wm_join(path, "phases", it->string);
+        if (it->string[0] == '_')
+            continue; /* comment */
+        int p = wm_phase_find(it->string);
+        if (p < 0)
+            return wm_fail(c, path, NULL, "unknown phase \"%s\" (expected one of: draft, "
+                           "verify, accept, extend, decode, sample)", it->string);
+        if (m->phase[p].present)
+            return wm_fail(c, path, NULL, "phase given twice");
+        if (wm_parse_phase(c, it, path, &m->phase[p]) != 0)
+            return -1;
+        m->phase[p].present = 1;
+    }
+    if (!m->phase[WM_VERIFY].present)
+        return wm_missing(c, "phases.verify", "required phase (the target forward)");
+    if (!m->phase[WM_ACCEPT].present)
+        return wm_missing(c, "phases.accept", "required phase (sampling/verification)");
+    return 0;
+}
+
+/* Byte offset -> line and column (1-based) for a parse-error message. */
+static void wm_line_col(const char *json, size_t off, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off && json[i]; i++) {
+        if (json[i] == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+    }
+}
+
+int wm_parse(wm_model *m, const char *json, const char *name, char *err, size_t errlen)
+{
+    wm_ctx c = {name ? name : "(model)", err, errlen};
+    wm_init(m);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
+    if (root == NULL) {
+        size_t len = strlen(json);
+        size_t off = end ? (size_t)(end - json) : 0;
+        int line, col;
+        wm_line_col(json, off, &line, &col);
+        /* cJSON points at the end of the text when the document stops early. */
+        int truncated = off >= len;
+        if (len == 0 || strspn(json, " \t\r\n") == len)
+            snprintf(err, errlen, "%s: invalid JSON: the file is empty", c.file);
+        else
+            snprintf(err, errlen, "%s: invalid JSON at byte %zu (line %d, column %d): %s",
+                     c.file, off, line, col,
+                     truncated ? "the text ends early (truncated file?)"
+                               : "syntax error (or text after the closing brace)");
+        wm_init(m);
+        return -1;
+    }
+    int rc = wm_from_json(&c, root, m);
+    cJSON_Delete(root);
+    if (rc != 0)
+        wm_init(m);
+    return rc;
+}
+
+int wm_load(wm_model *m, const char *path, char *err, size_t errlen)
+{
+    int rc = -1;
+    char *buf = NULL;
+    FILE *f = fopen(path, "rb");
+    wm_init(m);
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        goto out;
+    }
+    if (fseek(f, 0, SEEK_END) != 0) {
+        snprintf(err, errlen, "%s: cannot seek: %s", path, strerror(errno));
+        goto out;
+    }
+    long n = ftell(f);
+    if (n < 0 || n > WM_FILE_MAX_BYTES) {
+        snprintf(err, errlen, "%s: size %ld bytes: not a model file (at most %ld bytes)",
+                 path, n, WM_FILE_MAX_BYTES);
+        goto out;
+    }
+    rewind(f);
+    buf = malloc((size_t)n + 1);
+    if (buf == NULL) {
+        snprintf(err, errlen, "%s: out of memory reading %ld bytes", path, n);
+        goto out;
+    }
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
+        goto out;
+    }
+    buf[n] = '\0';
+    if (memchr(buf, '\0', (size_t)n) != NULL) {
+        snprintf(err, errlen, "%s: invalid JSON at byte %zu: NUL byte (binary file?)",
+                 path, (size_t)((char *)memchr(buf, '\0', (size_t)n) - buf));
+        goto out;
+    }
+    rc = wm_parse(m, buf, path, err, errlen);
+out:
+    if (f)
+        fclose(f);
+    free(buf);
+    return rc;
+}
+
+/* --- writing --- */
+
+static cJSON *wm_group_json(const wm_group *g)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", g->name);
+    cJSON_AddNumberToObject(o, "count", g->count);
+    cJSON_AddNumberToObject(o, "base_us", g->base_us);
+    cJSON_AddNumberToObject(o, "per_token_us", g->per_token_us);
+    cJSON_AddNumberToObject(o, "knee_tokens", g->knee_tokens);
+    cJSON_AddNumberToObject(o, "per_expert_us", g->per_expert_us);
+    cJSON_AddNumberToObject(o, "per_kv_ktoken_us", g->per_kv_ktoken_us);
+    cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
+    return o;
+}
+
+static cJSON *wm_to_json(const wm_model *m)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "specsim_model", 1);
+    cJSON_AddStringToObject(root, "name", m->name);
+    cJSON_AddStringToObject(root, "source", m->source);
+    cJSON_AddStringToObject(root, "device", m->device);
+    cJSON_AddNumberToObject(root, "ranks", m->ranks);
+    cJSON *moe = cJSON_AddObjectToObject(root, "moe");
+    cJSON_AddNumberToObject(moe, "experts", m->moe_experts);
+    cJSON_AddNumberToObject(moe, "topk", m->moe_topk);
+    cJSON *launch = cJSON_AddObjectToObject(root, "launch");
+    cJSON_AddNumberToObject(launch, "graph_launch_us", m->graph_launch_us);
+    cJSON_AddNumberToObject(launch, "eager_launch_us", m->eager_launch_us);
+    cJSON *phases = cJSON_AddObjectToObject(root, "phases");
+    for (int p = 0; p < WM_NPHASE; p++) {
+        const wm_phase_model *ph = &m->phase[p];
+        if (!ph->present)
+            continue;
+        cJSON *po = cJSON_AddObjectToObject(phases, wm_phase_name[p]);
+        cJSON_AddNumberToObject(po, "host_gap_us", ph->host_gap_us);
+        cJSON_AddNumberToObject(po, "host_gap_sd_us", ph->host_gap_sd_us);
+        cJSON *ga = cJSON_AddArrayToObject(po, "groups");
+        for (int i = 0; i < ph->ngroups; i++)
+            cJSON_AddItemToArray(ga, wm_group_json(&ph->groups[i]));
+        cJSON *ca = cJSON_AddArrayToObject(po, "collectives");
+        for (int i = 0; i < ph->ncolls; i++) {
+            cJSON *co = cJSON_CreateObject();
+            cJSON_AddStringToObject(co, "op", ph->colls[i].op);
+            cJSON_AddNumberToObject(co, "count", ph->colls[i].count);
+            cJSON_AddNumberToObject(co, "bytes_per_token", ph->colls[i].bytes_per_token);
+            cJSON_AddItemToArray(ca, co);
+        }
+    }
+    return root;
+}
+
+int wm_save(const wm_model *m, const char *path, char *err, size_t errlen)
+{
+    int rc = -1;
+    char tmp[4096];
+    FILE *f = NULL;
+    cJSON *root = wm_to_json(m);
+    char *text = root ? cJSON_Print(root) : NULL;
+    if (text == NULL) {
+        snprintf(err, errlen, "%s: cannot write: out of memory building JSON", path);
+        goto out;
+    }
+    /* Write to a temporary name and rename, so a reader never sees half a model. */
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        snprintf(err, errlen, "%s: cannot write: path too long", path);
+        goto out;
+    }
+    f = fopen(tmp, "wb");
+    if (f == NULL) {
+        snprintf(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
+        goto out;
+    }
+    size_t len = strlen(text);
+    if (fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF) {
+        snprintf(err, errlen, "%s: write error: %s", path, strerror(errno));
+        goto out;
+    }
+    int closed = fclose(f);
+    f = NULL;
+    if (closed != 0) {
+        snprintf(err, errlen, "%s: write error: %s", path, strerror(errno));
+        goto out;
+    }
+    if (rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp,
+                 strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    if (f) {
+        fclose(f);
+        remove(tmp);
+    } else if (rc != 0 && text != NULL) {
+        remove(tmp);
+    }
+    cJSON_free(text);
+    cJSON_Delete(root);
+    return rc;
+}
+
+/* --- costs --- */
+
+double wm_experts_touched(const wm_model *m, double tokens)
+{
+    if (m->moe_experts <= 0 || m->moe_topk <= 0 || tokens <= 0)
+        return 0;
+    double e = m->moe_experts, k = m->moe_topk;
+    if (k >= e)
+        return e;
+    /* each token picks k of E experts; P(an expert is missed by one token) = 1 - k/E */
+    return e * (1.0 - pow(1.0 - k / e, tokens));
+}
+
+double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens)
+{
+    double over = tokens - g->knee_tokens;
+    return g->base_us + g->per_token_us * (over > 0 ? over : 0) +
+           g->per_expert_us * wm_experts_touched(m, tokens) +
+           g->per_kv_ktoken_us * kv_tokens / 1000.0;
+}
+
+const wm_phase_model *wm_phase_get(const wm_model *m, int p)
+{
+    if (p < 0 || p >= WM_NPHASE)
+        return NULL;
+    if (m->phase[p].present)
+        return &m->phase[p];
+    if (p == WM_DECODE && m->phase[WM_VERIFY].present)
+        return &m->phase[WM_VERIFY];
+    if (p == WM_SAMPLE && m->phase[WM_ACCEPT].present)
+        return &m->phase[WM_ACCEPT];
+    return NULL;
+}
+
+double wm_phase_gpu_us(const wm_model *m, int p, double tokens, double kv_tokens)
+{
+    const wm_phase_model *ph = wm_phase_get(m, p);
+    double us = 0;
+    if (ph == NULL)
+        return 0;
+    for (int i = 0; i < ph->ngroups; i++)
+        us += wm_group_us(m, &ph->groups[i], tokens, kv_tokens);
+    return us;
+}
+
+int wm_phase_kernels(const wm_model *m, int p)
+{
+    const wm_phase_model *ph = wm_phase_get(m, p);
+    int n = 0;
+    if (ph == NULL)
+        return 0;
+    for (int i = 0; i < ph->ngroups; i++)
+        n += ph->groups[i].count;
+    return n;
+}
+
+int wm_require(const wm_model *m, int p, const char *file, const char *why,
+               char *err, size_t errlen)
+{
+    if (wm_phase_get(m, p) != NULL)
+        return 0;
+    snprintf(err, errlen, "%s: field phases.%s: missing: %s", file ? file : m->name,
+             (p >= 0 && p < WM_NPHASE) ? wm_phase_name[p] : "?",
+             why ? why : "required phase");
+    return -1;
+}

@@ -1,0 +1,275 @@
+/* test_wmodel: the workload model file. The example loads and round-trips through wm_save
+ * field by field; every bad fixture in tests/data/bad-models/ is rejected with a message
+ * naming the file, the field and the value; cost functions match their formulas (1e-12
+ * relative) and the MoE expert count matches a seeded Monte Carlo within 5 SE. */
+#include "wmodel.h"
+#include "check.h"
+
+#include <gsl/gsl_rng.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXAMPLE "models/example-llama8b.json"
+#define BAD "tests/data/bad-models/"
+
+static void wmodel_example_loads(void)
+{
+    wm_model m;
+    char err[512] = "";
+    int rc = wm_load(&m, EXAMPLE, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    if (rc)
+        return;
+    CHECK(strcmp(m.name, "llama3.1-8b-eagle3-h200-tp1-example") == 0, "name %s", m.name);
+    CHECK(m.ranks == 1 && m.moe_experts == 0, "ranks %d experts %d", m.ranks, m.moe_experts);
+    for (int p = 0; p < WM_NPHASE; p++)
+        CHECK(m.phase[p].present && m.phase[p].ngroups > 0, "phase %s absent", wm_phase_name[p]);
+    /* the GEMM bases are the weight bytes over 4.3 TB/s (docs/model-format.md):
+     * 2 B * (32 layers * 218,103,808 + 525,336,576 LM head) / 4.3e12 B/s = 3490.54 us */
+    const wm_phase_model *v = &m.phase[WM_VERIFY];
+    double gemm_base = 0;
+    for (int i = 0; i < v->ngroups; i++)
+        if (strstr(v->groups[i].name, "gemm"))
+            gemm_base += v->groups[i].base_us;
+    CHECK_NEAR(gemm_base, 2.0 * (32 * 218103808.0 + 525336576.0) / 4.3e12 * 1e6, 0.05, 0);
+}
+
+/* Compares two models field by field; reports the first difference. */
+static void check_same_model(const wm_model *a, const wm_model *b)
+{
+    CHECK(strcmp(a->name, b->name) == 0 && strcmp(a->source, b->source) == 0 &&
+          strcmp(a->device, b->device) == 0, "strings differ");
+    CHECK(a->ranks == b->ranks && a->moe_experts == b->moe_experts && a->moe_topk == b->moe_topk,
+          "ranks/moe differ");
+    CHECK(a->graph_launch_us == b->graph_launch_us && a->eager_launch_us == b->eager_launch_us,
+          "launch differs");
+    for (int p = 0; p < WM_NPHASE; p++) {
+        const wm_phase_model *x = &a->phase[p], *y = &b->phase[p];
+        CHECK(x->present == y->present && x->ngroups == y->ngroups && x->ncolls == y->ncolls &&
+              x->host_gap_us == y->host_gap_us && x->host_gap_sd_us == y->host_gap_sd_us,
+              "phase %s header differs", wm_phase_name[p]);
+        for (int i = 0; i < x->ngroups && i < y->ngroups; i++) {
+            const wm_group *g = &x->groups[i], *h = &y->groups[i];
+            CHECK(strcmp(g->name, h->name) == 0 && g->count == h->count &&
+                  g->base_us == h->base_us && g->per_token_us == h->per_token_us &&
+                  g->knee_tokens == h->knee_tokens && g->per_expert_us == h->per_expert_us &&
+                  g->per_kv_ktoken_us == h->per_kv_ktoken_us && g->sd_frac == h->sd_frac,
+                  "phase %s group %d (%s) differs", wm_phase_name[p], i, g->name);
+        }
+        for (int i = 0; i < x->ncolls && i < y->ncolls; i++)
+            CHECK(strcmp(x->colls[i].op, y->colls[i].op) == 0 &&
+                  x->colls[i].count == y->colls[i].count &&
+                  x->colls[i].bytes_per_token == y->colls[i].bytes_per_token,
+                  "phase %s collective %d differs", wm_phase_name[p], i);
+    }
+}
+
+static void wmodel_save_round_trips(void)
+{
+    wm_model a, b;
+    char err[512] = "", path[64];
+    snprintf(path, sizeof path, "/tmp/specsim-test-wmodel-%d.json", (int)getpid());
+    CHECK(wm_load(&a, EXAMPLE, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_save(&a, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&b, path, err, sizeof err) == 0, "%s", err);
+    check_same_model(&a, &b);
+
+    /* a model built in code with awkward numbers and collectives survives too */
+    wm_init(&a);
+    snprintf(a.name, sizeof a.name, "built");
+    a.ranks = 8;
+    a.moe_experts = 384;
+    a.moe_topk = 8;
+    a.graph_launch_us = 1.0 / 3.0;
+    for (int p = 0; p < WM_NPHASE; p += 2) { /* draft, accept, decode */
+        wm_phase_model *ph = &a.phase[p];
+        ph->present = 1;
+        ph->ngroups = 2;
+        ph->host_gap_us = 0.1 + p;
+        for (int i = 0; i < 2; i++) {
+            snprintf(ph->groups[i].name, sizeof ph->groups[i].name, "g%d", i);
+            ph->groups[i].count = 1 + i;
+            ph->groups[i].base_us = 1e-7 + i * 12345.678901234567;
+            ph->groups[i].per_expert_us = 0.1 * (i + 1);
+        }
+        ph->ncolls = 1;
+        snprintf(ph->colls[0].op, sizeof ph->colls[0].op, "allreduce");
+        ph->colls[0].count = 122;
+        ph->colls[0].bytes_per_token = 7168 * 2;
+    }
+    a.phase[WM_VERIFY] = a.phase[WM_DECODE];
+    CHECK(wm_save(&a, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&b, path, err, sizeof err) == 0, "%s", err);
+    check_same_model(&a, &b);
+    remove(path);
+    CHECK(wm_save(&a, "/nonexistent-dir/x.json", err, sizeof err) == -1, "save into a missing dir");
+    CHECK(strstr(err, "/nonexistent-dir/x.json") != NULL, "message \"%s\"", err);
+}
+
+static void wmodel_rejects_bad_files(void)
+{
+    static const struct { const char *file; const char *needles[3]; } bad[] = {
+        {"truncated.json", {"invalid JSON at byte ", "ends early"}},
+        {"missing-verify.json", {"field phases.verify: missing"}},
+        {"missing-base.json", {"field phases.verify.groups[1].base_us: missing"}},
+        {"negative.json", {"field phases.verify.groups[2].base_us: value -3: must be >= 0"}},
+        {"string-number.json", {"field phases.verify.groups[0].per_token_us: value \"NaN\"",
+                                "must be a number"}},
+        {"unknown-phase.json", {"field phases.verfy", "unknown phase"}},
+        {"unknown-key.json", {"field phases.accept.groups[0].bse_us: value 3", "unknown field"}},
+        {"bad-version.json", {"field specsim_model: value 2"}},
+        {"count-zero.json", {"field phases.verify.groups[1].count: value 0: must be >= 1"}},
+        {"count-fraction.json", {"field phases.verify.groups[1].count: value 2.5", "integer"}},
+        {"trailing-garbage.json", {"invalid JSON at byte ", "syntax error"}},
+        {"empty.json", {"empty"}},
+        {"huge-number.json", {"field phases.verify.groups[0].base_us: value inf", "finite"}},
+        {"moe-topk.json", {"field moe.topk: value 9"}},
+        {"not-object.json", {"one JSON object"}},
+        {"negative-bytes.json", {"field phases.verify.collectives[0].bytes_per_token: value -8192"}},
+        {"unknown-collective.json", {"field phases.verify.collectives[0].op: value \"alltoall\""}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char path[256], err[512] = "";
+        wm_model m;
+        snprintf(path, sizeof path, BAD "%s", bad[i].file);
+        int rc = wm_load(&m, path, err, sizeof err);
+        CHECK(rc == -1, "%s accepted", path);
+        CHECK(strncmp(err, path, strlen(path)) == 0 && err[strlen(path)] == ':',
+              "%s: message does not start with the file: \"%s\"", bad[i].file, err);
+        for (int k = 0; k < 3 && bad[i].needles[k]; k++)
+            CHECK(strstr(err, bad[i].needles[k]) != NULL, "%s: message \"%s\" lacks \"%s\"",
+                  bad[i].file, err, bad[i].needles[k]);
+        CHECK(m.phase[WM_VERIFY].present == 0, "%s: half-filled model left behind", bad[i].file);
+    }
+    char err[512];
+    wm_model m;
+    CHECK(wm_load(&m, BAD "does-not-exist.json", err, sizeof err) == -1, "missing file loaded");
+    CHECK(strstr(err, "does-not-exist.json: cannot open") != NULL, "message \"%s\"", err);
+}
+
+static void wmodel_truncation_offset_is_exact(void)
+{
+    const char *text = "{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {";
+    char err[512], want[64];
+    wm_model m;
+    CHECK(wm_parse(&m, text, "mem.json", err, sizeof err) == -1, "truncated text accepted");
+    snprintf(want, sizeof want, "at byte %zu ", strlen(text));
+    CHECK(strstr(err, "mem.json: invalid JSON") && strstr(err, want), "message \"%s\" lacks \"%s\"",
+          err, want);
+    const char *bad = "{\"specsim_model\": 1,\n \"name\": x}";
+    CHECK(wm_parse(&m, bad, "mem.json", err, sizeof err) == -1, "bare word accepted");
+    CHECK(strstr(err, "(line 2, column 10)") != NULL, "message \"%s\"", err);
+}
+
+static void wmodel_accepts_minimal_and_comments(void)
+{
+    const char *text =
+        "{\"specsim_model\": 1, \"name\": \"min\", \"_note\": \"comments start with _\",\n"
+        " \"phases\": {\"_c\": 1, \"verify\": {\"groups\": [{\"name\": \"g\", \"count\": 3,"
+        " \"base_us\": 10, \"_why\": \"x\"}]},\n"
+        " \"accept\": {\"groups\": []}}}";
+    wm_model m;
+    char err[512] = "";
+    CHECK(wm_parse(&m, text, "min.json", err, sizeof err) == 0, "%s", err);
+    CHECK(m.ranks == 1 && m.phase[WM_VERIFY].ngroups == 1 && m.phase[WM_ACCEPT].ngroups == 0 &&
+          !m.phase[WM_DRAFT].present, "defaults wrong");
+    CHECK(wm_phase_kernels(&m, WM_VERIFY) == 3, "kernels %d", wm_phase_kernels(&m, WM_VERIFY));
+}
+
+static void wmodel_costs_follow_formula(void)
+{
+    wm_model m;
+    wm_init(&m);
+    m.moe_experts = 64;
+    m.moe_topk = 4;
+    wm_group g = {"g", 2, 100.0, 0.5, 64.0, 3.0, 20.0, 0};
+    for (double t = 0; t <= 512; t += 7) {
+        double e = 64 * (1 - pow(1 - 4.0 / 64, t));
+        double want = 100 + 0.5 * (t > 64 ? t - 64 : 0) + 3.0 * e + 20.0 * 2500 / 1000;
+        CHECK_NEAR(wm_group_us(&m, &g, t, 2500), want, 0, 1e-12);
+    }
+    m.moe_experts = 0;
+    m.moe_topk = 0;
+    CHECK(wm_experts_touched(&m, 100) == 0, "dense model touches experts");
+    CHECK_NEAR(wm_group_us(&m, &g, 10, 0), 100, 0, 1e-12);
+}
+
+static void wmodel_experts_touched_matches_monte_carlo(void)
+{
+    wm_model m;
+    wm_init(&m);
+    m.moe_experts = 384; /* Kimi K2.5: 384 experts, top-8 */
+    m.moe_topk = 8;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 11);
+    const int tokens_list[] = {1, 4, 32, 128, 512};
+    for (size_t ti = 0; ti < sizeof tokens_list / sizeof tokens_list[0]; ti++) {
+        int tokens = tokens_list[ti], trials = 4000;
+        double sum = 0, sum2 = 0;
+        for (int tr = 0; tr < trials; tr++) {
+            unsigned char hit[384] = {0};
+            int distinct = 0;
+            for (int t = 0; t < tokens; t++) {
+                int chosen[8];
+                for (int j = 0; j < 8; j++) { /* 8 distinct experts per token */
+                    int e, dup;
+                    do {
+                        e = (int)gsl_rng_uniform_int(r, 384);
+                        dup = 0;
+                        for (int q = 0; q < j; q++)
+                            dup |= chosen[q] == e;
+                    } while (dup);
+                    chosen[j] = e;
+                    distinct += !hit[e];
+                    hit[e] = 1;
+                }
+            }
+            sum += distinct;
+            sum2 += (double)distinct * distinct;
+        }
+        double mean = sum / trials, se = sqrt((sum2 / trials - mean * mean) / trials);
+        double want = wm_experts_touched(&m, tokens);
+        CHECK(fabs(mean - want) <= 5 * se + 1e-9, "%d tokens: Monte Carlo %.3f, formula %.3f, 5 SE %.3f",
+              tokens, mean, want, 5 * se);
+    }
+    gsl_rng_free(r);
+}
+
+static void wmodel_phase_fallbacks(void)
+{
+    wm_model m;
+    char err[512] = "";
+    const char *text =
+        "{\"specsim_model\": 1, \"name\": \"fb\", \"phases\": {"
+        "\"verify\": {\"groups\": [{\"name\": \"v\", \"count\": 5, \"base_us\": 1000}]},"
+        "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 2, \"base_us\": 7}]}}}";
+    CHECK(wm_parse(&m, text, "fb.json", err, sizeof err) == 0, "%s", err);
+    CHECK(wm_phase_get(&m, WM_DECODE) == &m.phase[WM_VERIFY], "decode does not fall back");
+    CHECK(wm_phase_get(&m, WM_SAMPLE) == &m.phase[WM_ACCEPT], "sample does not fall back");
+    CHECK(wm_phase_get(&m, WM_DRAFT) == NULL && wm_phase_get(&m, WM_EXTEND) == NULL,
+          "draft/extend invented");
+    CHECK_NEAR(wm_phase_gpu_us(&m, WM_DECODE, 1, 0), 1000, 0, 0);
+    CHECK_NEAR(wm_phase_gpu_us(&m, WM_SAMPLE, 1, 0), 7, 0, 0);
+    CHECK(wm_phase_gpu_us(&m, WM_DRAFT, 1, 0) == 0 && wm_phase_kernels(&m, WM_DRAFT) == 0,
+          "absent draft costs something");
+    CHECK(wm_phase_kernels(&m, WM_DECODE) == 5, "decode kernels %d", wm_phase_kernels(&m, WM_DECODE));
+    CHECK(wm_require(&m, WM_VERIFY, "fb.json", NULL, err, sizeof err) == 0, "verify missing");
+    CHECK(wm_require(&m, WM_DRAFT, "fb.json", "required for speculative runs", err, sizeof err) == -1,
+          "draft reported present");
+    CHECK(strcmp(err, "fb.json: field phases.draft: missing: required for speculative runs") == 0,
+          "message \"%s\"", err);
+    CHECK(wm_phase_find("extend") == WM_EXTEND && wm_phase_find("verfy") == -1, "phase_find");
+}
+
+int main(void)
+{
+    RUN(wmodel_example_loads);
+    RUN(wmodel_save_round_trips);
+    RUN(wmodel_rejects_bad_files);
+    RUN(wmodel_truncation_offset_is_exact);
+    RUN(wmodel_accepts_minimal_and_comments);
+    RUN(wmodel_costs_follow_formula);
+    RUN(wmodel_experts_touched_matches_monte_carlo);
+    RUN(wmodel_phase_fallbacks);
+    return check_done();
+}
