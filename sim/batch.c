@@ -1,0 +1,287 @@
+/* batch: requests, their output lengths and acceptance draws, and continuous batching at a
+ * fixed concurrency. Every request owns a seeded stream (the slot's gsl_rng reseeded with
+ * the request id), so its length and its draws do not depend on the rest of the batch: the
+ * speculative run and the baseline see the same requests (common random numbers). */
+#define HAVE_INLINE 1   /* GSL inline gsl_rng_uniform; before any GSL header */
+#include "batch.h"
+#include "jitter.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Stream ids: requests live above 2^24 so that they never meet the ranks' streams. */
+#define BATCH_STREAM_BASE 0x1000000ul
+
+static int batch_parse_long(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int batch_lendist_parse(batch_lendist *d, const char *spec, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    char buf[128];
+    if (!spec || !*spec || strlen(spec) >= sizeof buf)
+        goto bad;
+    strcpy(buf, spec);
+    if (strncmp(buf, "uniform:", 8) == 0) {
+        char *colon = strchr(buf + 8, ':');
+        if (!colon)
+            goto bad;
+        *colon = '\0';
+        d->kind = BATCH_LEN_UNIFORM;
+        if (batch_parse_long(buf + 8, &d->a_tokens) || batch_parse_long(colon + 1, &d->b_tokens)
+            || d->a_tokens < 1 || d->b_tokens < d->a_tokens)
+            goto bad;
+        return 0;
+    }
+    if (strncmp(buf, "exp:", 4) == 0) {
+        char *end;
+        d->kind = BATCH_LEN_EXP;
+        d->mean_tokens = strtod(buf + 4, &end);
+        if (end == buf + 4 || *end || !(d->mean_tokens >= 1) || !isfinite(d->mean_tokens))
+            goto bad;
+        return 0;
+    }
+    d->kind = BATCH_LEN_FIXED;
+    if (batch_parse_long(buf, &d->a_tokens) || d->a_tokens < 1)
+        goto bad;
+    d->b_tokens = d->a_tokens;
+    return 0;
+bad:
+    snprintf(err, errlen, "output length: value \"%s\": expected N >= 1, uniform:A:B "
+             "(1 <= A <= B) or exp:MEAN (MEAN >= 1)", spec ? spec : "");
+    return -1;
+}
+
+long batch_lendist_draw(const batch_lendist *d, gsl_rng *r)
+{
+    switch (d->kind) {
+    case BATCH_LEN_UNIFORM:
+        return d->a_tokens + (long)gsl_rng_uniform_int(r, (unsigned long)(d->b_tokens - d->a_tokens + 1));
+    case BATCH_LEN_EXP: {
+        /* exponential with the given mean, rounded up: at least one token */
+        double x = -d->mean_tokens * log1p(-gsl_rng_uniform(r));
+        double c = ceil(x);
+        return c < 1 ? 1 : c > 1e12 ? (long)1e12 : (long)c;
+    }
+    default:
+        return d->a_tokens;
+    }
+}
+
+double batch_lendist_mean(const batch_lendist *d)
+{
+    switch (d->kind) {
+    case BATCH_LEN_UNIFORM: return 0.5 * (double)(d->a_tokens + d->b_tokens);
+    case BATCH_LEN_EXP:     return d->mean_tokens;
+    default:                return (double)d->a_tokens;
+    }
+}
+
+void batch_accdist_init(batch_accdist *d, const accept_model *a, int steps, int topk,
+                        int draft_tokens)
+{
+    int width[ACC_MAX_POS];
+    double p[ACC_MAX_POS + 1] = {0};
+    memset(d, 0, sizeof *d);
+    d->acc = a;
+    d->steps = steps;
+    d->topk = topk;
+    d->draft_tokens = draft_tokens;
+    d->g = accept_tree_widths(steps, topk, draft_tokens, width);
+    if (accept_depth_prob(a, 1, width[0] > 0 ? width[0] : 1) >= 0) {
+        /* depth models: depth i counts iff depths 1..i all accept */
+        double surv = 1;
+        for (int k = 0; k < d->g; k++) {
+            double next = surv * accept_depth_prob(a, k + 1, width[k]);
+            p[k] = surv - next;
+            surv = next;
+        }
+        p[d->g] = surv;
+    } else {
+        /* histogram: mass above g folds into g (accept.c acc_hist_draw) */
+        for (int k = 0; k < a->nhist; k++)
+            p[k < d->g ? k : d->g] += a->hist[k];
+    }
+    double cum = 0, mean = 0;
+    for (int k = 0; k <= d->g; k++) {
+        cum += p[k];
+        mean += k * p[k];
+        d->cdf[k] = cum;
+    }
+    d->cdf[d->g] = 2;   /* the last bucket takes every u, rounding included */
+    double want = accept_expected(a, steps, topk, draft_tokens);
+    if (!(fabs(mean - want) <= 1e-9 * (1 + want)))
+        d->use_draw = 1;
+}
+
+int batch_accdist_draw(const batch_accdist *d, gsl_rng *r)
+{
+    if (d->use_draw)
+        return accept_draw(d->acc, d->steps, d->topk, d->draft_tokens, r);
+    double u = gsl_rng_uniform(r);
+    /* k = how many of cdf[0..g-1] are <= u; counted without branches (the loop length is
+     * fixed per run, the exit of a search loop would be mispredicted half the time) */
+    int k = 0;
+    for (int i = 0; i < d->g; i++)
+        k += u >= d->cdf[i];
+    return k;
+}
+
+double batch_accdist_mean(const batch_accdist *d)
+{
+    double mean = 0, prev = 0;
+    for (int k = 0; k <= d->g; k++) {
+        double c = k == d->g ? 1 : d->cdf[k];
+        mean += k * (c - prev);
+        prev = c;
+    }
+    return mean;
+}
+
+/* Starts request `id` in slot s at t; progress > 0 means it is already that far along. */
+static void batch_admit(batch *b, batch_req *q, int64_t t_ns, int stagger)
+{
+    q->id = b->started++;
+    gsl_rng_set(q->rng, jitter_stream_seed(b->seed, BATCH_STREAM_BASE + (unsigned long)q->id));
+    q->out_len_tokens = batch_lendist_draw(&b->len, q->rng);
+    long done = stagger ? (long)gsl_rng_uniform_int(q->rng, (unsigned long)q->out_len_tokens) : 0;
+    q->left_tokens = q->out_len_tokens - done;
+    q->gen_tokens = 0;
+    q->win_tokens = 0;
+    q->ctx_tokens = b->prompt_tokens + done;
+    q->join_ns = t_ns;
+    q->active = 1;
+    b->n++;
+    b->sum_ctx_tokens += (double)q->ctx_tokens;
+}
+
+int batch_init(batch *b, int concurrency, long max_requests, const batch_lendist *len,
+               long prompt_tokens, int stagger, unsigned long seed)
+{
+    memset(b, 0, sizeof *b);
+    b->cap = concurrency;
+    b->max_requests = max_requests;
+    b->len = *len;
+    b->prompt_tokens = prompt_tokens;
+    b->seed = seed;
+    b->slot = calloc((size_t)concurrency, sizeof *b->slot);
+    if (!b->slot)
+        return -1;
+    for (int s = 0; s < concurrency; s++) {
+        b->slot[s].rng = gsl_rng_alloc(gsl_rng_taus2);
+        if (!b->slot[s].rng)
+            return -1;
+    }
+    for (int s = 0; s < concurrency && (max_requests == 0 || b->started < max_requests); s++)
+        batch_admit(b, &b->slot[s], 0, stagger);
+    return 0;
+}
+
+void batch_free(batch *b)
+{
+    if (b->slot)
+        for (int s = 0; s < b->cap; s++)
+            if (b->slot[s].rng)
+                gsl_rng_free(b->slot[s].rng);
+    free(b->slot);
+    free(b->tpot_ns);
+    memset(b, 0, sizeof *b);
+}
+
+void batch_open_window(batch *b, int64_t t_ns)
+{
+    b->in_window = 1;
+    b->window_start_ns = t_ns;
+}
+
+static int batch_push_tpot(batch *b, double tpot_ns)
+{
+    if (b->ntpot == b->captpot) {
+        size_t cap = b->captpot ? 2 * b->captpot : 256;
+        double *p = realloc(b->tpot_ns, cap * sizeof *p);
+        if (!p)
+            return -1;
+        b->tpot_ns = p;
+        b->captpot = cap;
+    }
+    b->tpot_ns[b->ntpot++] = tpot_ns;
+    return 0;
+}
+
+long batch_step(batch *b, const batch_accdist *acc, int64_t t_ns)
+{
+    /* per request: one draw and a few integer updates; the batch's sums are settled once
+     * (sum_ctx_tokens before a finished request's context leaves it) */
+    long emitted = 0, unsettled = 0, gains = 0, reqs = 0;
+    int in_window = b->in_window;
+    for (int s = 0; s < b->cap; s++) {
+        batch_req *q = &b->slot[s];
+        if (!q->active)
+            continue;
+        long gain = acc ? 1 + batch_accdist_draw(acc, q->rng) : 1;
+        long got = gain < q->left_tokens ? gain : q->left_tokens;
+        q->left_tokens -= got;
+        q->gen_tokens += got;
+        q->ctx_tokens += got;
+        q->win_tokens += in_window ? got : 0;
+        emitted += got;
+        unsettled += got;
+        gains += gain;
+        reqs++;
+        if (q->left_tokens > 0)
+            continue;
+        /* finished: TPOT = its decode time / its tokens, for requests that joined in the
+         * measured window (their whole life is measured) */
+        if (in_window && q->join_ns >= b->window_start_ns && q->gen_tokens > 0)
+            if (batch_push_tpot(b, (double)(t_ns - q->join_ns) / (double)q->gen_tokens))
+                return -1;
+        if (b->on_req)
+            b->on_req(b->on_req_ctx, q, 1);
+        q->active = 0;
+        b->n--;
+        b->finished++;
+        b->sum_ctx_tokens += (double)unsettled - (double)q->ctx_tokens;
+        unsettled = 0;
+        if (b->max_requests == 0 || b->started < b->max_requests)
+            batch_admit(b, q, t_ns, 0);
+    }
+    /* sums of integers below 2^53: exact in a double */
+    b->sum_ctx_tokens += (double)unsettled;
+    if (in_window) {
+        b->win_tokens += emitted;
+        b->win_gain_tokens += (double)gains;
+        b->win_req_iters += reqs;
+    }
+    b->total_tokens += emitted;
+    return emitted;
+}
+
+int batch_close(batch *b, int64_t t_ns)
+{
+    int partial = 0;
+    if (b->ntpot == 0 && b->in_window) {
+        for (int s = 0; s < b->cap; s++) {
+            batch_req *q = &b->slot[s];
+            int64_t from = q->join_ns > b->window_start_ns ? q->join_ns : b->window_start_ns;
+            if (q->active && q->win_tokens > 0 && t_ns > from)
+                if (batch_push_tpot(b, (double)(t_ns - from) / (double)q->win_tokens) == 0)
+                    partial = 1;
+        }
+    }
+    if (b->on_req)
+        for (int s = 0; s < b->cap; s++)
+            if (b->slot[s].active)
+                b->on_req(b->on_req_ctx, &b->slot[s], 0);
+    return partial;
+}

@@ -1,0 +1,99 @@
+/* batch: the requests of a closed-loop server at concurrency C and their continuous
+ * batching. Each request has an output length (from a distribution), a KV context that
+ * starts at the prompt length and grows with every accepted token, and its own seeded RNG
+ * stream for its length and its acceptance draws. At each iteration boundary the finished
+ * requests leave and new ones take their slots. Sized for C up to a few thousand. */
+#ifndef BATCH_H
+#define BATCH_H
+#include <stddef.h>
+#include <stdint.h>
+#include <gsl/gsl_rng.h>
+#include "accept.h"
+
+enum { BATCH_LEN_FIXED, BATCH_LEN_UNIFORM, BATCH_LEN_EXP };
+typedef struct {
+    int    kind;
+    long   a_tokens, b_tokens;   /* fixed: a; uniform: [a, b] inclusive */
+    double mean_tokens;          /* exp: mean (drawn lengths are rounded up, >= 1) */
+} batch_lendist;
+
+/* "256", "uniform:128:512", "exp:300". Returns 0 or -1 with err naming the value. */
+int  batch_lendist_parse(batch_lendist *d, const char *spec, char *err, size_t errlen);
+long batch_lendist_draw(const batch_lendist *d, gsl_rng *r);
+double batch_lendist_mean(const batch_lendist *d);
+
+typedef struct {
+    long    id;
+    long    out_len_tokens;      /* output length of the request */
+    long    left_tokens;         /* still to generate */
+    long    gen_tokens;          /* generated in this simulation (conservation checks) */
+    long    ctx_tokens;          /* KV context: prompt + tokens so far */
+    long    win_tokens;          /* generated inside the measured window */
+    int64_t join_ns;             /* iteration boundary at which it joined the batch */
+    gsl_rng *rng;                /* the slot's stream, reseeded with the request id */
+    int     active;
+} batch_req;
+
+/* Called for each request that finishes, and at the end for those still running
+ * (finished = 0). For tests (token conservation) and traces. */
+typedef void (*batch_req_fn)(void *ctx, const batch_req *r, int finished);
+
+/* The distribution of accepted draft tokens for one (model, steps, topk, draft_tokens): a
+ * request draws by inverse CDF, one uniform per iteration. Built from the acceptance
+ * module (accept_tree_widths, accept_depth_prob, the histogram) and checked against
+ * accept_expected; if they disagree, draws go through accept_draw instead. */
+typedef struct {
+    int    g;                        /* most tokens that can be accepted */
+    int    use_draw;                 /* 1: call accept_draw (no closed distribution) */
+    double cdf[ACC_MAX_POS + 2];     /* P(accepted <= k), k = 0..g */
+    const accept_model *acc;
+    int    steps, topk, draft_tokens;
+} batch_accdist;
+
+/* Builds d for the run; the model is borrowed. */
+void batch_accdist_init(batch_accdist *d, const accept_model *a, int steps, int topk,
+                        int draft_tokens);
+int  batch_accdist_draw(const batch_accdist *d, gsl_rng *r);
+double batch_accdist_mean(const batch_accdist *d);
+
+typedef struct {
+    int      cap;                /* concurrency C: slots */
+    int      n;                  /* active requests (the batch size) */
+    batch_req *slot;             /* owned */
+    long     max_requests;       /* 0: unlimited (closed loop forever) */
+    long     started;            /* requests admitted so far */
+    long     finished;
+    double   sum_ctx_tokens;     /* sum of ctx_tokens over active requests */
+    batch_lendist len;
+    long     prompt_tokens;
+    unsigned long seed;
+    /* measured window (after warmup) */
+    int      in_window;
+    int64_t  window_start_ns;
+    long     win_tokens;         /* tokens emitted in the window */
+    double   win_gain_tokens;    /* sum of 1+accepted (uncapped) over request-iterations */
+    long     win_req_iters;      /* request-iterations in the window */
+    double  *tpot_ns;            /* TPOT of requests that joined in the window and finished */
+    size_t   ntpot, captpot;
+    long     total_tokens;       /* all tokens emitted (whole run) */
+    batch_req_fn on_req;
+    void    *on_req_ctx;
+} batch;
+
+/* Fills C slots at t=0. stagger = 1: each initial request starts at a uniform random
+ * point of its output (a steady-state server; only tokens generated here count).
+ * Returns 0 or -1 (no memory). Free with batch_free. */
+int  batch_init(batch *b, int concurrency, long max_requests, const batch_lendist *len,
+                long prompt_tokens, int stagger, unsigned long seed);
+void batch_free(batch *b);
+/* Opens the measured window at t (iteration boundary after the warmup). */
+void batch_open_window(batch *b, int64_t t_ns);
+/* Ends one iteration at boundary t: every active request gains 1 + accepted tokens
+ * (acc != NULL: one draw per request; NULL: one token, the baseline), capped at its output
+ * length; finished requests leave and new ones join. Returns the tokens emitted, or -1
+ * (no memory). */
+long batch_step(batch *b, const batch_accdist *acc, int64_t t_ns);
+/* At the end of the run: reports running requests to on_req; if no request finished in
+ * the window, fills tpot from the running ones' part in it (returns 1: partial). */
+int  batch_close(batch *b, int64_t t_ns);
+#endif

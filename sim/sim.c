@@ -1,0 +1,775 @@
+/* sim: the event engine and the speculative iteration (docs/simulator.md).
+ * Events are the points where an entity's future depends on another one:
+ *   EV_GPU     a rank's stream finished a phase that has no collective (the next phase may
+ *              start; after accept, the host waiting on the result goes on),
+ *   EV_SEG     the TP group left the last all-reduce of a segment of a phase,
+ *   EV_BARRIER every host reached the scheduler's per-iteration barrier.
+ * Between events, a host thread runs ahead on its own (gaps and launches depend on nothing
+ * until it syncs on the GPU or meets the barrier), so its launch times are computed when
+ * it is released, not popped one by one. Within a segment of K all-reduces the straggler
+ * waits are drawn directly (max of R draws by inverse CDF, jitter.h), so a phase costs S
+ * events, not K*R. Time: int64 nanoseconds. */
+/* GSL's inline gsl_rng_uniform (gsl_inline.h): the engine draws tens of uniforms per
+ * iteration. Must come before any GSL header. */
+#define HAVE_INLINE 1
+#include "sim.h"
+#include "evq.h"
+#include "jitter.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+
+/* A phase instance is named by its global index g = iteration * SIM_SLOTS + slot (shifts,
+ * not divisions, on the hot path). A host runs at most one iteration ahead of its stream,
+ * so g & (SIM_RING-1) names a ring entry uniquely among the phases in flight. */
+#define SIM_RING   8
+#define SIM_SLOTS  4        /* phases per iteration: draft, verify, accept, extend */
+_Static_assert(SIM_SLOTS == 4, "sim_iter_of shifts by 2");
+#define SIM_KV_PROBE 1e6    /* kv tokens used to read the (linear) kv slope off the model */
+/* Stream ids of the entities (requests use 2^24 and up, batch.c). */
+#define SIM_STREAM_HOST  0x10000ul
+#define SIM_STREAM_GPU   0x20000ul
+#define SIM_STREAM_GROUP 0x30000ul
+
+enum { EV_GPU, EV_SEG, EV_BARRIER };
+
+/* Cost of one phase slot at one padded batch size, read off the model once. */
+typedef struct {
+    int    valid, linear;
+    double a_us, b_us_per_kv;      /* gpu = a + b * kv (all forwards) */
+    double sda_us, sdb_us_per_kv;  /* sum over groups of sd_frac * cost, same form */
+    double ar_total_us;            /* all collectives of the phase */
+    int    ncoll;
+} sim_cost;
+
+typedef struct {
+    /* fixed for the run */
+    int    wm, rows_per_req, forwards, sync_after, kernels_fwd;
+    const char *name;
+    double gap_us, gap_sd_us;
+    sim_cost *cache;               /* indexed by padded (or eager) batch size */
+    /* this iteration */
+    int    bs, padded, eager;
+    double tokens, kv_tokens, gpu_us, sd_frac, ar_us;
+    int    ncoll, nseg, kernels;
+    double launch_us, first_us;
+    int64_t launch_ns, first_ns, gap_ns;   /* the same in ns (host hot path) */
+    double gap_sd_scaled_us;               /* gap_sd_us * jitter_scale */
+} sim_phase;
+
+typedef struct {
+    long      iter;
+    int       bs;
+    sim_phase ph[SIM_SLOTS];
+} sim_plan;
+
+typedef struct {
+    int64_t host_free_ns, gpu_free_ns, start_ns;
+    long    host_gidx, gpu_gidx, launched;
+    int     gpu_busy;
+    double  cur_work_us, cur_comm_us, cur_idle_us;  /* the running phase, for accounting */
+    int64_t ready_ns[SIM_RING], lbegin_ns[SIM_RING];
+    gsl_rng *host_rng, *gpu_rng;
+} sim_rank;
+
+typedef struct {
+    const sim_params *p;
+    const sim_hooks  *h;
+    evq       q;
+    int       R, nslots, ncache, stop;
+    double    sigma_scale;         /* jitter_scale */
+    sim_rank *rk;
+    sim_plan  plan[2];
+    sim_phase proto[SIM_SLOTS];
+    /* the collective group: one phase in assembly at a time */
+    long      g_gidx;
+    int       g_ready, g_seg, g_coll_done;
+    int64_t   g_maxlb_ns, g_seg_start_ns, g_idle_ns;
+    gsl_rng  *grp_rng;
+    const jitter_table *jt1, *jtR;
+    /* the hosts' scheduler barrier */
+    int       bar_count;
+    int64_t   bar_max_ns;
+    /* iterations and requests */
+    batch     b;
+    batch_accdist acc;
+    long      iter;
+    int64_t   iter_start_ns, win_start_ns, end_ns;
+    double    iter_sum_us, bs_sum;
+    long      iters_measured;
+    /* rank-0 breakdown in the window */
+    double    phase_us[WM_NPHASE], comm_us, wait_us, idle_extra_us, busy_us;
+    double    host_us, launch_us;
+    long      phases_run, phases_eager;
+    int       oom, win_open;
+    long      span_lo, span_hi;    /* iterations whose spans go to hooks->on_span */
+} sim_state;
+
+static inline int64_t sim_ns(double us) { return (int64_t)(us * 1000.0 + 0.5); }
+static inline int64_t sim_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static inline long sim_iter_of(const sim_state *S, long g) { (void)S; return g >> 2; }
+static inline int sim_slot_of(long g) { return (int)(g & (SIM_SLOTS - 1)); }
+static inline int sim_last_slot(const sim_state *S, long g) { return sim_slot_of(g) == S->nslots - 1; }
+/* the phase after g: the next slot, or the first of the next iteration */
+static inline long sim_next(const sim_state *S, long g)
+{
+    return sim_last_slot(S, g) ? (g | (SIM_SLOTS - 1)) + 1 : g + 1;
+}
+
+static inline sim_phase *sim_phase_of(sim_state *S, long g)
+{
+    /* plan[it & 1] holds iteration it while any phase of it can still run (sim_boundary) */
+    return &S->plan[(g >> 2) & 1].ph[sim_slot_of(g)];
+}
+static inline int sim_measured(const sim_state *S, long it) { return it >= S->p->warmup; }
+static inline int sim_want_span(const sim_state *S, long it)
+{
+    return it >= S->span_lo && it < S->span_hi;
+}
+
+static void sim_push(sim_state *S, int64_t t, int type, int a, long b)
+{
+    if (evq_push(&S->q, t, type, a, b))
+        S->oom = S->stop = 1;
+}
+
+static void sim_span_emit(sim_state *S, int rank, int track, const char *name, const char *cat,
+                          int64_t s, int64_t e, long it, const sim_phase *ph, int ncoll,
+                          double comm_us)
+{
+    sim_span sp = {rank, track, name, cat, s, e, it, 0, 0, 0, 0, ncoll, comm_us};
+    if (ph) {
+        sp.bs = ph->bs;
+        sp.padded_bs = ph->eager ? ph->bs : ph->padded;
+        sp.eager = ph->eager;
+        sp.tokens = ph->tokens;
+    }
+    S->h->on_span(S->h->ctx, &sp);
+}
+
+/* ---- costs ---------------------------------------------------------------------------- */
+
+static void sim_cost_fill(sim_state *S, const sim_phase *pr, sim_cost *c, int rows)
+{
+    const wm_model *m = S->p->model;
+    const wm_phase_model *pm = wm_phase_get(m, pr->wm);
+    double tokens = (double)rows * pr->rows_per_req;
+    memset(c, 0, sizeof *c);
+    c->valid = 1;
+    c->linear = 1;
+    for (int i = 0; i < pm->ngroups; i++) {
+        const wm_group *g = &pm->groups[i];
+        double a = wm_group_us(m, g, tokens, 0);
+        double b1 = wm_group_us(m, g, tokens, SIM_KV_PROBE);
+        double b2 = wm_group_us(m, g, tokens, 2 * SIM_KV_PROBE);
+        double slope = (b1 - a) / SIM_KV_PROBE;
+        if (fabs(b2 - (a + 2 * slope * SIM_KV_PROBE)) > 1e-9 * (fabs(b2) + 1))
+            c->linear = 0;
+        c->a_us += a * pr->forwards;
+        c->b_us_per_kv += slope * pr->forwards;
+        c->sda_us += g->sd_frac * a * pr->forwards;
+        c->sdb_us_per_kv += g->sd_frac * slope * pr->forwards;
+    }
+    if (S->R > 1 && S->p->algo) {
+        for (int i = 0; i < pm->ncolls; i++) {
+            const wm_coll *k = &pm->colls[i];
+            int n = k->count * pr->forwards;
+            c->ncoll += n;
+            c->ar_total_us += n * ar_time_us(S->p->algo, &S->p->link,
+                                             k->bytes_per_token * tokens, S->R);
+        }
+    }
+}
+
+/* GPU time and sd-weighted time of a phase, directly from the groups (non-linear models). */
+static void sim_cost_direct(sim_state *S, const sim_phase *pr, int rows, double kv,
+                            double *gpu, double *sdw)
+{
+    const wm_model *m = S->p->model;
+    const wm_phase_model *pm = wm_phase_get(m, pr->wm);
+    double tokens = (double)rows * pr->rows_per_req;
+    *gpu = *sdw = 0;
+    for (int i = 0; i < pm->ngroups; i++) {
+        double u = wm_group_us(m, &pm->groups[i], tokens, kv) * pr->forwards;
+        *gpu += u;
+        *sdw += pm->groups[i].sd_frac * u;
+    }
+}
+
+static void sim_make_plan(sim_state *S, long it)
+{
+    const sim_params *p = S->p;
+    sim_plan *pl = &S->plan[it & 1];
+    pl->iter = it;
+    pl->bs = S->b.n;
+    int bs = S->b.n;
+    double mean_ctx = bs ? S->b.sum_ctx_tokens / bs : 0;
+    int padded = p->graphs.n ? cg_bucket(&p->graphs, bs) : 0;
+    int eager = padded == 0;
+    int key = eager ? bs : padded;
+    double kv = eager ? S->b.sum_ctx_tokens : padded * mean_ctx;
+    for (int s = 0; s < S->nslots; s++) {
+        sim_phase *ph = &pl->ph[s];
+        *ph = S->proto[s];
+        sim_cost *c = &ph->cache[key];
+        if (!c->valid)
+            sim_cost_fill(S, ph, c, key);
+        ph->bs = bs;
+        ph->padded = padded;
+        ph->eager = eager;
+        ph->tokens = (double)key * ph->rows_per_req;
+        ph->kv_tokens = kv;
+        double sdw;
+        if (c->linear) {
+            ph->gpu_us = c->a_us + c->b_us_per_kv * kv;
+            sdw = c->sda_us + c->sdb_us_per_kv * kv;
+        } else {
+            sim_cost_direct(S, ph, key, kv, &ph->gpu_us, &sdw);
+        }
+        ph->sd_frac = ph->gpu_us > 0 ? sdw / ph->gpu_us * S->sigma_scale : 0;
+        ph->ncoll = c->ncoll;
+        ph->ar_us = c->ncoll ? c->ar_total_us / c->ncoll : 0;
+        ph->nseg = c->ncoll < p->sync_segments ? c->ncoll : p->sync_segments;
+        ph->kernels = ph->kernels_fwd * ph->forwards;
+        if (eager) {
+            ph->launch_us = ph->kernels * p->eager_launch_us;
+            ph->first_us = p->eager_launch_us;
+        } else {
+            ph->launch_us = ph->first_us = p->graph_launch_us;
+        }
+        ph->launch_ns = sim_ns(ph->launch_us);
+        ph->first_ns = sim_ns(ph->first_us);
+        ph->gap_ns = sim_ns(ph->gap_us);
+        ph->gap_sd_scaled_us = ph->gap_sd_us * S->sigma_scale;
+    }
+}
+
+/* ---- hosts ---------------------------------------------------------------------------- */
+
+static void sim_barrier_arrive(sim_state *S, int64_t t);
+static void sim_gpu_try(sim_state *S, int r);
+
+/* Rank r's host is free at t: it runs the gap before its next phase and launches it, and
+ * goes on to the next phase, until it must wait for its GPU (a phase with sync_after) or
+ * reaches the end of the iteration (the barrier). Nothing else can change what it does
+ * meanwhile, so this runs ahead of simulated time; the GPU picks each launch up at its
+ * ready time (sim_gpu_try). */
+static void sim_host_run(sim_state *S, int r, int64_t t)
+{
+    sim_rank *k = &S->rk[r];
+    for (;;) {
+        long g = k->host_gidx;
+        sim_phase *ph = sim_phase_of(S, g);
+        int64_t lb = t + ph->gap_ns;
+        double gap = ph->gap_us;
+        if (ph->gap_sd_scaled_us > 0) {
+            gap += ph->gap_sd_scaled_us * jitter_draw(S->jt1, k->host_rng);
+            if (gap < 0)
+                gap = 0;
+            lb = t + sim_ns(gap);
+        }
+        k->host_free_ns = lb + ph->launch_ns;
+        k->ready_ns[g & (SIM_RING - 1)] = lb + ph->first_ns;
+        k->lbegin_ns[g & (SIM_RING - 1)] = lb;
+        k->launched = g + 1;
+        k->host_gidx = sim_next(S, g);
+        long it = sim_iter_of(S, g);
+        if (r == 0 && sim_measured(S, it)) {
+            S->host_us += gap + ph->launch_us;
+            S->launch_us += ph->launch_us;
+        }
+        if (sim_want_span(S, it)) {
+            if (lb > t)
+                sim_span_emit(S, r, SIM_TRACK_HOST, ph->name, "gap", t, lb, it, ph, 0, 0);
+            sim_span_emit(S, r, SIM_TRACK_HOST, ph->eager ? "launch eager" : "launch graph",
+                          "launch", lb, k->host_free_ns, it, ph, 0, 0);
+        }
+        sim_gpu_try(S, r);
+        if (ph->sync_after)
+            return;               /* sim_phase_end resumes it */
+        if (sim_last_slot(S, g)) {
+            sim_barrier_arrive(S, k->host_free_ns);
+            return;
+        }
+        t = k->host_free_ns;
+    }
+}
+
+/* ---- GPU streams and collectives -------------------------------------------------------- */
+
+/* Rank-0 accounting of a finished phase span [s, e] (its part in the measured window):
+ * compute, comm, wait, GPU idle inside the span (eager launches not keeping up). */
+static void sim_account(sim_state *S, const sim_phase *ph, int64_t s, int64_t e,
+                        double compute_us, double comm_us, double idle_us)
+{
+    double span = (double)(e - s) / 1000.0;
+    if (!S->win_open || e <= S->win_start_ns || e <= s)
+        return;
+    double f = 1;
+    if (s < S->win_start_ns)
+        f = (double)(e - S->win_start_ns) / (double)(e - s);
+    if (compute_us > span)
+        compute_us = span;
+    S->phase_us[ph->wm] += f * compute_us;
+    S->comm_us += f * comm_us;
+    S->idle_extra_us += f * idle_us;
+    S->wait_us += f * (span - compute_us - comm_us - idle_us);
+    S->busy_us += f * span;
+    S->phases_run++;
+    S->phases_eager += ph->eager;
+}
+
+/* Phase g ended on rank r's stream at t. */
+static void sim_phase_end(sim_state *S, int r, long g, int64_t t)
+{
+    sim_rank *k = &S->rk[r];
+    sim_phase *ph = sim_phase_of(S, g);
+    long it = sim_iter_of(S, g);
+    k->gpu_busy = 0;
+    k->gpu_free_ns = t;
+    k->gpu_gidx = sim_next(S, g);
+    if (r == 0)
+        sim_account(S, ph, k->start_ns, t, k->cur_work_us, k->cur_comm_us, k->cur_idle_us);
+    if (sim_want_span(S, it))
+        sim_span_emit(S, r, SIM_TRACK_GPU, ph->name, "phase", k->start_ns, t, it, ph, 0, 0);
+    if (ph->sync_after) {
+        /* the host needs the accepted lengths: it waits for this rank's stream */
+        int64_t th = sim_max64(k->host_free_ns, t);
+        if (sim_want_span(S, it) && th > k->host_free_ns)
+            sim_span_emit(S, r, SIM_TRACK_HOST, "sync", "wait", k->host_free_ns, th, it, ph, 0, 0);
+        k->host_free_ns = th;
+        if (sim_last_slot(S, g))
+            sim_barrier_arrive(S, th);
+        else
+            sim_host_run(S, r, th);
+    }
+    sim_gpu_try(S, r);
+}
+
+static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first);
+
+/* Rank r's stream, if idle and its next phase is launched, starts it at max(stream free,
+ * launch ready) (possibly ahead of the current event: nothing else uses this stream until
+ * the phase ends). A phase without collectives ends at its own EV_GPU; one with
+ * collectives waits until every rank has started it (sim_group_segment). */
+static void sim_gpu_try(sim_state *S, int r)
+{
+    sim_rank *k = &S->rk[r];
+    if (k->gpu_busy || k->gpu_gidx >= k->launched || S->stop)
+        return;
+    long g = k->gpu_gidx;
+    sim_phase *ph = sim_phase_of(S, g);
+    int64_t start = sim_max64(k->gpu_free_ns, k->ready_ns[g & (SIM_RING - 1)]);
+    k->gpu_busy = 1;
+    k->start_ns = start;
+    if (ph->ncoll == 0) {
+        double mult = 1;
+        if (ph->sd_frac > 0) {
+            mult = 1 + ph->sd_frac * jitter_draw(S->jt1, k->gpu_rng);
+            if (mult < 0)
+                mult = 0;
+        }
+        double work = ph->gpu_us * mult;
+        int64_t end = start + sim_ns(work);
+        double idle = 0;
+        if (ph->eager && ph->kernels > 0) {
+            /* the last kernel cannot run before it is launched */
+            int64_t bound = k->lbegin_ns[g & (SIM_RING - 1)] + sim_ns(ph->launch_us + ph->gpu_us / ph->kernels);
+            if (bound > end) {
+                idle = (double)(bound - end) / 1000.0;
+                end = bound;
+            }
+        }
+        k->cur_work_us = work;
+        k->cur_comm_us = 0;
+        k->cur_idle_us = idle;
+        sim_push(S, end, EV_GPU, r, g);
+        return;
+    }
+    if (S->g_ready == 0) {
+        S->g_gidx = g;
+        S->g_maxlb_ns = INT64_MIN;
+        S->g_coll_done = 0;
+        S->g_seg = 0;
+        S->g_idle_ns = 0;
+    }
+    assert(S->g_gidx == g);
+    S->g_maxlb_ns = sim_max64(S->g_maxlb_ns, k->lbegin_ns[g & (SIM_RING - 1)]);
+    if (++S->g_ready == S->R)
+        sim_group_segment(S, g, 0, 1);
+}
+
+/* Computes the end of the group's current segment of phase g (starting at seg_start, or
+ * at each rank's own start for the first) and schedules EV_SEG. Within the segment, K
+ * all-reduces each wait for the slowest of R ranks: compute c*(1 + sd*max_r z_r) + ar. */
+static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first)
+{
+    sim_phase *ph = sim_phase_of(S, g);
+    int s = S->g_seg;
+    int K = ph->ncoll / ph->nseg + (s < ph->ncoll % ph->nseg);
+    double c = ph->gpu_us / ph->ncoll;            /* compute before each all-reduce */
+    double sd = ph->sd_frac;
+    int64_t t;
+    int rest = K;
+    if (first) {
+        /* ranks start at their own times (their hosts differ): draw each rank */
+        int64_t arr = INT64_MIN;
+        for (int r = 0; r < S->R; r++) {
+            double mult = 1;
+            if (sd > 0) {
+                mult = 1 + sd * jitter_draw(S->jt1, S->rk[r].gpu_rng);
+                if (mult < 0)
+                    mult = 0;
+            }
+            arr = sim_max64(arr, S->rk[r].start_ns + sim_ns(c * mult));
+        }
+        t = arr + sim_ns(ph->ar_us);
+        rest = K - 1;
+    } else {
+        t = seg_start;
+    }
+    if (rest > 0) {
+        double work = rest * c;
+        if (sd > 0) {
+            work += c * sd * jitter_sum(S->jtR, S->jt1, rest, S->grp_rng);
+            if (work < 0)
+                work = 0;
+        }
+        t += sim_ns(work + rest * ph->ar_us);
+    }
+    S->g_coll_done += K;
+    if (ph->eager && ph->kernels > 0) {
+        /* the segment's last all-reduce needs every rank's kernels up to it launched */
+        long need = ((long)ph->kernels * S->g_coll_done + ph->ncoll - 1) / ph->ncoll;
+        int64_t bound = S->g_maxlb_ns + sim_ns(need * (ph->launch_us / ph->kernels)
+                                                + ph->gpu_us / ph->kernels + ph->ar_us);
+        if (bound > t) {
+            S->g_idle_ns += bound - t;
+            t = bound;
+        }
+    }
+    if (sim_want_span(S, sim_iter_of(S, g))) {
+        for (int r = 0; r < S->R; r++)
+            sim_span_emit(S, r, SIM_TRACK_GPU, "compute+allreduce", "collective",
+                          first ? S->rk[r].start_ns : seg_start, t, sim_iter_of(S, g), ph,
+                          K, K * ph->ar_us);
+    }
+    S->g_seg_start_ns = t;
+    sim_push(S, t, EV_SEG, s, g);
+}
+
+static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
+{
+    sim_phase *ph = sim_phase_of(S, g);
+    assert(g == S->g_gidx && s == S->g_seg);
+    if (s + 1 < ph->nseg) {
+        S->g_seg++;
+        sim_group_segment(S, g, t, 0);
+        return;
+    }
+    S->rk[0].cur_work_us = ph->gpu_us;
+    S->rk[0].cur_comm_us = ph->ncoll * ph->ar_us;
+    S->rk[0].cur_idle_us = (double)S->g_idle_ns / 1000.0;
+    S->g_ready = 0;                 /* all ranks leave together */
+    for (int r = 0; r < S->R && !S->stop; r++)
+        sim_phase_end(S, r, g, t);
+}
+
+/* ---- iterations ------------------------------------------------------------------------ */
+
+static void sim_boundary(sim_state *S, int64_t T)
+{
+    const sim_params *p = S->p;
+    long it = S->iter;
+    if (sim_measured(S, it)) {
+        S->iter_sum_us += (double)(T - S->iter_start_ns) / 1000.0;
+        S->bs_sum += S->plan[it & 1].bs;
+        S->iters_measured++;
+    }
+    if (batch_step(&S->b, p->spec ? &S->acc : NULL, T) < 0) {
+        S->oom = S->stop = 1;
+        return;
+    }
+    S->iter = ++it;
+    S->iter_start_ns = T;
+    if (it == p->warmup) {
+        batch_open_window(&S->b, T);
+        S->win_start_ns = T;
+        S->win_open = 1;
+    }
+    int done = p->requests ? (S->b.n == 0 || (p->iterations && it >= p->warmup + p->iterations))
+                           : it >= p->warmup + p->iterations;
+    if (done) {
+        S->stop = 1;
+        S->end_ns = T;
+        return;
+    }
+    sim_make_plan(S, it);
+    for (int r = 0; r < S->R; r++)
+        sim_host_run(S, r, T);
+}
+
+/* A host reaches the scheduler barrier at t (SGLang's TP ranks exchange the new requests
+ * at the top of each scheduler loop); the iteration ends when the last one arrives. */
+static void sim_barrier_arrive(sim_state *S, int64_t t)
+{
+    if (t > S->bar_max_ns)
+        S->bar_max_ns = t;
+    if (++S->bar_count < S->R)
+        return;
+    sim_push(S, S->bar_max_ns, EV_BARRIER, 0, 0);
+    S->bar_count = 0;
+    S->bar_max_ns = INT64_MIN;
+}
+
+/* ---- setup and the loop ---------------------------------------------------------------- */
+
+int sim_check(const sim_params *p, const char *what, char *err, size_t errlen)
+{
+    const wm_model *m = p->model;
+#define SIM_BAD(field, fmt, v, why) do { snprintf(err, errlen, "%s: field %s: value " fmt ": %s", \
+        what, field, v, why); return -1; } while (0)
+    if (!m)
+        SIM_BAD("model", "%s", "(none)", "no workload model");
+    if (p->concurrency < 1) SIM_BAD("concurrency", "%d", p->concurrency, "must be >= 1");
+    if (p->ranks < 1 || p->ranks > 4096) SIM_BAD("ranks", "%d", p->ranks, "must be in [1, 4096]");
+    if (p->ranks > 1 && !p->algo) SIM_BAD("allreduce", "%s", "(none)", "ranks > 1 need an algorithm");
+    if (p->sync_segments < 1) SIM_BAD("sync-segments", "%d", p->sync_segments, "must be >= 1");
+    if (!(p->jitter_scale >= 0)) SIM_BAD("jitter-scale", "%g", p->jitter_scale, "must be >= 0");
+    if (!(p->graph_launch_us >= 0)) SIM_BAD("graph-launch-us", "%g", p->graph_launch_us, "must be >= 0");
+    if (!(p->eager_launch_us >= 0)) SIM_BAD("eager-launch-us", "%g", p->eager_launch_us, "must be >= 0");
+    if (p->warmup < 0) SIM_BAD("warmup", "%ld", p->warmup, "must be >= 0");
+    if (p->requests < 0) SIM_BAD("requests", "%ld", p->requests, "must be >= 0");
+    if (p->iterations < (p->requests ? 0 : 1))
+        SIM_BAD("iterations", "%ld", p->iterations, "must be >= 1 (or give --requests)");
+    if (p->prompt_tokens < 0) SIM_BAD("prompt-len", "%ld", p->prompt_tokens, "must be >= 0");
+    if (p->spec) {
+        if (p->steps < 1) SIM_BAD("steps", "%d", p->steps, "must be >= 1");
+        if (p->topk < 1) SIM_BAD("topk", "%d", p->topk, "must be >= 1");
+        if (p->draft_tokens < 2) SIM_BAD("draft-tokens", "%d", p->draft_tokens, "must be >= 2");
+        if (p->topk == 1 && p->draft_tokens != p->steps + 1)
+            SIM_BAD("draft-tokens", "%d", p->draft_tokens,
+                    "a chain (topk 1) verifies exactly steps+1 tokens");
+        if ((long)p->draft_tokens > (long)p->steps * p->topk + 1)
+            SIM_BAD("draft-tokens", "%d", p->draft_tokens,
+                    "more than steps*topk+1: the tree has no such nodes");
+        if (p->steps > ACC_MAX_POS) SIM_BAD("steps", "%d", p->steps, "more than ACC_MAX_POS (32)");
+    }
+#undef SIM_BAD
+    const char *file = what;
+    if (wm_require(m, WM_VERIFY, file, "every run needs it", err, errlen) ||
+        wm_require(m, WM_ACCEPT, file, "every run needs it", err, errlen))
+        return -1;
+    if (p->spec) {
+        if (p->steps > 1 && wm_require(m, WM_DRAFT, file, "speculative runs with steps > 1 need it",
+                                       err, errlen))
+            return -1;
+        if (wm_require(m, WM_EXTEND, file, "speculative runs need it", err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+static void sim_proto(sim_state *S, int s, int wm, int rows, int forwards, int sync_after)
+{
+    const wm_phase_model *pm = wm_phase_get(S->p->model, wm);
+    sim_phase *ph = &S->proto[s];
+    memset(ph, 0, sizeof *ph);
+    ph->wm = wm;
+    ph->name = wm_phase_name[wm];
+    ph->rows_per_req = rows;
+    ph->forwards = forwards;
+    ph->sync_after = sync_after;
+    ph->kernels_fwd = wm_phase_kernels(S->p->model, wm);
+    ph->gap_us = pm->host_gap_us;
+    ph->gap_sd_us = pm->host_gap_sd_us;
+}
+
+static double sim_quantile(const double *sorted, size_t n, double q)
+{
+    return n ? gsl_stats_quantile_from_sorted_data(sorted, 1, n, q) : 0;
+}
+
+static void sim_results(sim_state *S, sim_result *res)
+{
+    batch *b = &S->b;
+    memset(res, 0, sizeof *res);
+    res->events = S->q.pops;
+    res->sim_us = (double)S->end_ns / 1000.0;
+    res->iterations_total = S->iter;
+    res->iterations = S->iters_measured;
+    res->window_us = S->win_open ? (double)(S->end_ns - S->win_start_ns) / 1000.0 : 0;
+    res->tokens = b->win_tokens;
+    res->tokens_total = b->total_tokens;
+    res->requests_done = b->finished;
+    res->partial = batch_close(b, S->end_ns);
+    res->requests_measured = (long)b->ntpot;
+    res->tok_s = res->window_us > 0 ? b->win_tokens / res->window_us * 1e6 : 0;
+    if (b->ntpot) {
+        gsl_sort(b->tpot_ns, 1, b->ntpot);
+        double sum = 0;
+        for (size_t i = 0; i < b->ntpot; i++)
+            sum += 1e9 / b->tpot_ns[i];
+        res->req_tok_s_mean = sum / (double)b->ntpot;
+        /* tok/s of a request is 1/TPOT: its median is 1/(TPOT median) when n is odd; take
+         * the quantile of the reversed array so that even n interpolates in tok/s */
+        double *rate = malloc(b->ntpot * sizeof *rate);
+        if (rate) {
+            for (size_t i = 0; i < b->ntpot; i++)
+                rate[i] = 1e9 / b->tpot_ns[b->ntpot - 1 - i];
+            res->req_tok_s_p50 = sim_quantile(rate, b->ntpot, 0.5);
+            free(rate);
+        }
+        res->tpot_p50_ms = sim_quantile(b->tpot_ns, b->ntpot, 0.50) / 1e6;
+        res->tpot_p90_ms = sim_quantile(b->tpot_ns, b->ntpot, 0.90) / 1e6;
+        res->tpot_p99_ms = sim_quantile(b->tpot_ns, b->ntpot, 0.99) / 1e6;
+    }
+    res->accept_len = b->win_req_iters ? b->win_gain_tokens / (double)b->win_req_iters : 0;
+    double n = S->iters_measured ? (double)S->iters_measured : 1;
+    res->bs_mean = S->bs_sum / n;
+    res->iter_us = S->iter_sum_us / n;
+    /* rank 0's stream: a phase still running at the end counts up to the end, as compute */
+    sim_rank *k0 = &S->rk[0];
+    if (k0->gpu_busy && S->win_open && k0->start_ns < S->end_ns) {
+        int64_t s = sim_max64(k0->start_ns, S->win_start_ns);
+        double us = (double)(S->end_ns - s) / 1000.0;
+        S->phase_us[S->proto[sim_slot_of(k0->gpu_gidx)].wm] += us;
+        S->busy_us += us;
+    }
+    for (int i = 0; i < WM_NPHASE; i++)
+        res->phase_us[i] = S->phase_us[i] / n;
+    res->comm_us = S->comm_us / n;
+    res->wait_us = S->wait_us / n;
+    res->idle_us = (res->window_us - S->busy_us + S->idle_extra_us) / n;
+    res->host_us = S->host_us / n;
+    res->launch_us = S->launch_us / n;
+    res->eager_frac = S->phases_run ? (double)S->phases_eager / (double)S->phases_run : 0;
+}
+
+int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *err, size_t errlen)
+{
+    int rc = -1;
+    sim_state *S = calloc(1, sizeof *S);
+    if (!S) {
+        snprintf(err, errlen, "sim: out of memory");
+        return -1;
+    }
+    if (sim_check(p, "sim", err, errlen))
+        goto out_free;
+    S->p = p;
+    S->h = hooks;
+    S->R = p->ranks;
+    S->sigma_scale = p->jitter_scale;
+    S->bar_max_ns = INT64_MIN;
+    if (hooks && hooks->on_span) {
+        S->span_lo = p->warmup;
+        S->span_hi = p->warmup + p->timeline_iterations;
+    }
+    if (evq_init(&S->q, 2 * (size_t)S->R + 16))
+        goto oom;
+    S->jt1 = jitter_table_get(1);
+    S->jtR = jitter_table_get(S->R);
+    if (!S->jt1 || !S->jtR)
+        goto oom;
+    if (p->spec) {
+        int s = 0;
+        if (p->steps > 1)
+            sim_proto(S, s++, WM_DRAFT, p->topk, p->steps - 1, 0);
+        sim_proto(S, s++, WM_VERIFY, p->draft_tokens, 1, 0);
+        sim_proto(S, s++, WM_ACCEPT, p->draft_tokens, 1, 1);
+        sim_proto(S, s++, WM_EXTEND, p->steps + 1, 1, 0);
+        S->nslots = s;
+    } else {
+        sim_proto(S, 0, WM_DECODE, 1, 1, 0);
+        sim_proto(S, 1, WM_SAMPLE, 1, 1, 1);
+        S->nslots = 2;
+    }
+    /* cost caches: keys up to the padded size of the largest batch */
+    int maxkey = p->concurrency;
+    int pad = p->graphs.n ? cg_bucket(&p->graphs, p->concurrency) : 0;
+    if (pad > maxkey)
+        maxkey = pad;
+    S->ncache = maxkey + 1;
+    for (int s = 0; s < S->nslots; s++)
+        if (!(S->proto[s].cache = calloc((size_t)S->ncache, sizeof(sim_cost))))
+            goto oom;
+    S->rk = calloc((size_t)S->R, sizeof *S->rk);
+    if (!S->rk)
+        goto oom;
+    for (int r = 0; r < S->R; r++) {
+        S->rk[r].host_rng = gsl_rng_alloc(gsl_rng_taus2);
+        S->rk[r].gpu_rng = gsl_rng_alloc(gsl_rng_taus2);
+        if (!S->rk[r].host_rng || !S->rk[r].gpu_rng)
+            goto oom;
+        gsl_rng_set(S->rk[r].host_rng, jitter_stream_seed(p->seed, SIM_STREAM_HOST + (unsigned)r));
+        gsl_rng_set(S->rk[r].gpu_rng, jitter_stream_seed(p->seed, SIM_STREAM_GPU + (unsigned)r));
+    }
+    if (!(S->grp_rng = gsl_rng_alloc(gsl_rng_taus2)))
+        goto oom;
+    gsl_rng_set(S->grp_rng, jitter_stream_seed(p->seed, SIM_STREAM_GROUP));
+    if (p->spec)
+        batch_accdist_init(&S->acc, &p->acc, p->steps, p->topk, p->draft_tokens);
+    if (batch_init(&S->b, p->concurrency, p->requests, &p->out_len, p->prompt_tokens,
+                   p->stagger, p->seed))
+        goto oom;
+    if (hooks) {
+        S->b.on_req = hooks->on_request;
+        S->b.on_req_ctx = hooks->ctx;
+    }
+    if (p->warmup == 0) {
+        batch_open_window(&S->b, 0);
+        S->win_open = 1;
+    }
+    sim_make_plan(S, 0);
+    for (int r = 0; r < S->R; r++)
+        sim_host_run(S, r, 0);
+    evq_event e;
+    while (!S->stop && evq_pop(&S->q, &e)) {
+        if (hooks && hooks->on_event)
+            hooks->on_event(hooks->ctx, e.t_ns, e.type, e.a, e.b);
+        switch (e.type) {
+        case EV_GPU:
+            sim_phase_end(S, e.a, e.b, e.t_ns);
+            break;
+        case EV_SEG:
+            sim_on_seg(S, e.a, e.b, e.t_ns);
+            break;
+        case EV_BARRIER:
+            sim_boundary(S, e.t_ns);
+            break;
+        }
+    }
+    if (S->oom)
+        goto oom;
+    if (!S->stop) {
+        snprintf(err, errlen, "sim: the event queue ran dry at iteration %ld (a bug)", S->iter);
+        goto out_free;
+    }
+    sim_results(S, res);
+    rc = 0;
+    goto out_free;
+oom:
+    snprintf(err, errlen, "sim: out of memory");
+out_free:
+    batch_free(&S->b);
+    if (S->rk)
+        for (int r = 0; r < S->R; r++) {
+            gsl_rng_free(S->rk[r].host_rng);
+            gsl_rng_free(S->rk[r].gpu_rng);
+        }
+    free(S->rk);
+    if (S->grp_rng)
+        gsl_rng_free(S->grp_rng);
+    for (int s = 0; s < SIM_SLOTS; s++)
+        free(S->proto[s].cache);
+    evq_free(&S->q);
+    free(S);
+    return rc;
+}

@@ -1,0 +1,101 @@
+/* sim: the discrete-event simulator of a tensor-parallel server running speculative
+ * decoding (or the plain decode baseline). Entities: R ranks, each a host thread and a GPU
+ * stream; the TP group's collectives; the requests (batch.h). Costs come from a workload
+ * model (wmodel.h); see docs/simulator.md for the event model and what is approximated.
+ * Workload: thousands of iterations per run, tens of thousands of runs per sweep. */
+#ifndef SIM_H
+#define SIM_H
+#include <stddef.h>
+#include <stdint.h>
+#include "wmodel.h"
+#include "accept.h"
+#include "cgraph.h"
+#include "allreduce.h"
+#include "batch.h"
+
+/* Everything a run needs, resolved (simcfg.c fills it from the CLI; tests fill it by hand).
+ * The model is borrowed: the caller keeps it alive for the run. */
+typedef struct {
+    const wm_model *model;
+    accept_model    acc;
+    cg_list         graphs;           /* captured batch sizes; n = 0: always eager */
+    ar_link         link;
+    const ar_algo  *algo;             /* NULL: no collectives (only allowed for ranks 1) */
+    int    spec;                      /* 1: speculative iteration; 0: plain decode baseline */
+    int    steps, topk, draft_tokens;
+    int    concurrency;               /* closed-loop C: running requests */
+    long   requests;                  /* 0: closed loop for `iterations`; else run until
+                                         this many requests finished */
+    long   iterations;                /* measured iterations (after warmup) */
+    long   warmup;                    /* iterations excluded from the metrics */
+    batch_lendist out_len;
+    long   prompt_tokens;
+    int    stagger;                   /* initial requests start part-way (steady state) */
+    double graph_launch_us;           /* host cost of one graph launch */
+    double eager_launch_us;           /* host cost per eagerly launched kernel */
+    int    ranks;
+    double jitter_scale;              /* 0: deterministic */
+    int    sync_segments;             /* collective segments per phase (>= 1) */
+    unsigned long seed;
+    long   timeline_iterations;       /* spans for this many iterations after warmup */
+} sim_params;
+
+enum { SIM_TRACK_HOST, SIM_TRACK_GPU };
+/* One span of the timeline (a host gap, a launch, a phase, a collective segment). */
+typedef struct {
+    int         rank, track;
+    const char *name;                 /* static string */
+    const char *cat;                  /* "gap", "launch", "wait", "phase", "collective" */
+    int64_t     start_ns, end_ns;
+    long        iteration;
+    int         bs, padded_bs, eager; /* the phase's batch (phases and launches) */
+    double      tokens;
+    int         collectives;          /* in this segment (collective spans) */
+    double      comm_us;              /* all-reduce time in this segment */
+} sim_span;
+
+typedef struct {
+    void (*on_event)(void *ctx, int64_t t_ns, int type, int a, int64_t b); /* every pop */
+    void (*on_span)(void *ctx, const sim_span *s);   /* only for timeline iterations */
+    batch_req_fn on_request;                          /* finished (and, at the end, running) */
+    void *ctx;
+} sim_hooks;
+
+typedef struct {
+    /* engine */
+    uint64_t events;                  /* events popped from the queue */
+    double   sim_us;                  /* simulated time of the whole run */
+    long     iterations_total;        /* including warmup */
+    /* measured window */
+    long     iterations;
+    double   window_us;
+    long     tokens;                  /* emitted in the window */
+    long     tokens_total;            /* emitted in the whole run */
+    long     requests_done;           /* finished in the whole run */
+    long     requests_measured;       /* behind the per-request metrics */
+    int      partial;                 /* per-request metrics from running requests */
+    double   tok_s;                   /* aggregate */
+    double   req_tok_s_mean, req_tok_s_p50;
+    double   tpot_p50_ms, tpot_p90_ms, tpot_p99_ms;
+    double   accept_len;              /* mean tokens gained per request and iteration */
+    double   bs_mean;                 /* mean running requests per iteration */
+    double   iter_us;                 /* mean iteration (boundary to boundary) */
+    /* breakdown per iteration, rank 0; the GPU part adds up to iter_us:
+     * draft+verify+accept+extend+decode+sample (compute) + comm + wait + idle */
+    double   phase_us[WM_NPHASE];
+    double   comm_us;                 /* all-reduce time (the link model) */
+    double   wait_us;                 /* waiting in collectives for slower ranks, jitter */
+    double   idle_us;                 /* GPU idle: waiting for the host */
+    double   host_us;                 /* host busy: gaps + launches (overlaps the GPU) */
+    double   launch_us;               /* of which launches */
+    double   eager_frac;              /* fraction of phases run eagerly */
+} sim_result;
+
+/* Checks p against the model (phases present, counts sane). 0 or -1 with err
+ * "FILE: field F: value V: why" (FILE = what), never touching the run. */
+int sim_check(const sim_params *p, const char *what, char *err, size_t errlen);
+/* Runs one simulation. hooks may be NULL. Returns 0, or -1 with err (bad parameters,
+ * out of memory). Deterministic: the same p gives the same *res, bit for bit. */
+int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res,
+            char *err, size_t errlen);
+#endif

@@ -1,0 +1,437 @@
+/* simcfg: the knob table and its parsers. One row per knob: its name (long option, JSON
+ * key, grid name), type, place in simcfg, range and help. The CLI, the JSON loader and the
+ * sweep grid all go through simcfg_set, so a value is checked the same way wherever it
+ * comes from, and the message names where it came from. */
+#include "simcfg.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cjson/cJSON.h>
+
+#define SIMCFG_CONFIG_MAX_BYTES (1L << 20)
+
+#define K(name, type, field, min, max, flags, unit, help) \
+    {name, type, offsetof(simcfg, field), sizeof(((simcfg *)0)->field), min, max, flags, unit, help}
+
+const simcfg_knob simcfg_knobs[] = {
+    K("model", SK_STR, model, -1, -2, 0, "", "workload model JSON (docs/model-format.md)"),
+    K("acceptance", SK_STR, acceptance, -1, -2, SK_SPEC_ONLY, "", "acceptance model: alpha:A, "
+      "positional:P1,P2,.. or histogram:W0,W1,.. (weights of accepting 0,1,.. tokens)"),
+    K("alpha", SK_ALPHA, acceptance, 0, 1, SK_SPEC_ONLY, "", "shorthand for --acceptance "
+      "alpha:A (i.i.d. acceptance per position, 0 <= A < 1)"),
+    K("steps", SK_INT, steps, 1, 32, SK_SPEC_ONLY, "", "draft depth (SGLang "
+      "--speculative-num-steps)"),
+    K("topk", SK_INT, topk, 1, 64, SK_SPEC_ONLY, "", "draft tree branching "
+      "(--speculative-eagle-topk); 1 = chain"),
+    K("draft-tokens", SK_INT, draft_tokens, 0, 4096, SK_SPEC_ONLY, "tokens", "verify width per "
+      "request (--speculative-num-draft-tokens); 0 = steps+1 (a chain)"),
+    K("concurrency", SK_INT, concurrency, 1, 65536, 0, "requests", "closed-loop running "
+      "requests (alias --bs)"),
+    K("requests", SK_LONG, requests, 0, 1e12, 0, "requests", "stop after this many "
+      "requests finished (0 = closed loop for --iterations)"),
+    K("iterations", SK_LONG, iterations, 0, 1e12, 0, "", "measured iterations (after "
+      "--warmup); with --requests, a cap (0 = none)"),
+    K("warmup", SK_LONG, warmup, 0, 1e12, 0, "", "iterations left out of the metrics"),
+    K("output-len", SK_STR, output_len, -1, -2, 0, "tokens", "output length: N, uniform:A:B "
+      "or exp:MEAN"),
+    K("prompt-len", SK_LONG, prompt_len, 0, 1e9, 0, "tokens", "prompt length: the KV "
+      "context a request starts with"),
+    K("stagger", SK_INT, stagger, 0, 1, 0, "", "1: initial requests start part-way through "
+      "their output (steady state); 0: all start at 0"),
+    K("cuda-graph-bs", SK_STR, cuda_graph_bs, -1, -2, 0, "", "captured batch sizes: 1,2,4,8,.. "
+      "or sglang[:MAX] (SGLang's list) or none"),
+    K("cuda-graph-max-bs", SK_INT, cuda_graph_max_bs, 0, 1e7, 0, "requests", "drop captured "
+      "sizes above this (0 = keep the list)"),
+    K("eager-launch-us", SK_DBL, eager_launch_us, 0, 1e6, 0, "us", "host cost per kernel "
+      "launched eagerly (default: the model's)"),
+    K("graph-launch-us", SK_DBL, graph_launch_us, 0, 1e6, 0, "us", "host cost of one "
+      "CUDA-graph launch (default: the model's)"),
+    K("ranks", SK_INT, ranks, 1, 4096, 0, "", "tensor-parallel size (default: the model's)"),
+    K("link", SK_STR, link, -1, -2, 0, "", "interconnect preset (specsim presets) or "
+      "alpha=US,beta=GBPS[,floor=US]"),
+    K("allreduce", SK_STR, allreduce, -1, -2, 0, "", "all-reduce algorithm: nccl, ring, tree, "
+      "oneshot, twoshot, custom"),
+    K("jitter-scale", SK_DBL, jitter_scale, 0, 100, 0, "", "multiplies every measured "
+      "spread (0 = deterministic costs)"),
+    K("sync-segments", SK_INT, sync_segments, 1, 1e6, 0, "", "collective segments per "
+      "phase (events per phase; straggler waits inside are drawn directly)"),
+    K("seed", SK_LONG, seed, 0, 4294967295.0, 0, "", "seed of every random stream"),
+    K("timeline", SK_STR, timeline, -1, -2, SK_OUTPUT, "", "write a Chrome-trace JSON "
+      "timeline (Perfetto) to this file"),
+    K("timeline-iterations", SK_LONG, timeline_iterations, 0, 1e9, SK_OUTPUT, "",
+      "iterations (after warmup) in the timeline"),
+    K("baseline", SK_INT, baseline, 0, 1, SK_OUTPUT, "", "1: also run the plain decode "
+      "baseline and print the speedup (--no-baseline = 0)"),
+    K("baseline-reuse", SK_INT, baseline_reuse, 0, 1, SK_OUTPUT | SK_SWEEP, "", "sweep: configs that "
+      "differ only in speculative knobs share one baseline run"),
+    K("json", SK_FLAG, json, -1, -2, SK_OUTPUT, "", "results as JSON"),
+    K("csv", SK_FLAG, csv, -1, -2, SK_OUTPUT, "", "results as CSV (header + one row)"),
+    K("quiet", SK_FLAG, quiet, -1, -2, SK_OUTPUT, "", "no configuration banner"),
+    K("perf", SK_FLAG, perf, -1, -2, SK_OUTPUT, "", "engine speed (events/s) on stderr"),
+    K("jobs", SK_INT, jobs, 0, 4096, SK_OUTPUT | SK_SWEEP, "", "sweep: worker threads (0 = online CPUs)"),
+    K("out", SK_STR, out, -1, -2, SK_OUTPUT | SK_NOJSON | SK_SWEEP, "", "sweep: write the CSV here "
+      "(default stdout)"),
+};
+const int simcfg_nknobs = (int)(sizeof simcfg_knobs / sizeof simcfg_knobs[0]);
+
+static const struct { const char *alias, *name; } simcfg_aliases[] = {
+    {"bs", "concurrency"}, {"accept", "acceptance"}, {"tp", "ranks"},
+};
+
+void simcfg_defaults(simcfg_set_t *s)
+{
+    simcfg *c = &s->cfg;
+    memset(s, 0, sizeof *s);
+    strcpy(c->acceptance, "alpha:0.7");
+    c->steps = 3;                   /* SGLang's auto choice for DeepSeek-like models (3,1,4) */
+    c->topk = 1;
+    c->draft_tokens = 0;
+    c->concurrency = 1;
+    c->iterations = 1000;
+    c->warmup = 20;
+    strcpy(c->output_len, "512");
+    c->prompt_len = 1024;
+    c->stagger = 1;
+    strcpy(c->cuda_graph_bs, "sglang");
+    c->eager_launch_us = -1;
+    c->graph_launch_us = -1;
+    strcpy(c->link, "nvlink4-8gpu");
+    strcpy(c->allreduce, "nccl");
+    c->jitter_scale = 1;
+    c->sync_segments = 4;
+    c->seed = 1;
+    c->timeline_iterations = 5;
+    c->baseline = 1;
+    c->baseline_reuse = 1;
+    for (int i = 0; i < simcfg_nknobs; i++)
+        s->src[i] = "defaults";
+}
+
+int simcfg_index(const simcfg_knob *k) { return (int)(k - simcfg_knobs); }
+
+const simcfg_knob *simcfg_find(const char *name)
+{
+    char buf[64];
+    size_t n = strlen(name);
+    if (n >= sizeof buf)
+        return NULL;
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = name[i] == '_' ? '-' : name[i];
+    for (size_t i = 0; i < sizeof simcfg_aliases / sizeof simcfg_aliases[0]; i++)
+        if (strcmp(buf, simcfg_aliases[i].alias) == 0)
+            return simcfg_find(simcfg_aliases[i].name);
+    for (int i = 0; i < simcfg_nknobs; i++)
+        if (strcmp(buf, simcfg_knobs[i].name) == 0)
+            return &simcfg_knobs[i];
+    return NULL;
+}
+
+#define SIMCFG_ERR(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
+
+int simcfg_set(simcfg_set_t *s, const simcfg_knob *k, const char *v, const char *src,
+               const char *field, char *err, size_t errlen)
+{
+    char *dst = (char *)&s->cfg + k->off;
+    char *end;
+    if (!v)
+        v = "";
+    switch (k->type) {
+    case SK_INT:
+    case SK_LONG: {
+        errno = 0;
+        double d = strtod(v, &end);    /* accept 1e6; must be a whole number */
+        if (end == v || *end || errno || !isfinite(d) || d != floor(d))
+            SIMCFG_ERR("%s: field %s: value \"%s\": not an integer", src, field, v);
+        if (k->max >= k->min && (d < k->min || d > k->max)) {
+            if (k->max >= 1e6)
+                SIMCFG_ERR("%s: field %s: value %s: must be >= %.0f", src, field, v, k->min);
+            SIMCFG_ERR("%s: field %s: value %s: must be in [%.0f, %.0f]", src, field, v,
+                       k->min, k->max);
+        }
+        if (k->type == SK_INT)
+            *(int *)dst = (int)d;
+        else
+            *(long *)dst = (long)d;
+        break;
+    }
+    case SK_DBL:
+    case SK_ALPHA: {
+        errno = 0;
+        double d = strtod(v, &end);
+        if (end == v || *end || !isfinite(d))
+            SIMCFG_ERR("%s: field %s: value \"%s\": not a number", src, field, v);
+        if (k->type == SK_ALPHA) {
+            if (!(d >= 0 && d < 1))
+                SIMCFG_ERR("%s: field %s: value %s: must be in [0, 1) (the chance that a "
+                           "draft token is accepted)", src, field, v);
+            snprintf(dst, k->size, "alpha:%.17g", d);
+            break;
+        }
+        if (k->max >= k->min && (d < k->min || d > k->max))
+            SIMCFG_ERR("%s: field %s: value %s: must be in [%g, %g]", src, field, v, k->min, k->max);
+        *(double *)dst = d;
+        break;
+    }
+    case SK_STR:
+        if (strlen(v) >= k->size)
+            SIMCFG_ERR("%s: field %s: value \"%.40s...\": longer than %zu bytes", src, field,
+                       v, k->size - 1);
+        strcpy(dst, v);
+        break;
+    case SK_FLAG:
+        if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || *v == '\0')
+            *(int *)dst = 1;
+        else if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0)
+            *(int *)dst = 0;
+        else
+            SIMCFG_ERR("%s: field %s: value \"%s\": expected true/false or 1/0", src, field, v);
+        break;
+    }
+    s->src[simcfg_index(k)] = src;
+    /* --alpha and --acceptance write the same field: keep the source of the last one */
+    if (k->type == SK_ALPHA)
+        s->src[simcfg_index(simcfg_find("acceptance"))] = src;
+    return 0;
+}
+
+int simcfg_load_json(simcfg_set_t *s, const char *path, char *err, size_t errlen)
+{
+    int rc = -1;
+    char *buf = NULL;
+    cJSON *root = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        goto out;
+    }
+    if (fseek(f, 0, SEEK_END)) {
+        snprintf(err, errlen, "%s: cannot seek: %s", path, strerror(errno));
+        goto out;
+    }
+    long n = ftell(f);
+    if (n < 0 || n > SIMCFG_CONFIG_MAX_BYTES) {
+        snprintf(err, errlen, "%s: size %ld bytes: not a config file (at most %ld)", path, n,
+                 SIMCFG_CONFIG_MAX_BYTES);
+        goto out;
+    }
+    rewind(f);
+    if (!(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        snprintf(err, errlen, "%s: cannot read", path);
+        goto out;
+    }
+    buf[n] = '\0';
+    const char *end = NULL;
+    root = cJSON_ParseWithOpts(buf, &end, 1);
+    if (!root) {
+        long off = end ? (long)(end - buf) : 0;
+        snprintf(err, errlen, "%s: invalid JSON at byte %ld", path, off);
+        goto out;
+    }
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errlen, "%s: field (top level): value not an object: a config is "
+                 "{\"knob\": value, ...}", path);
+        goto out;
+    }
+    for (cJSON *it = root->child; it; it = it->next) {
+        const simcfg_knob *k = simcfg_find(it->string);
+        if (!k || (k->flags & SK_NOJSON)) {
+            snprintf(err, errlen, "%s: field %s: value %s: unknown knob (see specsim run "
+                     "--help)", path, it->string, cJSON_IsString(it) ? it->valuestring : "...");
+            goto out;
+        }
+        char val[SIMCFG_STR + 64];
+        if (cJSON_IsString(it)) {
+            snprintf(val, sizeof val, "%s", it->valuestring);
+        } else if (cJSON_IsBool(it)) {
+            snprintf(val, sizeof val, "%d", cJSON_IsTrue(it) ? 1 : 0);
+        } else if (cJSON_IsNumber(it)) {
+            snprintf(val, sizeof val, "%.17g", it->valuedouble);
+        } else if (cJSON_IsArray(it) && k->type == SK_STR) {
+            /* a list of numbers, e.g. "cuda_graph_bs": [1,2,4,8] */
+            size_t used = 0;
+            val[0] = '\0';
+            for (cJSON *e = it->child; e; e = e->next) {
+                if (!cJSON_IsNumber(e)) {
+                    snprintf(err, errlen, "%s: field %s: value [...]: a list must hold numbers",
+                             path, it->string);
+                    goto out;
+                }
+                used += (size_t)snprintf(val + used, sizeof val - used, "%s%.17g",
+                                         used ? "," : "", e->valuedouble);
+                if (used >= sizeof val) {
+                    snprintf(err, errlen, "%s: field %s: value [...]: list too long", path,
+                             it->string);
+                    goto out;
+                }
+            }
+        } else {
+            snprintf(err, errlen, "%s: field %s: value of the wrong type: expected a %s", path,
+                     it->string, k->type == SK_STR ? "string" : k->type == SK_FLAG ? "boolean"
+                     : "number");
+            goto out;
+        }
+        if (simcfg_set(s, k, val, path, it->string, err, errlen))
+            goto out;
+    }
+    rc = 0;
+out:
+    if (f)
+        fclose(f);
+    free(buf);
+    cJSON_Delete(root);
+    return rc;
+}
+
+void simcfg_format(const simcfg *c, const simcfg_knob *k, char *buf, size_t len)
+{
+    const char *src = (const char *)c + k->off;
+    switch (k->type) {
+    case SK_INT:
+    case SK_FLAG:
+        if (k->min > 0 && *(const int *)src == 0)   /* ranks: unset, the model's */
+            snprintf(buf, len, "model");
+        else
+            snprintf(buf, len, "%d", *(const int *)src);
+        break;
+    case SK_LONG:  snprintf(buf, len, "%ld", *(const long *)src); break;
+    case SK_DBL:
+        if (*(const double *)src < k->min)           /* launch costs: unset, the model's */
+            snprintf(buf, len, "model");
+        else
+            snprintf(buf, len, "%.15g", *(const double *)src);
+        break;
+    case SK_ALPHA:
+    case SK_STR:   snprintf(buf, len, "%s", src); break;
+    }
+}
+
+/* Source and field name of knob `name` for messages. */
+static const char *simcfg_src(const simcfg_set_t *s, const char *name, char *field, size_t n)
+{
+    const simcfg_knob *k = simcfg_find(name);
+    const char *src = s->src[simcfg_index(k)];
+    snprintf(field, n, strcmp(src, "command line") == 0 ? "--%s" : "%s", name);
+    return src;
+}
+
+/* err holds a model module's message ("link: value ..."): prefix source and field. */
+static int simcfg_wrap(const simcfg_set_t *s, const char *name, char *err, size_t errlen)
+{
+    char field[64], inner[1024];
+    const char *src = simcfg_src(s, name, field, sizeof field);
+    snprintf(inner, sizeof inner, "%s", err);
+    snprintf(err, errlen, "%s: field %s: %s", src, field, inner);
+    return -1;
+}
+
+int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params *p,
+                   char *err, size_t errlen)
+{
+    const simcfg *c = &s->cfg;
+    char field[64];
+    const char *src;
+    memset(p, 0, sizeof *p);
+    if (!c->model[0])
+        SIMCFG_ERR("%s: field model: value \"\": no workload model given (--model FILE)",
+                   s->src[simcfg_index(simcfg_find("model"))]);
+    if (strcmp(mc->path, c->model) != 0) {
+        if (wm_load(&mc->model, c->model, err, errlen)) {
+            mc->path[0] = '\0';
+            return -1;
+        }
+        snprintf(mc->path, sizeof mc->path, "%s", c->model);
+    }
+    const wm_model *m = &mc->model;
+    p->model = m;
+    p->spec = spec;
+    if (accept_parse(&p->acc, c->acceptance, err, errlen))
+        return simcfg_wrap(s, "acceptance", err, errlen);
+    p->steps = c->steps;
+    p->topk = c->topk;
+    p->draft_tokens = c->draft_tokens ? c->draft_tokens : c->steps + 1;
+    if (c->topk == 1 && c->draft_tokens && c->draft_tokens != c->steps + 1) {
+        src = simcfg_src(s, "draft-tokens", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value %d: a chain (topk 1) verifies steps+1 = %d tokens "
+                   "(steps %d)", src, field, c->draft_tokens, c->steps + 1, c->steps);
+    }
+    if (c->draft_tokens == 1) {
+        src = simcfg_src(s, "draft-tokens", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value 1: must be >= 2 (or 0 = steps+1)", src, field);
+    }
+    if ((long)p->draft_tokens > (long)c->steps * c->topk + 1) {
+        src = simcfg_src(s, "draft-tokens", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value %d: more than steps*topk+1 = %ld: the draft tree has "
+                   "no such nodes", src, field, p->draft_tokens, (long)c->steps * c->topk + 1);
+    }
+    if (cg_parse(&p->graphs, c->cuda_graph_bs, err, errlen))
+        return simcfg_wrap(s, "cuda-graph-bs", err, errlen);
+    if (c->cuda_graph_max_bs > 0) {
+        int w = 0;
+        for (int i = 0; i < p->graphs.n; i++)
+            if (p->graphs.bs[i] <= c->cuda_graph_max_bs)
+                p->graphs.bs[w++] = p->graphs.bs[i];
+        p->graphs.n = w;
+    }
+    if (p->graphs.n == 0 && strcmp(c->cuda_graph_bs, "none") != 0) {
+        src = simcfg_src(s, "cuda-graph-max-bs", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value %d: no captured size of \"%s\" is left (empty "
+                   "batch-size list; use cuda-graph-bs none for eager only)", src, field,
+                   c->cuda_graph_max_bs, c->cuda_graph_bs);
+    }
+    p->ranks = c->ranks ? c->ranks : (m->ranks > 0 ? m->ranks : 1);
+    const ar_link *preset = ar_link_preset(c->link);
+    if (preset) {
+        p->link = *preset;
+    } else if (strchr(c->link, '=')) {
+        if (ar_link_parse(&p->link, c->link, err, errlen))
+            return simcfg_wrap(s, "link", err, errlen);
+    } else {
+        src = simcfg_src(s, "link", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value \"%s\": unknown link preset (specsim presets lists "
+                   "them; or give alpha=US,beta=GBPS[,floor=US])", src, field, c->link);
+    }
+    p->algo = ar_algo_find(c->allreduce);
+    if (!p->algo) {
+        src = simcfg_src(s, "allreduce", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value \"%s\": unknown algorithm (nccl, ring, tree, oneshot, "
+                   "twoshot, custom)", src, field, c->allreduce);
+    }
+    if (batch_lendist_parse(&p->out_len, c->output_len, err, errlen))
+        return simcfg_wrap(s, "output-len", err, errlen);
+    p->concurrency = c->concurrency;
+    p->requests = c->requests;
+    p->iterations = c->iterations;
+    p->warmup = c->warmup;
+    if (c->requests > 0) {
+        /* a finite benchmark: run until every request finished, measure all of it, unless
+         * --iterations / --warmup say otherwise */
+        if (strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") == 0)
+            p->iterations = 0;
+        if (strcmp(s->src[simcfg_index(simcfg_find("warmup"))], "defaults") == 0)
+            p->warmup = 0;
+    }
+    if (c->iterations == 0 && c->requests == 0) {
+        src = simcfg_src(s, "iterations", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value 0: must be >= 1 unless --requests is given", src, field);
+    }
+    p->prompt_tokens = c->prompt_len;
+    p->stagger = c->requests ? 0 : c->stagger;   /* a finite benchmark starts from zero */
+    p->graph_launch_us = c->graph_launch_us >= 0 ? c->graph_launch_us : m->graph_launch_us;
+    p->eager_launch_us = c->eager_launch_us >= 0 ? c->eager_launch_us : m->eager_launch_us;
+    p->jitter_scale = c->jitter_scale;
+    p->sync_segments = c->sync_segments;
+    p->seed = (unsigned long)c->seed;
+    p->timeline_iterations = c->timeline_iterations;
+    return sim_check(p, c->model, err, errlen);
+}
+
+void simcfg_link_describe(const sim_params *p, const char *spec, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s: alpha %.4g us, bw %.4g GB/s, floor %.4g us%s%s", spec,
+             p->link.latency_us, p->link.bw_gbps, p->link.floor_us,
+             p->link.source ? "; source: " : "", p->link.source ? p->link.source : "");
+}

@@ -1,0 +1,368 @@
+/* sweep: grid expansion, checking, and the worker pool. Configuration i is decoded from i
+ * (the first axis varies slowest), so every worker builds its own configurations and the
+ * results land in an array indexed by i; the CSV is written once all are done, in order.
+ * Each worker keeps its own loaded model (read-only during a run). */
+#include "sweep.h"
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SWEEP_MAX_VALUES 100000
+
+static int sweep_add_value(sweep_axis *a, const char *v, size_t len)
+{
+    if (a->nvals >= SWEEP_MAX_VALUES)
+        return -1;
+    char **vals = realloc(a->vals, (size_t)(a->nvals + 1) * sizeof *vals);
+    if (!vals)
+        return -1;
+    a->vals = vals;
+    if (!(a->vals[a->nvals] = strndup(v, len)))
+        return -1;
+    a->nvals++;
+    return 0;
+}
+
+int sweep_grid_add(sweep_grid *g, const char *spec, char *err, size_t errlen)
+{
+    const char *eq = strchr(spec, '=');
+    char name[64];
+    if (!eq || eq == spec || (size_t)(eq - spec) >= sizeof name) {
+        snprintf(err, errlen, "command line: field --grid: value \"%s\": expected "
+                 "KNOB=A..B[:STEP] or KNOB=V1,V2,..", spec);
+        return -1;
+    }
+    memcpy(name, spec, (size_t)(eq - spec));
+    name[eq - spec] = '\0';
+    const simcfg_knob *k = simcfg_find(name);
+    if (!k || (k->flags & SK_OUTPUT) || k->type == SK_FLAG) {
+        snprintf(err, errlen, "command line: field --grid: value \"%s\": %s", spec,
+                 k ? "an output option cannot be varied" : "unknown knob (see specsim run --help)");
+        return -1;
+    }
+    for (int i = 0; i < g->naxes; i++)
+        if (g->axis[i].knob == k) {
+            snprintf(err, errlen, "command line: field --grid: value \"%s\": %s is already "
+                     "varied", spec, k->name);
+            return -1;
+        }
+    if (g->naxes == SWEEP_MAX_AXES) {
+        snprintf(err, errlen, "command line: field --grid: value \"%s\": at most %d axes",
+                 spec, SWEEP_MAX_AXES);
+        return -1;
+    }
+    sweep_axis *a = &g->axis[g->naxes];
+    memset(a, 0, sizeof *a);
+    a->knob = k;
+    const char *v = eq + 1;
+    const char *dots = strstr(v, "..");
+    if (dots && (k->type == SK_INT || k->type == SK_LONG)) {
+        char *end;
+        errno = 0;
+        long lo = strtol(v, &end, 10), hi, step = 1;
+        if (end != dots)
+            goto bad;
+        hi = strtol(dots + 2, &end, 10);
+        if (end == dots + 2)
+            goto bad;
+        if (*end == ':') {
+            const char *s = end + 1;
+            step = strtol(s, &end, 10);
+            if (end == s || step < 1)
+                goto bad;
+        }
+        if (*end || errno || hi < lo || (hi - lo) / step >= SWEEP_MAX_VALUES)
+            goto bad;
+        for (long x = lo; x <= hi; x += step) {
+            char buf[32];
+            int n = snprintf(buf, sizeof buf, "%ld", x);
+            if (sweep_add_value(a, buf, (size_t)n))
+                goto oom;
+        }
+    } else {
+        char sep = strchr(v, '|') ? '|' : ',';
+        for (;;) {
+            const char *e = strchr(v, sep);
+            size_t len = e ? (size_t)(e - v) : strlen(v);
+            if (len == 0)
+                goto bad;
+            if (sweep_add_value(a, v, len))
+                goto oom;
+            if (!e)
+                break;
+            v = e + 1;
+        }
+    }
+    g->naxes++;
+    return 0;
+bad:
+    snprintf(err, errlen, "command line: field --grid: value \"%s\": expected %s=A..B[:STEP] "
+             "(integers, A <= B) or %s=V1,V2,..", spec, k->name, k->name);
+    goto fail;
+oom:
+    snprintf(err, errlen, "command line: field --grid: value \"%s\": too many values", spec);
+fail:
+    for (int i = 0; i < a->nvals; i++)
+        free(a->vals[i]);
+    free(a->vals);
+    memset(a, 0, sizeof *a);
+    return -1;
+}
+
+void sweep_grid_free(sweep_grid *g)
+{
+    for (int i = 0; i < g->naxes; i++) {
+        for (int j = 0; j < g->axis[i].nvals; j++)
+            free(g->axis[i].vals[j]);
+        free(g->axis[i].vals);
+    }
+    memset(g, 0, sizeof *g);
+}
+
+long sweep_grid_size(const sweep_grid *g)
+{
+    long n = 1;
+    for (int i = 0; i < g->naxes; i++) {
+        if (n > 100000000L / g->axis[i].nvals)
+            return -1;
+        n *= g->axis[i].nvals;
+    }
+    return n;
+}
+
+/* The value index of each axis for configuration i (last axis fastest). */
+static void sweep_digits(const sweep_grid *g, long i, int *d)
+{
+    for (int a = g->naxes - 1; a >= 0; a--) {
+        d[a] = (int)(i % g->axis[a].nvals);
+        i /= g->axis[a].nvals;
+    }
+}
+
+static int sweep_config(const sweep_grid *g, const simcfg_set_t *base, long i, simcfg_set_t *out,
+                        char *err, size_t errlen)
+{
+    int d[SWEEP_MAX_AXES];
+    *out = *base;
+    sweep_digits(g, i, d);
+    for (int a = 0; a < g->naxes; a++) {
+        char field[80];
+        snprintf(field, sizeof field, "%s", g->axis[a].knob->name);
+        if (simcfg_set(out, g->axis[a].knob, g->axis[a].vals[d[a]], "sweep grid", field,
+                       err, errlen))
+            return -1;
+    }
+    return 0;
+}
+
+typedef struct {
+    const sweep_grid   *g;
+    const simcfg_set_t *base;
+    long                n;
+    int                 baseline;
+    long               *base_of;     /* config -> config index whose baseline it uses */
+    long               *jobs;        /* >= 0: spec run of config j; < 0: baseline of -j-1 */
+    long                njobs;
+    sim_result         *spec, *bres;   /* results: speculative, baseline */
+    atomic_long         next, done;
+    atomic_int          failed;
+    pthread_mutex_t     lock;
+    char                err[1024];
+    int                 progress;
+} sweep_ctx;
+
+static void *sweep_worker(void *arg)
+{
+    sweep_ctx *c = arg;
+    simcfg_model *mc = calloc(1, sizeof *mc);
+    simcfg_set_t *s = malloc(sizeof *s);
+    sim_params *p = malloc(sizeof *p);
+    char err[1024];
+    if (!mc || !s || !p) {
+        atomic_store(&c->failed, 1);
+        goto out;
+    }
+    for (;;) {
+        long j = atomic_fetch_add(&c->next, 1);
+        if (j >= c->njobs || atomic_load(&c->failed))
+            break;
+        long job = c->jobs[j];
+        long i = job >= 0 ? job : -job - 1;
+        int spec = job >= 0;
+        int rc = sweep_config(c->g, c->base, i, s, err, sizeof err);
+        if (!rc)
+            rc = simcfg_resolve(s, mc, spec, p, err, sizeof err);
+        if (!rc)
+            rc = sim_run(p, NULL, spec ? &c->spec[i] : &c->bres[i], err, sizeof err);
+        if (rc) {
+            pthread_mutex_lock(&c->lock);
+            if (!atomic_load(&c->failed))
+                snprintf(c->err, sizeof c->err, "%s", err);
+            atomic_store(&c->failed, 1);
+            pthread_mutex_unlock(&c->lock);
+            break;
+        }
+        long d = atomic_fetch_add(&c->done, 1) + 1;
+        if (c->progress && (d % 64 == 0 || d == c->njobs)) {
+            pthread_mutex_lock(&c->lock);
+            fprintf(stderr, "\rsweep: %ld/%ld runs", d, c->njobs);
+            if (d == c->njobs)
+                fputc('\n', stderr);
+            pthread_mutex_unlock(&c->lock);
+        }
+    }
+out:
+    free(mc);
+    free(s);
+    free(p);
+    return NULL;
+}
+
+/* The baseline key of configuration i: the values of the axes the baseline reads. */
+static void sweep_base_key(const sweep_grid *g, long i, long *key)
+{
+    int d[SWEEP_MAX_AXES];
+    sweep_digits(g, i, d);
+    for (int a = 0; a < g->naxes; a++)
+        key[a] = (g->axis[a].knob->flags & SK_SPEC_ONLY) ? 0 : d[a];
+}
+
+int sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen)
+{
+    int rc = -1;
+    simcfg_model *mc = calloc(1, sizeof *mc);
+    simcfg_set_t *s = malloc(sizeof *s);
+    sim_params *p = malloc(sizeof *p);
+    long n = sweep_grid_size(g);
+    if (n < 0) {
+        snprintf(err, errlen, "command line: field --grid: value (product): more than 10^8 "
+                 "configurations");
+        goto out;
+    }
+    if (!mc || !s || !p) {
+        snprintf(err, errlen, "sweep: out of memory");
+        goto out;
+    }
+    for (long i = 0; i < n; i++)
+        if (sweep_config(g, base, i, s, err, errlen) ||
+            simcfg_resolve(s, mc, 1, p, err, errlen) ||
+            (base->cfg.baseline && simcfg_resolve(s, mc, 0, p, err, errlen)))
+            goto out;
+    rc = 0;
+out:
+    free(mc);
+    free(s);
+    free(p);
+    return rc;
+}
+
+int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs,
+              sweep_stats *st, char *err, size_t errlen)
+{
+    int rc = -1;
+    sweep_ctx c;
+    memset(&c, 0, sizeof c);
+    memset(st, 0, sizeof *st);
+    pthread_t *th = NULL;
+    int nth = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    c.g = g;
+    c.base = base;
+    c.n = sweep_grid_size(g);
+    c.baseline = base->cfg.baseline;
+    /* check every configuration first: a bad grid value fails before any run */
+    if (sweep_check(g, base, err, errlen)) {
+        rc = -2;
+        goto out;
+    }
+    c.spec = calloc((size_t)c.n, sizeof *c.spec);
+    c.bres = c.baseline ? calloc((size_t)c.n, sizeof *c.bres) : NULL;
+    c.base_of = calloc((size_t)c.n, sizeof *c.base_of);
+    c.jobs = calloc((size_t)c.n * 2, sizeof *c.jobs);
+    if (!c.spec || (c.baseline && !c.bres) || !c.base_of || !c.jobs)
+        goto oom;
+    if (c.baseline) {
+        /* configuration i's baseline is that of the first configuration with the same
+         * baseline key. Axes decode in mixed radix, so the first such configuration is i
+         * with every speculative axis at index 0. */
+        for (long i = 0; i < c.n; i++) {
+            long key[SWEEP_MAX_AXES], idx = 0;
+            sweep_base_key(g, i, key);
+            for (int a = 0; a < g->naxes; a++)
+                idx = idx * g->axis[a].nvals + key[a];
+            c.base_of[i] = base->cfg.baseline_reuse ? idx : i;
+            if (c.base_of[i] == i)
+                c.jobs[c.njobs++] = -i - 1;
+        }
+        st->baselines = c.njobs;
+    }
+    for (long i = 0; i < c.n; i++)
+        c.jobs[c.njobs++] = i;
+    if (jobs <= 0)
+        jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1)
+        jobs = 1;
+    if (jobs > c.njobs)
+        jobs = (int)c.njobs;
+    c.progress = isatty(fileno(stderr));
+    pthread_mutex_init(&c.lock, NULL);
+    th = calloc((size_t)jobs, sizeof *th);
+    if (!th)
+        goto oom;
+    for (nth = 0; nth < jobs; nth++)
+        if (pthread_create(&th[nth], NULL, sweep_worker, &c))
+            break;
+    if (nth == 0) {
+        snprintf(err, errlen, "sweep: cannot start a worker thread");
+        goto out;
+    }
+    for (int t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
+    pthread_mutex_destroy(&c.lock);
+    if (atomic_load(&c.failed)) {
+        snprintf(err, errlen, "%s", c.err[0] ? c.err : "sweep: out of memory in a worker");
+        goto out;
+    }
+    /* the CSV: varied knobs, then the metrics */
+    const char *names[SWEEP_MAX_AXES];
+    for (int a = 0; a < g->naxes; a++)
+        names[a] = g->axis[a].knob->name;
+    report_csv_header(out, names, g->naxes, c.baseline);
+    for (long i = 0; i < c.n; i++) {
+        int d[SWEEP_MAX_AXES];
+        const char *vals[SWEEP_MAX_AXES];
+        sweep_digits(g, i, d);
+        for (int a = 0; a < g->naxes; a++)
+            vals[a] = g->axis[a].vals[d[a]];
+        report_csv_row(out, vals, g->naxes, &c.spec[i], c.baseline ? &c.bres[c.base_of[i]] : NULL);
+        st->events += c.spec[i].events;
+        if (c.baseline && c.base_of[i] == i)
+            st->events += c.bres[i].events;
+    }
+    if (fflush(out) || ferror(out)) {
+        snprintf(err, errlen, "sweep: writing the CSV failed");
+        goto out;
+    }
+    st->configs = c.n;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    rc = 0;
+    goto out;
+oom:
+    snprintf(err, errlen, "sweep: out of memory");
+out:
+    free(th);
+    free(c.spec);
+    free(c.bres);
+    free(c.base_of);
+    free(c.jobs);
+    return rc;
+}

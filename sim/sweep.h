@@ -1,0 +1,44 @@
+/* sweep: a grid over any knobs (`--grid steps=1..6 --grid alpha=0.5,0.7,0.9`), the cartesian
+ * product run on every core (pthreads), one CSV row per configuration in grid order
+ * whatever the number of workers. Configurations that differ only in speculative knobs
+ * (acceptance, steps, topk, draft tokens) share one baseline run (the baseline does not
+ * read them), unless baseline_reuse is 0. Sized for 10^4..10^6 configurations. */
+#ifndef SWEEP_H
+#define SWEEP_H
+#include <stdio.h>
+#include <stddef.h>
+#include "simcfg.h"
+
+#define SWEEP_MAX_AXES 16
+
+typedef struct {
+    const simcfg_knob *knob;
+    int    nvals;
+    char **vals;          /* owned */
+} sweep_axis;
+
+typedef struct {
+    sweep_axis axis[SWEEP_MAX_AXES];
+    int        naxes;
+} sweep_grid;
+
+/* Adds "knob=a..b[:step]" (integers) or "knob=v1,v2,.." (or v1|v2|.. when values hold
+ * commas). 0 or -1 with err naming the value. */
+int  sweep_grid_add(sweep_grid *g, const char *spec, char *err, size_t errlen);
+void sweep_grid_free(sweep_grid *g);
+long sweep_grid_size(const sweep_grid *g);
+
+typedef struct {
+    long   configs, baselines;   /* runs done */
+    double wall_s;
+    unsigned long long events;
+} sweep_stats;
+
+/* Checks every configuration (base + grid): 0, or -1 with err naming the grid value. */
+int  sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen);
+/* Checks every configuration (base + grid), then runs them on `jobs` threads (0: online
+ * CPUs) and writes the CSV to out. Returns 0, -2 for a bad configuration (err names the
+ * grid value), -1 for a failure while running. */
+int  sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs,
+               sweep_stats *st, char *err, size_t errlen);
+#endif

@@ -1,0 +1,371 @@
+/* test_cli: bin/specsim as a user runs it (built by `make test` first). Bad input of every
+ * kind exits 2 with a message naming the field and the value, never a crash; the same
+ * seed gives the same bytes; a sweep's CSV does not depend on the number of workers or on
+ * baseline sharing; the timeline is Chrome-trace JSON. Runs from the repository root. */
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cjson/cJSON.h>
+
+/* The binary under test: $SPECSIM, else <build>/bin/specsim next to this test's build
+ * directory (make asan: build-asan/bin/specsim), else bin/specsim. */
+static char specsim[512] = "bin/specsim";
+#define SPECSIM "@B@"   /* sh() puts the binary here */
+
+static char dir[64];
+
+/* Runs cmd through the shell; returns its exit status (128+signal if killed) and its
+ * stdout (and stderr when both is set) in a malloc'd string. */
+static int sh(const char *cmd, int both, char **out)
+{
+    char full[4096];
+    const char *s = strstr(cmd, SPECSIM);
+    if (s)
+        snprintf(full, sizeof full, "%.*s%s%s %s", (int)(s - cmd), cmd, specsim, s + 3,
+                 both ? "2>&1" : "2>/dev/null");
+    else
+        snprintf(full, sizeof full, "%s %s", cmd, both ? "2>&1" : "2>/dev/null");
+    FILE *p = popen(full, "r");
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    if (!p || !buf) {
+        free(buf);
+        *out = NULL;
+        return -1;
+    }
+    size_t k;
+    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (cap - n < 2)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = '\0';
+    int st = pclose(p);
+    *out = buf;
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_file(const char *name, const char *text)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* A small 4-rank model with all-reduces (independent of the shipped example). */
+static const char *model_json =
+    "{\"specsim_model\": 1, \"name\": \"cli-tp4\", \"source\": \"test_cli\", \"ranks\": 4,\n"
+    " \"launch\": {\"graph_launch_us\": 7, \"eager_launch_us\": 4},\n"
+    " \"phases\": {\n"
+    "  \"draft\": {\"host_gap_us\": 5, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"d\", \"count\": 10,"
+    " \"base_us\": 40, \"per_token_us\": 0.1, \"knee_tokens\": 0, \"per_expert_us\": 0,"
+    " \"per_kv_ktoken_us\": 0.1, \"sd_frac\": 0.03}], \"collectives\": [{\"op\": \"allreduce\","
+    " \"count\": 2, \"bytes_per_token\": 8192}]},\n"
+    "  \"verify\": {\"host_gap_us\": 20, \"host_gap_sd_us\": 3, \"groups\": [{\"name\": \"v\", \"count\": 200,"
+    " \"base_us\": 900, \"per_token_us\": 1.0, \"knee_tokens\": 32, \"per_expert_us\": 0,"
+    " \"per_kv_ktoken_us\": 0.5, \"sd_frac\": 0.02}], \"collectives\": [{\"op\": \"allreduce\","
+    " \"count\": 64, \"bytes_per_token\": 8192}]},\n"
+    "  \"accept\": {\"host_gap_us\": 8, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"a\", \"count\": 5,"
+    " \"base_us\": 15, \"per_token_us\": 0.01, \"knee_tokens\": 0, \"per_expert_us\": 0,"
+    " \"per_kv_ktoken_us\": 0, \"sd_frac\": 0.05}], \"collectives\": []},\n"
+    "  \"extend\": {\"host_gap_us\": 8, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"e\", \"count\": 10,"
+    " \"base_us\": 50, \"per_token_us\": 0.1, \"knee_tokens\": 0, \"per_expert_us\": 0,"
+    " \"per_kv_ktoken_us\": 0.1, \"sd_frac\": 0.03}], \"collectives\": [{\"op\": \"allreduce\","
+    " \"count\": 2, \"bytes_per_token\": 8192}]}\n"
+    " }}\n";
+
+static char model_path[128];
+
+static void cli_bad_input_exits_2(void)
+{
+    struct { const char *args, *want1, *want2; } cases[] = {
+        /* the model file */
+        {"--model %D/broken.json", "broken.json", "JSON"},
+        {"--model %D/noverify.json", "noverify.json", "phases.verify"},
+        {"--model %D/nonexistent.json", "nonexistent.json", "cannot open"},
+        /* unknown knobs */
+        {"--frobnicate 3", "--frobnicate", "unknown"},
+        {"--config %D/unknown.json", "unknown.json", "field speculation_depth"},
+        /* alpha outside [0, 1) */
+        {"--alpha 1.0", "--alpha", "value 1.0"},
+        {"--alpha -0.1", "--alpha", "value -0.1"},
+        {"--alpha 0.7x", "--alpha", "0.7x"},
+        {"--config %D/alpha.json", "alpha.json", "field alpha: value 1.5"},
+        {"--acceptance alpha:1.2", "--acceptance", "1.2"},
+        {"--acceptance frob:0.3", "--acceptance", "frob"},
+        /* steps, topk, draft tokens */
+        {"--steps 0", "--steps", "value 0"},
+        {"--steps 2.5", "--steps", "2.5"},
+        {"--topk 0", "--topk", "value 0"},
+        {"--draft-tokens 1", "--draft-tokens", "value 1"},
+        {"--steps 3 --draft-tokens 5", "--draft-tokens", "value 5"},
+        {"--steps 2 --topk 2 --draft-tokens 6", "--draft-tokens", "value 6"},
+        {"--config %D/chain.json", "chain.json", "draft-tokens"},
+        /* CUDA graphs, batch, ranks */
+        {"--cuda-graph-bs ''", "--cuda-graph-bs", "empty"},
+        {"--cuda-graph-bs 1,x,4", "--cuda-graph-bs", "\"x\""},
+        {"--cuda-graph-bs 32,64 --cuda-graph-max-bs 16", "--cuda-graph-max-bs", "value 16"},
+        {"--bs 0", "--bs", "value 0"},
+        {"--concurrency -4", "--concurrency", "value -4"},
+        {"--ranks 0", "--ranks", "value 0"},
+        {"--ranks -2", "--ranks", "value -2"},
+        /* other values */
+        {"--output-len 0", "--output-len", "\"0\""},
+        {"--output-len uniform:9:3", "--output-len", "uniform:9:3"},
+        {"--link warp-drive", "--link", "warp-drive"},
+        {"--link alpha=1,beta=-3", "--link", "beta=-3"},
+        {"--allreduce butterfly", "--allreduce", "butterfly"},
+        {"--jitter-scale -1", "--jitter-scale", "value -1"},
+        {"--iterations 0", "--iterations", "value 0"},
+        {"--steps", "--steps", "missing"},
+        {"stray", "stray", "unexpected"},
+    };
+    char cmd[1024], args[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* %D: the test's temporary directory */
+        const char *a = cases[i].args;
+        char *o = args;
+        while (*a && o < args + sizeof args - 64) {
+            if (a[0] == '%' && a[1] == 'D') {
+                o += sprintf(o, "%s", dir);
+                a += 2;
+            } else {
+                *o++ = *a++;
+            }
+        }
+        *o = '\0';
+        int model_given = strstr(args, "--model") != NULL;
+        snprintf(cmd, sizeof cmd, SPECSIM " run %s%s %s", model_given ? "" : "--model ",
+                 model_given ? "" : model_path, args);
+        char *out;
+        int rc = sh(cmd, 1, &out);
+        CHECK(rc == 2, "`%s` exited %d (want 2): %s", cmd, rc, out ? out : "");
+        CHECK(out && strstr(out, cases[i].want1) && strstr(out, cases[i].want2),
+              "`%s`: message \"%s\" should name \"%s\" and \"%s\"", cmd, out ? out : "",
+              cases[i].want1, cases[i].want2);
+        free(out);
+    }
+    /* commands and sweeps */
+    struct { const char *cmd, *want1, *want2; } more[] = {
+        {SPECSIM " frob", "frob", "unknown command"},
+        {SPECSIM " sweep --model %M", "--grid", "at least one"},
+        {SPECSIM " sweep --model %M --grid steps=5..1", "--grid", "steps=5..1"},
+        {SPECSIM " sweep --model %M --grid nope=1,2", "--grid", "nope=1,2"},
+        {SPECSIM " sweep --model %M --grid alpha=0.5,1.2 --iterations 10", "alpha", "value 1.2"},
+        {SPECSIM " sweep --model %M --grid steps=0..2 --iterations 10", "steps", "value 0"},
+        {SPECSIM " run --model %M --grid steps=1..2", "--grid", "sweep"},
+    };
+    for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
+        char buf[1024];
+        const char *m = strstr(more[i].cmd, "%M");
+        if (m)
+            snprintf(buf, sizeof buf, "%.*s%s%s", (int)(m - more[i].cmd), more[i].cmd, model_path,
+                     m + 2);
+        else
+            snprintf(buf, sizeof buf, "%s", more[i].cmd);
+        char *out;
+        int rc = sh(buf, 1, &out);
+        CHECK(rc == 2, "`%s` exited %d (want 2): %s", buf, rc, out ? out : "");
+        CHECK(out && strstr(out, more[i].want1) && strstr(out, more[i].want2),
+              "`%s`: message \"%s\" should name \"%s\" and \"%s\"", buf, out ? out : "",
+              more[i].want1, more[i].want2);
+        free(out);
+    }
+}
+
+static void cli_same_seed_same_bytes(void)
+{
+    char cmd[1024], *a, *b, *c;
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --bs 6 --iterations 300 --seed 42 "
+             "--output-len exp:100 --link pcie5-8gpu", model_path);
+    CHECK(sh(cmd, 0, &a) == 0, "`%s` failed", cmd);
+    CHECK(sh(cmd, 0, &b) == 0, "`%s` failed", cmd);
+    CHECK(a && b && strcmp(a, b) == 0, "two runs with seed 42 differ");
+    CHECK(a && strstr(a, "# speedup") && strstr(a, "\nspec ") && strstr(a, "\nbaseline "),
+          "no results in:\n%s", a ? a : "");
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --bs 6 --iterations 300 --seed 43 "
+             "--output-len exp:100 --link pcie5-8gpu", model_path);
+    CHECK(sh(cmd, 0, &c) == 0, "`%s` failed", cmd);
+    CHECK(a && c && strcmp(a, c) != 0, "seeds 42 and 43 gave the same output");
+    free(a), free(b), free(c);
+    /* --json is JSON and deterministic too */
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --bs 3 --iterations 200 --json", model_path);
+    CHECK(sh(cmd, 0, &a) == 0 && sh(cmd, 0, &b) == 0, "json runs failed");
+    CHECK(a && b && strcmp(a, b) == 0, "json output differs between runs");
+    cJSON *j = a ? cJSON_Parse(a) : NULL;
+    CHECK(j && cJSON_GetObjectItem(j, "spec") && cJSON_GetObjectItem(j, "speedup"),
+          "not the expected JSON: %s", a ? a : "");
+    cJSON_Delete(j);
+    free(a), free(b);
+}
+
+static void cli_config_file_sets_knobs(void)
+{
+    char cmd[1024], *out;
+    write_file("cfg.json", "{\"steps\": 2, \"alpha\": 0.6, \"cuda_graph_bs\": [1,2,4],"
+                           " \"iterations\": 100}");
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --config %s/cfg.json --topk 1", model_path, dir);
+    CHECK(sh(cmd, 0, &out) == 0, "`%s` failed", cmd);
+    CHECK(out && strstr(out, "# steps                2   <- ") && strstr(out, "cfg.json"),
+          "banner does not show steps from the file:\n%s", out ? out : "");
+    CHECK(out && strstr(out, "alpha:0.6"), "acceptance from the file missing");
+    CHECK(out && strstr(out, "# cuda-graph-bs        1,2,4"), "graph list from the file missing");
+    free(out);
+    /* flags override the file, wherever they stand */
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --steps 4 --config %s/cfg.json", model_path, dir);
+    CHECK(sh(cmd, 0, &out) == 0, "`%s` failed", cmd);
+    CHECK(out && strstr(out, "# steps                4   <- command line"), "flag did not win:\n%s",
+          out ? out : "");
+    free(out);
+}
+
+static void cli_sweep_csv_independent_of_jobs(void)
+{
+    char cmd[1024], *a, *b, *c;
+    const char *grid = "--grid steps=1..3 --grid alpha=0.6,0.8 --grid concurrency=1,5 "
+                       "--iterations 150 --quiet";
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s --jobs 1", model_path, grid);
+    CHECK(sh(cmd, 0, &a) == 0, "`%s` failed", cmd);
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s --jobs 2", model_path, grid);
+    CHECK(sh(cmd, 0, &b) == 0, "`%s` failed", cmd);
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s --jobs 3 --baseline-reuse 0",
+             model_path, grid);
+    CHECK(sh(cmd, 0, &c) == 0, "`%s` failed", cmd);
+    CHECK(a && b && strcmp(a, b) == 0, "CSV differs between 1 and 2 workers");
+    /* a baseline does not read the speculative knobs: sharing it changes nothing */
+    CHECK(a && c && strcmp(a, c) == 0, "CSV differs with baseline sharing off");
+    int lines = 0;
+    for (const char *p = a; p && *p; p++)
+        lines += *p == '\n';
+    CHECK(lines == 1 + 12, "%d lines, want a header and 12 rows", lines);
+    CHECK(a && strncmp(a, "steps,alpha,concurrency,tok_s,", 30) == 0, "header: %.60s", a ? a : "");
+    CHECK(a && strstr(a, ",speedup\n") && strstr(a, "\n1,0.6,1,") && strstr(a, "\n3,0.8,5,"),
+          "rows not in grid order:\n%s", a ? a : "");
+    free(a), free(b), free(c);
+}
+
+static void cli_timeline_is_chrome_trace(void)
+{
+    char cmd[1024], path[256], *out;
+    snprintf(path, sizeof path, "%s/tl.json", dir);
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --bs 3 --iterations 30 --timeline %s "
+             "--timeline-iterations 2", model_path, path);
+    CHECK(sh(cmd, 0, &out) == 0, "`%s` failed", cmd);
+    free(out);
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "no timeline written");
+    if (!f)
+        return;
+    static char buf[8 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cJSON *j = cJSON_Parse(buf);
+    CHECK(j != NULL, "timeline is not JSON");
+    cJSON *ev = cJSON_GetObjectItem(j, "traceEvents");
+    CHECK(cJSON_IsArray(ev), "no traceEvents array");
+    int x = 0, meta = 0, pids[2048] = {0}, gpu = 0, host = 0, coll = 0, bad = 0;
+    cJSON *e;
+    cJSON_ArrayForEach(e, ev) {
+        const char *ph = cJSON_GetStringValue(cJSON_GetObjectItem(e, "ph"));
+        int pid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(e, "pid"));
+        if (ph && strcmp(ph, "M") == 0) {
+            meta++;
+            continue;
+        }
+        if (!ph || strcmp(ph, "X") || !cJSON_IsNumber(cJSON_GetObjectItem(e, "ts")) ||
+            !cJSON_IsNumber(cJSON_GetObjectItem(e, "dur")) ||
+            cJSON_GetNumberValue(cJSON_GetObjectItem(e, "dur")) < 0) {
+            bad++;
+            continue;
+        }
+        x++;
+        if (pid >= 0 && pid < 2048)
+            pids[pid] = 1;
+        int tid = (int)cJSON_GetNumberValue(cJSON_GetObjectItem(e, "tid"));
+        gpu += tid == 2;
+        host += tid == 1;
+        const char *cat = cJSON_GetStringValue(cJSON_GetObjectItem(e, "cat"));
+        coll += cat && strcmp(cat, "collective") == 0;
+    }
+    CHECK(bad == 0, "%d malformed events", bad);
+    CHECK(x > 50 && gpu > 0 && host > 0 && coll > 0, "%d X events (%d gpu, %d host, %d "
+          "collective)", x, gpu, host, coll);
+    CHECK(meta >= 4 * 4 * 2, "%d metadata events (want names for 4 ranks x 2 runs)", meta);
+    CHECK(pids[1] && pids[4] && pids[1001] && pids[1004], "spec ranks 1..4 and baseline "
+          "ranks 1001..1004 expected");
+    cJSON_Delete(j);
+}
+
+static void cli_help_lists_every_knob(void)
+{
+    char *out;
+    CHECK(sh(SPECSIM " run --help", 0, &out) == 0, "run --help failed");
+    static const char *knobs[] = {"--model", "--config", "--acceptance", "--alpha", "--steps",
+        "--topk", "--draft-tokens", "--bs", "--concurrency", "--requests", "--iterations",
+        "--output-len", "--prompt-len", "--cuda-graph-bs", "--cuda-graph-max-bs",
+        "--eager-launch-us", "--graph-launch-us", "--ranks", "--link", "--allreduce",
+        "--jitter-scale", "--seed", "--warmup", "--timeline", "--json", "--csv", "--quiet",
+        "--no-baseline", "--sync-segments"};
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+        CHECK(out && strstr(out, knobs[i]), "run --help does not list %s", knobs[i]);
+    free(out);
+    CHECK(sh(SPECSIM " help", 0, &out) == 0 && out && strstr(out, "sweep"), "help");
+    free(out);
+    CHECK(sh(SPECSIM " presets", 0, &out) == 0 && out && strstr(out, "pcie5-8gpu"), "presets");
+    free(out);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc;
+    const char *env = getenv("SPECSIM");
+    const char *slash = strrchr(argv[0], '/');
+    if (env && *env) {
+        snprintf(specsim, sizeof specsim, "%s", env);
+    } else if (slash && slash - argv[0] > 6 && strncmp(slash - 6, "/tests", 6) == 0) {
+        char cand[512];
+        snprintf(cand, sizeof cand, "%.*s/bin/specsim", (int)(slash - 6 - argv[0]), argv[0]);
+        if (access(cand, X_OK) == 0)
+            snprintf(specsim, sizeof specsim, "%s", cand);
+    }
+    if (access(specsim, X_OK) != 0) {
+        fprintf(stderr, "  %s not built: run make first (make test builds it)\n", specsim);
+        CHECK(0, "no %s", specsim);
+        return check_done();
+    }
+    strcpy(dir, "/tmp/specsim-cli-XXXXXX");
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp failed");
+        return check_done();
+    }
+    write_file("model.json", model_json);
+    snprintf(model_path, sizeof model_path, "%s/model.json", dir);
+    write_file("broken.json", "{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {");
+    write_file("noverify.json", "{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"accept\":"
+               " {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 1}]}}}");
+    write_file("unknown.json", "{\"steps\": 2, \"speculation_depth\": 4}");
+    write_file("alpha.json", "{\"alpha\": 1.5}");
+    write_file("chain.json", "{\"steps\": 3, \"draft_tokens\": 7}");
+    RUN(cli_bad_input_exits_2);
+    RUN(cli_same_seed_same_bytes);
+    RUN(cli_config_file_sets_knobs);
+    RUN(cli_sweep_csv_independent_of_jobs);
+    RUN(cli_timeline_is_chrome_trace);
+    RUN(cli_help_lists_every_knob);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "  could not remove %s\n", dir);
+    return check_done();
+}

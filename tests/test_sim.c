@@ -1,0 +1,504 @@
+/* test_sim: the simulator against closed forms (Leviathan et al. 2023 for chain drafting),
+ * CUDA-graph padding and the eager fallback with exact numbers, and the invariants of the
+ * engine: time never decreases, tokens are conserved, ranks leave collectives together,
+ * the same seed gives the same results. Models are built in memory. */
+#include "check.h"
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- models and parameters built in code ---- */
+
+static void set_phase(wm_model *m, int p, double base_us, double per_token_us,
+                      double per_kv_ktoken_us, int kernels, double sd_frac)
+{
+    wm_phase_model *ph = &m->phase[p];
+    memset(ph, 0, sizeof *ph);
+    ph->present = 1;
+    ph->ngroups = 1;
+    snprintf(ph->groups[0].name, sizeof ph->groups[0].name, "%s_group", wm_phase_name[p]);
+    ph->groups[0].count = kernels;
+    ph->groups[0].base_us = base_us;
+    ph->groups[0].per_token_us = per_token_us;
+    ph->groups[0].per_kv_ktoken_us = per_kv_ktoken_us;
+    ph->groups[0].sd_frac = sd_frac;
+}
+
+/* Constant phase costs: draft forward c*T, verify T, accept 0, extend c*T, decode T,
+ * sample 0; no host cost, one rank (no communication). A speculative iteration with
+ * steps g then costs (g-1)*c*T + T + c*T = (g*c + 1)*T, the baseline T. */
+static void model_golden(wm_model *m, double T, double c)
+{
+    wm_init(m);
+    strcpy(m->name, "golden");
+    set_phase(m, WM_DRAFT, c * T, 0, 0, 1, 0);
+    set_phase(m, WM_VERIFY, T, 0, 0, 1, 0);
+    set_phase(m, WM_ACCEPT, 0, 0, 0, 1, 0);
+    set_phase(m, WM_EXTEND, c * T, 0, 0, 1, 0);
+    set_phase(m, WM_DECODE, T, 0, 0, 1, 0);
+    set_phase(m, WM_SAMPLE, 0, 0, 0, 1, 0);
+}
+
+static void params_base(sim_params *p, const wm_model *m, int spec)
+{
+    char err[256];
+    memset(p, 0, sizeof *p);
+    p->model = m;
+    CHECK(accept_parse(&p->acc, "alpha:0.7", err, sizeof err) == 0, "%s", err);
+    CHECK(cg_parse(&p->graphs, "1,2,4,8,16", err, sizeof err) == 0, "%s", err);
+    p->algo = ar_algo_find("nccl");
+    p->link = *ar_link_preset("nvlink4-8gpu");
+    p->spec = spec;
+    p->steps = 3;
+    p->topk = 1;
+    p->draft_tokens = 4;
+    p->concurrency = 1;
+    p->iterations = 1000;
+    p->warmup = 0;
+    CHECK(batch_lendist_parse(&p->out_len, "1000000000", err, sizeof err) == 0, "%s", err);
+    p->prompt_tokens = 100;
+    p->stagger = 0;
+    p->ranks = 1;
+    p->sync_segments = 4;
+    p->seed = 1;
+    p->graph_launch_us = m->graph_launch_us;
+    p->eager_launch_us = m->eager_launch_us;
+}
+
+static int run(const sim_params *p, const sim_hooks *h, sim_result *r)
+{
+    char err[512];
+    int rc = sim_run(p, h, r, err, sizeof err);
+    CHECK(rc == 0, "sim_run: %s", err);
+    return rc;
+}
+
+/* ---- golden tests against closed forms ---- */
+
+static void sim_tokens_per_iteration_matches_closed_form(void)
+{
+    /* E[tokens per iteration] = (1 - a^(g+1)) / (1 - a) for i.i.d. acceptance a and a chain
+     * of g draft tokens. 200k iterations of one request: the standard error of the mean
+     * is below 0.2% for these a and g; tolerance 1% relative. */
+    static const struct { double a; int g; } cases[] = {{0.7, 3}, {0.5, 1}, {0.9, 5}, {0.0, 2}};
+    wm_model m;
+    model_golden(&m, 1000, 0.1);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sim_params p;
+        sim_result r;
+        char spec[32], err[256];
+        params_base(&p, &m, 1);
+        snprintf(spec, sizeof spec, "alpha:%g", cases[i].a);
+        CHECK(accept_parse(&p.acc, spec, err, sizeof err) == 0, "%s", err);
+        p.steps = cases[i].g;
+        p.draft_tokens = cases[i].g + 1;
+        p.iterations = 200000;
+        p.seed = 11 + i;
+        if (run(&p, NULL, &r))
+            return;
+        double a = cases[i].a, g = cases[i].g;
+        double want = (1 - pow(a, g + 1)) / (1 - a);
+        CHECK_NEAR(r.accept_len, want, 0, 0.01);
+        CHECK_NEAR((double)r.tokens / (double)r.iterations, want, 0, 0.01);
+    }
+}
+
+static void sim_speedup_matches_leviathan(void)
+{
+    /* speedup = (1 - a^(g+1)) / ((1 - a)(g*c + 1)) (Leviathan et al. 2023, eq. 1 and
+     * theorem 3.8), c = draft/target cost ratio. Iteration times are exact here (no
+     * jitter), so the only error is the sampling of acceptance: tolerance 1%. */
+    static const struct { double a, c; int g; } cases[] = {
+        {0.7, 0.1, 3}, {0.8, 0.05, 5}, {0.5, 0.2, 2}, {0.9, 0.02, 7}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wm_model m;
+        sim_params ps, pb;
+        sim_result rs, rb;
+        char spec[32], err[256];
+        model_golden(&m, 2000, cases[i].c);
+        params_base(&ps, &m, 1);
+        snprintf(spec, sizeof spec, "alpha:%g", cases[i].a);
+        CHECK(accept_parse(&ps.acc, spec, err, sizeof err) == 0, "%s", err);
+        ps.steps = cases[i].g;
+        ps.draft_tokens = cases[i].g + 1;
+        ps.iterations = 200000;
+        ps.seed = 100 + i;
+        params_base(&pb, &m, 0);
+        pb.iterations = 1000;
+        if (run(&ps, NULL, &rs) || run(&pb, NULL, &rb))
+            return;
+        double a = cases[i].a, c = cases[i].c, g = cases[i].g;
+        double want = (1 - pow(a, g + 1)) / ((1 - a) * (g * c + 1));
+        CHECK_NEAR(rs.tok_s / rb.tok_s, want, 0, 0.01);
+        /* the iteration itself is exactly (g*c + 1) * T */
+        CHECK_NEAR(rs.iter_us, (g * c + 1) * 2000, 0.01, 0);
+        CHECK_NEAR(rb.iter_us, 2000, 0.01, 0);
+    }
+}
+
+/* ---- CUDA graphs: padding and the eager fallback ---- */
+
+/* Costs that grow with tokens and context, host gaps, launches: padding must show. */
+static void model_tokens(wm_model *m, double eager_us, int kernels)
+{
+    wm_init(m);
+    strcpy(m->name, "padding");
+    m->graph_launch_us = 7;
+    m->eager_launch_us = eager_us;
+    for (int p = 0; p < WM_NPHASE; p++) {
+        set_phase(m, p, 50, 2.0, 0.5, kernels, 0);
+        m->phase[p].host_gap_us = 5;
+    }
+    m->phase[WM_ACCEPT].groups[0].base_us = 10;
+}
+
+static void sim_batch_of_9_costs_the_same_as_16(void)
+{
+    /* captured sizes {8,16}: a batch of 9 runs the 16 graph. alpha 0 and no stagger keep
+     * every request's context equal, so the padded rows' context (the mean) is exact and
+     * the iterations of 9 and 16 requests must cost the same, to the nanosecond. */
+    wm_model m;
+    sim_params p;
+    sim_result r9, r16, r8;
+    char err[256];
+    model_tokens(&m, 4.5, 3);
+    params_base(&p, &m, 1);
+    CHECK(cg_parse(&p.graphs, "8,16", err, sizeof err) == 0, "%s", err);
+    CHECK(accept_parse(&p.acc, "alpha:0", err, sizeof err) == 0, "%s", err);
+    p.iterations = 50;
+    p.concurrency = 9;
+    if (run(&p, NULL, &r9))
+        return;
+    p.concurrency = 16;
+    if (run(&p, NULL, &r16))
+        return;
+    p.concurrency = 8;
+    if (run(&p, NULL, &r8))
+        return;
+    CHECK(r9.iter_us == r16.iter_us, "bs 9 iteration %.3f us, bs 16 %.3f us", r9.iter_us, r16.iter_us);
+    CHECK(r9.phase_us[WM_VERIFY] == r16.phase_us[WM_VERIFY], "verify %.3f vs %.3f",
+          r9.phase_us[WM_VERIFY], r16.phase_us[WM_VERIFY]);
+    CHECK(r8.iter_us < r9.iter_us - 1, "bs 8 (%.3f us) should be cheaper than 9 (%.3f us)",
+          r8.iter_us, r9.iter_us);
+    /* verify of the 16 graph: 50 + 2 * (16*4 tokens) + 0.5 * kv/1000, kv = 16 rows of a
+     * context that starts at 100 and grows by 1 per iteration */
+    double kv_mean = 16 * (100 + (p.iterations - 1) / 2.0);
+    CHECK_NEAR(r9.phase_us[WM_VERIFY], 50 + 2.0 * 64 + 0.5 * kv_mean / 1000, 0.01, 0);
+    CHECK(r9.eager_frac == 0, "no eager phase expected, got %.3f", r9.eager_frac);
+    CHECK_NEAR(r9.launch_us, 4 * 7.0, 1e-9, 0); /* draft, verify, accept, extend: a graph each */
+}
+
+static void sim_above_max_runs_eagerly(void)
+{
+    /* 17 > 16 = the largest captured size: every phase runs eagerly and the host pays
+     * eager_launch_us per kernel. With a large launch cost and small GPU work the host is
+     * the bottleneck and the iteration (steps 1: verify, accept, extend) costs exactly
+     *   (nV + nA + nE) * e + gaps + W_accept / nA
+     * (docs/simulator.md: the stream cannot run a kernel before it is launched; the host
+     * waits for accept, then launches extend and meets the barrier). */
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[256];
+    const int n = 40;                  /* kernels per forward */
+    const double e = 30;               /* us per eager launch */
+    model_tokens(&m, e, n);
+    for (int ph = 0; ph < WM_NPHASE; ph++) {
+        m.phase[ph].groups[0].base_us = 20;
+        m.phase[ph].groups[0].per_token_us = 0;
+        m.phase[ph].groups[0].per_kv_ktoken_us = 0;
+        m.phase[ph].host_gap_us = 3;
+    }
+    params_base(&p, &m, 1);
+    CHECK(cg_parse(&p.graphs, "8,16", err, sizeof err) == 0, "%s", err);
+    p.steps = 1;
+    p.draft_tokens = 2;
+    p.iterations = 20;
+    p.concurrency = 17;
+    if (run(&p, NULL, &r))
+        return;
+    double want = 3 * n * e + 3 * 3.0 + 20.0 / n;
+    CHECK_NEAR(r.iter_us, want, 0.002, 0);
+    CHECK_NEAR(r.launch_us, 3 * n * e, 1e-6, 0);
+    CHECK(r.eager_frac == 1, "eager fraction %.3f", r.eager_frac);
+    CHECK(r.idle_us > r.phase_us[WM_VERIFY], "a host-bound GPU idles: idle %.1f us",
+          r.idle_us);
+    /* the same batch at 16 runs graphs: 3 launches of 7 us */
+    p.concurrency = 16;
+    sim_result g;
+    if (run(&p, NULL, &g))
+        return;
+    CHECK_NEAR(g.launch_us, 3 * 7.0, 1e-9, 0);
+    CHECK(g.iter_us < r.iter_us / 10, "graph %.1f us vs eager %.1f us", g.iter_us, r.iter_us);
+}
+
+static void sim_eager_gpu_bound_when_launches_are_cheap(void)
+{
+    /* eager with cheap launches: the stream, not the host, sets the pace:
+     * phase end = max(launch end + last kernel, start + gpu work) */
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[256];
+    model_tokens(&m, 0.01, 10);
+    params_base(&p, &m, 1);
+    CHECK(cg_parse(&p.graphs, "none", err, sizeof err) == 0, "%s", err);
+    CHECK(accept_parse(&p.acc, "alpha:0", err, sizeof err) == 0, "%s", err);
+    p.steps = 1;
+    p.draft_tokens = 2;
+    p.iterations = 10;
+    if (run(&p, NULL, &r))
+        return;
+    /* one request: verify over 2 tokens, accept, extend over 2 tokens */
+    double kv = 100 + 4.5;   /* mean context over the 10 iterations */
+    double verify = 50 + 2.0 * 2 + 0.5 * kv / 1000;
+    CHECK_NEAR(r.phase_us[WM_VERIFY], verify, 0.01, 0);
+    CHECK(r.eager_frac == 1, "eager fraction %.3f", r.eager_frac);
+}
+
+/* ---- invariants ---- */
+
+typedef struct {
+    int64_t last_t;
+    long    backwards, events;
+    long    tokens_fin, tokens_run, finished, out_len_sum;
+    long    bad_len;
+    int     ranks;
+    sim_span *spans;
+    size_t  nspans, cap;
+} inv_ctx;
+
+static void inv_event(void *ctx, int64_t t, int type, int a, int64_t b)
+{
+    inv_ctx *c = ctx;
+    (void)type, (void)a, (void)b;
+    if (t < c->last_t)
+        c->backwards++;
+    c->last_t = t;
+    c->events++;
+}
+
+static void inv_request(void *ctx, const batch_req *q, int finished)
+{
+    inv_ctx *c = ctx;
+    if (finished) {
+        c->tokens_fin += q->gen_tokens;
+        c->finished++;
+        c->out_len_sum += q->out_len_tokens;
+        if (q->gen_tokens != q->out_len_tokens)   /* no stagger: a request makes all of it */
+            c->bad_len++;
+    } else {
+        c->tokens_run += q->gen_tokens;
+    }
+}
+
+static void inv_span(void *ctx, const sim_span *s)
+{
+    inv_ctx *c = ctx;
+    if (c->nspans == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 1024;
+        c->spans = realloc(c->spans, c->cap * sizeof *c->spans);
+    }
+    c->spans[c->nspans++] = *s;
+}
+
+/* A 4-rank model with all-reduces in every forward phase and real jitter. */
+static void model_tp4(wm_model *m)
+{
+    model_tokens(m, 4.5, 20);
+    m->ranks = 4;
+    for (int p = 0; p < WM_NPHASE; p++) {
+        m->phase[p].groups[0].sd_frac = 0.05;
+        m->phase[p].host_gap_sd_us = 2;
+        if (p == WM_ACCEPT || p == WM_SAMPLE)
+            continue;
+        m->phase[p].ncolls = 1;
+        strcpy(m->phase[p].colls[0].op, "allreduce");
+        m->phase[p].colls[0].count = 10;
+        m->phase[p].colls[0].bytes_per_token = 8192;
+    }
+}
+
+static void sim_time_never_decreases(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    inv_ctx c = {0};
+    sim_hooks h = {inv_event, NULL, NULL, &c};
+    model_tp4(&m);
+    params_base(&p, &m, 1);
+    p.ranks = 4;
+    p.jitter_scale = 1;
+    p.concurrency = 12;
+    p.iterations = 3000;
+    CHECK(cg_parse(&p.graphs, "1,2,4,8", NULL, 0) == 0, "graphs");   /* 12: eager */
+    if (run(&p, &h, &r))
+        return;
+    CHECK(c.backwards == 0, "%ld events went back in time", c.backwards);
+    CHECK(c.events == (long)r.events && c.events > 3000 * 5, "events %ld (result %llu)",
+          c.events, (unsigned long long)r.events);
+    /* the same with graphs and the baseline */
+    c.last_t = 0;
+    p.spec = 0;
+    p.concurrency = 8;
+    if (run(&p, &h, &r))
+        return;
+    CHECK(c.backwards == 0, "%ld baseline events went back in time", c.backwards);
+}
+
+static void sim_tokens_conserved(void)
+{
+    /* a finite benchmark: 300 requests of uniform length at concurrency 16; every token
+     * the run emits belongs to a request, every request finishes with exactly its length */
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[256];
+    inv_ctx c = {0};
+    sim_hooks h = {NULL, NULL, inv_request, &c};
+    model_tp4(&m);
+    for (int spec = 1; spec >= 0; spec--) {
+        memset(&c, 0, sizeof c);
+        params_base(&p, &m, spec);
+        p.ranks = 4;
+        p.jitter_scale = 1;
+        p.concurrency = 16;
+        p.requests = 300;
+        p.iterations = 0;
+        p.warmup = 5;
+        CHECK(batch_lendist_parse(&p.out_len, "uniform:1:200", err, sizeof err) == 0, "%s", err);
+        if (run(&p, &h, &r))
+            return;
+        CHECK(c.finished == 300, "%ld requests finished", c.finished);
+        CHECK(c.tokens_run == 0, "%ld tokens in requests still running", c.tokens_run);
+        CHECK(c.tokens_fin == r.tokens_total, "requests hold %ld tokens, the run emitted %ld",
+              c.tokens_fin, r.tokens_total);
+        CHECK(c.out_len_sum == r.tokens_total, "output lengths sum to %ld, emitted %ld",
+              c.out_len_sum, r.tokens_total);
+        CHECK(c.bad_len == 0, "%ld requests made more or less than their length", c.bad_len);
+        CHECK(r.requests_done == 300, "requests_done %ld", r.requests_done);
+    }
+    /* closed loop with stagger: finished + running tokens = all tokens */
+    memset(&c, 0, sizeof c);
+    params_base(&p, &m, 1);
+    p.concurrency = 7;
+    p.stagger = 1;
+    CHECK(batch_lendist_parse(&p.out_len, "exp:50", err, sizeof err) == 0, "%s", err);
+    if (run(&p, &h, &r))
+        return;
+    CHECK(c.tokens_fin + c.tokens_run == r.tokens_total, "%ld + %ld != %ld", c.tokens_fin,
+          c.tokens_run, r.tokens_total);
+}
+
+static void sim_ranks_leave_collectives_together(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    inv_ctx c = {0};
+    sim_hooks h = {NULL, inv_span, NULL, &c};
+    model_tp4(&m);
+    params_base(&p, &m, 1);
+    p.ranks = 4;
+    p.jitter_scale = 3;           /* large spread: ranks arrive at different times */
+    p.concurrency = 4;
+    p.warmup = 3;
+    p.timeline_iterations = 20;
+    p.iterations = 40;
+    if (run(&p, &h, &r))
+        return;
+    long groups = 0, apart = 0, arrive_apart = 0;
+    for (size_t i = 0; i < c.nspans; i++) {
+        if (strcmp(c.spans[i].cat, "collective") != 0)
+            continue;
+        /* the engine writes a segment's spans for ranks 0..R-1 in a row */
+        CHECK(i + 4 <= c.nspans, "truncated group");
+        if (i + 4 > c.nspans)
+            break;
+        for (int k = 0; k < 4; k++) {
+            const sim_span *s = &c.spans[i + k];
+            CHECK(strcmp(s->cat, "collective") == 0 && s->rank == k, "span %zu: rank %d cat %s",
+                  i + k, s->rank, s->cat);
+            if (s->end_ns != c.spans[i].end_ns)
+                apart++;
+            if (s->start_ns != c.spans[i].start_ns)
+                arrive_apart++;
+            CHECK(s->start_ns <= s->end_ns, "span ends before it starts");
+        }
+        groups++;
+        i += 3;
+    }
+    CHECK(groups >= 20 * 3, "only %ld collective segments recorded", groups);
+    CHECK(apart == 0, "%ld rank spans left a collective at another time", apart);
+    CHECK(arrive_apart > 0, "ranks never started a phase at different times: the test "
+          "would not see a straggler");
+    /* GPU phases with collectives end together too */
+    free(c.spans);
+}
+
+static void sim_deterministic_for_seed(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result a, b, d;
+    model_tp4(&m);
+    params_base(&p, &m, 1);
+    p.ranks = 4;
+    p.jitter_scale = 1;
+    p.concurrency = 10;
+    p.stagger = 1;
+    p.iterations = 2000;
+    if (run(&p, NULL, &a) || run(&p, NULL, &b))
+        return;
+    CHECK(memcmp(&a, &b, sizeof a) == 0, "two runs with seed 1 differ: %.6f vs %.6f tok/s",
+          a.tok_s, b.tok_s);
+    p.seed = 2;
+    if (run(&p, NULL, &d))
+        return;
+    CHECK(d.tok_s != a.tok_s, "seeds 1 and 2 gave the same %.6f tok/s", a.tok_s);
+}
+
+static void sim_breakdown_adds_up_to_iteration(void)
+{
+    /* rank 0's stream: compute of each phase + comm + wait + idle = the iteration */
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    model_tp4(&m);
+    for (int spec = 0; spec <= 1; spec++) {
+        for (int bs = 4; bs <= 12; bs += 8) {   /* 12: eager with {1,2,4,8} */
+            params_base(&p, &m, spec);
+            CHECK(cg_parse(&p.graphs, "1,2,4,8", NULL, 0) == 0, "graphs");
+            p.ranks = 4;
+            p.jitter_scale = 1;
+            p.concurrency = bs;
+            p.warmup = 7;
+            p.iterations = 500;
+            if (run(&p, NULL, &r))
+                return;
+            double sum = r.comm_us + r.wait_us + r.idle_us;
+            for (int i = 0; i < WM_NPHASE; i++)
+                sum += r.phase_us[i];
+            CHECK_NEAR(sum, r.iter_us, 1e-6, 1e-9);
+            CHECK(r.comm_us > 0, "comm %.3f", r.comm_us);
+            CHECK(r.idle_us >= -1e-9, "idle %.3f", r.idle_us);
+        }
+    }
+}
+
+int main(void)
+{
+    RUN(sim_tokens_per_iteration_matches_closed_form);
+    RUN(sim_speedup_matches_leviathan);
+    RUN(sim_batch_of_9_costs_the_same_as_16);
+    RUN(sim_above_max_runs_eagerly);
+    RUN(sim_eager_gpu_bound_when_launches_are_cheap);
+    RUN(sim_time_never_decreases);
+    RUN(sim_tokens_conserved);
+    RUN(sim_ranks_leave_collectives_together);
+    RUN(sim_deterministic_for_seed);
+    RUN(sim_breakdown_adds_up_to_iteration);
+    return check_done();
+}
