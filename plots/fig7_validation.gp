@@ -1,0 +1,72 @@
+# fig7_validation.gp: predicted vs measured throughput, the y = x line and the +-3% / +-8%
+# bands (issue 5's accuracy goals), one colour per group (preset); beside it the relative
+# error of each configuration, with the same bands, outliers labelled.
+# Input: val = measured predicted err_pct group "label"; groups = the group names; vars =
+# gnuplot assignments mname, pname (the column names read), hascal (a calib column exists:
+# calibration points, column 6 = 1, are drawn open).
+w = 1500; h = 760
+load "plots/common.gp"
+load vars
+gcol = c_draft." ".c_verify." ".c_accept." ".c_extend." ".c_decode." ".c_sample." ".c_comm." ".c_host
+stats val using 1 nooutput
+xmin = STATS_min; xmax = STATS_max
+stats val using 2 nooutput
+xmin = (STATS_min < xmin) ? STATS_min : xmin
+xmax = (STATS_max > xmax) ? STATS_max : xmax
+# log axes when the points span more than a decade (presets differ by orders of magnitude)
+logax = (xmin > 0 && xmax / xmin > 10)
+if (logax) {
+    lo = xmin / 1.25; hi = xmax * 1.25
+} else {
+    span = xmax - xmin
+    lo = (xmin - 0.08 * span > 0) ? xmin - 0.08 * span : 0
+    hi = xmax + 0.08 * span
+    if (span <= 0) { lo = xmin * 0.8; hi = xmax * 1.2 }
+}
+stats val using 3 nooutput
+emax = (abs(STATS_min) > abs(STATS_max)) ? abs(STATS_min) : abs(STATS_max)
+emax = (emax < 10) ? 10 : emax * 1.15
+set samples 50
+set multiplot title "Predicted vs measured throughput (make validate)" font ",14"
+
+set lmargin at screen 0.07
+set rmargin at screen 0.47
+set tmargin at screen 0.90
+set bmargin at screen 0.12
+if (logax) { set logscale xy; set format x "%g"; set format y "%g" }
+set xrange [lo : hi]
+set yrange [lo : hi]
+set size ratio -1
+set title "predicted vs measured, y = x and the error goals"
+set xlabel sprintf("measured, tokens/s (column %s%s)", mname, logax ? ", log scale" : "")
+set ylabel sprintf("predicted, tokens/s (column %s%s)", pname, logax ? ", log scale" : "")
+set key top left Left reverse opaque box lc rgb "#C0C0C0" samplen 2
+eval src_label
+plot '+' using 1:($1 * 0.92):($1 * 1.08) with filledcurves fc rgb "#EAF2FB" title "+-8% (max error goal)", \
+     '+' using 1:($1 * 0.97):($1 * 1.03) with filledcurves fc rgb "#C6DBEF" title "+-3% (median error goal)", \
+     x with lines lw 1.5 lc rgb "#000000" title "y = x", \
+     for [i = 1 : words(groups)] val using ((strcol(4) eq word(groups, i) && $6 != 1) ? $1 : NaN):2 with points pt 7 ps 1.2 \
+         lc rgb word(gcol, (i - 1) % 8 + 1) title word(groups, i), \
+     for [i = 1 : words(groups)] val using ((strcol(4) eq word(groups, i) && $6 == 1) ? $1 : NaN):2 with points pt 6 ps 1.3 lw 1.5 \
+         lc rgb word(gcol, (i - 1) % 8 + 1) notitle, \
+     (hascal ? 1/0 : 1/0) with points pt 6 ps 1.3 lc rgb "#404040" title (hascal ? "open: configuration in the calibration subset" : "")
+unset label 99
+
+set lmargin at screen 0.57
+set rmargin at screen 0.97
+set size noratio
+unset logscale y
+set format y "%g"
+set yrange [-emax : emax]
+set title "prediction error per configuration"
+set ylabel "error: (predicted - measured) / measured (%)"
+set key top right Left reverse opaque box lc rgb "#C0C0C0" samplen 2
+plot '+' using 1:(-8):(8) with filledcurves fc rgb "#EAF2FB" title "+-8%", \
+     '+' using 1:(-3):(3) with filledcurves fc rgb "#C6DBEF" title "+-3%", \
+     0 with lines lw 1.5 lc rgb "#000000" notitle, \
+     for [i = 1 : words(groups)] val using ((strcol(4) eq word(groups, i) && $6 != 1) ? $1 : NaN):3 with points pt 7 ps 1.2 \
+         lc rgb word(gcol, (i - 1) % 8 + 1) title word(groups, i), \
+     for [i = 1 : words(groups)] val using ((strcol(4) eq word(groups, i) && $6 == 1) ? $1 : NaN):3 with points pt 6 ps 1.3 lw 1.5 \
+         lc rgb word(gcol, (i - 1) % 8 + 1) notitle, \
+     val using 1:(abs($3) > 8 ? $3 : NaN):5 with labels offset 0, 1 font ",8" notitle
+unset multiplot
