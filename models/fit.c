@@ -7,7 +7,9 @@
  * Workload: 10^4..10^6 GPU records per trace, tens of groups, 10^3..10^5 instances. */
 #include "fit.h"
 #include "ptrace_read.h"
+#include "ptrace_out.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -26,6 +28,12 @@
  * seconds holds 10^3 instances per cell; 256 evenly spaced ones pin the mean and the KV
  * slope as well and keep a fit of 40 groups x 10 knees under a second. */
 #define FIT_CELL_POINTS 256
+/* A point further than FIT_OUTLIER_K robust sd (1.4826 MAD) plus 10% of the median plus
+ * 0.5 us from its cell's median is left out (capture and warm-up iterations, a host hiccup
+ * that stalled the GPU): the simulator's jitter is for the steady state's spread. */
+#define FIT_OUTLIER_K 8.0
+#define FIT_OUTLIER_FRAC 0.10
+#define FIT_OUTLIER_US 0.5
 /* Relative weights use max(cell mean, FIT_FLOOR_FRAC * median cell mean, FIT_FLOOR_US) so
  * that a group that is ~0 in one cell (gaps) does not take all the weight. */
 #define FIT_FLOOR_FRAC 0.05
@@ -407,6 +415,7 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
     int rc = -1;
     size_t *idx = NULL, *use = NULL, *cstart = NULL;
     double *w = NULL, *ux = NULL, *tmp = NULL;
+    char *bad = NULL;
     fit_cell *cells = NULL;
     const char *ph = c->phase ? c->phase : "?", *gn = c->group ? c->group : "?";
 #define TRN(i) ((pts[i].trace >= 0 && pts[i].trace < c->ntraces && c->trace_names) ? \
@@ -478,18 +487,39 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
     }
     cstart[ncell] = n;
     cells = calloc(ncell, sizeof *cells);
-    tmp = malloc(ncell * sizeof *tmp);
-    if (!cells || !tmp)
+    tmp = malloc((ncell > n ? ncell : n) * sizeof *tmp);
+    bad = calloc(n, 1);
+    if (!cells || !tmp || !bad)
         goto oom;
+    size_t nbad = 0;
+    for (size_t j = 0; j < ncell; j++) {
+        size_t a = cstart[j], cn = cstart[j + 1] - a;
+        for (size_t i = 0; i < cn; i++)
+            tmp[i] = pts[idx[a + i]].us;
+        gsl_sort(tmp, 1, cn);
+        double med = gsl_stats_median_from_sorted_data(tmp, 1, cn);
+        for (size_t i = 0; i < cn; i++)
+            tmp[i] = fabs(pts[idx[a + i]].us - med);
+        gsl_sort(tmp, 1, cn);
+        double lim = FIT_OUTLIER_K * 1.4826 * gsl_stats_median_from_sorted_data(tmp, 1, cn) +
+                     FIT_OUTLIER_FRAC * fabs(med) + FIT_OUTLIER_US;
+        for (size_t i = 0; i < cn; i++)
+            if (fabs(pts[idx[a + i]].us - med) > lim)
+                bad[a + i] = 1, nbad++;
+    }
     for (size_t j = 0; j < ncell; j++) {
         fit_cell *cl = &cells[j];
         double s = 0, s2 = 0, kv = 0;
+        int good = 0;
         for (size_t i = cstart[j]; i < cstart[j + 1]; i++) {
+            if (bad[i])
+                continue;
             s += pts[idx[i]].us;
             s2 += pts[idx[i]].us * pts[idx[i]].us;
             kv += pts[idx[i]].kv_tokens;
+            good++;
         }
-        cl->n = (int)(cstart[j + 1] - cstart[j]);
+        cl->n = good;
         cl->trace = pts[idx[cstart[j]]].trace;
         cl->tokens = pts[idx[cstart[j]]].tokens;
         cl->kv_tokens = kv / cl->n;
@@ -509,11 +539,14 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
         goto oom;
     size_t m = 0;
     for (size_t j = 0; j < ncell; j++) {
-        size_t cn = cstart[j + 1] - cstart[j];
+        size_t cn = 0, a = cstart[j];
+        for (size_t i = a; i < cstart[j + 1]; i++)
+            if (!bad[i])
+                tmp[cn++] = (double)i;
         size_t take = cn < FIT_CELL_POINTS ? cn : FIT_CELL_POINTS;
         double ref = cells[j].us_mean > floor_us ? cells[j].us_mean : floor_us;
         for (size_t q = 0; q < take; q++) {
-            use[m] = idx[cstart[j] + q * cn / take];
+            use[m] = idx[(size_t)tmp[q * cn / take]];
             w[m] = 1.0 / ((double)take * ref * ref);
             m++;
         }
@@ -562,19 +595,27 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
         if (b - a < 2)
             continue;
         double rm = 0;
+        size_t good = 0;
         for (size_t i = a; i < b; i++) {
+            if (bad[i])
+                continue;
             const fit_point *p = &pts[idx[i]];
             double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens, p->kv_tokens);
             rm += p->us / (f > floor_us ? f : floor_us);
+            good++;
         }
-        rm /= (double)(b - a);
+        if (good < 2)
+            continue;
+        rm /= (double)good;
         for (size_t i = a; i < b; i++) {
+            if (bad[i])
+                continue;
             const fit_point *p = &pts[idx[i]];
             double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens, p->kv_tokens);
             double r = p->us / (f > floor_us ? f : floor_us) - rm;
             ss += r * r;
         }
-        dof += b - a - 1;
+        dof += good - 1;
     }
     out->sd_frac = dof ? sqrt(ss / (double)dof) : 0;
     if (st) {
@@ -595,6 +636,7 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
         for (int q = 0; q < NCOL; q++)
             st->ncols += best[q] > 0;
         st->ncells = (int)ncell;
+        st->noutliers = (int)nbad;
         st->cell = cells;
         cells = NULL;
     }
@@ -610,6 +652,7 @@ out:
     free(w);
     free(ux);
     free(tmp);
+    free(bad);
     free(cells);
     return rc;
 }
@@ -639,12 +682,14 @@ typedef struct {
     int     nrec, any_graph_kernel;
     size_t  e0;                /* elements (kernels after merging) in the run's array */
     int     ne;
-    double  sum_us, nccl_us;
+    double  sum_us, nccl_us;   /* kernels and copies; collectives */
+    double  copy_us;           /* memcpy/memset (in sum_us too) */
+    int     ncopy;
     fr_nccl nc[FIT_NCCL_OPS];
     int     nnc;
     /* matching and host results */
     int     drop;              /* FR_KEEP or why it was left out */
-    int     nfwd;              /* elements per forward; -1: forwards differ */
+    int     nfwd;              /* elements per forward; -1: not of the phase's shape */
     int     busy, has_gap, launch_bound;
     double  gap_us, inter_us;
 } fr_inst;
@@ -667,6 +712,7 @@ typedef struct {
     uint32_t corr;
     int     graph;
     int     nccl;
+    int     mem;               /* a memcpy or memset */
     const ptrace_nccl *nc;
     int     inst;
 } fr_rec;
@@ -679,10 +725,12 @@ typedef struct {
     int     G;                 /* real groups (the gap pseudo-group is index G) */
     char    name[WM_GROUPS_MAX][WM_NAME_MAX];
     const char *gcls[WM_GROUPS_MAX];  /* FIT_BY_NAME: the class of each group */
-    int    *pos2g;             /* FIT_BY_POSITION: group of each position in a forward */
-    int     nfwd;
+    int    *pos2g;             /* FIT_BY_POSITION: group of each position (prefix, one
+                                  forward, suffix) */
+    int     A, nfwd, B;        /* FIT_BY_POSITION: prefix, forward and suffix lengths */
     double *Y, *L;             /* [ninst][G+1]: us and launches per forward */
     int     count[WM_GROUPS_MAX];
+    int     copy_g, other_g;   /* "(copies)", "(other kernels)" groups, or -1 */
 } fr_phase;
 
 typedef struct {
@@ -699,6 +747,7 @@ typedef struct {
     fr_phase ph[WM_NPHASE];
     const char **tnames;
     int     moe_E, moe_k;
+    int     any_graph_phase;   /* some kept phase instance was replayed from a graph */
     char   *err;
     size_t  errlen;
 } fr_run;
@@ -974,7 +1023,16 @@ static int fr_trace(fr_run *R, int ti)
                 t->file, wm_phase_name[0]);
         return 0;
     }
-    /* launch calls: the instance whose range holds the call; corr -> launch time */
+    /* launch calls: the instance whose range holds the call; corr -> launch time. The
+     * profiler writes OS thread ids for both; if no call's thread is a range's thread, the
+     * ids are of different kinds and are not compared. */
+    int same_ids = t->napi == 0;
+    for (size_t i = 0; i < t->napi && !same_ids && i < 4096; i++)
+        for (size_t q = a; q < b && !same_ids; q++)
+            same_ids = t->api[i].thread == R->in[q].thread;
+    if (!same_ids)
+        fr_warn(R, "%s: launch calls and NVTX ranges carry different thread ids: matched by "
+                "time only", t->file);
     cm = malloc((t->napi + 1) * sizeof *cm);
     if (!cm)
         goto oom;
@@ -982,8 +1040,9 @@ static int fr_trace(fr_run *R, int ti)
         const ptrace_api *x = &t->api[i];
         if (fr_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
             goto out;
-        cm[i] = (fr_corr){x->corr, x->start_ns, x->end_ns, x->thread};
-        int k = fr_find_inst(R, a, b, x->start_ns, x->thread);
+        int64_t th = same_ids ? x->thread : 0;
+        cm[i] = (fr_corr){x->corr, x->start_ns, x->end_ns, th};
+        int k = fr_find_inst(R, a, b, x->start_ns, th);
         if (k < 0)
             continue;
         fr_inst *in = &R->in[k];
@@ -1009,7 +1068,7 @@ static int fr_trace(fr_run *R, int ti)
             if (fr_check_dur(R, t, "kernel", k->name, k->start_ns, k->end_ns))
                 goto out;
             *x = (fr_rec){k->start_ns, k->end_ns, k->name, k->nvtx, k->corr, k->graph_id != 0,
-                          k->has_nccl || fr_is_nccl_name(k->name), k->has_nccl ? &k->nccl : NULL, -1};
+                          k->has_nccl || fr_is_nccl_name(k->name), 0, k->has_nccl ? &k->nccl : NULL, -1};
         } else {
             const ptrace_mem *m = &t->mem[i - t->nkern];
             const char *nm = m->kind == PTRACE_MEMSET ? "memset" :
@@ -1023,7 +1082,7 @@ static int fr_trace(fr_run *R, int ti)
             if (!in)
                 goto oom;
             *x = (fr_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
-                          m->has_nccl, m->has_nccl ? &m->nccl : NULL, -1};
+                          m->has_nccl, 1, m->has_nccl ? &m->nccl : NULL, -1};
         }
         if (x->e > last_end)
             last_end = x->e;
@@ -1072,11 +1131,19 @@ static int fr_trace(fr_run *R, int ti)
                 prev_gemm = 0;
                 continue;
             }
+            in->sum_us += d;
+            if (x->mem) {
+                /* input staging and result copies: one group per phase, outside the
+                 * kernels' positions (specbench copies before verify only at steps 1) */
+                in->copy_us += d;
+                in->ncopy++;
+                prev_gemm = 0;
+                continue;
+            }
             int gemm;
             const char *cls = fr_class(R->pool, x->name, &gemm);
             if (!cls)
                 goto oom;
-            in->sum_us += d;
             if (gemm && prev_gemm) {
                 R->el[R->nel - 1].dur_us += d;
                 R->el[R->nel - 1].launches++;
@@ -1105,6 +1172,8 @@ static int fr_trace(fr_run *R, int ti)
             in->drop = FR_EARLY;
         if (in->graph < 0)
             in->graph = in->any_graph_kernel;
+        if (!in->drop && in->graph == 1)
+            R->any_graph_phase = 1;
         if (in->drop)
             ndrop[in->drop]++;
     }
@@ -1129,17 +1198,40 @@ out:
 
 /* ---- stage 2: matching kernels into groups ------------------------------------------------- */
 
-/* Elements per forward of an instance, or -1 when its forwards differ in shape. */
-static int fr_nfwd(const fr_run *R, const fr_inst *in)
+/* Elements a phase instance may hold once besides its F forwards (input copies before
+ * them, tree building after): searched up to this many on each side. */
+#define FIT_EDGE_MAX 8
+
+/* Does instance `in` consist of a prefix of a elements, F identical forwards of n elements
+ * and a suffix of b? */
+static int fr_fits_shape(const fr_run *R, const fr_inst *in, int a, int n, int b)
 {
-    if (in->F < 1 || in->ne % in->F)
-        return -1;
-    int n = in->ne / in->F;
+    if (n < 1 || in->ne != a + in->F * n + b)
+        return 0;
+    const fr_elem *e = &R->el[in->e0 + (size_t)a];
     for (int f = 1; f < in->F; f++)
         for (int k = 0; k < n; k++)
-            if (R->el[in->e0 + (size_t)(f * n + k)].cls != R->el[in->e0 + (size_t)k].cls)
-                return -1;
-    return n;
+            if (e[f * n + k].cls != e[k].cls)
+                return 0;
+    return 1;
+}
+
+/* The shape (a, n, b) of an instance with F >= 2 forwards: the smallest a+b that fits. */
+static int fr_shape(const fr_run *R, const fr_inst *in, int *a, int *n, int *b)
+{
+    for (int sum = 0; sum <= 2 * FIT_EDGE_MAX && sum <= in->ne; sum++)
+        for (int x = sum < FIT_EDGE_MAX ? sum : FIT_EDGE_MAX; x >= 0 && sum - x <= FIT_EDGE_MAX; x--) {
+            int y = sum - x;
+            if ((in->ne - sum) % in->F || in->ne - sum < in->F)
+                continue;
+            if (fr_fits_shape(R, in, x, (in->ne - sum) / in->F, y)) {
+                *a = x;
+                *n = (in->ne - sum) / in->F;
+                *b = y;
+                return 0;
+            }
+        }
+    return -1;
 }
 
 /* The repeated layer of a forward: the period P and offset h that cover the most elements
@@ -1184,6 +1276,34 @@ static double fr_median(double *v, size_t n)
     return gsl_stats_median_from_sorted_data(v, 1, n);
 }
 
+/* Mean and sd of v[0..n) without the points beyond FIT_OUTLIER_K robust sd (+ margins)
+ * of the median, as fit_group leaves them out. v is reordered. Returns the points left out. */
+static size_t fr_robust(double *v, size_t n, double *mean, double *sd)
+{
+    *mean = *sd = 0;
+    if (n == 0)
+        return 0;
+    gsl_sort(v, 1, n);
+    double med = gsl_stats_median_from_sorted_data(v, 1, n);
+    double *d = malloc(n * sizeof *d);
+    double mad = 0;
+    if (d) {
+        for (size_t i = 0; i < n; i++)
+            d[i] = fabs(v[i] - med);
+        gsl_sort(d, 1, n);
+        mad = gsl_stats_median_from_sorted_data(d, 1, n);
+        free(d);
+    }
+    double lim = FIT_OUTLIER_K * 1.4826 * mad + FIT_OUTLIER_FRAC * fabs(med) + FIT_OUTLIER_US;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabs(v[i] - med) <= lim)
+            v[k++] = v[i];
+    *mean = gsl_stats_mean(v, 1, k);
+    *sd = k > 1 ? gsl_stats_sd_m(v, 1, k, *mean) : 0;
+    return n - k;
+}
+
 /* Group name "<prefix> <class>", cut to fit. */
 static void fr_gname(char *dst, const char *prefix, const char *cls)
 {
@@ -1194,87 +1314,120 @@ static void fr_gname(char *dst, const char *prefix, const char *cls)
 static int fr_group_phase(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
-    /* kept instances of the phase, and their elements per forward */
     int n = 0;
     for (size_t i = 0; i < R->nin; i++)
-        if (R->in[i].phase == p && !R->in[i].drop)
-            R->in[i].nfwd = fr_nfwd(R, &R->in[i]), n++;
+        n += R->in[i].phase == p && !R->in[i].drop;
     if (n == 0)
         return 0;
-    /* an instance at either edge of a trace whose shape differs from the trace's usual one
-     * was cut by the capture window */
-    int *tmp = malloc((size_t)n * sizeof *tmp);
-    if (!tmp)
+    /* the phase's shape: a prefix, F identical forwards, a suffix (draft instances hold
+     * steps-1 forwards); taken from the instances with F >= 2, the most common one */
+    int *sa = malloc(3 * (size_t)n * sizeof *sa), ns = 0;
+    if (!sa)
         return fr_fail(R, "out of memory");
+    for (size_t i = 0; i < R->nin; i++) {
+        const fr_inst *in = &R->in[i];
+        int a, m, b;
+        if (in->phase == p && !in->drop && in->F >= 2 && fr_shape(R, in, &a, &m, &b) == 0) {
+            sa[3 * ns] = a, sa[3 * ns + 1] = m, sa[3 * ns + 2] = b;
+            ns++;
+        }
+    }
+    int A = 0, N = -1, B = 0, best = 0;
+    for (int i = 0; i < ns; i++) {
+        int c = 0;
+        for (int j = 0; j < ns; j++)
+            c += sa[3 * j] == sa[3 * i] && sa[3 * j + 1] == sa[3 * i + 1] && sa[3 * j + 2] == sa[3 * i + 2];
+        if (c > best)
+            best = c, A = sa[3 * i], N = sa[3 * i + 1], B = sa[3 * i + 2];
+    }
+    if (N < 0) {   /* one forward per instance: the most common kernel count */
+        ns = 0;
+        for (size_t i = 0; i < R->nin; i++)
+            if (R->in[i].phase == p && !R->in[i].drop)
+                sa[ns++] = R->in[i].ne;
+        qsort(sa, (size_t)ns, sizeof *sa, fr_cmp_int);
+        for (int a = 0, b; a < ns; a = b) {
+            for (b = a; b < ns && sa[b] == sa[a]; b++)
+                ;
+            if (b - a > best)
+                best = b - a, N = sa[a];
+        }
+    }
+    free(sa);
+    for (size_t i = 0; i < R->nin; i++)
+        if (R->in[i].phase == p && !R->in[i].drop)
+            R->in[i].nfwd = fr_fits_shape(R, &R->in[i], A, N, B) ? N : -1;
+    /* an instance at either edge of a trace that does not have the shape was cut by the
+     * capture window */
     for (int t = 0; t < R->nt; t++) {
-        int m = 0, first = -1, last = -1;
+        int first = -1, last = -1;
         for (size_t i = R->tin0[t]; i < R->tin0[t + 1]; i++)
             if (R->in[i].phase == p && !R->in[i].drop) {
-                tmp[m++] = R->in[i].nfwd;
                 if (first < 0)
                     first = (int)i;
                 last = (int)i;
             }
-        if (m < 3)
+        if (first < 0 || first == last)
             continue;
-        qsort(tmp, (size_t)m, sizeof *tmp, fr_cmp_int);
-        int mode = tmp[0], best = 0;
-        for (int a = 0, b; a < m; a = b) {
-            for (b = a; b < m && tmp[b] == tmp[a]; b++)
-                ;
-            if (b - a > best)
-                best = b - a, mode = tmp[a];
-        }
-        if (R->in[first].nfwd != mode)
+        if (R->in[first].nfwd < 0)
             R->in[first].drop = FR_PARTIAL, n--;
-        if (last != first && R->in[last].nfwd != mode)
+        if (R->in[last].nfwd < 0)
             R->in[last].drop = FR_PARTIAL, n--;
     }
-    free(tmp);
     P->inst = malloc((size_t)n * sizeof *P->inst);
     if (!P->inst)
         return fr_fail(R, "out of memory");
     P->ninst = 0;
-    int same = 1, nf = -2;
+    int same = 1;
     for (size_t i = 0; i < R->nin; i++) {
         const fr_inst *in = &R->in[i];
         if (in->phase != p || in->drop)
             continue;
         P->inst[P->ninst++] = (int)i;
-        if (nf == -2)
-            nf = in->nfwd;
-        same &= in->nfwd == nf && nf > 0;
+        same &= in->nfwd > 0;
     }
-    /* by position: every instance has the same number of kernels per forward */
+    /* by position: every instance has the shape */
     P->by = FIT_BY_NAME;
     if (same) {
         const fr_inst *rep = &R->in[P->inst[0]];
-        const char **s = malloc((size_t)nf * sizeof *s);
-        P->pos2g = malloc((size_t)nf * sizeof *P->pos2g);
+        int npos = A + N + B;
+        const char **s = malloc((size_t)npos * sizeof *s);
+        P->pos2g = malloc((size_t)npos * sizeof *P->pos2g);
         if (!s || !P->pos2g) {
             free(s);
             return fr_fail(R, "out of memory");
         }
-        for (int k = 0; k < nf; k++)
+        for (int k = 0; k < A + N; k++)
             s[k] = R->el[rep->e0 + (size_t)k].cls;
+        for (int k = 0; k < B; k++)
+            s[A + N + k] = R->el[rep->e0 + (size_t)(rep->ne - B + k)].cls;
         int h, per, L;
-        fr_layers(s, nf, &h, &per, &L);
-        int tail = nf - h - L * per;
-        if (h + per + tail <= WM_GROUPS_MAX - 1) {
+        fr_layers(s + A, N, &h, &per, &L);
+        int tail = N - h - L * per;
+        int G = A + (L < 2 ? N : h + per + tail) + B;
+        if (G <= WM_GROUPS_MAX - 2) {
             char pre[16];
             P->by = FIT_BY_POSITION;
-            P->nfwd = nf;
-            P->G = h + per + tail;
-            for (int k = 0; k < nf; k++) {
-                int g;
-                if (k < h)
-                    g = k, snprintf(pre, sizeof pre, "h%d", k);
-                else if (k < h + L * per)
-                    g = h + (k - h) % per, snprintf(pre, sizeof pre, "L%d", (k - h) % per);
+            P->A = A;
+            P->nfwd = N;
+            P->B = B;
+            P->G = G;
+            for (int k = 0; k < npos; k++) {
+                int g, f = k - A;
+                if (k < A)
+                    g = k, snprintf(pre, sizeof pre, "p%d", k);
+                else if (k >= A + N)
+                    g = G - B + (k - A - N), snprintf(pre, sizeof pre, "s%d", k - A - N);
+                else if (L < 2)   /* no repeated layer: plain positions */
+                    g = A + f, snprintf(pre, sizeof pre, "k%d", f);
+                else if (f < h)
+                    g = A + f, snprintf(pre, sizeof pre, "h%d", f);
+                else if (f < h + L * per)
+                    g = A + h + (f - h) % per, snprintf(pre, sizeof pre, "L%d", (f - h) % per);
                 else
-                    g = h + per + (k - h - L * per), snprintf(pre, sizeof pre, "t%d", k - h - L * per);
+                    g = A + h + per + (f - h - L * per), snprintf(pre, sizeof pre, "t%d", f - h - L * per);
                 P->pos2g[k] = g;
-                if (k < h + per || k >= h + L * per)
+                if (k < A || k >= A + N || L < 2 || f < h + per || f >= h + L * per)
                     fr_gname(P->name[g], pre, s[k]);
             }
         }
@@ -1307,7 +1460,7 @@ static int fr_group_phase(fr_run *R, int p)
                 cl[k].us += el->dur_us;
             }
         }
-        int keep = ncl <= WM_GROUPS_MAX - 1 ? ncl : WM_GROUPS_MAX - 2;
+        int keep = ncl <= WM_GROUPS_MAX - 2 ? ncl : WM_GROUPS_MAX - 3;
         if (keep < ncl) {   /* the largest by time keep their own group */
             for (int a = 0; a < keep; a++)
                 for (int b = a + 1; b < ncl; b++)
@@ -1324,12 +1477,21 @@ static int fr_group_phase(fr_run *R, int p)
             fr_gname(P->name[k], "", cl[k].cls);
         }
         P->G = keep;
+        P->other_g = -1;
         if (keep < ncl) {
             P->gcls[P->G] = NULL;
+            P->other_g = P->G;
             snprintf(P->name[P->G++], WM_NAME_MAX, "(other kernels)");
         }
         free(cl);
     }
+    /* the copies of the phase, if any instance has some */
+    P->copy_g = -1;
+    for (int q = 0; q < P->ninst && P->copy_g < 0; q++)
+        if (R->in[P->inst[q]].ncopy > 0) {
+            P->copy_g = P->G;
+            snprintf(P->name[P->G++], WM_NAME_MAX, "(copies)");
+        }
     snprintf(P->name[P->G], WM_NAME_MAX, "(gpu idle in phase)");
     /* per instance and group: microseconds and launches per forward */
     int G1 = P->G + 1;
@@ -1340,17 +1502,24 @@ static int fr_group_phase(fr_run *R, int p)
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         double *y = &P->Y[(size_t)q * (size_t)G1], *l = &P->L[(size_t)q * (size_t)G1];
+        if (P->copy_g >= 0) {
+            y[P->copy_g] = in->copy_us / in->F;
+            l[P->copy_g] = (double)in->ncopy / in->F;
+        }
         for (int e = 0; e < in->ne; e++) {
             const fr_elem *el = &R->el[in->e0 + (size_t)e];
             int g;
             if (P->by == FIT_BY_POSITION) {
-                g = P->pos2g[e % P->nfwd];
+                int k = e < P->A ? e : e >= in->ne - P->B ? P->A + P->nfwd + (e - (in->ne - P->B))
+                                                          : P->A + (e - P->A) % P->nfwd;
+                g = P->pos2g[k];
             } else {
                 g = 0;
-                while (g < P->G && P->gcls[g] && P->gcls[g] != el->cls)
+                while (g < P->G && !(P->gcls[g] && P->gcls[g] == el->cls))
                     g++;
-                if (g == P->G)
-                    g = P->G - 1;   /* "(other kernels)" */
+                if (g == P->G)   /* a class merged into "(other kernels)" */
+                    g = P->other_g;
+                assert(g >= 0);
             }
             y[g] += el->dur_us / in->F;
             l[g] += (double)el->launches / in->F;
@@ -1359,6 +1528,8 @@ static int fr_group_phase(fr_run *R, int p)
     /* by name, a group must be in every trace where its phase is */
     if (P->by == FIT_BY_NAME) {
         for (int g = 0; g < P->G; g++) {
+            if (g == P->copy_g)
+                continue;
             int present_in = -1;
             for (int q = 0; q < P->ninst && present_in < 0; q++)
                 if (P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0)
@@ -1393,4 +1564,690 @@ static int fr_group_phase(fr_run *R, int p)
     P->count[P->G] = 1;
     free(v);
     return 0;
+}
+
+/* ---- stage 3: launch costs and host gaps --------------------------------------------------- */
+
+/* Phases after which the host waits for the GPU (it needs the accepted lengths): the
+ * simulator's sync_after (sim/sim.c). */
+static int fr_sync_phase(int p) { return p == WM_ACCEPT || p == WM_SAMPLE; }
+
+/* The phase the simulator runs after p (-1: either of two). */
+static int fr_expected_next(int p, int q)
+{
+    switch (p) {
+    case WM_DRAFT:  return q == WM_VERIFY;
+    case WM_VERIFY: return q == WM_ACCEPT;
+    case WM_ACCEPT: return q == WM_EXTEND;
+    case WM_EXTEND: return q == WM_DRAFT || q == WM_VERIFY;
+    case WM_DECODE: return q == WM_SAMPLE;
+    case WM_SAMPLE: return q == WM_DECODE;
+    }
+    return 0;
+}
+
+static int fr_kfwd(const fr_phase *P)
+{
+    int k = 0;
+    for (int g = 0; g <= P->G; g++)
+        k += P->count[g];
+    return k;
+}
+
+static int fr_launch_costs(fr_run *R, double *graph_us, double *eager_us)
+{
+    double *v = malloc((R->nin + 1) * sizeof *v), *w = malloc((R->nin + 1) * sizeof *w);
+    size_t ng = 0, ne = 0, graph_noapi = 0;
+    double eager_host_us = 0, eager_launches = 0;
+    if (!v || !w) {
+        free(v);
+        free(w);
+        return fr_fail(R, "out of memory");
+    }
+    for (size_t i = 0; i < R->nin; i++) {
+        const fr_inst *in = &R->in[i];
+        if (in->drop || R->ph[in->phase].ninst == 0)
+            continue;
+        if (in->napi == 0) {
+            graph_noapi += in->graph == 1;
+            continue;
+        }
+        double host_us = fr_us(in->le - in->lb);
+        if (in->graph) {
+            v[ng++] = host_us;
+        } else {
+            /* ratio of sums: the big eager phases (hundreds of launches, where the launch
+             * cost decides) outweigh the many small ones (accept: a few launches) */
+            eager_host_us += host_us;
+            eager_launches += (double)fr_kfwd(&R->ph[in->phase]) * in->F;
+            ne++;
+        }
+    }
+    *graph_us = fr_median(v, ng);
+    *eager_us = eager_launches > 0 ? eager_host_us / eager_launches : 0;
+    R->res->graph_launches = (int)ng;
+    R->res->eager_instances = (int)ne;
+    if (graph_noapi && !ng)
+        fr_warn(R, "no launch API records for %zu CUDA-graph phase instances: graph_launch_us "
+                "is 0 (was specprof's API recording off?)", graph_noapi);
+    if (!ne)
+        fr_warn(R, "no eager phase instance with launch records: eager_launch_us unmeasured "
+                "(0); give --eager-launch-us when simulating batches above the captured sizes");
+    free(v);
+    free(w);
+    return 0;
+}
+
+static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
+{
+    double *d = malloc((R->nin + 1) * sizeof *d);
+    double dbar[WM_NPHASE], dall;
+    int unexpected[WM_NPHASE][WM_NPHASE];
+    memset(unexpected, 0, sizeof unexpected);
+    if (!d)
+        return fr_fail(R, "out of memory");
+    /* pass 1: instances the GPU waited for (idle before them): gap from the GPU start */
+    for (int t = 0; t < R->nt; t++) {
+        size_t a = R->tin0[t], b = R->tin0[t + 1];
+        int trace_api = 0;
+        for (size_t i = a; i < b; i++)
+            trace_api |= R->in[i].napi > 0;
+        if (!trace_api && b > a)
+            fr_warn(R, "%s: no launch API records: host gaps from GPU idle time only",
+                    R->tr[t].file);
+        for (size_t i = a; i < b; i++) {
+            fr_inst *in = &R->in[i];
+            in->has_gap = in->busy = 0;
+            in->inter_us = 0;
+            if (in->nrec == 0)
+                continue;
+            size_t j = i;
+            int found = 0;
+            for (int k = 0; j > a && k < FIT_BACK_SEARCH; k++) {
+                j--;
+                if (R->in[j].nrec > 0 && (in->thread == 0 || R->in[j].thread == 0 ||
+                                          R->in[j].thread == in->thread)) {
+                    found = 1;
+                    break;
+                }
+            }
+            if (!found)
+                continue;
+            const fr_inst *pj = &R->in[j];
+            if (!in->drop && !fr_expected_next(pj->phase, in->phase))
+                unexpected[pj->phase][in->phase]++;
+            double first_us = in->graph ? graph_us : eager_us;
+            if (!trace_api) {
+                in->gap_us = fr_us(in->g0 - pj->g1) - first_us;
+                in->has_gap = 1;
+                continue;
+            }
+            if (in->napi == 0 || pj->napi == 0)
+                continue;
+            int64_t ref = pj->le;
+            if (fr_sync_phase(pj->phase) && pj->g1 > ref)
+                ref = pj->g1;
+            in->busy = in->a1e < pj->g1;
+            if (!in->busy) {
+                in->gap_us = fr_us(in->g0 - ref) - first_us;
+                in->has_gap = 1;
+            } else {
+                in->inter_us = in->g0 > pj->g1 ? fr_us(in->g0 - pj->g1) : 0;
+                in->gap_us = fr_us(in->lb - ref);   /* + dbar in pass 2 */
+            }
+        }
+    }
+    /* GPU start latency beyond the launch call, from the idle instances */
+    size_t nall = 0;
+    for (size_t i = 0; i < R->nin; i++) {
+        const fr_inst *in = &R->in[i];
+        if (in->has_gap && !in->busy && in->napi > 0)
+            d[nall++] = fr_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us);
+    }
+    dall = fr_median(d, nall);
+    for (int p = 0; p < WM_NPHASE; p++) {
+        size_t m = 0;
+        for (size_t i = 0; i < R->nin; i++) {
+            const fr_inst *in = &R->in[i];
+            if (in->phase == p && in->has_gap && !in->busy && in->napi > 0)
+                d[m++] = fr_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us);
+        }
+        dbar[p] = m ? fr_median(d, m) : dall;
+    }
+    /* pass 2: instances queued behind GPU work: host gap + the usual start latency */
+    for (size_t i = 0; i < R->nin; i++) {
+        fr_inst *in = &R->in[i];
+        if (in->busy) {
+            in->gap_us += dbar[in->phase];
+            in->has_gap = 1;
+        }
+    }
+    for (int p = 0; p < WM_NPHASE; p++)
+        for (int q = 0; q < WM_NPHASE; q++)
+            if (unexpected[p][q])
+                fr_warn(R, "%d times phase %s followed %s, which the simulator never does: its "
+                        "host gap is measured from the phase that really came before",
+                        unexpected[p][q], wm_phase_name[q], wm_phase_name[p]);
+    free(d);
+    return 0;
+}
+
+/* ---- stage 4: fits and the model ------------------------------------------------------------ */
+
+static int fr_moe(fr_run *R)
+{
+    if (R->o && R->o->moe_experts > 0) {
+        R->moe_E = R->o->moe_experts;
+        R->moe_k = R->o->moe_topk;
+        return 0;
+    }
+    const fr_inst *src = NULL;
+    for (size_t i = 0; i < R->nin; i++) {
+        const fr_inst *in = &R->in[i];
+        if (in->experts <= 0)
+            continue;
+        if (!src) {
+            src = in;
+            continue;
+        }
+        if (in->experts != src->experts || in->moe_topk != src->moe_topk)
+            return fr_fail(R, "%s: NVTX range \"%.60s\": field experts/moe_topk: value %d/%d: "
+                           "differs from %d/%d in %s (give --moe E,K)", R->tr[in->trace].file,
+                           in->rname, in->experts, in->moe_topk, src->experts, src->moe_topk,
+                           R->tr[src->trace].file);
+    }
+    if (src) {
+        if (src->moe_topk <= 0)
+            return fr_fail(R, "%s: NVTX range \"%.60s\": field moe_topk: missing: experts= "
+                           "needs moe_topk=", R->tr[src->trace].file, src->rname);
+        R->moe_E = src->experts;
+        R->moe_k = src->moe_topk;
+    }
+    return 0;
+}
+
+static int fr_fit_phase(fr_run *R, int p)
+{
+    fr_phase *P = &R->ph[p];
+    fit_phase_res *pr = &R->res->phase[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    int G1 = P->G + 1, rc = -1;
+    fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
+    double *v = malloc((size_t)P->ninst * sizeof *v), *bv = malloc((size_t)P->ninst * sizeof *bv);
+    if (!pts || !v || !bv) {
+        fr_fail(R, "out of memory");
+        goto out;
+    }
+    /* the gap pseudo-group: GPU time in the phase that no kernel fills */
+    int noverlap = 0, nlb = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        fr_inst *in = &R->in[P->inst[q]];
+        double idle = fr_us(in->g1 - in->g0) - in->sum_us - in->nccl_us;
+        if (idle < -1e-3)
+            noverlap++;
+        idle += in->inter_us;
+        P->Y[(size_t)q * (size_t)G1 + (size_t)P->G] = (idle > 0 ? idle : 0) / in->F;
+        in->launch_bound = !in->graph && in->napi > 0 &&
+                           fr_us(in->le - in->lb) >= FIT_LAUNCH_BOUND_FRAC * fr_us(in->g1 - in->g0);
+        nlb += in->launch_bound;
+    }
+    if (noverlap)
+        fr_warn(R, "phase %s: kernels overlap in %d instances (several streams): the model "
+                "runs them one after another", wm_phase_name[p], noverlap);
+    pm->present = 1;
+    pm->ngroups = G1;
+    /* a phase the program never replayed from a graph while others were (specbench's
+     * accept/sample) is launched eagerly by the simulator at every batch size */
+    int graphed = 0;
+    for (int q = 0; q < P->ninst; q++)
+        graphed |= R->in[P->inst[q]].graph == 1;
+    pm->always_eager = !graphed && R->any_graph_phase;
+    pr->present = 1;
+    pr->by = P->by;
+    pr->ninst = P->ninst;
+    /* launch-bound eager instances stay out of the gap group (the simulator's launch bound
+     * covers them) unless that leaves fewer than two token counts to fit */
+    int skip_lb = 0;
+    if (nlb > 0 && nlb < P->ninst) {
+        double x0 = -1;
+        for (int q = 0; q < P->ninst && skip_lb == 0; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            if (in->launch_bound)
+                continue;
+            if (x0 < 0)
+                x0 = in->tokens;
+            else if (in->tokens != x0)
+                skip_lb = 1;
+        }
+    }
+    for (int g = 0; g < G1; g++) {
+        size_t m = 0;
+        int gap = g == P->G;
+        for (int q = 0; q < P->ninst; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            if (gap && in->launch_bound && skip_lb)
+                continue;
+            pts[m++] = (fit_point){in->tokens, in->kv, P->Y[(size_t)q * (size_t)G1 + (size_t)g],
+                                   in->trace};
+        }
+        fit_group_ctx c = {R->tnames, R->nt, wm_phase_name[p], P->name[g], R->moe_E, R->moe_k};
+        wm_group *wg = &pm->groups[g];
+        memset(wg, 0, sizeof *wg);
+        snprintf(wg->name, sizeof wg->name, "%s", P->name[g]);
+        wg->count = P->count[g];
+        if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
+            goto out;
+        pr->grp[g].gap = gap;
+        if (wg->sd_frac > FIT_SD_FRAC_MAX) {
+            fr_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
+                    "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
+                    wg->sd_frac, FIT_SD_FRAC_MAX);
+            wg->sd_frac = FIT_SD_FRAC_MAX;
+        }
+    }
+    /* host gap */
+    size_t m = 0, nb = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        if (in->has_gap) {
+            v[m++] = in->gap_us;
+            nb += in->busy;
+        }
+    }
+    if (m) {
+        /* single gaps may be negative (the GPU started sooner after the first launch call
+         * than the launch cost the simulator charges); the mean may not */
+        double mean, sd;
+        size_t out = fr_robust(v, m, &mean, &sd);
+        if (out > m / 100 + 2)
+            fr_warn(R, "phase %s: %zu of %zu host gaps left out as outliers (graph capture, "
+                    "warm-up, host stalls)", wm_phase_name[p], out, m);
+        pr->gap_outliers = (int)out;
+        pm->host_gap_sd_us = sd;
+        pm->host_gap_us = mean > 0 ? mean : 0;
+        if (mean < -0.5)
+            fr_warn(R, "phase %s: host gap %.2f us on average (the GPU starts this phase "
+                    "sooner after its first launch call than the launch cost the simulator "
+                    "charges): 0", wm_phase_name[p], mean);
+    } else {
+        fr_warn(R, "phase %s: no host gap measured (no instance with a predecessor): 0",
+                wm_phase_name[p]);
+    }
+    pr->ngaps = (int)m;
+    pr->nbusy = (int)nb;
+    pr->gap_sd_us = pm->host_gap_sd_us;
+    /* collectives: count per forward and bytes per token, medians over the instances */
+    const char *ops[WM_COLLS_MAX];
+    int nops = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        for (int k = 0; k < in->nnc; k++) {
+            int o = 0;
+            while (o < nops && ops[o] != in->nc[k].op)
+                o++;
+            if (o == nops && nops < WM_COLLS_MAX)
+                ops[nops++] = in->nc[k].op;
+        }
+    }
+    for (int o = 0; o < nops; o++) {
+        size_t mc = 0, mb = 0;
+        for (int q = 0; q < P->ninst; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            double cnt = 0, bytes = 0;
+            for (int k = 0; k < in->nnc; k++)
+                if (in->nc[k].op == ops[o])
+                    cnt = in->nc[k].n, bytes = in->nc[k].bytes;
+            v[mc++] = cnt / in->F;
+            if (cnt > 0 && bytes > 0)
+                bv[mb++] = bytes / cnt / in->tokens;
+        }
+        int cnt = (int)lround(fr_median(v, mc));
+        if (cnt < 1 || pm->ncolls >= WM_COLLS_MAX)
+            continue;
+        wm_coll *wc = &pm->colls[pm->ncolls++];
+        snprintf(wc->op, sizeof wc->op, "%s", ops[o]);
+        wc->count = cnt;
+        wc->bytes_per_token = fr_median(bv, mb);
+        if (mb == 0)
+            fr_warn(R, "phase %s: %s kernels without byte counts (args.nccl missing): "
+                    "bytes_per_token 0", wm_phase_name[p], ops[o]);
+    }
+    rc = 0;
+out:
+    free(pts);
+    free(v);
+    free(bv);
+    return rc;
+}
+
+/* Per phase and cell (trace, tokens): measured GPU time per forward vs the model's sum. */
+static int fr_totals(fr_run *R, int p)
+{
+    fr_phase *P = &R->ph[p];
+    fit_phase_res *pr = &R->res->phase[p];
+    const wm_model *m = &R->res->model;
+    int G1 = P->G + 1;
+    fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
+    if (!pts)
+        return fr_fail(R, "out of memory");
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        double s = 0;
+        for (int g = 0; g < G1; g++)
+            s += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
+        pts[q] = (fit_point){in->tokens, in->kv, s, in->trace};
+    }
+    /* cells as fit_group makes them: sort by (trace, tokens) */
+    size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
+    fit_cell *cells = calloc((size_t)P->ninst, sizeof *cells);
+    if (!idx || !cells) {
+        free(pts);
+        free(idx);
+        free(cells);
+        return fr_fail(R, "out of memory");
+    }
+    for (int q = 0; q < P->ninst; q++)
+        idx[q] = (size_t)q;
+    qsort_r(idx, (size_t)P->ninst, sizeof *idx, fg_cmp_idx, pts);
+    int nc = 0;
+    double *v = malloc((size_t)P->ninst * sizeof *v);
+    if (!v) {
+        free(pts);
+        free(idx);
+        free(cells);
+        return fr_fail(R, "out of memory");
+    }
+    for (int q = 0; q < P->ninst;) {
+        int r = q;
+        double kv = 0;
+        while (r < P->ninst && pts[idx[r]].trace == pts[idx[q]].trace &&
+               pts[idx[r]].tokens == pts[idx[q]].tokens) {
+            v[r - q] = pts[idx[r]].us;
+            kv += pts[idx[r]].kv_tokens;
+            r++;
+        }
+        fit_cell *c = &cells[nc++];
+        c->trace = pts[idx[q]].trace;
+        c->tokens = pts[idx[q]].tokens;
+        c->kv_tokens = kv / (r - q);
+        c->n = (r - q) - (int)fr_robust(v, (size_t)(r - q), &c->us_mean, &c->us_sd);
+        c->fit_us = 0;
+        for (int g = 0; g < G1; g++)
+            c->fit_us += wm_group_us(m, &m->phase[p].groups[g], c->tokens, c->kv_tokens);
+        q = r;
+    }
+    pr->ncells = nc;
+    pr->total = cells;
+    free(v);
+    free(idx);
+    free(pts);
+    return 0;
+}
+
+static void fr_free(fr_run *R)
+{
+    for (int p = 0; p < WM_NPHASE; p++) {
+        free(R->ph[p].inst);
+        free(R->ph[p].pos2g);
+        free(R->ph[p].Y);
+        free(R->ph[p].L);
+    }
+    free(R->in);
+    free(R->el);
+    free(R->tin0);
+    free(R->tnames);
+    pool_destroy(R->pool);
+}
+
+void fit_result_free(fit_result *res)
+{
+    if (!res)
+        return;
+    for (int p = 0; p < WM_NPHASE; p++) {
+        for (int g = 0; g < WM_GROUPS_MAX; g++)
+            free(res->phase[p].grp[g].st.cell);
+        free(res->phase[p].total);
+    }
+    memset(res, 0, sizeof *res);
+}
+
+int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
+            char *err, size_t errlen)
+{
+    fr_run R;
+    int rc = -1;
+    memset(&R, 0, sizeof R);
+    memset(res, 0, sizeof *res);
+    wm_init(&res->model);
+    R.tr = traces;
+    R.nt = n;
+    R.o = o;
+    R.res = res;
+    R.err = err;
+    R.errlen = errlen;
+    res->ntraces = n;
+    if (n < 1) {
+        snprintf(err, errlen, "specsim fit: no traces given");
+        return -1;
+    }
+    R.pool = pool_create();
+    R.tin0 = calloc((size_t)n + 1, sizeof *R.tin0);
+    R.tnames = calloc((size_t)n, sizeof *R.tnames);
+    if (!R.pool || !R.tin0 || !R.tnames) {
+        snprintf(err, errlen, "specsim fit: out of memory");
+        goto out;
+    }
+    for (int t = 0; t < n; t++)
+        R.tnames[t] = traces[t].file;
+    /* GSL must not abort the program on a singular matrix: the caller gets the error */
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    for (int t = 0; t < n; t++)
+        if (fr_trace(&R, t))
+            goto out_gsl;
+    R.tin0[n] = R.nin;
+    if (fr_moe(&R))
+        goto out_gsl;
+    int nphases = 0;
+    for (int p = 0; p < WM_NPHASE; p++) {
+        if (fr_group_phase(&R, p))
+            goto out_gsl;
+        nphases += R.ph[p].ninst > 0;
+    }
+    if (nphases == 0) {
+        snprintf(err, errlen, "%s%s: no phase instance with kernels: nothing to fit (NVTX "
+                 "ranges named draft/verify/accept/extend/decode/sample with tokens=, and "
+                 "kernels launched inside them, are needed)", traces[0].file,
+                 n > 1 ? " and the other traces" : "");
+        goto out_gsl;
+    }
+    double graph_us = 0, eager_us = 0;
+    if (fr_launch_costs(&R, &graph_us, &eager_us) || fr_host_gaps(&R, graph_us, eager_us))
+        goto out_gsl;
+    wm_model *m = &res->model;
+    m->graph_launch_us = graph_us;
+    m->eager_launch_us = eager_us;
+    m->moe_experts = R.moe_E;
+    m->moe_topk = R.moe_k;
+    for (int t = 0; t < n; t++) {
+        if (!traces[t].has_header)
+            continue;
+        if (!m->device[0])
+            snprintf(m->device, sizeof m->device, "%s", traces[t].hdr.device.name);
+        if (traces[t].hdr.world_size > m->ranks)
+            m->ranks = traces[t].hdr.world_size;
+    }
+    if (o && o->name && *o->name) {
+        snprintf(m->name, sizeof m->name, "%s", o->name);
+    } else {
+        snprintf(m->name, sizeof m->name, "fit-%.80s-tp%d", m->device[0] ? m->device : "gpu", m->ranks);
+        for (char *c = m->name; *c; c++)
+            if (*c == ' ')
+                *c = '-';
+    }
+    size_t used = (size_t)snprintf(m->source, sizeof m->source, "specsim fit of %d trace%s:",
+                                   n, n > 1 ? "s" : "");
+    for (int t = 0; t < n && used < sizeof m->source; t++) {
+        const char *b = strrchr(traces[t].file, '/');
+        used += (size_t)snprintf(m->source + used, sizeof m->source - used, " %s", b ? b + 1 : traces[t].file);
+    }
+    for (int p = 0; p < WM_NPHASE; p++) {
+        if (R.ph[p].ninst == 0)
+            continue;
+        if (fr_fit_phase(&R, p) || fr_totals(&R, p))
+            goto out_gsl;
+        res->phase[p].forwards_max = 1;
+        for (int q = 0; q < R.ph[p].ninst; q++)
+            if (R.in[R.ph[p].inst[q]].F > res->phase[p].forwards_max)
+                res->phase[p].forwards_max = R.in[R.ph[p].inst[q]].F;
+    }
+    for (size_t i = 0; i < R.nin; i++)
+        if (R.in[i].drop)
+            res->phase[R.in[i].phase].ndropped++;
+    if (!m->phase[WM_VERIFY].present && !m->phase[WM_DECODE].present)
+        fr_warn(&R, "no verify or decode phase in the traces: the model cannot be simulated");
+    else if (!m->phase[WM_VERIFY].present)
+        fr_warn(&R, "no verify phase: the model only simulates the baseline");
+    int ranks_nccl = 0;
+    for (int p = 0; p < WM_NPHASE; p++)
+        ranks_nccl |= m->phase[p].ncolls > 0;
+    if (m->ranks > 1 && !ranks_nccl)
+        fr_warn(&R, "the traces are of %d ranks but hold no NCCL kernels: no collectives in "
+                "the model", m->ranks);
+    rc = 0;
+out_gsl:
+    gsl_set_error_handler(old);
+out:
+    fr_free(&R);
+    if (rc)
+        fit_result_free(res);
+    return rc;
+}
+
+/* ---- plots ---------------------------------------------------------------------------------- */
+
+static int fp_open(FILE **f, const char *dir, const char *name, char *err, size_t errlen)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    *f = fopen(path, "w");
+    if (!*f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int fp_close(FILE *f, const char *dir, const char *name, char *err, size_t errlen)
+{
+    if (ferror(f) | fclose(f)) {
+        snprintf(err, errlen, "%s/%s: write error", dir, name);
+        return -1;
+    }
+    return 0;
+}
+
+static void fp_cells(FILE *f, const fit_result *res, const fit_cell *c, int n)
+{
+    fprintf(f, "# tokens     kv_tokens     measured_us   sd_us         fitted_us     n      trace\n"
+               "# tokens     tokens        us            us            us            -      -\n");
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%-12g %-13.6g %-13.6g %-13.6g %-13.6g %-6d %d\n", c[i].tokens,
+                c[i].kv_tokens, c[i].us_mean, c[i].us_sd, c[i].fit_us, c[i].n, c[i].trace);
+    (void)res;
+}
+
+int fit_plot(const fit_result *res, const char *dir, char *err, size_t errlen)
+{
+    const wm_model *m = &res->model;
+    FILE *f, *gp;
+    char name[64];
+    if (ptrace_out_mkdirs(dir, err, errlen))
+        return -1;
+    if (fp_open(&gp, dir, "plot.gp", err, errlen))
+        return -1;
+    fprintf(gp, "# gnuplot script written by specsim fit: one PNG per kernel group and per phase\n"
+                "# (measured cells with their spread, the fitted cost at each cell's KV context,\n"
+                "# and the fitted curve at the median KV context). Run: gnuplot %s/plot.gp\n"
+                "dir = '%s'\n"
+                "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+                "  set terminal pngcairo size 900,600 noenhanced\n"
+                "} else {\n"
+                "  set terminal png size 900,600\n"
+                "}\n"
+                "set logscale x 2\nset grid\nset key top left\n"
+                "set xlabel 'tokens in the forward'\nset ylabel 'us per forward'\n", dir, dir);
+    for (int p = 0; p < WM_NPHASE; p++) {
+        const fit_phase_res *pr = &res->phase[p];
+        const wm_phase_model *pm = &m->phase[p];
+        if (!pr->present)
+            continue;
+        for (int g = 0; g < pm->ngroups; g++) {
+            const wm_group *wg = &pm->groups[g];
+            const fit_group_stats *st = &pr->grp[g].st;
+            double tmax = 0, kvs[4096];
+            int nk = 0;
+            for (int i = 0; i < st->ncells; i++) {
+                if (st->cell[i].tokens > tmax)
+                    tmax = st->cell[i].tokens;
+                if (nk < 4096)
+                    kvs[nk++] = st->cell[i].kv_tokens;
+            }
+            double kv = fr_median(kvs, (size_t)nk);
+            snprintf(name, sizeof name, "%s_g%02d.dat", wm_phase_name[p], g);
+            if (fp_open(&f, dir, name, err, errlen))
+                goto fail;
+            fprintf(f, "# phase %s group %d: %s (%d launches per forward)\n# fitted: base %.6g us"
+                    " + %.6g us/token above %g tokens + %.6g us/expert + %.6g us per 1000 KV "
+                    "tokens; sd_frac %.4f; cells rms error %.2f%%, max %.2f%%\n",
+                    wm_phase_name[p], g, wg->name, wg->count, wg->base_us, wg->per_token_us,
+                    wg->knee_tokens, wg->per_expert_us, wg->per_kv_ktoken_us, wg->sd_frac,
+                    100 * st->rms_rel, 100 * st->max_rel);
+            fp_cells(f, res, st->cell, st->ncells);
+            if (fp_close(f, dir, name, err, errlen))
+                goto fail;
+            snprintf(name, sizeof name, "%s_g%02d.fit", wm_phase_name[p], g);
+            if (fp_open(&f, dir, name, err, errlen))
+                goto fail;
+            fprintf(f, "# fitted curve at the median KV context %.6g tokens\n# tokens us\n# tokens us\n", kv);
+            for (int i = 0; i <= 200; i++) {
+                double x = pow(2.0, log2(1.0) + (log2(tmax * 1.25 + 1) - log2(1.0)) * i / 200.0);
+                fprintf(f, "%.6g %.6g\n", x, wm_group_us(m, wg, x, kv));
+            }
+            if (fp_close(f, dir, name, err, errlen))
+                goto fail;
+            double ymax = 0;
+            for (int i = 0; i < st->ncells; i++)
+                ymax = fmax(ymax, fmax(st->cell[i].us_mean + st->cell[i].us_sd, st->cell[i].fit_us));
+            fprintf(gp, ymax > 0 ? "set yrange [0:*]\n" : "set yrange [0:1]\n");
+            fprintf(gp, "set output dir.'/%s_g%02d.png'\n"
+                        "set title '%s: %s (%d launches/forward; base %.3g us, %.3g us/token "
+                        "above %g, %.3g us/expert, %.3g us/kKV; sd %.3f)'\n"
+                        "plot dir.'/%s_g%02d.dat' using 1:3:4 with yerrorbars pt 7 title "
+                        "'measured (mean, sd per cell)', \\\n"
+                        "     dir.'/%s_g%02d.dat' using 1:5 with points pt 6 ps 1.5 title "
+                        "'fitted at the cell''s KV', \\\n"
+                        "     dir.'/%s_g%02d.fit' using 1:2 with lines lw 2 title 'fit at "
+                        "median KV'\n",
+                    wm_phase_name[p], g, wm_phase_name[p], wg->name, wg->count, wg->base_us,
+                    wg->per_token_us, wg->knee_tokens, wg->per_expert_us, wg->per_kv_ktoken_us,
+                    wg->sd_frac, wm_phase_name[p], g, wm_phase_name[p], g, wm_phase_name[p], g);
+        }
+        snprintf(name, sizeof name, "%s_total.dat", wm_phase_name[p]);
+        if (fp_open(&f, dir, name, err, errlen))
+            goto fail;
+        fprintf(f, "# phase %s: GPU time per forward (kernels + gaps), measured vs the sum of the "
+                "fitted groups\n", wm_phase_name[p]);
+        fp_cells(f, res, pr->total, pr->ncells);
+        if (fp_close(f, dir, name, err, errlen))
+            goto fail;
+        fprintf(gp, "set yrange [0:*]\nset output dir.'/%s_total.png'\nset title 'phase %s: GPU time per forward'\n"
+                    "plot dir.'/%s_total.dat' using 1:3:4 with yerrorbars pt 7 title 'measured', "
+                    "\\\n     dir.'/%s_total.dat' using 1:5 with points pt 6 ps 1.5 title "
+                    "'model (sum of groups)'\n",
+                wm_phase_name[p], wm_phase_name[p], wm_phase_name[p], wm_phase_name[p]);
+    }
+    return fp_close(gp, dir, "plot.gp", err, errlen);
+fail:
+    fclose(gp);
+    return -1;
 }

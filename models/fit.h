@@ -76,6 +76,7 @@ typedef struct {
     double rms_rel, max_rel;          /* over cells: |fit - mean| / mean */
     int    ncols;                     /* columns kept (of base, tokens, experts, kv) */
     int    ncells;
+    int    noutliers;                 /* points left out: far from their cell's median */
     fit_cell *cell;                   /* owned: free() */
 } fit_group_stats;
 
@@ -84,7 +85,8 @@ typedef struct {
  * by weighted least squares (each cell weighs the same, residuals relative to the cell's
  * mean); the knee is searched over the distinct token counts; a column whose coefficient
  * comes out negative is dropped and the rest refitted. sd_frac is the pooled relative
- * spread of repeats around the fit. Fills out (name and count are the caller's) and, if
+ * spread of repeats around the fit. Points far from their cell's median (capture and warm-up
+ * iterations) are left out. Fills out (name and count are the caller's) and, if
  * st is not NULL, the statistics (st->cell is malloc'd: the caller frees it).
  * Returns 0, or -1 with err "TRACE: phase P: group G: field F: value V: why" for a NaN,
  * infinite or negative value and for a single distinct token count. */
@@ -121,6 +123,7 @@ typedef struct {
     fit_cell *total;                  /* owned */
     double gap_sd_us;                 /* host gap spread (also in the model) */
     int    ngaps;                     /* host gaps measured */
+    int    gap_outliers;              /* of which left out (capture, warm-up, stalls) */
     int    nbusy;                     /* instances queued behind GPU work (gap from the host) */
 } fit_phase_res;
 

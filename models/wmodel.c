@@ -262,7 +262,7 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 }
 
 static const char *const wm_phase_keys[] = {
-    "host_gap_us", "host_gap_sd_us", "groups", "collectives", NULL,
+    "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -274,6 +274,12 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "host_gap_us", base, 0, 0, 0, 0, &ph->host_gap_us) != 0 ||
         wm_num(c, j, "host_gap_sd_us", base, 0, 0, 0, 0, &ph->host_gap_sd_us) != 0)
         return -1;
+    const cJSON *ae = cJSON_GetObjectItemCaseSensitive(j, "always_eager");
+    if (ae != NULL && !cJSON_IsBool(ae)) {
+        wm_join(path, base, "always_eager");
+        return wm_fail(c, path, ae, "must be true or false");
+    }
+    ph->always_eager = ae != NULL && cJSON_IsTrue(ae);
 
     wm_join(path, base, "groups");
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(j, "groups");
@@ -524,6 +530,8 @@ static cJSON *wm_to_json(const wm_model *m)
         cJSON *po = cJSON_AddObjectToObject(phases, wm_phase_name[p]);
         cJSON_AddNumberToObject(po, "host_gap_us", ph->host_gap_us);
         cJSON_AddNumberToObject(po, "host_gap_sd_us", ph->host_gap_sd_us);
+        if (ph->always_eager)
+            cJSON_AddBoolToObject(po, "always_eager", 1);
         cJSON *ga = cJSON_AddArrayToObject(po, "groups");
         for (int i = 0; i < ph->ngroups; i++)
             cJSON_AddItemToArray(ga, wm_group_json(&ph->groups[i]));

@@ -51,6 +51,9 @@ typedef struct {
     wm_group groups[WM_GROUPS_MAX];
     int      ncolls;
     wm_coll  colls[WM_COLLS_MAX];
+    int      always_eager;   /* 1: the program never replays this phase from a CUDA graph
+                                (e.g. specbench's accept/sample kernels): launched kernel by
+                                kernel at every batch size, unpadded */
     double   host_gap_us;    /* host time between the previous phase and this launch */
     double   host_gap_sd_us;
 } wm_phase_model;

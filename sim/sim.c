@@ -51,6 +51,7 @@ typedef struct {
 typedef struct {
     /* fixed for the run */
     int    wm, rows_per_req, forwards, sync_after, kernels_fwd;
+    int    always_eager;           /* the model says: never from a CUDA graph */
     const char *name;
     double gap_us, gap_sd_us;
     sim_cost *cache;               /* indexed by padded (or eager) batch size */
@@ -210,21 +211,23 @@ static void sim_make_plan(sim_state *S, long it)
     pl->iter = it;
     pl->bs = S->b.n;
     int bs = S->b.n;
-    double mean_ctx = bs ? S->b.sum_ctx_tokens / bs : 0;
     int padded = p->graphs.n ? cg_bucket(&p->graphs, bs) : 0;
     int eager = padded == 0;
     int key = eager ? bs : padded;
-    double kv = eager ? S->b.sum_ctx_tokens : padded * mean_ctx;
+    /* padded rows hold no KV context (SGLang and specbench give them an empty cache) */
+    double kv = S->b.sum_ctx_tokens;
     for (int s = 0; s < S->nslots; s++) {
         sim_phase *ph = &pl->ph[s];
         *ph = S->proto[s];
-        sim_cost *c = &ph->cache[key];
+        int ph_eager = eager || ph->always_eager;
+        int ph_key = ph_eager ? bs : key;
+        sim_cost *c = &ph->cache[ph_key];
         if (!c->valid)
-            sim_cost_fill(S, ph, c, key);
+            sim_cost_fill(S, ph, c, ph_key);
         ph->bs = bs;
-        ph->padded = padded;
-        ph->eager = eager;
-        ph->tokens = (double)key * ph->rows_per_req;
+        ph->padded = ph_eager ? 0 : padded;
+        ph->eager = ph_eager;
+        ph->tokens = (double)ph_key * ph->rows_per_req;
         ph->kv_tokens = kv;
         double sdw;
         if (c->linear) {
@@ -238,7 +241,7 @@ static void sim_make_plan(sim_state *S, long it)
         ph->ar_us = c->ncoll ? c->ar_total_us / c->ncoll : 0;
         ph->nseg = c->ncoll < p->sync_segments ? c->ncoll : p->sync_segments;
         ph->kernels = ph->kernels_fwd * ph->forwards;
-        if (eager) {
+        if (ph_eager) {
             ph->launch_us = ph->kernels * p->eager_launch_us;
             ph->first_us = p->eager_launch_us;
         } else {
@@ -590,6 +593,7 @@ static void sim_proto(sim_state *S, int s, int wm, int rows, int forwards, int s
     ph->kernels_fwd = wm_phase_kernels(S->p->model, wm);
     ph->gap_us = pm->host_gap_us;
     ph->gap_sd_us = pm->host_gap_sd_us;
+    ph->always_eager = pm->always_eager;
 }
 
 static double sim_quantile(const double *sorted, size_t n, double q)

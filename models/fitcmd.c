@@ -1,0 +1,325 @@
+/* fitcmd: the `specsim fit` subcommand. Loads traces, runs the fit (fit.h), prints the
+ * resolved configuration and a fit report (per phase and group: coefficients and how well
+ * they reproduce the measured cells), writes the model and, with --plot, the data files and
+ * gnuplot script of every fitted curve. Workload: a handful to tens of trace files. */
+#include "fit.h"
+#include "carry.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FITCMD_EXIT_BAD 2     /* bad input or a refused fit */
+#define FITCMD_EXIT_IO 1      /* could not write */
+
+static void fitcmd_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: specsim fit TRACE.json... -o MODEL.json [options]\n"
+        "       specsim fit --from-model IN.json --carry-to HW -o OUT.json\n"
+        "  Fits a workload model (docs/model-format.md) from specprof traces (docs/fit.md).\n"
+        "  -o, --out FILE        the model to write (required)\n"
+        "      --plot DIR        per kernel group: data, fitted curve and DIR/plot.gp (PNGs\n"
+        "                        rendered with gnuplot when it is installed)\n"
+        "      --name NAME       model name (default fit-<device>-tp<ranks>)\n"
+        "      --moe E,K         MoE: E experts, top-K per token (default: the traces' range\n"
+        "                        args experts= moe_topk=, else dense)\n"
+        "      --llm PRESET.json take E,K from an LLM preset (models/presets/*.json)\n"
+        "      --carry-to HW     write the model carried to another GPU by roofline scaling\n"
+        "                        (models/presets/HW.json: h200-sxm, rtx-pro-6000, ...)\n"
+        "      --carry-from HW   the GPU the traces come from (default: matched from the\n"
+        "                        traces' device name)\n"
+        "      --from-model M    carry the model file M instead of fitting traces\n"
+        "      --quiet           no report, only warnings and errors\n"
+        "  Exit status: 0 fitted, 2 bad input or a refused fit, 1 write error.\n");
+}
+
+/* "384,8" -> E, K. 0 or -1. */
+static int fitcmd_moe(const char *s, int *e, int *k)
+{
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || *end != ',')
+        return -1;
+    const char *t = end + 1;
+    long b = strtol(t, &end, 10);
+    if (end == t || *end || a < 1 || b < 1 || b > a || a > 1000000)
+        return -1;
+    *e = (int)a;
+    *k = (int)b;
+    return 0;
+}
+
+/* moe.experts and moe.topk of an LLM preset file. 0 or -1 with err. */
+static int fitcmd_llm(const char *path, int *e, int *k, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open", path);
+        return -1;
+    }
+    char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    if (!j) {
+        snprintf(err, errlen, "%s: invalid JSON", path);
+        return -1;
+    }
+    const cJSON *moe = cJSON_GetObjectItemCaseSensitive(j, "moe");
+    const cJSON *je = cJSON_GetObjectItemCaseSensitive(moe, "experts");
+    const cJSON *jk = cJSON_GetObjectItemCaseSensitive(moe, "topk");
+    int rc = 0;
+    if (!cJSON_IsNumber(je) || !cJSON_IsNumber(jk) || je->valueint < 0 || jk->valueint < 0 ||
+        (je->valueint > 0 && (jk->valueint < 1 || jk->valueint > je->valueint))) {
+        snprintf(err, errlen, "%s: field moe.experts/moe.topk: missing or out of range "
+                 "(0/0 for a dense model)", path);
+        rc = -1;
+    } else {
+        *e = je->valueint;
+        *k = jk->valueint;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+static void fitcmd_report(FILE *f, const fit_result *r)
+{
+    const wm_model *m = &r->model;
+    fprintf(f, "# model %s: device \"%s\", ranks %d, moe %d experts top-%d\n", m->name,
+            m->device, m->ranks, m->moe_experts, m->moe_topk);
+    fprintf(f, "# launch: graph %.3f us (median of %d graph phases' launch calls), eager %.3f us "
+            "per kernel (from %d eager phases)\n", m->graph_launch_us, r->graph_launches,
+            m->eager_launch_us, r->eager_instances);
+    for (int p = 0; p < WM_NPHASE; p++) {
+        const fit_phase_res *pr = &r->phase[p];
+        const wm_phase_model *pm = &m->phase[p];
+        if (!pr->present)
+            continue;
+        fprintf(f, "#\n# phase %s: %d instances (%d left out), %d groups matched by %s, %d "
+                "launches per forward; host gap %.3f us (sd %.3f, %d measured, %d queued "
+                "behind GPU work)\n", wm_phase_name[p], pr->ninst, pr->ndropped, pm->ngroups,
+                pr->by == FIT_BY_POSITION ? "position" : "name", wm_phase_kernels(m, p),
+                pm->host_gap_us, pm->host_gap_sd_us, pr->ngaps, pr->nbusy);
+        for (int c = 0; c < pm->ncolls; c++)
+            fprintf(f, "#   collective %s: %d per forward, %.1f bytes per token\n",
+                    pm->colls[c].op, pm->colls[c].count, pm->colls[c].bytes_per_token);
+        fprintf(f, "# %-3s %-34s %5s %10s %11s %8s %10s %10s %7s %7s %7s\n", "g", "group",
+                "count", "base", "per_token", "knee", "per_expert", "per_kv_k", "sd", "rms",
+                "max");
+        fprintf(f, "# %-3s %-34s %5s %10s %11s %8s %10s %10s %7s %7s %7s\n", "-", "-", "-",
+                "us", "us/token", "tokens", "us/expert", "us/ktoken", "frac", "%", "%");
+        for (int g = 0; g < pm->ngroups; g++) {
+            const wm_group *wg = &pm->groups[g];
+            const fit_group_stats *st = &pr->grp[g].st;
+            fprintf(f, "  %-3d %-34.34s %5d %10.4g %11.4g %8g %10.4g %10.4g %7.4f %7.2f %7.2f\n",
+                    g, wg->name, wg->count, wg->base_us, wg->per_token_us, wg->knee_tokens,
+                    wg->per_expert_us, wg->per_kv_ktoken_us, wg->sd_frac, 100 * st->rms_rel,
+                    100 * st->max_rel);
+        }
+        double mx = 0;
+        for (int c = 0; c < pr->ncells; c++) {
+            const fit_cell *cl = &pr->total[c];
+            double e = cl->us_mean > 0 ? (cl->fit_us - cl->us_mean) / cl->us_mean : 0;
+            if (e < 0)
+                e = -e;
+            if (e > mx)
+                mx = e;
+        }
+        fprintf(f, "# phase %s total GPU time per forward: model vs measured over %d cells "
+                "(trace x tokens): max error %.2f%%\n", wm_phase_name[p], pr->ncells, 100 * mx);
+    }
+}
+
+/* Carries m in place to preset `to` (from `from`, or the preset matching m's device) and
+ * prints the change. 0 or -1 (message printed). */
+static int fitcmd_carry(wm_model *m, const char *to, const char *from, int quiet)
+{
+    static wm_model before;
+    carry_hw hf, ht;
+    carry_factors f;
+    char err[1024];
+    if ((from ? carry_hw_load(&hf, from, err, sizeof err)
+              : carry_hw_for_device(&hf, m->device, err, sizeof err)) ||
+        carry_hw_load(&ht, to, err, sizeof err)) {
+        fprintf(stderr, "specsim fit: field --carry-%s: %s\n", from || strstr(err, to) ? "to" : "from", err);
+        return -1;
+    }
+    before = *m;
+    if (carry_model(m, &hf, &ht, &f, err, sizeof err)) {
+        fprintf(stderr, "specsim fit: %s\n", err);
+        return -1;
+    }
+    if (!quiet) {
+        printf("#\n# carried from %s (%s: %.0f GB/s, %.1f TFLOP/s bf16) to %s (%s: %.0f GB/s, "
+               "%.1f TFLOP/s): memory-bound terms x%.3f, per-token terms x%.3f, knees x%.3f; "
+               "%d groups scaled, %d latency-bound kept, %d GPU-idle kept; host gaps and launch "
+               "costs kept (same host assumed)\n", hf.name, hf.path, hf.mem_bw_gbps, hf.bf16_tflops,
+               ht.name, ht.path, ht.mem_bw_gbps, ht.bf16_tflops, f.bw_factor, f.flops_factor,
+               f.knee_factor, f.groups_memory, f.groups_latency, f.groups_kept);
+        carry_report(stdout, &before, m);
+    }
+    return 0;
+}
+
+static int fitcmd_carry_file(const char *in, const char *to, const char *from, const char *out,
+                             int extra, int quiet)
+{
+    static wm_model m;
+    char err[1024];
+    if (!to || !out || extra) {
+        fprintf(stderr, "specsim fit: field %s: --from-model needs --carry-to HW and -o OUT, "
+                "and no traces\n", !to ? "--carry-to" : !out ? "--out" : "TRACES");
+        return FITCMD_EXIT_BAD;
+    }
+    if (wm_load(&m, in, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return FITCMD_EXIT_BAD;
+    }
+    if (fitcmd_carry(&m, to, from, quiet))
+        return FITCMD_EXIT_BAD;
+    if (wm_save(&m, out, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return FITCMD_EXIT_IO;
+    }
+    if (!quiet)
+        printf("# wrote %s\n", out);
+    return 0;
+}
+
+int fitcmd_main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'}, {"plot", required_argument, NULL, 'P'},
+        {"name", required_argument, NULL, 'n'}, {"moe", required_argument, NULL, 'm'},
+        {"llm", required_argument, NULL, 'l'}, {"quiet", no_argument, NULL, 'q'},
+        {"carry-to", required_argument, NULL, 'T'}, {"carry-from", required_argument, NULL, 'F'},
+        {"from-model", required_argument, NULL, 'M'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL, *plot = NULL, *name = NULL, *llm = NULL, *moe = NULL;
+    const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL;
+    int quiet = 0, c, rc = FITCMD_EXIT_BAD;
+    char err[2048];
+    fit_opts o = {0, 0, NULL, stderr};
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":o:hq", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'P': plot = optarg; break;
+        case 'n': name = optarg; break;
+        case 'm': moe = optarg; break;
+        case 'l': llm = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'T': carry_to = optarg; break;
+        case 'F': carry_from = optarg; break;
+        case 'M': from_model = optarg; break;
+        case 'h': fitcmd_usage(stdout); return 0;
+        case ':':
+            fprintf(stderr, "specsim fit: field %s: missing value\n", argv[optind - 1]);
+            return FITCMD_EXIT_BAD;
+        default:
+            fprintf(stderr, "specsim fit: field %s: unknown option (specsim fit --help)\n",
+                    argv[optind - 1]);
+            return FITCMD_EXIT_BAD;
+        }
+    }
+    int nt = argc - optind;
+    if (from_model)
+        return fitcmd_carry_file(from_model, carry_to, carry_from, out, nt, quiet);
+    if (nt < 1 || !out) {
+        fprintf(stderr, "specsim fit: field %s: missing: give trace files and -o MODEL.json\n",
+                nt < 1 ? "TRACES" : "--out");
+        fitcmd_usage(stderr);
+        return FITCMD_EXIT_BAD;
+    }
+    if (moe && fitcmd_moe(moe, &o.moe_experts, &o.moe_topk)) {
+        fprintf(stderr, "specsim fit: field --moe: value %s: expected E,K with 1 <= K <= E\n", moe);
+        return FITCMD_EXIT_BAD;
+    }
+    if (llm && !moe && fitcmd_llm(llm, &o.moe_experts, &o.moe_topk, err, sizeof err)) {
+        fprintf(stderr, "specsim fit: field --llm: %s\n", err);
+        return FITCMD_EXIT_BAD;
+    }
+    o.name = name;
+    if (!quiet) {
+        printf("# specsim fit: %d trace%s -> %s\n", nt, nt > 1 ? "s" : "", out);
+        printf("# plot          %s\n", plot ? plot : "(none)");
+        printf("# moe           %s\n", o.moe_experts > 0 ? moe ? moe : llm : "from the traces' "
+               "range args (experts=, moe_topk=), else dense");
+    }
+    fit_trace *tr = calloc((size_t)nt, sizeof *tr);
+    fit_result res;
+    int loaded = 0;
+    memset(&res, 0, sizeof res);
+    if (!tr) {
+        fprintf(stderr, "specsim fit: out of memory\n");
+        return FITCMD_EXIT_IO;
+    }
+    for (int i = 0; i < nt; i++, loaded++) {
+        const char *path = argv[optind + i];
+        size_t len = strlen(path);
+        if (len > 3 && strcmp(path + len - 3, ".gz") == 0) {
+            fprintf(stderr, "%s: compressed: decompress it first (gzip -dc %s > X.json)\n",
+                    path, path);
+            goto out;
+        }
+        if (fit_trace_load(&tr[i], path, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            goto out;
+        }
+        if (!quiet)
+            printf("# trace         %s: %zu kernels, %zu memcpy/memset, %zu launch calls, %zu "
+                   "NVTX ranges%s\n", path, tr[i].nkern, tr[i].nmem, tr[i].napi, tr[i].nrng,
+                   tr[i].truncated ? " (cut off)" : "");
+    }
+    if (fit_run(tr, nt, &o, &res, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        goto out;
+    }
+    if (!quiet)
+        fitcmd_report(stdout, &res);
+    if (carry_to && fitcmd_carry(&res.model, carry_to, carry_from, quiet)) {
+        rc = FITCMD_EXIT_BAD;
+        goto out;
+    }
+    if (wm_save(&res.model, out, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        rc = FITCMD_EXIT_IO;
+        goto out;
+    }
+    /* what was written must load: the simulator's reader is the judge */
+    static wm_model check;
+    if (wm_load(&check, out, err, sizeof err)) {
+        fprintf(stderr, "specsim fit: the written model does not load back: %s\n", err);
+        rc = FITCMD_EXIT_BAD;
+        goto out;
+    }
+    if (plot) {
+        if (fit_plot(&res, plot, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            rc = FITCMD_EXIT_IO;
+            goto out;
+        }
+        char cmd[1400];
+        snprintf(cmd, sizeof cmd, "command -v gnuplot >/dev/null 2>&1 && gnuplot '%s/plot.gp'", plot);
+        int g = strchr(plot, '\'') ? -1 : system(cmd);
+        if (!quiet)
+            printf("# plots: %s/*.dat, *.fit, plot.gp%s\n", plot,
+                   g == 0 ? " and *.png (gnuplot)" : " (gnuplot not run: render with gnuplot "
+                   "DIR/plot.gp)");
+    }
+    if (!quiet)
+        printf("# wrote %s (%d warning%s)\n", out, res.nwarnings, res.nwarnings == 1 ? "" : "s");
+    rc = 0;
+out:
+    fit_result_free(&res);
+    for (int i = 0; i < loaded; i++)
+        fit_trace_free(&tr[i]);
+    free(tr);
+    return rc;
+}

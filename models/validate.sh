@@ -1,0 +1,253 @@
+#!/bin/sh
+# validate.sh: `make validate`. From the committed calibration traces only, fits one model
+# per preset (specsim fit), predicts every configuration of the measured grid with the
+# simulator (specsim run) and prints measured vs predicted tok/s with the error, and per
+# preset the median and max absolute error over the configurations NOT in the calibration
+# subset (docs/validation.md). CPU only; a few hundred configurations in well under a minute.
+#
+# usage: sh models/validate.sh [SPECSIM]          (default bin/specsim)
+# inputs (overridable for tests):
+#   VALIDATE_CALIB     traces/calib: *.json, *.json.gz, *.json.part, and manifest.csv
+#   VALIDATE_MEASURED  traces/validation/measured.csv (profiler/device/grid.sh)
+#   VALIDATE_OUT       traces/validation/validation.txt (the table, also printed)
+#   VALIDATE_WORK      build/validate (decompressed traces, fitted models, logs)
+# exit: 0 targets met; 1 inputs missing; 2 a fit or a simulation failed; 3 targets missed.
+set -u
+SPECSIM=${1:-bin/specsim}
+CALIB=${VALIDATE_CALIB:-traces/calib}
+MEASURED=${VALIDATE_MEASURED:-traces/validation/measured.csv}
+OUT=${VALIDATE_OUT:-traces/validation/validation.txt}
+WORK=${VALIDATE_WORK:-build/validate}
+# issue 5's acceptance: per preset, over configurations not in the calibration subset
+TARGET_MEDIAN_PCT=3
+TARGET_MAX_PCT=8
+
+die() { echo "make validate: $*" >&2; exit "${2:-2}"; }
+
+[ -x "$SPECSIM" ] || die "$SPECSIM: not built (run make)" 1
+missing=""
+[ -f "$MEASURED" ] || missing="$missing
+  $MEASURED: the measured grid (run profiler/device/grid.sh on a GPU, issue 4)"
+ntr=$(ls "$CALIB"/*.json "$CALIB"/*.json.gz "$CALIB"/*.json.part 2>/dev/null | wc -l)
+[ "$ntr" -gt 0 ] || missing="$missing
+  $CALIB/*.json[.gz]: specprof captures of the calibration subset (issue 4)"
+if [ -n "$missing" ]; then
+  echo "make validate: cannot validate, missing:$missing" >&2
+  exit 1
+fi
+rm -rf "$WORK"
+mkdir -p "$WORK/calib" || die "$WORK: cannot create"
+
+# CSV splitting with quotes (mawk has no FPAT); shared by every awk below.
+CSV_AWK='
+function csv(line, f,    n, i, c, q, cur, L) {
+  n = 0; cur = ""; q = 0; L = length(line); sub(/\r$/, "", line)
+  for (i = 1; i <= L; i++) {
+    c = substr(line, i, 1)
+    if (q) { if (c == "\"") { if (substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ } else q = 0 } else cur = cur c }
+    else if (c == "\"") q = 1
+    else if (c == ",") { f[++n] = cur; cur = "" }
+    else cur = cur c
+  }
+  f[++n] = cur
+  return n
+}'
+
+# ---- 1. the calibration traces: decompress, and say what each one is ------------------------
+# traces.tsv: path preset mode steps topk concurrency experts moe_topk
+: > "$WORK/traces.tsv"
+: > "$WORK/files.tsv"          # listed name, path to read
+for f in "$CALIB"/*.json "$CALIB"/*.json.gz "$CALIB"/*.json.part; do
+  [ -f "$f" ] || continue
+  b=$(basename "$f")
+  case "$b" in
+    *.gz) p="$WORK/calib/${b%.gz}"; gzip -dc "$f" > "$p" || die "$f: cannot decompress" ;;
+    *) p="$f" ;;
+  esac
+  printf '%s\t%s\n' "$b" "$p" >> "$WORK/files.tsv"
+done
+man="$CALIB/manifest.csv"
+if [ -f "$man" ]; then
+  awk -v files="$WORK/files.tsv" -v man="$man" "$CSV_AWK"'
+    BEGIN { while ((getline l < files) > 0) { split(l, x, "\t"); path[x[1]] = x[2]; order[++n] = x[1] } }
+    NR == 1 { m = csv($0, h); for (i = 1; i <= m; i++) col[h[i]] = i
+      if (!("file" in col) || !("preset" in col) || !("mode" in col) || !("concurrency" in col)) {
+        print man ": field file/preset/mode/concurrency: missing column" > "/dev/stderr"; bad = 1; exit 2 }
+      next }
+    { csv($0, v); f = v[col["file"]]; if (!(f in path)) next
+      spec = v[col["mode"]] == "spec"
+      st = spec && ("steps" in col) ? v[col["steps"]] : ""
+      tk = spec ? ((("topk" in col) && v[col["topk"]] != "") ? v[col["topk"]] : 1) : ""
+      row[f] = v[col["preset"]] "\t" v[col["mode"]] "\t" st "\t" tk "\t" v[col["concurrency"]] "\t" \
+               (("experts" in col) ? v[col["experts"]] : "") "\t" (("moe_topk" in col) ? v[col["moe_topk"]] : "") }
+    END { if (bad) exit 2
+      for (i = 1; i <= n; i++) { f = order[i]
+        if (!(f in row)) { print man ": field file: value " f ": the trace is not listed in the manifest" > "/dev/stderr"; exit 2 }
+        print path[f] "\t" row[f] } }' "$man" > "$WORK/traces.tsv" || die "$man: cannot be used"
+else
+  # no manifest: the preset is the file name up to the first '_'; the shape comes from the
+  # trace's phase ranges (steps=, topk=, bs= of the most common verify or decode range)
+  while IFS="$(printf '\t')" read -r b p; do
+    pre=${b%%_*}; pre=${pre%%.*}
+    line=$(grep -o '"name":"\(verify\|decode\) [^"]*"' "$p" | awk -v pre="$pre" '
+      { mode = ($0 ~ /"name":"verify/) ? "spec" : "baseline"; s = ""; k = ""; bs = ""
+        n = split($0, w, " ")
+        for (i = 1; i <= n; i++) { split(w[i], kv, "="); gsub(/"/, "", kv[2])
+          if (kv[1] == "steps") s = kv[2]; if (kv[1] == "topk") k = kv[2]; if (kv[1] == "bs") bs = kv[2] }
+        key = mode "\t" (mode == "spec" ? s : "") "\t" (mode == "spec" ? k : "") "\t" bs
+        c[key]++ }
+      END { best = ""; for (q in c) if (best == "" || c[q] > c[best]) best = q
+            if (best != "") printf "%s\t%s\t\t\n", pre, best }')
+    [ -n "$line" ] || die "$p: no verify or decode NVTX range with bs=: cannot tell its configuration (add $man)"
+    printf '%s\t%s\n' "$p" "$line" >> "$WORK/traces.tsv"
+  done < "$WORK/files.tsv"
+fi
+
+# ---- 2. one model per preset, from its calibration traces only ---------------------------------
+presets=$(cut -f2 "$WORK/traces.tsv" | sort -u)
+for pre in $presets; do
+  files=$(awk -F'\t' -v p="$pre" '$2 == p { print $1 }' "$WORK/traces.tsv")
+  moe=$(awk -F'\t' -v p="$pre" '$2 == p && $7 != "" && $7 > 0 { print "--moe " $7 "," $8; exit }' "$WORK/traces.tsv")
+  if [ -z "$moe" ]; then
+    case "$pre" in   # specbench presets (docs/specbench.md) -> the LLM preset they imitate
+      kimi*) moe="--llm models/presets/kimi-k2.5.json" ;;
+      glm*)  moe="--llm models/presets/glm-5.json" ;;
+    esac
+  fi
+  # shellcheck disable=SC2086
+  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe \
+    > "$WORK/fit-$pre.log" 2>&1 || { cat "$WORK/fit-$pre.log" >&2; die "specsim fit failed for preset $pre"; }
+done
+
+# ---- 3. the measured grid: repeats folded into their median -----------------------------------
+# configs.tsv: preset mode steps topk draft_tokens alpha concurrency graphs output_len prompt_len
+#              reps median min max calib
+awk -v OFS='\t' -v traces="$WORK/traces.tsv" "$CSV_AWK"'
+  function med(s,    n, a, i, j, t) {
+    n = split(s, a, " "); for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+  BEGIN { FS = "\t"
+    while ((getline l < traces) > 0) { split(l, t, "\t"); cal[t[2] SUBSEP t[3] SUBSEP t[4] SUBSEP t[5] SUBSEP t[6]] = 1 } }
+  NR == 1 { n = csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i
+    split("preset mode concurrency tok_s", need, " ")
+    for (i = 1; i <= 4; i++) if (!(need[i] in col)) { print "measured.csv: field " need[i] ": missing column" > "/dev/stderr"; bad = 1; exit 2 }
+    next }
+  { m = csv($0, v); if (m < 2) next
+    g = ("cuda_graph_bs" in col) ? v[col["cuda_graph_bs"]] : ""
+    key = v[col["preset"]] OFS v[col["mode"]] OFS (("steps" in col) ? v[col["steps"]] : "") OFS \
+          (("topk" in col) ? v[col["topk"]] : "") OFS (("draft_tokens" in col) ? v[col["draft_tokens"]] : "") OFS \
+          (("alpha" in col) ? v[col["alpha"]] : "") OFS v[col["concurrency"]] OFS g OFS \
+          (("output_len" in col) ? v[col["output_len"]] : "") OFS (("prompt_len" in col) ? v[col["prompt_len"]] : "")
+    if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
+    x = v[col["tok_s"]] + 0; vals[key] = vals[key] " " x; cnt[key]++
+    if (!(key in mn) || x < mn[key]) mn[key] = x; if (!(key in mx) || x > mx[key]) mx[key] = x }
+  END { if (bad) exit 2
+    for (i = 1; i <= nk; i++) { k = order[i]; split(k, c, "\t")
+      spec = c[2] == "spec"; topk = (c[4] == "" || c[4] == 0) ? 1 : c[4]
+      # calibration = same preset, mode, steps, topk and concurrency (the same kernels and
+      # token counts; acceptance does not change the costs)
+      ck = c[1] SUBSEP c[2] SUBSEP (spec ? c[3] : "") SUBSEP (spec ? topk : "") SUBSEP c[7]
+      print k, cnt[k], med(vals[k]), mn[k], mx[k], (ck in cal) ? "yes" : "no" } }
+' "$MEASURED" > "$WORK/configs.tsv" || die "$MEASURED: could not be read" 1
+[ -s "$WORK/configs.tsv" ] || die "$MEASURED: no rows" 1
+
+# ---- 4. predict every configuration ------------------------------------------------------------
+# one specsim run per configuration, JOBS at a time; outputs collected after
+JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+mkdir -p "$WORK/runs"
+i=0
+while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps med mn mx cal; do
+  i=$((i + 1))
+  model="$WORK/$pre.json"
+  [ -f "$model" ] || die "$MEASURED: preset $pre: no calibration trace of it in $CALIB"
+  set -- run --model "$model" --concurrency "$conc" --csv --quiet
+  if [ "$mode" = spec ]; then
+    set -- "$@" --baseline 0 --steps "$steps"
+    [ -n "$topk" ] && [ "$topk" != 0 ] && set -- "$@" --topk "$topk"
+    [ -n "$dt" ] && [ "$dt" != 0 ] && set -- "$@" --draft-tokens "$dt"
+    [ -n "$alpha" ] && set -- "$@" --alpha "$alpha"
+  else
+    set -- "$@" --baseline 1
+  fi
+  case "$graphs" in
+    "") ;;
+    0|none) set -- "$@" --cuda-graph-bs none ;;
+    *) set -- "$@" --cuda-graph-bs "$(echo "$graphs" | tr ';' ',')" ;;
+  esac
+  # specbench writes lengths as LO:HI (uniform); the simulator takes N or uniform:LO:HI for
+  # the output and one prompt length (the mean: the KV context is what it prices)
+  case "$olen" in
+    "") ;;
+    *:*) lo=${olen%%:*}; hi=${olen##*:}
+         if [ "$lo" = "$hi" ]; then set -- "$@" --output-len "$lo"; else set -- "$@" --output-len "uniform:$lo:$hi"; fi ;;
+    *) set -- "$@" --output-len "$olen" ;;
+  esac
+  case "$plen" in
+    "") ;;
+    *:*) set -- "$@" --prompt-len $(( (${plen%%:*} + ${plen##*:}) / 2 )) ;;
+    *) set -- "$@" --prompt-len "$plen" ;;
+  esac
+  echo "$SPECSIM $*" > "$WORK/runs/$i.cmd"
+  "$SPECSIM" "$@" > "$WORK/runs/$i.csv" 2> "$WORK/runs/$i.err" &
+  [ $((i % JOBS)) -eq 0 ] && wait
+done < "$WORK/configs.tsv"
+wait
+n=$i
+i=0
+while [ $i -lt "$n" ]; do
+  i=$((i + 1))
+  if [ -s "$WORK/runs/$i.err" ] || [ ! -s "$WORK/runs/$i.csv" ]; then
+    cat "$WORK/runs/$i.err" >&2
+    die "$(cat "$WORK/runs/$i.cmd"): failed"
+  fi
+done
+# the predicted tok/s: tok_s of a speculative run, base_tok_s of a baseline run
+awk -F'\t' -v runs="$WORK/runs" '
+  { f = runs "/" NR ".csv"; want = $2 == "spec" ? "tok_s" : "base_tok_s"; c = 0; h = 0; pred = ""
+    while ((getline l < f) > 0) {
+      if (l ~ /^#/) continue
+      m = split(l, v, ",")
+      if (!h) { for (i = 1; i <= m; i++) if (v[i] == want) c = i; h = 1; continue }
+      if (c) pred = v[c]; break }
+    close(f)
+    if (pred == "") { print f ": no " want " column in the simulator output" > "/dev/stderr"; exit 2 }
+    print $0 "\t" pred }' "$WORK/configs.tsv" > "$WORK/pred.tsv" || die "reading the simulator outputs failed"
+
+# ---- 5. the table and the verdict ---------------------------------------------------------------
+mkdir -p "$(dirname "$OUT")"
+awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$MEASURED" \
+    -v calib="$CALIB" '
+  function abs(x) { return x < 0 ? -x : x }
+  function median(arr, n,    i, j, t) {
+    for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
+    return (n % 2) ? arr[(n + 1) / 2] : (arr[n / 2] + arr[n / 2 + 1]) / 2 }
+  BEGIN {
+    printf "# specsim validation: measured %s, models fitted from %s only\n", measured, calib
+    printf "# error = (predicted - measured) / measured; calib = configuration in the calibration subset\n"
+    printf "# %-10s %-8s %5s %4s %3s %5s %5s %-14s %7s %4s %11s %9s %11s %8s %5s\n", "preset", "mode",
+      "steps", "topk", "dt", "alpha", "conc", "graphs", "out_len", "reps", "measured", "spread",
+      "predicted", "error", "calib"
+    printf "# %-10s %-8s %5s %4s %3s %5s %5s %-14s %7s %4s %11s %9s %11s %8s %5s\n", "-", "-", "-",
+      "-", "tok", "-", "req", "-", "tok", "-", "tok/s", "%", "tok/s", "%", "-" }
+  { e = ($16 - $12) / $12 * 100; sp = $12 > 0 ? ($14 - $13) / $12 * 100 : 0
+    g = length($8) > 14 ? substr($8, 1, 11) "..." : $8
+    printf "  %-10s %-8s %5s %4s %3s %5s %5s %-14s %7s %4s %11.2f %9.2f %11.2f %+8.2f %5s\n", $1, $2,
+      $3, $4, $5, $6, $7, (g == "" ? "-" : g), $9, $11, $12, sp, $16, e, $15
+    if (!($1 in seen)) { seen[$1] = 1; pres[++np] = $1 }
+    if ($15 == "no") { n[$1]++; errs[$1, n[$1]] = abs(e); if (abs(e) > mx[$1]) mx[$1] = abs(e) }
+    else nc[$1]++ }
+  END {
+    printf "#\n# per preset, over configurations NOT in the calibration subset (targets: median <= %s%%, max <= %s%%)\n", tmed, tmax
+    printf "# %-10s %6s %6s %10s %10s %s\n", "preset", "held", "calib", "median|e|", "max|e|", "verdict"
+    miss = 0
+    for (i = 1; i <= np; i++) { p = pres[i]
+      if (n[p] == 0) { printf "  %-10s %6d %6d %10s %10s %s\n", p, 0, nc[p], "-", "-", "no held-out configuration"; miss = 1; continue }
+      for (j = 1; j <= n[p]; j++) a[j] = errs[p, j]
+      md = median(a, n[p]); ok = md <= tmed && mx[p] <= tmax; if (!ok) miss = 1
+      printf "  %-10s %6d %6d %9.2f%% %9.2f%% %s\n", p, n[p], nc[p], md, mx[p], ok ? "met" : "MISSED" }
+    exit miss ? 3 : 0 }' "$WORK/pred.tsv" > "$WORK/validation.txt"
+rc=$?
+cp "$WORK/validation.txt" "$OUT" || die "$OUT: cannot write"
+cat "$OUT"
+echo "# written to $OUT (models and logs in $WORK)"
+exit $rc

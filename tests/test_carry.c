@@ -1,0 +1,150 @@
+/* test_carry: roofline carrying of a model between the committed hardware presets
+ * (models/carry.c): each term scales by the ratio its kind says, short kernels and GPU idle
+ * stay, a round trip is the identity, presets are found by device name, bad ones refused. */
+#include "check.h"
+#include "carry.h"
+#include "fit.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <string.h>
+
+/* Datasheet numbers of models/presets/h200-sxm.json and rtx-pro-6000.json */
+#define H200_BW 4800.0
+#define H200_TF 989.0
+#define RTX_BW 1597.0
+#define RTX_TF 503.8
+
+static void make_model(wm_model *m)
+{
+    wm_init(m);
+    snprintf(m->name, sizeof m->name, "t");
+    snprintf(m->device, sizeof m->device, "NVIDIA H200");
+    m->moe_experts = 384;
+    m->moe_topk = 8;
+    m->graph_launch_us = 7;
+    m->eager_launch_us = 4;
+    wm_phase_model *v = &m->phase[WM_VERIFY];
+    v->present = 1;
+    v->host_gap_us = 11;
+    v->ngroups = 3;
+    v->groups[0] = (wm_group){"L1 gemm", 4, 100, 0.2, 64, 1.0, 0.5, 0.01};
+    v->groups[1] = (wm_group){"L0 rmsnorm_kernel", 4, 8, 0.01, 0, 0, 0, 0.02}; /* 2 us/launch */
+    v->groups[2] = (wm_group){"(gpu idle in phase)", 1, 20, 0.3, 16, 0, 0, 0};
+    m->phase[WM_ACCEPT] = *v;
+}
+
+static void carry_scales_terms_by_roofline_ratios(void)
+{
+    static wm_model m;
+    carry_hw h, r;
+    carry_factors f;
+    char err[512];
+    make_model(&m);
+    int ok = carry_hw_load(&h, "h200-sxm", err, sizeof err) == 0;
+    CHECK(ok, "%s", err);
+    ok = ok && carry_hw_load(&r, "rtx-pro-6000", err, sizeof err) == 0;
+    CHECK(ok, "%s", err);
+    if (!ok)
+        return;
+    CHECK_NEAR(h.mem_bw_gbps, H200_BW, 0, 0);
+    CHECK_NEAR(r.bf16_tflops, RTX_TF, 0, 0);
+    CHECK(carry_model(&m, &h, &r, &f, err, sizeof err) == 0, "%s", err);
+    const wm_group *g = &m.phase[WM_VERIFY].groups[0];
+    CHECK_NEAR(g->base_us, 100 * H200_BW / RTX_BW, 1e-9, 1e-12);
+    CHECK_NEAR(g->per_token_us, 0.2 * H200_TF / RTX_TF, 1e-12, 1e-12);
+    CHECK_NEAR(g->knee_tokens, 64 * (RTX_TF / RTX_BW) / (H200_TF / H200_BW), 1e-9, 1e-12);
+    CHECK_NEAR(g->per_expert_us, 1.0 * H200_BW / RTX_BW, 1e-12, 1e-12);
+    CHECK_NEAR(g->per_kv_ktoken_us, 0.5 * H200_BW / RTX_BW, 1e-12, 1e-12);
+    CHECK_NEAR(g->sd_frac, 0.01, 0, 0);
+    const wm_group *n = &m.phase[WM_VERIFY].groups[1];   /* latency-bound: base kept */
+    CHECK_NEAR(n->base_us, 8, 0, 0);
+    CHECK_NEAR(n->per_token_us, 0.01 * H200_TF / RTX_TF, 1e-12, 1e-12);
+    const wm_group *i = &m.phase[WM_VERIFY].groups[2];   /* GPU idle: all kept */
+    CHECK(i->base_us == 20 && i->per_token_us == 0.3 && i->knee_tokens == 16, "idle group changed");
+    CHECK(m.graph_launch_us == 7 && m.eager_launch_us == 4 && m.phase[WM_VERIFY].host_gap_us == 11,
+          "host side changed");
+    CHECK(f.groups_memory == 2 && f.groups_latency == 2 && f.groups_kept == 2, "counts %d %d %d",
+          f.groups_memory, f.groups_latency, f.groups_kept);
+    CHECK(strstr(m.source, "carried h200-sxm -> rtx-pro-6000") && strstr(m.device, "RTX PRO 6000"),
+          "source \"%s\" device \"%s\"", m.source, m.device);
+}
+
+static void carry_round_trip_is_identity(void)
+{
+    static wm_model m, orig;
+    carry_hw h, r;
+    char err[512];
+    make_model(&m);
+    orig = m;
+    if (carry_hw_load(&h, "h200-sxm", err, sizeof err) || carry_hw_load(&r, "rtx-pro-6000", err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    CHECK(carry_model(&m, &h, &r, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(carry_model(&m, &r, &h, NULL, err, sizeof err) == 0, "%s", err);
+    for (int p = 0; p < WM_NPHASE; p++)
+        for (int k = 0; k < orig.phase[p].ngroups; k++) {
+            const wm_group *a = &m.phase[p].groups[k], *b = &orig.phase[p].groups[k];
+            CHECK_NEAR(a->base_us, b->base_us, 1e-9, 1e-12);
+            CHECK_NEAR(a->per_token_us, b->per_token_us, 1e-12, 1e-12);
+            CHECK_NEAR(a->knee_tokens, b->knee_tokens, 1e-9, 1e-12);
+            CHECK_NEAR(a->per_kv_ktoken_us, b->per_kv_ktoken_us, 1e-12, 1e-12);
+        }
+}
+
+static void carry_finds_presets_by_device_and_refuses_bad_ones(void)
+{
+    carry_hw h;
+    char err[512];
+    CHECK(carry_hw_for_device(&h, "NVIDIA H200", err, sizeof err) == 0 && strcmp(h.name, "h200-sxm") == 0,
+          "H200: %s", err);
+    CHECK(carry_hw_for_device(&h, "NVIDIA RTX PRO 6000 Blackwell Server Edition", err, sizeof err) == 0 &&
+          strcmp(h.name, "rtx-pro-6000") == 0, "RTX PRO 6000: %s", err);
+    CHECK(carry_hw_for_device(&h, "Tesla K80", err, sizeof err) == -1 && strstr(err, "Tesla K80"),
+          "K80 matched: %s", err);
+    CHECK(carry_hw_load(&h, "no-such-gpu", err, sizeof err) == -1 && strstr(err, "no-such-gpu"),
+          "unknown preset: %s", err);
+    CHECK(carry_hw_load(&h, "kimi-k2.5", err, sizeof err) == -1 && strstr(err, "not a hardware preset"),
+          "LLM preset taken as hardware: %s", err);
+}
+
+/* `specsim fit --from-model IN --carry-to HW -o OUT`: the command's path through carry. */
+static void fitcmd_carries_a_model_file(void)
+{
+    static wm_model in, out;
+    char path[] = "/tmp/specsim-test-carry-XXXXXX", err[512];
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    if (fd < 0)
+        return;
+    close(fd);
+    char *ok[] = {"fit", "--from-model", "models/example-llama8b.json", "--carry-to",
+                  "rtx-pro-6000", "-o", path, "--quiet", NULL};
+    CHECK(fitcmd_main(8, ok) == 0, "fitcmd failed");
+    CHECK(wm_load(&in, "models/example-llama8b.json", err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&out, path, err, sizeof err) == 0, "%s", err);
+    /* the example's biggest verify group is weight-bound: its base scales by bandwidth */
+    const wm_group *a = &in.phase[WM_VERIFY].groups[0], *b = &out.phase[WM_VERIFY].groups[0];
+    CHECK(a->base_us / a->count >= CARRY_LATENCY_US, "example group %s is not weight-bound", a->name);
+    CHECK_NEAR(b->base_us, a->base_us * H200_BW / RTX_BW, 1e-6, 1e-9);
+    char *bad[] = {"fit", "--from-model", "models/example-llama8b.json", "--carry-to",
+                   "no-such-gpu", "-o", path, "--quiet", NULL};
+    FILE *keep = stderr;
+    stderr = fopen("/dev/null", "w");
+    int rc = fitcmd_main(8, bad);
+    fclose(stderr);
+    stderr = keep;
+    CHECK(rc == 2, "unknown preset: exit %d", rc);
+    remove(path);
+}
+
+int main(void)
+{
+    RUN(carry_scales_terms_by_roofline_ratios);
+    RUN(carry_round_trip_is_identity);
+    RUN(carry_finds_presets_by_device_and_refuses_bad_ones);
+    RUN(fitcmd_carries_a_model_file);
+    return check_done();
+}

@@ -1,0 +1,971 @@
+/* test_fit: the fit (models/fit.c) against a synthetic speculative-decoding workload whose
+ * costs are known. gen_* below plays a GPU program on its own timeline (host thread with
+ * gaps and launch calls, a GPU stream that starts a kernel when it is free and launched,
+ * start latency, gaps between kernels, split-K GEMMs, the host waiting after accept) and
+ * writes what a profiler would see. The fit must recover the known coefficients, refuse what
+ * it cannot fit, and the simulator running the fitted model must reproduce the generator's
+ * iteration time.
+ * `test_fit --write-synth DIR` writes synthetic calibration traces, their manifest and a
+ * measured.csv into DIR, for testing models/validate.sh without a GPU. */
+#include "check.h"
+#include "fit.h"
+#include "sim.h"
+#include "ptrace_write.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <limits.h>
+#include <sys/wait.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
+/* ---- the synthetic workload ----------------------------------------------------------------- */
+
+/* Cost of one launch of a kernel type: base + slope*max(0, tokens-knee) + per_exp*experts
+ * + per_kv*kv/1000, microseconds. */
+typedef struct {
+    const char *cls;          /* bare name (what the fit's class is) */
+    int gemm;                 /* named like cuBLAS: the name changes with tokens */
+    double base, slope, knee, per_exp, per_kv;
+} kt;
+
+typedef struct {
+    int nhead, nlayer, L, ntail;
+    kt head[4], layer[10], tail[4];
+} gen_fwd;
+
+#define GEN_E 64              /* MoE of the synthetic target: 64 experts, top-4 */
+#define GEN_K 4
+
+static const gen_fwd gen_target = {
+    1, 8, 4, 3,
+    {{"embed_kernel", 0, 2.0, 0.002, 0, 0, 0}},
+    {{"rmsnorm_kernel", 0, 3.0, 0.004, 0, 0, 0},
+     {"qkv", 1, 20.0, 0.05, 64, 0, 0},
+     {"attn_kernel", 0, 5.0, 0.01, 0, 0, 0.5},
+     {"o_proj", 1, 12.0, 0.03, 64, 0, 0},
+     {"rmsnorm_kernel", 0, 3.0, 0.004, 0, 0, 0},
+     {"moe_kernel", 0, 10.0, 0.0, 0, 0.2, 0},
+     {"silu_kernel", 0, 2.0, 0.003, 0, 0, 0},
+     {"down", 1, 25.0, 0.06, 128, 0, 0}},
+    {{"rmsnorm_kernel", 0, 3.0, 0.004, 0, 0, 0},
+     {"lm_head", 1, 40.0, 0.1, 32, 0, 0},
+     {"argmax_kernel", 0, 3.0, 0.01, 0, 0, 0}},
+};
+static const gen_fwd gen_draft = {
+    1, 7, 1, 2,
+    {{"fc", 1, 6.0, 0.01, 64, 0, 0}},
+    {{"rmsnorm_kernel", 0, 2.0, 0.002, 0, 0, 0},
+     {"qkv", 1, 8.0, 0.02, 64, 0, 0},
+     {"attn_kernel", 0, 3.0, 0.005, 0, 0, 0.3},
+     {"o_proj", 1, 5.0, 0.01, 64, 0, 0},
+     {"rmsnorm_kernel", 0, 2.0, 0.002, 0, 0, 0},
+     {"mlp", 1, 12.0, 0.03, 64, 0, 0},
+     {"silu_kernel", 0, 1.5, 0.002, 0, 0, 0}},
+    {{"lm_head", 1, 30.0, 0.08, 32, 0, 0},
+     {"argmax_kernel", 0, 2.0, 0.005, 0, 0, 0}},
+};
+static const gen_fwd gen_accept = {
+    0, 0, 0, 2, {{0}}, {{0}},
+    {{"accept_kernel", 0, 4.0, 0.005, 0, 0, 0},
+     {"gather_kernel", 0, 2.0, 0.002, 0, 0, 0}},
+};
+
+/* Host and GPU behaviour, microseconds (typical H100/H200 magnitudes). */
+#define GEN_GRAPH_LAUNCH_US 8.0   /* cudaGraphLaunch call */
+#define GEN_EAGER_CALL_US   4.0   /* cudaLaunchKernel call */
+#define GEN_EAGER_WORK_US   1.0   /* host work between two eager launches */
+#define GEN_START_LAT_US    3.0   /* launch call end -> kernel start on an idle GPU */
+#define GEN_QUEUE_GAP_US    1.5   /* between two graphs queued back to back */
+#define GEN_GRAPH_GAP_US    0.5   /* between kernels inside a graph */
+#define GEN_EAGER_GAP_US    1.0   /* between eager kernels queued back to back */
+#define GEN_SYNC_LAT_US     2.0   /* GPU done -> the host's sync returns */
+#define GEN_MEMCPY_CALL_US  3.0   /* cudaMemcpyAsync call (a few hundred bytes) */
+#define GEN_MEMCPY_US       1.5   /* the copy on the GPU */
+static const double gen_gap_us[WM_NPHASE] = {15, 10, 5, 20, 12, 5}; /* host work before phases */
+
+typedef struct {
+    int spec, steps, bs, graph_max;   /* graph when bs <= graph_max (padded to a power of 2) */
+    double ctx0;                      /* KV context of each row at the start */
+    int iters;
+    unsigned long seed;
+    double noise;                     /* relative sd of kernel durations */
+    int split_k;                      /* GEMMs under 16 tokens add a split-K reduce kernel */
+    int extra_kernel;                 /* one more kernel per layer (shape differs) */
+    int emit_truncated;               /* JSON: no end event, last line cut */
+    int no_phase_tokens;              /* (unused: reserved) */
+} gen_cfg;
+
+typedef struct {
+    fit_trace *t;                     /* records go here, and/or */
+    FILE *f;                          /* as JSON lines here */
+    ptrace_ctx ctx;
+    char line[20000];
+    double boundary_us[4096];         /* iteration boundaries (host), for the iteration time */
+    int nb;
+    double tokens_per_iter;
+} gen_sink;
+
+static int gen_padded(const gen_cfg *c)
+{
+    if (c->bs > c->graph_max)
+        return 0;
+    int p = 1;
+    while (p < c->bs)
+        p *= 2;
+    return p > c->graph_max ? c->graph_max : p;
+}
+
+static double gen_cost(const kt *k, double tokens, double kv)
+{
+    double over = tokens - k->knee;
+    return k->base + k->slope * (over > 0 ? over : 0) +
+           k->per_exp * fit_experts(GEN_E, GEN_K, tokens) + k->per_kv * kv / 1000.0;
+}
+
+static int64_t ns(double us) { return (int64_t)llround(us * 1000.0); }
+
+static void gen_kernel(gen_sink *s, const char *name, double t0_us, double t1_us, uint32_t corr,
+                       int graph, const char *nvtx)
+{
+    ptrace_kernel k;
+    memset(&k, 0, sizeof k);
+    k.start_ns = s->ctx.t0_ns + ns(t0_us);
+    k.end_ns = s->ctx.t0_ns + ns(t1_us);
+    k.name = name;
+    k.corr = corr;
+    k.stream = 7;
+    k.graph_id = graph ? 3 : 0;
+    k.graph_node_id = graph ? corr * 1000u : 0;
+    k.nvtx = nvtx;
+    k.phase = "";
+    if (s->t)
+        fit_trace_add_kernel(s->t, &k);
+    if (s->f && ptrace_write_kernel(s->line, sizeof s->line, &s->ctx, &k) > 0)
+        fputs(s->line, s->f);
+}
+
+static void gen_api(gen_sink *s, const char *name, double t0_us, double t1_us, uint32_t corr)
+{
+    ptrace_api a;
+    memset(&a, 0, sizeof a);
+    a.start_ns = s->ctx.t0_ns + ns(t0_us);
+    a.end_ns = s->ctx.t0_ns + ns(t1_us);
+    a.name = name;
+    a.corr = corr;
+    a.thread = 4242;
+    if (s->t)
+        fit_trace_add_api(s->t, &a);
+    if (s->f && ptrace_write_api(s->line, sizeof s->line, &s->ctx, &a) > 0)
+        fputs(s->line, s->f);
+}
+
+static void gen_mem(gen_sink *s, const char *kind, double t0_us, double t1_us, uint32_t corr,
+                    const char *nvtx)
+{
+    ptrace_mem m;
+    memset(&m, 0, sizeof m);
+    m.kind = PTRACE_MEMCPY;
+    m.start_ns = s->ctx.t0_ns + ns(t0_us);
+    m.end_ns = s->ctx.t0_ns + ns(t1_us);
+    m.copy_kind = kind;
+    m.bytes = 256;
+    m.corr = corr;
+    m.stream = 7;
+    m.nvtx = nvtx;
+    m.phase = "";
+    if (s->t)
+        fit_trace_add_mem(s->t, &m);
+    if (s->f && ptrace_write_mem(s->line, sizeof s->line, &s->ctx, &m) > 0)
+        fputs(s->line, s->f);
+}
+
+static void gen_range(gen_sink *s, const char *name, double t0_us, double t1_us)
+{
+    ptrace_range r;
+    memset(&r, 0, sizeof r);
+    r.start_ns = s->ctx.t0_ns + ns(t0_us);
+    r.end_ns = s->ctx.t0_ns + ns(t1_us);
+    r.name = name;
+    r.domain = "";
+    r.thread = 4242;
+    r.push_pop = 1;
+    if (s->t)
+        fit_trace_add_range(s->t, &r);
+    if (s->f && ptrace_write_range(s->line, sizeof s->line, &s->ctx, &r) > 0)
+        fputs(s->line, s->f);
+}
+
+/* A kernel name as a profiler reports it: cuBLAS-like for GEMMs (changing with tokens). */
+static void gen_name(char *buf, size_t n, const kt *k, double tokens)
+{
+    if (k->gemm)
+        snprintf(buf, n, tokens < 32 ? "void gemv2T_kernel_val<int, int, __nv_bfloat16, 128, 16>"
+                 "(%s)" : "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_%s",
+                 k->cls);
+    else
+        snprintf(buf, n, "void %s<128>(__nv_bfloat16*, int)", k->cls);
+}
+
+typedef struct {
+    double host, gpu_free;            /* host clock, GPU free time */
+    uint32_t corr;
+    gsl_rng *r;
+} gen_state;
+
+/* One phase instance: host gap, launch(es), kernels; returns nothing, advances st. */
+/* As specbench's loop (profiler/bench/sbloop.cu): draft, verify, extend and decode copy
+ * their inputs to the GPU first (a memcpy before the graph); accept and sample always run
+ * eagerly and copy their result back (the copy the host then waits for). */
+static void gen_phase(gen_sink *s, gen_state *st, const gen_cfg *c, int phase,
+                      const gen_fwd *fw, int forwards, double tokens, double kv, int rows)
+{
+    int sync = phase == WM_ACCEPT || phase == WM_SAMPLE;
+    int padded = gen_padded(c), graph = padded > 0 && !sync;
+    char rname[200], name[256];
+    snprintf(rname, sizeof rname, "%s tokens=%g bs=%d rows=%d ctx=%g graph=%d steps=%d topk=1",
+             wm_phase_name[phase], tokens, c->bs, rows, kv, graph, c->steps);
+    double r0 = st->host;
+    st->host += gen_gap_us[phase] * (1 + 0.05 * gsl_ran_gaussian(st->r, 1));
+    /* the kernels of the instance, in order */
+    typedef struct { char name[256]; double us; } kk;
+    static kk ks[2048];
+    int nk = 0;
+    for (int f = 0; f < forwards; f++) {
+        for (int part = 0; part < 3; part++) {
+            int n = part == 0 ? fw->nhead : part == 1 ? fw->nlayer : fw->ntail;
+            int reps = part == 1 ? fw->L : 1;
+            const kt *arr = part == 0 ? fw->head : part == 1 ? fw->layer : fw->tail;
+            for (int r = 0; r < reps; r++) {
+                for (int i = 0; i < n; i++) {
+                    const kt *k = &arr[i];
+                    double us = gen_cost(k, tokens, kv) * (1 + c->noise * gsl_ran_gaussian(st->r, 1));
+                    gen_name(name, sizeof name, k, tokens);
+                    if (k->gemm && c->split_k && tokens < 16) {
+                        /* cuBLAS split-K: the GEMM and a reduce kernel share the cost */
+                        snprintf(ks[nk].name, sizeof ks[nk].name, "%s", name);
+                        ks[nk++].us = 0.8 * us;
+                        snprintf(ks[nk].name, sizeof ks[nk].name,
+                                 "void cublasLt::splitKreduce_kernel<32, 16, int>(%s)", k->cls);
+                        ks[nk++].us = 0.2 * us;
+                    } else {
+                        snprintf(ks[nk].name, sizeof ks[nk].name, "%s", name);
+                        ks[nk++].us = us;
+                    }
+                    if (part == 1 && i == 0 && c->extra_kernel) {
+                        snprintf(ks[nk].name, sizeof ks[nk].name, "void rope_kernel(int)");
+                        ks[nk++].us = 1.0;
+                    }
+                }
+            }
+        }
+    }
+    double g = st->gpu_free;
+    /* cudaMemcpyAsync HtoD of the inputs: before the first of draft/verify (specbench copies
+     * before verify only when there is no draft phase), before extend and decode */
+    int copy_in = phase == WM_EXTEND || phase == WM_DECODE || phase == WM_DRAFT ||
+                  (phase == WM_VERIFY && c->steps < 2);
+    if (copy_in) {
+        uint32_t corr = ++st->corr;
+        double a0 = st->host, a1 = a0 + GEN_MEMCPY_CALL_US;
+        gen_api(s, "cudaMemcpyAsync", a0, a1, corr);
+        st->host = a1 + GEN_EAGER_WORK_US;
+        double start = fmax(g + GEN_QUEUE_GAP_US, a1 + GEN_START_LAT_US);
+        g = start + GEN_MEMCPY_US;
+        gen_mem(s, "HtoD", start, g, corr, rname);
+    }
+    if (graph) {
+        uint32_t corr = ++st->corr;
+        double a0 = st->host, a1 = a0 + GEN_GRAPH_LAUNCH_US;
+        gen_api(s, "cudaGraphLaunch", a0, a1, corr);
+        st->host = a1;
+        double start = fmax(g + GEN_QUEUE_GAP_US, a1 + GEN_START_LAT_US);
+        for (int i = 0; i < nk; i++) {
+            if (i || copy_in)
+                start = fmax(g + GEN_GRAPH_GAP_US, i ? 0 : a1 + GEN_START_LAT_US);
+            g = start + ks[i].us;
+            gen_kernel(s, ks[i].name, start, g, corr, 1, rname);
+        }
+    } else {
+        for (int i = 0; i < nk; i++) {
+            uint32_t corr = ++st->corr;
+            double a0 = st->host, a1 = a0 + GEN_EAGER_CALL_US;
+            gen_api(s, "cudaLaunchKernel", a0, a1, corr);
+            st->host = a1 + GEN_EAGER_WORK_US;
+            double start = fmax(g + GEN_EAGER_GAP_US, a1 + GEN_START_LAT_US);
+            g = start + ks[i].us;
+            gen_kernel(s, ks[i].name, start, g, corr, 0, rname);
+        }
+        st->host -= GEN_EAGER_WORK_US;
+    }
+    if (sync) {    /* cudaMemcpyAsync DtoH of the result */
+        uint32_t corr = ++st->corr;
+        double a0 = st->host + GEN_EAGER_WORK_US, a1 = a0 + GEN_MEMCPY_CALL_US;
+        gen_api(s, "cudaMemcpyAsync", a0, a1, corr);
+        st->host = a1;
+        double start = fmax(g + GEN_EAGER_GAP_US, a1 + GEN_START_LAT_US);
+        g = start + GEN_MEMCPY_US;
+        gen_mem(s, "DtoH", start, g, corr, rname);
+    }
+    st->gpu_free = g;
+    if (phase == WM_ACCEPT || phase == WM_SAMPLE)   /* the host needs the accepted lengths */
+        st->host = fmax(st->host, g + GEN_SYNC_LAT_US);
+    gen_range(s, rname, r0, st->host);
+}
+
+/* Plays c->iters iterations into s. Rows grow their context by one token per iteration
+ * (acceptance 0: what the simulator does with --alpha 0). */
+static void gen_run(gen_sink *s, const gen_cfg *c)
+{
+    gen_state st = {1000.0, 0, 0, gsl_rng_alloc(gsl_rng_mt19937)};
+    gsl_rng_set(st.r, c->seed);
+    int padded = gen_padded(c), rows = padded ? padded : c->bs;
+    s->nb = 0;
+    for (int it = 0; it < c->iters; it++) {
+        /* KV context summed over the real rows: specbench's padded rows have an empty
+         * context (as SGLang's, whose padded seq_lens are 1) */
+        double ctx = c->ctx0 + it;
+        double kv = c->bs * ctx;
+        if (c->spec) {
+            double q = c->steps + 1.0;
+            if (c->steps > 1)
+                gen_phase(s, &st, c, WM_DRAFT, &gen_draft, c->steps - 1, rows, kv, rows);
+            gen_phase(s, &st, c, WM_VERIFY, &gen_target, 1, rows * q, kv, rows);
+            gen_phase(s, &st, c, WM_ACCEPT, &gen_accept, 1, rows * q, kv, rows);
+            gen_phase(s, &st, c, WM_EXTEND, &gen_draft, 1, rows * q, kv, rows);
+        } else {
+            gen_phase(s, &st, c, WM_DECODE, &gen_target, 1, rows, kv, rows);
+            gen_phase(s, &st, c, WM_SAMPLE, &gen_accept, 1, rows, kv, rows);
+        }
+        if (s->nb < 4096)
+            s->boundary_us[s->nb++] = st.host;
+    }
+    gsl_rng_free(st.r);
+}
+
+static void gen_header(ptrace_header *h)
+{
+    memset(h, 0, sizeof *h);
+    h->format_version = PTRACE_FORMAT_VERSION;
+    snprintf(h->tool_version, sizeof h->tool_version, "%s", PTRACE_TOOL_VERSION);
+    snprintf(h->host, sizeof h->host, "synthetic");
+    h->world_size = 1;
+    h->t0_ns = 1000000000;
+    snprintf(h->device.name, sizeof h->device.name, "Synthetic GPU");
+    h->device.sms = 132;
+}
+
+/* In-memory trace of config c. */
+static int gen_trace(fit_trace *t, const char *label, const gen_cfg *c, gen_sink *s)
+{
+    if (fit_trace_init(t, label))
+        return -1;
+    memset(s, 0, sizeof *s);
+    s->t = t;
+    s->ctx.t0_ns = 1000000000;
+    gen_header(&t->hdr);
+    t->has_header = 1;
+    gen_run(s, c);
+    return 0;
+}
+
+/* The trace of config c as a specprof JSON file (through the profiler's writer). */
+static int gen_file(const char *path, const gen_cfg *c, gen_sink *s)
+{
+    memset(s, 0, sizeof *s);
+    s->f = fopen(path, "w");
+    if (!s->f)
+        return -1;
+    s->ctx.t0_ns = 1000000000;
+    ptrace_header h;
+    gen_header(&h);
+    if (ptrace_write_open(s->line, sizeof s->line) > 0)
+        fputs(s->line, s->f);
+    if (ptrace_write_header(s->line, sizeof s->line, &s->ctx, &h) > 0)
+        fputs(s->line, s->f);
+    gen_run(s, c);
+    if (c->emit_truncated) {
+        fputs("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"cut", s->f);   /* SIGKILL mid-line */
+    } else {
+        ptrace_end e;
+        memset(&e, 0, sizeof e);
+        snprintf(e.reason, sizeof e.reason, "exit");
+        if (ptrace_write_end(s->line, sizeof s->line, &s->ctx, &e) > 0)
+            fputs(s->line, s->f);
+    }
+    return fclose(s->f);
+}
+
+/* Plays config c without recording (the iteration times only). */
+static void gen_times(const gen_cfg *c, gen_sink *s)
+{
+    memset(s, 0, sizeof *s);
+    s->ctx.t0_ns = 1000000000;
+    gen_run(s, c);
+}
+
+/* Mean iteration time of the generator over iterations [w, w+n). */
+static double gen_iter_us(const gen_sink *s, int w, int n)
+{
+    return (s->boundary_us[w + n - 1] - s->boundary_us[w - 1]) / n;
+}
+
+/* ---- helpers ---------------------------------------------------------------------------------- */
+
+static const wm_group *find_group(const wm_model *m, int p, const char *name)
+{
+    for (int g = 0; g < m->phase[p].ngroups; g++)
+        if (strcmp(m->phase[p].groups[g].name, name) == 0)
+            return &m->phase[p].groups[g];
+    return NULL;
+}
+
+#define NCAL 6
+static const int cal_bs[NCAL] = {1, 2, 4, 8, 16, 32};
+static const double cal_ctx[NCAL] = {3000, 500, 2000, 1000, 4000, 1500};
+
+/* Fits the calibration grid (spec, steps 3, bs 1..32 graphs, ctx varied). */
+static int fit_grid(fit_trace *tr, fit_result *res, double noise, int split_k, char *err, size_t n)
+{
+    gen_sink *s = malloc(sizeof *s);
+    for (int i = 0; i < NCAL; i++) {
+        gen_cfg c = {1, 3, cal_bs[i], 32, cal_ctx[i], 60, 100u + (unsigned)i, noise, split_k, 0, 0, 0};
+        char label[64];
+        snprintf(label, sizeof label, "synthetic-bs%d.json", cal_bs[i]);
+        gen_trace(&tr[i], label, &c, s);
+    }
+    free(s);
+    fit_opts o = {GEN_E, GEN_K, "synthetic", NULL};
+    return fit_run(tr, NCAL, &o, res, err, n);
+}
+
+/* ---- tests ------------------------------------------------------------------------------------ */
+
+/* fit_group alone: known base, knee, slope, experts and KV terms under 1% noise. */
+static void fit_group_recovers_known_coefficients(void)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 7);
+    const double tok[] = {4, 8, 16, 32, 64, 128, 256, 512};
+    const double base = 50, slope = 0.2, knee = 64, pe = 1.5, pkv = 0.8;
+    fit_point *p = malloc(8 * 40 * sizeof *p);
+    size_t n = 0;
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 40; j++) {
+            double kv = 1000 * (1 + i % 3) * tok[i] * (1 + 0.01 * j);
+            double us = base + slope * fmax(0, tok[i] - knee) + pe * fit_experts(384, 8, tok[i]) +
+                        pkv * kv / 1000;
+            p[n++] = (fit_point){tok[i], kv, us * (1 + 0.01 * gsl_ran_gaussian(r, 1)), i % 2};
+        }
+    const char *names[] = {"a.json", "b.json"};
+    fit_group_ctx c = {names, 2, "verify", "L1 gemm", 384, 8};
+    wm_group g;
+    fit_group_stats st;
+    char err[512];
+    int rc = fit_group(p, n, &c, &g, &st, err, sizeof err);
+    CHECK(rc == 0, "fit_group failed: %s", err);
+    /* tolerances: 1% noise on 320 points; the knee must be found exactly */
+    CHECK_NEAR(g.base_us, base, 0, 0.05);
+    CHECK_NEAR(g.per_token_us, slope, 0, 0.05);
+    CHECK_NEAR(g.knee_tokens, knee, 0, 0);
+    CHECK_NEAR(g.per_expert_us, pe, 0, 0.05);
+    CHECK_NEAR(g.per_kv_ktoken_us, pkv, 0, 0.05);
+    CHECK_NEAR(g.sd_frac, 0.01, 0.002, 0);
+    CHECK(st.max_rel < 0.01, "cells max error %g", st.max_rel);
+    free(st.cell);
+    /* noiseless: exact */
+    for (size_t i = 0; i < n; i++) {
+        double x = p[i].tokens, kv = p[i].kv_tokens;
+        p[i].us = base + slope * fmax(0, x - knee) + pe * fit_experts(384, 8, x) + pkv * kv / 1000;
+    }
+    rc = fit_group(p, n, &c, &g, NULL, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    CHECK_NEAR(g.base_us, base, 1e-6, 1e-6);
+    CHECK_NEAR(g.per_token_us, slope, 1e-9, 1e-6);
+    CHECK_NEAR(g.per_expert_us, pe, 1e-9, 1e-6);
+    CHECK_NEAR(g.per_kv_ktoken_us, pkv, 1e-9, 1e-6);
+    CHECK(g.sd_frac < 1e-9, "sd_frac %g", g.sd_frac);
+    free(p);
+    gsl_rng_free(r);
+}
+
+/* A flat cost must not get a negative slope: the column is dropped (coefficients >= 0). */
+static void fit_group_keeps_coefficients_nonnegative(void)
+{
+    fit_point p[60];
+    size_t n = 0;
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 10; j++)   /* falls slightly with tokens: slope would be < 0 */
+            p[n++] = (fit_point){(double)(1 << i), 0, 30.0 - 0.3 * i + 0.01 * j, 0};
+    const char *names[] = {"t.json"};
+    fit_group_ctx c = {names, 1, "accept", "accept_kernel", 0, 0};
+    wm_group g;
+    char err[512];
+    CHECK(fit_group(p, n, &c, &g, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(g.per_token_us == 0 && g.per_expert_us == 0 && g.per_kv_ktoken_us == 0,
+          "negative column kept: per_token %g", g.per_token_us);
+    CHECK_NEAR(g.base_us, 29.3, 0.3, 0);
+    CHECK(fit_experts(384, 8, 100) == wm_experts_touched(&(wm_model){.moe_experts = 384,
+          .moe_topk = 8}, 100), "fit_experts differs from wm_experts_touched");
+}
+
+/* NaN, infinite and negative durations and a single token count are refused with names. */
+static void fit_group_refuses_bad_values_with_names(void)
+{
+    const char *names[] = {"calib/a.json", "calib/b.json"};
+    fit_group_ctx c = {names, 2, "verify", "L3 attn_kernel", 0, 0};
+    fit_point p[4] = {{4, 0, 10, 0}, {8, 0, 11, 0}, {16, 0, NAN, 1}, {32, 0, 12, 1}};
+    wm_group g;
+    char err[512];
+    CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "NaN accepted");
+    CHECK(strstr(err, "calib/b.json") && strstr(err, "L3 attn_kernel") && strstr(err, "nan"),
+          "message: %s", err);
+    p[2].us = -3;
+    CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "negative accepted");
+    CHECK(strstr(err, "calib/b.json") && strstr(err, "-3") && strstr(err, "negative"),
+          "message: %s", err);
+    p[2].us = INFINITY;
+    CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "inf accepted");
+    for (int i = 0; i < 4; i++)
+        p[i] = (fit_point){64, 0, 10 + i, i % 2};
+    CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "one token count accepted");
+    CHECK(strstr(err, "only one distinct token count") && strstr(err, "calib/a.json") &&
+          strstr(err, "value 64") && strstr(err, "L3 attn_kernel"), "message: %s", err);
+}
+
+/* From kernel records: groups matched by position (cuBLAS names changing with tokens), the
+ * layer folded (count 4), coefficients of the known kernels recovered. */
+static void fit_run_recovers_groups_from_kernel_records(void)
+{
+    fit_trace tr[NCAL];
+    fit_result res;
+    char err[1024];
+    int rc = fit_grid(tr, &res, 0.01, 0, err, sizeof err);
+    CHECK(rc == 0, "fit_run: %s", err);
+    if (rc == 0) {
+        const wm_model *m = &res.model;
+        CHECK(res.phase[WM_VERIFY].by == FIT_BY_POSITION, "verify matched by name");
+        /* head 1 (embedding) + layer 8 + tail 3 + the gap group (no copies: steps 3) */
+        CHECK(m->phase[WM_VERIFY].ngroups == 13, "verify groups %d", m->phase[WM_VERIFY].ngroups);
+        const wm_group *qkv = find_group(m, WM_VERIFY, "L1 gemm");
+        const wm_group *attn = find_group(m, WM_VERIFY, "L2 attn_kernel");
+        const wm_group *moe = find_group(m, WM_VERIFY, "L5 moe_kernel");
+        const wm_group *lm = find_group(m, WM_VERIFY, "t1 gemm");
+        CHECK(qkv && attn && moe && lm, "groups missing");
+        if (qkv && attn && moe && lm) {
+            /* layer groups: 4 layers' worth; tolerance 5% on slopes, 3% on bases (1% noise) */
+            CHECK(qkv->count == 4, "count %d", qkv->count);
+            CHECK_NEAR(qkv->base_us, 4 * 20.0, 0, 0.03);
+            CHECK_NEAR(qkv->per_token_us, 4 * 0.05, 0, 0.05);
+            CHECK_NEAR(qkv->knee_tokens, 64, 0, 0);
+            CHECK_NEAR(attn->per_kv_ktoken_us, 4 * 0.5, 0, 0.05);
+            CHECK_NEAR(attn->base_us + attn->per_token_us * 64, 4 * (5.0 + 0.01 * 64), 0, 0.05);
+            CHECK_NEAR(moe->per_expert_us, 4 * 0.2, 0, 0.05);
+            CHECK_NEAR(moe->base_us, 4 * 10.0, 0, 0.05);
+            CHECK_NEAR(lm->per_token_us, 0.1, 0, 0.05);
+            CHECK_NEAR(lm->knee_tokens, 32, 0, 0);
+        }
+        CHECK(m->moe_experts == GEN_E && m->moe_topk == GEN_K, "moe %d/%d", m->moe_experts, m->moe_topk);
+        /* draft: 2 forwards per instance (steps 3), costs per forward */
+        const wm_group *dqkv = find_group(m, WM_DRAFT, "k2 gemm");
+        CHECK(dqkv && dqkv->count == 1, "draft qkv group");
+        if (dqkv)
+            CHECK_NEAR(dqkv->base_us, 8.0, 0, 0.03);
+        /* launch cost: the host's launch calls of a graph phase (input copy, graph) */
+        CHECK_NEAR(m->graph_launch_us, GEN_MEMCPY_CALL_US + GEN_EAGER_WORK_US + GEN_GRAPH_LAUNCH_US, 0.01, 0);
+        const wm_group *cp = find_group(m, WM_DRAFT, "(copies)");
+        CHECK(cp && cp->count == 1 && res.phase[WM_DRAFT].by == FIT_BY_POSITION, "draft copies");
+        if (cp)   /* one 1.5 us copy per instance of 2 forwards */
+            CHECK_NEAR(cp->base_us, GEN_MEMCPY_US / 2, 0.01, 0);
+        /* every phase total within 2% of the measured cells */
+        for (int p = 0; p < WM_NPHASE; p++)
+            for (int c = 0; c < res.phase[p].ncells; c++) {
+                const fit_cell *cl = &res.phase[p].total[c];
+                CHECK_NEAR(cl->fit_us, cl->us_mean, 0, 0.02);
+            }
+        /* the model the fit wrote loads back */
+        char path[] = "/tmp/specsim-test-fit-XXXXXX";
+        int fd = mkstemp(path);
+        CHECK(fd >= 0, "mkstemp");
+        if (fd >= 0) {
+            static wm_model back;
+            close(fd);
+            CHECK(wm_save(m, path, err, sizeof err) == 0, "%s", err);
+            CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+            CHECK_NEAR(back.phase[WM_VERIFY].groups[1].base_us, m->phase[WM_VERIFY].groups[1].base_us, 1e-9, 1e-9);
+            remove(path);
+        }
+        fit_result_free(&res);
+    }
+    for (int i = 0; i < NCAL; i++)
+        fit_trace_free(&tr[i]);
+}
+
+/* cuBLAS split-K at small token counts: two kernels where there is one at large counts. The
+ * adjacent GEMM kernels merge, so positions still match and the phase totals hold. */
+static void fit_run_merges_split_k_gemms(void)
+{
+    fit_trace tr[NCAL];
+    fit_result res;
+    char err[1024];
+    int rc = fit_grid(tr, &res, 0.005, 1, err, sizeof err);
+    CHECK(rc == 0, "fit_run: %s", err);
+    if (rc == 0) {
+        CHECK(res.phase[WM_VERIFY].by == FIT_BY_POSITION, "split-K broke position matching");
+        const wm_group *qkv = find_group(&res.model, WM_VERIFY, "L1 gemm");
+        CHECK(qkv && qkv->count >= 4, "qkv count");
+        for (int c = 0; c < res.phase[WM_VERIFY].ncells; c++)
+            CHECK_NEAR(res.phase[WM_VERIFY].total[c].fit_us, res.phase[WM_VERIFY].total[c].us_mean, 0, 0.02);
+        fit_result_free(&res);
+    }
+    for (int i = 0; i < NCAL; i++)
+        fit_trace_free(&tr[i]);
+}
+
+static void fit_run_refuses_one_token_count(void)
+{
+    fit_trace tr[2];
+    gen_sink *s = malloc(sizeof *s);
+    for (int i = 0; i < 2; i++) {
+        gen_cfg c = {1, 3, 4, 32, 1000.0 * (i + 1), 20, 5u + (unsigned)i, 0.01, 0, 0, 0, 0};
+        gen_trace(&tr[i], i ? "only-bs4-b.json" : "only-bs4-a.json", &c, s);
+    }
+    free(s);
+    fit_result res;
+    char err[1024];
+    fit_opts o = {0, 0, NULL, NULL};
+    CHECK(fit_run(tr, 2, &o, &res, err, sizeof err) == -1, "one token count fitted");
+    CHECK(strstr(err, "only one distinct token count") && strstr(err, "only-bs4-a.json") &&
+          strstr(err, "group") && strstr(err, "value 4"), "message: %s", err);
+    for (int i = 0; i < 2; i++)
+        fit_trace_free(&tr[i]);
+}
+
+/* A trace whose layers hold a kernel the other trace lacks: matched by name, and the group
+ * absent from one trace is refused with the trace and the group named. */
+static void fit_run_refuses_group_absent_from_a_trace(void)
+{
+    fit_trace tr[2];
+    gen_sink *s = malloc(sizeof *s);
+    gen_cfg a = {1, 3, 4, 32, 1000, 20, 11, 0.01, 0, 0, 0, 0};
+    gen_cfg b = {1, 3, 16, 32, 1000, 20, 12, 0.01, 0, 1, 0, 0};
+    gen_trace(&tr[0], "plain.json", &a, s);
+    gen_trace(&tr[1], "with-rope.json", &b, s);
+    free(s);
+    fit_result res;
+    char err[1024];
+    fit_opts o = {0, 0, NULL, NULL};
+    CHECK(fit_run(tr, 2, &o, &res, err, sizeof err) == -1, "absent group fitted");
+    CHECK(strstr(err, "plain.json") && strstr(err, "rope_kernel") && strstr(err, "absent") &&
+          strstr(err, "with-rope.json"), "message: %s", err);
+    for (int i = 0; i < 2; i++)
+        fit_trace_free(&tr[i]);
+}
+
+static void fit_run_refuses_negative_kernel_duration(void)
+{
+    fit_trace tr[2];
+    gen_sink *s = malloc(sizeof *s);
+    for (int i = 0; i < 2; i++) {
+        gen_cfg c = {1, 3, 4 << (2 * i), 32, 1000, 10, 21u + (unsigned)i, 0.01, 0, 0, 0, 0};
+        gen_trace(&tr[i], i ? "neg-b.json" : "neg-a.json", &c, s);
+    }
+    free(s);
+    ptrace_kernel *k = &tr[1].kern[40];
+    k->end_ns = k->start_ns - 2500;
+    fit_result res;
+    char err[1024];
+    fit_opts o = {0, 0, NULL, NULL};
+    CHECK(fit_run(tr, 2, &o, &res, err, sizeof err) == -1, "negative duration fitted");
+    CHECK(strstr(err, "neg-b.json") && strstr(err, "-2.5") && strstr(err, "negative") &&
+          strstr(err, "kernel"), "message: %s", err);
+    for (int i = 0; i < 2; i++)
+        fit_trace_free(&tr[i]);
+}
+
+/* Through the trace files: a complete one and one cut off by SIGKILL both load and fit. */
+static void fit_loads_json_traces_also_cut_off(void)
+{
+    char dir[] = "/tmp/specsim-test-fit-dir-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char p1[128], p2[128];
+    snprintf(p1, sizeof p1, "%s/a.json", dir);
+    snprintf(p2, sizeof p2, "%s/b.json.part", dir);
+    gen_sink *s = malloc(sizeof *s);
+    gen_cfg a = {0, 1, 2, 32, 800, 40, 31, 0.01, 0, 0, 0, 0};
+    gen_cfg b = {0, 1, 24, 32, 800, 40, 32, 0.01, 0, 0, 1, 0};
+    CHECK(gen_file(p1, &a, s) == 0 && gen_file(p2, &b, s) == 0, "writing");
+    free(s);
+    fit_trace tr[2];
+    char err[1024];
+    int ok = fit_trace_load(&tr[0], p1, err, sizeof err) == 0;
+    CHECK(ok, "%s", err);
+    ok = ok && fit_trace_load(&tr[1], p2, err, sizeof err) == 0;
+    CHECK(ok, "%s", err);
+    if (ok) {
+        CHECK(!tr[0].truncated && tr[1].truncated && tr[1].cut_last_line, "truncation flags %d %d %d",
+              tr[0].truncated, tr[1].truncated, tr[1].cut_last_line);
+        CHECK(tr[0].nkern > 1000 && tr[0].napi > 0 && tr[0].nrng == 80, "records %zu %zu %zu",
+              tr[0].nkern, tr[0].napi, tr[0].nrng);
+        fit_result res;
+        fit_opts o = {GEN_E, GEN_K, NULL, NULL};
+        int rc = fit_run(tr, 2, &o, &res, err, sizeof err);
+        CHECK(rc == 0, "%s", err);
+        if (rc == 0) {
+            CHECK(res.model.phase[WM_DECODE].present && res.model.phase[WM_SAMPLE].present &&
+                  !res.model.phase[WM_VERIFY].present, "baseline phases");
+            /* bs 24 > 32? no: graph_max 32 -> padded 32; eager launches unmeasured */
+            CHECK(res.nwarnings > 0, "a cut-off trace must warn");
+            /* plots */
+            char pd[160];
+            snprintf(pd, sizeof pd, "%s/plots", dir);
+            CHECK(fit_plot(&res, pd, err, sizeof err) == 0, "%s", err);
+            char f[200];
+            snprintf(f, sizeof f, "%s/decode_g01.dat", pd);
+            FILE *fp = fopen(f, "r");
+            CHECK(fp != NULL, "no %s", f);
+            if (fp)
+                fclose(fp);
+            fit_result_free(&res);
+        }
+        fit_trace_free(&tr[0]);
+        fit_trace_free(&tr[1]);
+    }
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "cleanup");
+}
+
+/* The simulator running the fitted model reproduces the generator's iteration time, for
+ * graph, padded and eager batches, speculative and baseline. Tolerance 2%: the model folds
+ * the eager gaps and GPU start latency into averages. Contexts are short (100 tokens) so
+ * that the KV term is small: the simulator counts padded rows' KV as full rows, specbench
+ * (and the generator) as empty; that difference is not the fit's to test. */
+#define SIMTEST_CTX 100
+static void sim_of_fit_reproduces_iteration_time(void)
+{
+    /* calibration: spec steps 3 at bs 1, 4, 16 (graphs), 24 (eager, graph_max 16), steps 2,
+     * 5 and 1 (whose verify copies its inputs first, as specbench's); baseline at bs 2, 8, 24 */
+    const struct { int spec, steps, bs; } cal[] = {
+        {1, 3, 1}, {1, 3, 4}, {1, 3, 16}, {1, 3, 24}, {1, 2, 8}, {1, 5, 2}, {1, 1, 2},
+        {0, 1, 2}, {0, 1, 8}, {0, 1, 24},
+    };
+    const int ncal = (int)(sizeof cal / sizeof cal[0]);
+    fit_trace tr[16];
+    gen_sink *s = malloc(sizeof *s);
+    for (int i = 0; i < ncal; i++) {
+        gen_cfg c = {cal[i].spec, cal[i].steps, cal[i].bs, 16, SIMTEST_CTX, 120, 40u + (unsigned)i, 0.01, 1, 0, 0, 0};
+        char label[64];
+        snprintf(label, sizeof label, "cal-%d.json", i);
+        gen_trace(&tr[i], label, &c, s);
+    }
+    fit_result res;
+    char err[1024];
+    fit_opts o = {GEN_E, GEN_K, "synthetic", NULL};
+    int rc = fit_run(tr, ncal, &o, &res, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    if (rc == 0) {
+        const wm_model *m = &res.model;
+        CHECK(m->eager_launch_us > 0, "eager launch unmeasured");
+        if (getenv("FIT_TEST_VERBOSE"))
+            for (int p = 0; p < WM_NPHASE; p++)
+                for (int c = 0; c < res.phase[p].ncells; c++)
+                    printf("     %-7s trace %d tokens %5g: measured %9.3f fit %9.3f gap %.2f\n",
+                           wm_phase_name[p], res.phase[p].total[c].trace,
+                           res.phase[p].total[c].tokens, res.phase[p].total[c].us_mean,
+                           res.phase[p].total[c].fit_us, m->phase[p].host_gap_us);
+        /* predicted configurations: calibration ones and others (steps 4, bs 3 padded to 4,
+         * bs 12 padded to 16, bs 20 eager) */
+        const struct { int spec, steps, bs; } val[] = {
+            {1, 3, 1}, {1, 3, 16}, {1, 3, 24}, {1, 4, 3}, {1, 2, 12}, {1, 6, 20}, {1, 1, 6},
+            {0, 1, 2}, {0, 1, 5}, {0, 1, 20},
+        };
+        double worst = 0;
+        for (size_t v = 0; v < sizeof val / sizeof val[0]; v++) {
+            gen_cfg c = {val[v].spec, val[v].steps, val[v].bs, 16, SIMTEST_CTX, 260, 900u + (unsigned)v, 0.01, 1, 0, 0, 0};
+            gen_times(&c, s);
+            double truth = gen_iter_us(s, 40, 200);
+            sim_params p;
+            memset(&p, 0, sizeof p);
+            p.model = m;
+            accept_parse(&p.acc, "alpha:0", err, sizeof err);
+            cg_parse(&p.graphs, "1,2,4,8,16", err, sizeof err);
+            p.spec = val[v].spec;
+            p.steps = val[v].steps;
+            p.topk = 1;
+            p.draft_tokens = val[v].steps + 1;
+            p.concurrency = val[v].bs;
+            p.iterations = 200;
+            p.warmup = 40;
+            batch_lendist_parse(&p.out_len, "1000000", err, sizeof err);
+            p.prompt_tokens = SIMTEST_CTX + 1;  /* the generator's context at iteration 1 */
+            p.stagger = 0;
+            p.graph_launch_us = m->graph_launch_us;
+            p.eager_launch_us = m->eager_launch_us;
+            p.ranks = 1;
+            p.jitter_scale = 0;
+            p.sync_segments = 1;
+            p.seed = 1;
+            sim_result r;
+            rc = sim_run(&p, NULL, &r, err, sizeof err);
+            CHECK(rc == 0, "sim: %s", err);
+            if (rc)
+                continue;
+            double e = (r.iter_us - truth) / truth;
+            if (fabs(e) > worst)
+                worst = fabs(e);
+            if (getenv("FIT_TEST_VERBOSE"))
+                printf("     spec %d steps %d bs %2d: sim %9.2f us generator %9.2f us %+.2f%%\n",
+                       val[v].spec, val[v].steps, val[v].bs, r.iter_us, truth, 100 * e);
+            CHECK(fabs(e) <= 0.02, "spec %d steps %d bs %d: sim %.2f us, generator %.2f us "
+                  "(%+.2f%%)", val[v].spec, val[v].steps, val[v].bs, r.iter_us, truth, 100 * e);
+        }
+        printf("     sim of fit: worst iteration-time error %.2f%% over 10 configurations\n", 100 * worst);
+        fit_result_free(&res);
+    }
+    free(s);
+    for (int i = 0; i < ncal; i++)
+        fit_trace_free(&tr[i]);
+}
+
+/* ---- synthetic data for models/validate.sh ------------------------------------------------- */
+
+static int write_synth(const char *dir)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/calib", dir);
+    mkdir(dir, 0755);
+    mkdir(path, 0755);
+    gen_sink *s = malloc(sizeof *s);
+    /* calibration subset: preset "synth" (MoE 64/4) */
+    const struct { int spec, steps, bs; } cal[] = {
+        {1, 3, 1}, {1, 3, 16}, {1, 3, 24}, {1, 5, 4}, {0, 1, 2}, {0, 1, 24},
+    };
+    snprintf(path, sizeof path, "%s/calib/manifest.csv", dir);
+    FILE *man = fopen(path, "w");
+    fprintf(man, "file,preset,mode,steps,topk,concurrency,experts,moe_topk\n");
+    for (size_t i = 0; i < sizeof cal / sizeof cal[0]; i++) {
+        gen_cfg c = {cal[i].spec, cal[i].steps, cal[i].bs, 16, 1000, 150, 70u + (unsigned)i, 0.01, 1, 0, 0, 0};
+        snprintf(path, sizeof path, "%s/calib/synth_%s_s%d_c%d.json", dir,
+                 c.spec ? "spec" : "baseline", c.steps, c.bs);
+        if (gen_file(path, &c, s))
+            return 1;
+        if (i == 0) {   /* one compressed, as committed traces may be */
+            char cmd[2200];
+            snprintf(cmd, sizeof cmd, "gzip -f '%s'", path);
+            if (system(cmd))
+                return 1;
+        }
+        fprintf(man, "synth_%s_s%d_c%d.json%s,synth,%s,%d,1,%d,%d,%d\n", c.spec ? "spec" : "baseline",
+                c.steps, c.bs, i == 0 ? ".gz" : "", c.spec ? "spec" : "baseline",
+                c.spec ? c.steps : 0, c.bs, GEN_E, GEN_K);
+    }
+    fclose(man);
+    /* measured grid: tok/s of the generator (alpha 0: one token per row per iteration, so
+     * tokens per iteration = bs) with three repeats of different seeds */
+    snprintf(path, sizeof path, "%s/measured.csv", dir);
+    FILE *f = fopen(path, "w");
+    fprintf(f, "preset,mode,steps,topk,draft_tokens,alpha,concurrency,rep,tok_s,iter_us,"
+               "accept_len,cuda_graph_bs,output_len,prompt_len\n");
+    for (int mode = 0; mode < 2; mode++) {
+        const int steps_list[] = {1, 2, 3, 4, 5};
+        const int bs_list[] = {1, 3, 4, 12, 16, 24};
+        for (int si = 0; si < (mode ? 5 : 1); si++)
+            for (int bi = 0; bi < 6; bi++)
+                for (int rep = 0; rep < 3; rep++) {
+                    int steps = mode ? steps_list[si] : 0;
+                    gen_cfg c = {mode, steps ? steps : 1, bs_list[bi], 16, 1000, 200,
+                                 1000u + (unsigned)(rep + 7 * bi + 50 * si), 0.01, 1, 0, 0, 0};
+                    gen_times(&c, s);
+                    double it = gen_iter_us(s, 40, 150);
+                    fprintf(f, "synth,%s,%d,%d,%d,0.000,%d,%d,%.3f,%.3f,1,1;2;4;8;16,300:300,1000:1000\n",
+                            mode ? "spec" : "baseline", steps, mode ? 1 : 0, mode ? steps + 1 : 0,
+                            c.bs, rep, c.bs / it * 1e6, it);
+                }
+    }
+    fclose(f);
+    free(s);
+    printf("wrote %s/calib/*.json, %s/calib/manifest.csv and %s/measured.csv\n", dir, dir, dir);
+    return 0;
+}
+
+static const char *self_path;
+
+/* models/validate.sh end to end on synthetic data: traces (one gzip'd), manifest, measured
+ * grid; `specsim fit` served by this program (--fitcmd), `specsim run` by bin/specsim. The
+ * generator's grid must be predicted within the issue's targets, and missing inputs must
+ * stop the script with exit status 1. */
+static void validate_sh_runs_on_synthetic_data(void)
+{
+    char dir[] = "/tmp/specsim-test-validate-XXXXXX", self[4096], sim[4096], cmd[8192];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    CHECK(realpath(self_path, self) != NULL, "realpath %s", self_path);
+    if (!realpath("bin/specsim", sim)) {
+        CHECK(0, "bin/specsim not built (run from the repository root after make)");
+        return;
+    }
+    FILE *keep = stdout;
+    stdout = fopen("/dev/null", "w");
+    int rc = write_synth(dir);
+    fclose(stdout);
+    stdout = keep;
+    CHECK(rc == 0, "write_synth");
+    snprintf(cmd, sizeof cmd, "%s/specsim", dir);
+    FILE *w = fopen(cmd, "w");
+    fprintf(w, "#!/bin/sh\nif [ \"$1\" = fit ]; then shift; exec '%s' --fitcmd \"$@\"; fi\n"
+               "exec '%s' \"$@\"\n", self, sim);
+    fclose(w);
+    chmod(cmd, 0755);
+    snprintf(cmd, sizeof cmd, "VALIDATE_CALIB=%s/calib VALIDATE_MEASURED=%s/measured.csv "
+             "VALIDATE_OUT=%s/validation.txt VALIDATE_WORK=%s/work sh models/validate.sh %s/specsim "
+             "> %s/log 2>&1", dir, dir, dir, dir, dir, dir);
+    rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "validate.sh exit %d (see %s/log)", WEXITSTATUS(rc), dir);
+    snprintf(cmd, sizeof cmd, "%s/validation.txt", dir);
+    FILE *f = fopen(cmd, "r");
+    int rows = 0, calib = 0, met = 0;
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        rows += strncmp(line, "  synth ", 8) == 0 && (strstr(line, " yes") || strstr(line, " no"));
+        calib += strncmp(line, "  synth ", 8) == 0 && strstr(line, " yes\n") != NULL;
+        met += strstr(line, " met") != NULL;
+    }
+    if (f)
+        fclose(f);
+    /* 30 speculative + 6 baseline configurations; 5 of them calibrated (the baseline at 2 is not in the grid) */
+    CHECK(rows == 36 && calib == 5 && met == 1, "table: %d rows, %d calib, %d met", rows, calib, met);
+    snprintf(cmd, sizeof cmd, "VALIDATE_CALIB=%s/calib VALIDATE_MEASURED=%s/none.csv "
+             "VALIDATE_WORK=%s/work2 sh models/validate.sh %s/specsim > %s/log2 2>&1; s=$?; "
+             "grep -q 'missing' %s/log2 && exit $s; exit 99", dir, dir, dir, dir, dir, dir);
+    rc = system(cmd);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "missing measured.csv: exit %d", WEXITSTATUS(rc));
+    if (check_cur_failed == 0) {
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        CHECK(system(cmd) == 0, "cleanup");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    self_path = argv[0];
+    if (argc == 3 && strcmp(argv[1], "--write-synth") == 0)
+        return write_synth(argv[2]);
+    if (argc >= 2 && strcmp(argv[1], "--fitcmd") == 0)
+        return fitcmd_main(argc - 1, argv + 1);
+    RUN(fit_group_recovers_known_coefficients);
+    RUN(fit_group_keeps_coefficients_nonnegative);
+    RUN(fit_group_refuses_bad_values_with_names);
+    RUN(fit_run_recovers_groups_from_kernel_records);
+    RUN(fit_run_merges_split_k_gemms);
+    RUN(fit_run_refuses_one_token_count);
+    RUN(fit_run_refuses_group_absent_from_a_trace);
+    RUN(fit_run_refuses_negative_kernel_duration);
+    RUN(fit_loads_json_traces_also_cut_off);
+    RUN(sim_of_fit_reproduces_iteration_time);
+    RUN(validate_sh_runs_on_synthetic_data);
+    return check_done();
+}
