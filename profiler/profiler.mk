@@ -18,10 +18,11 @@ profiler: $(BIN)/specprof
 	@echo "  NOTE    nvcc not found at $(NVCC): building the simulator only (no libspecprof.so, no specbench)"
 endif
 
-$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(LIB)
+# libc only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
+$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread -ldl -lm
 
 $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 	@mkdir -p $(dir $@)
@@ -35,9 +36,47 @@ $(BIN)/libspecprof.so: $(INJ_OBJ) $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lpthread -ldl
 
-$(BIN)/specbench: $(BENCH_SRC) $(wildcard profiler/bench/*.h)
+# specbench: one object per .cu (make -j compiles them in parallel); NCCL found by
+# profiler/bench/nccl_flags.sh (CUDA tree, system, or the nvidia-nccl pip package), or the
+# build is single-GPU (-DSB_NO_NCCL). NVTX is nvtx3, header-only (-ldl for its loader).
+BENCH_OBJ  := $(BENCH_SRC:%.cu=$(BUILD)/%.o)
+SB_NCCL     = $(shell sh profiler/bench/nccl_flags.sh $(CUDA_HOME))
+
+$(BUILD)/profiler/bench/%.o: profiler/bench/%.cu $(wildcard profiler/bench/*.h)
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -Iprofiler/bench $(filter -I% -D%,$(SB_NCCL)) -c $< -o $@
+
+$(BIN)/specbench: $(BENCH_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  NVCC    $@")
-	$(Q)$(NVCC) $(NVCCFLAGS) -Iprofiler/bench -o $@ $(BENCH_SRC) \
-	  -L$(CUDA_LIBD) -L$(NCCL_LIBD) -lcublas -lnccl -lcudart -lnvToolsExt 2>/dev/null || \
-	  $(NVCC) $(NVCCFLAGS) -Iprofiler/bench -o $@ $(BENCH_SRC) -L$(CUDA_LIBD) -L$(NCCL_LIBD) -lcublas -lnccl -lcudart
+	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $(BENCH_OBJ) -L$(CUDA_LIBD) $(filter-out -I% -D%,$(SB_NCCL)) \
+	  -lcublas -lcudart -ldl
+
+# specprof's GPU demo (profiler/demo/graph_demo.cu): CUDA graphs, NVTX (nvtx3, header-only)
+# and 1-rank NCCL, found like specbench's NCCL (or built without: -DDEMO_NO_NCCL).
+#   make bin/specprof_demo
+DEMO_NCCL = $(subst -DSB_NO_NCCL,-DDEMO_NO_NCCL,$(shell test -f profiler/bench/nccl_flags.sh && \
+              sh profiler/bench/nccl_flags.sh $(CUDA_HOME) || echo -DSB_NO_NCCL))
+$(BIN)/specprof_demo: profiler/demo/graph_demo.cu
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  NVCC    $@")
+	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< $(DEMO_NCCL) -ldl
+
+# tests/test_ptrace_cupti.c feeds synthetic CUPTI records through the injection library's
+# record converter; it needs CUPTI's headers and library, else it only reports a skip.
+HAVE_CUPTI := $(shell test -f $(CUDA_INC)/cupti.h && test -e $(CUDA_LIBD)/libcupti.so && echo yes)
+ifeq ($(HAVE_CUPTI),yes)
+$(BUILD)/tests/test_ptrace_cupti: private CPPFLAGS += -I$(CUDA_INC) -Iprofiler/inject -DPTRACE_HAVE_CUPTI
+$(BUILD)/tests/test_ptrace_cupti: private LDLIBS += -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -ldl
+$(BUILD)/tests/test_ptrace_cupti: profiler/inject/precord.c profiler/inject/precord.h
+endif
+
+# tests/test_ptrace_inject.c runs the injection engine (profiler/inject/*.c, included)
+# against a fake CUPTI defined in the test: it needs CUPTI's headers only.
+HAVE_CUPTI_H := $(shell test -f $(CUDA_INC)/cupti.h && test -f $(CUDA_INC)/cuda.h && echo yes)
+ifeq ($(HAVE_CUPTI_H),yes)
+$(BUILD)/tests/test_ptrace_inject: private CPPFLAGS += -I$(CUDA_INC) -Iprofiler/inject -DPTRACE_HAVE_CUPTI_H
+$(BUILD)/tests/test_ptrace_inject: private LDLIBS += -rdynamic -ldl -lpthread
+$(BUILD)/tests/test_ptrace_inject: $(INJ_SRC) $(wildcard profiler/inject/*.h)
+endif

@@ -1,0 +1,399 @@
+/* pjson.c: recursive-descent JSON parser into an arena (see pjson.h).
+ * Designed for short lines (one trace event each): the arena grows in 64 KiB blocks and
+ * is freed at once; a parse error never leaks (its partial values stay in the arena). */
+#include "pjson.h"
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PJSON_BLOCK_BYTES ((size_t)64 * 1024)
+#define PJSON_MAX_DEPTH 64
+
+typedef struct pjson_block { struct pjson_block *next; size_t used, cap; } pjson_block;
+struct pjson_arena { pjson_block *head; size_t total; };
+
+pjson_arena *pjson_arena_create(void) { return calloc(1, sizeof(pjson_arena)); }
+
+void pjson_arena_destroy(pjson_arena *a) {
+    if (!a) return;
+    pjson_block *b = a->head;
+    while (b) { pjson_block *n = b->next; free(b); b = n; }
+    free(a);
+}
+
+void pjson_arena_reset(pjson_arena *a) {
+    if (!a || !a->head) return;
+    pjson_block *keep = a->head, *b = keep->next;
+    while (b) { pjson_block *n = b->next; free(b); b = n; }
+    keep->next = NULL;
+    keep->used = 0;
+    a->total = keep->cap;
+}
+
+void *pjson_arena_alloc(pjson_arena *a, size_t bytes) {
+    bytes = (bytes + 7) & ~(size_t)7;
+    pjson_block *b = a->head;
+    if (!b || b->cap - b->used < bytes) {
+        size_t cap = bytes > PJSON_BLOCK_BYTES ? bytes : PJSON_BLOCK_BYTES;
+        pjson_block *nb = malloc(sizeof(pjson_block) + cap);
+        if (!nb) return NULL;
+        nb->used = 0; nb->cap = cap;
+        /* a big one-off allocation goes behind the current block so it keeps filling */
+        if (b && cap > PJSON_BLOCK_BYTES) { nb->next = b->next; b->next = nb; }
+        else { nb->next = b; a->head = nb; }
+        a->total += cap;
+        b = nb;
+    }
+    void *p = (char *)(b + 1) + b->used;
+    b->used += bytes;
+    return p;
+}
+
+char *pjson_arena_strdup(pjson_arena *a, const char *s) {
+    size_t n = strlen(s);
+    char *d = pjson_arena_alloc(a, n + 1);
+    if (d) memcpy(d, s, n + 1);
+    return d;
+}
+
+size_t pjson_arena_bytes(const pjson_arena *a) { return a ? a->total : 0; }
+
+typedef struct {
+    pjson_arena *a;
+    const char *s, *end, *p;
+    char *err; size_t errlen;
+    int failed;
+} pjson_parser;
+
+static int pjson_fail(pjson_parser *ps, const char *fmt, ...) {
+    if (ps->failed) return -1;
+    ps->failed = 1;
+    if (ps->err && ps->errlen) {
+        int n = snprintf(ps->err, ps->errlen, "offset %ld: ", (long)(ps->p - ps->s));
+        if (n < 0) n = 0;
+        if ((size_t)n < ps->errlen) {
+            va_list ap; va_start(ap, fmt);
+            vsnprintf(ps->err + n, ps->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+static void pjson_skip_ws(pjson_parser *ps) {
+    while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r'))
+        ps->p++;
+}
+
+static pjson *pjson_new(pjson_parser *ps, pjson_type t) {
+    pjson *v = pjson_arena_alloc(ps->a, sizeof(pjson));
+    if (!v) { pjson_fail(ps, "out of memory"); return NULL; }
+    memset(v, 0, sizeof *v);
+    v->type = t;
+    return v;
+}
+
+static int pjson_hex4(pjson_parser *ps, unsigned *out) {
+    if (ps->end - ps->p < 4) return pjson_fail(ps, "short \\u escape");
+    unsigned v = 0;
+    for (int k = 0; k < 4; k++) {
+        char c = ps->p[k]; v <<= 4;
+        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
+        else return pjson_fail(ps, "bad hex digit in \\u escape");
+    }
+    ps->p += 4; *out = v;
+    return 0;
+}
+
+static size_t pjson_utf8(unsigned cp, char *o) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) { o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                        o[2] = (char)(0x80 | (cp & 0x3F)); return 3; }
+    o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F)); return 4;
+}
+
+/* On entry ps->p is at the opening quote. */
+static const char *pjson_string(pjson_parser *ps, size_t *len_out) {
+    ps->p++;
+    const char *q = ps->p;
+    while (q < ps->end && *q != '"') { if (*q == '\\') q++; q++; }
+    if (q >= ps->end) { pjson_fail(ps, "unterminated string"); return NULL; }
+    /* decoded length <= raw bytes between the quotes */
+    char *out = pjson_arena_alloc(ps->a, (size_t)(q - ps->p) + 1);
+    if (!out) { pjson_fail(ps, "out of memory"); return NULL; }
+    size_t n = 0;
+    while (ps->p < ps->end && *ps->p != '"') {
+        unsigned char c = (unsigned char)*ps->p;
+        if (c < 0x20) { pjson_fail(ps, "control character in string"); return NULL; }
+        if (c != '\\') { out[n++] = (char)c; ps->p++; continue; }
+        ps->p++;
+        if (ps->p >= ps->end) { pjson_fail(ps, "unterminated escape"); return NULL; }
+        char e = *ps->p++;
+        switch (e) {
+        case '"': out[n++] = '"'; break;
+        case '\\': out[n++] = '\\'; break;
+        case '/': out[n++] = '/'; break;
+        case 'b': out[n++] = '\b'; break;
+        case 'f': out[n++] = '\f'; break;
+        case 'n': out[n++] = '\n'; break;
+        case 'r': out[n++] = '\r'; break;
+        case 't': out[n++] = '\t'; break;
+        case 'u': {
+            unsigned cp;
+            if (pjson_hex4(ps, &cp)) return NULL;
+            if (cp >= 0xD800 && cp < 0xDC00 && ps->end - ps->p >= 6 && ps->p[0] == '\\' && ps->p[1] == 'u') {
+                const char *save = ps->p;
+                unsigned lo;
+                ps->p += 2;
+                if (pjson_hex4(ps, &lo)) return NULL;
+                if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                else ps->p = save;
+            }
+            n += pjson_utf8(cp, out + n);
+            break;
+        }
+        default: pjson_fail(ps, "bad escape \\%c", e); return NULL;
+        }
+    }
+    ps->p++; /* closing quote */
+    out[n] = 0;
+    *len_out = n;
+    return out;
+}
+
+static pjson *pjson_value(pjson_parser *ps, int depth);
+
+static pjson *pjson_number(pjson_parser *ps) {
+    const char *q = ps->p;
+    int is_int = 1;
+    if (q < ps->end && *q == '-') q++;
+    if (q >= ps->end || !(*q >= '0' && *q <= '9')) { pjson_fail(ps, "bad number"); return NULL; }
+    while (q < ps->end && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-')) {
+        if (*q == '.' || *q == 'e' || *q == 'E') is_int = 0;
+        q++;
+    }
+    char buf[64];
+    size_t n = (size_t)(q - ps->p);
+    if (n >= sizeof buf) { pjson_fail(ps, "number too long"); return NULL; }
+    memcpy(buf, ps->p, n); buf[n] = 0;
+    pjson *v = pjson_new(ps, PJSON_NUM);
+    if (!v) return NULL;
+    char *e;
+    errno = 0;
+    v->num = strtod(buf, &e);
+    if (*e) { pjson_fail(ps, "bad number '%s'", buf); return NULL; }
+    if (is_int) {
+        errno = 0;
+        long long ll = strtoll(buf, &e, 10);
+        if (errno == 0 && !*e) { v->is_int = 1; v->i = ll; }
+        else v->i = (int64_t)v->num;
+    } else v->i = (int64_t)v->num;
+    ps->p = q;
+    return v;
+}
+
+static int pjson_lit(pjson_parser *ps, const char *lit) {
+    size_t n = strlen(lit);
+    if ((size_t)(ps->end - ps->p) < n || memcmp(ps->p, lit, n)) return 0;
+    ps->p += n;
+    return 1;
+}
+
+static pjson *pjson_array(pjson_parser *ps, int depth) {
+    ps->p++;
+    pjson *v = pjson_new(ps, PJSON_ARR);
+    if (!v) return NULL;
+    size_t cap = 0;
+    pjson_skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == ']') { ps->p++; return v; }
+    for (;;) {
+        pjson *it = pjson_value(ps, depth + 1);
+        if (!it) return NULL;
+        if (v->len == cap) {
+            size_t nc = cap ? cap * 2 : 4;
+            pjson **ni = pjson_arena_alloc(ps->a, nc * sizeof *ni);
+            if (!ni) { pjson_fail(ps, "out of memory"); return NULL; }
+            if (cap) memcpy(ni, v->items, cap * sizeof *ni);
+            v->items = ni; cap = nc;
+        }
+        v->items[v->len++] = it;
+        pjson_skip_ws(ps);
+        if (ps->p >= ps->end) { pjson_fail(ps, "unterminated array"); return NULL; }
+        if (*ps->p == ',') { ps->p++; continue; }
+        if (*ps->p == ']') { ps->p++; return v; }
+        pjson_fail(ps, "expected ',' or ']' in array");
+        return NULL;
+    }
+}
+
+static pjson *pjson_object(pjson_parser *ps, int depth) {
+    ps->p++;
+    pjson *v = pjson_new(ps, PJSON_OBJ);
+    if (!v) return NULL;
+    size_t cap = 0;
+    pjson_skip_ws(ps);
+    if (ps->p < ps->end && *ps->p == '}') { ps->p++; return v; }
+    for (;;) {
+        pjson_skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != '"') { pjson_fail(ps, "expected a key string"); return NULL; }
+        size_t kl;
+        const char *key = pjson_string(ps, &kl);
+        if (!key) return NULL;
+        pjson_skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != ':') { pjson_fail(ps, "expected ':' after key \"%s\"", key); return NULL; }
+        ps->p++;
+        pjson *val = pjson_value(ps, depth + 1);
+        if (!val) return NULL;
+        if (v->len == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            pjson_member *nm = pjson_arena_alloc(ps->a, nc * sizeof *nm);
+            if (!nm) { pjson_fail(ps, "out of memory"); return NULL; }
+            if (cap) memcpy(nm, v->members, cap * sizeof *nm);
+            v->members = nm; cap = nc;
+        }
+        v->members[v->len].key = key;
+        v->members[v->len].val = val;
+        v->len++;
+        pjson_skip_ws(ps);
+        if (ps->p >= ps->end) { pjson_fail(ps, "unterminated object"); return NULL; }
+        if (*ps->p == ',') { ps->p++; continue; }
+        if (*ps->p == '}') { ps->p++; return v; }
+        pjson_fail(ps, "expected ',' or '}' in object");
+        return NULL;
+    }
+}
+
+static pjson *pjson_value(pjson_parser *ps, int depth) {
+    if (depth > PJSON_MAX_DEPTH) { pjson_fail(ps, "nesting deeper than %d", PJSON_MAX_DEPTH); return NULL; }
+    pjson_skip_ws(ps);
+    if (ps->p >= ps->end) { pjson_fail(ps, "unexpected end of input"); return NULL; }
+    char c = *ps->p;
+    if (c == '{') return pjson_object(ps, depth);
+    if (c == '[') return pjson_array(ps, depth);
+    if (c == '"') {
+        pjson *v = pjson_new(ps, PJSON_STR);
+        if (!v) return NULL;
+        v->str = pjson_string(ps, &v->len);
+        return v->str ? v : NULL;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) return pjson_number(ps);
+    if (pjson_lit(ps, "true")) { pjson *v = pjson_new(ps, PJSON_BOOL); if (v) v->i = 1; return v; }
+    if (pjson_lit(ps, "false")) return pjson_new(ps, PJSON_BOOL);
+    if (pjson_lit(ps, "null")) return pjson_new(ps, PJSON_NULL);
+    pjson_fail(ps, "unexpected character '%c'", c);
+    return NULL;
+}
+
+int pjson_parse(pjson_arena *a, const char *text, size_t len, int allow_trailing_comma,
+                pjson **out, char *err, size_t errlen) {
+    pjson_parser ps = { a, text, text + len, text, err, errlen, 0 };
+    if (err && errlen) err[0] = 0;
+    pjson *v = pjson_value(&ps, 0);
+    if (!v) return -1;
+    pjson_skip_ws(&ps);
+    if (allow_trailing_comma && ps.p < ps.end && *ps.p == ',') { ps.p++; pjson_skip_ws(&ps); }
+    if (ps.p != ps.end) { pjson_fail(&ps, "trailing characters after the value"); return -1; }
+    *out = v;
+    return 0;
+}
+
+const pjson *pjson_get(const pjson *obj, const char *key) {
+    if (!obj || obj->type != PJSON_OBJ) return NULL;
+    for (size_t k = 0; k < obj->len; k++)
+        if (!strcmp(obj->members[k].key, key)) return obj->members[k].val;
+    return NULL;
+}
+
+int64_t pjson_get_int(const pjson *obj, const char *key, int64_t dflt) {
+    const pjson *v = pjson_get(obj, key);
+    if (!v) return dflt;
+    if (v->type == PJSON_NUM || v->type == PJSON_BOOL) return v->i;
+    return dflt;
+}
+
+double pjson_get_num(const pjson *obj, const char *key, double dflt) {
+    const pjson *v = pjson_get(obj, key);
+    return v && v->type == PJSON_NUM ? v->num : dflt;
+}
+
+const char *pjson_get_str(const pjson *obj, const char *key, const char *dflt) {
+    const pjson *v = pjson_get(obj, key);
+    return v && v->type == PJSON_STR ? v->str : dflt;
+}
+
+int pjson_get_bool(const pjson *obj, const char *key, int dflt) {
+    const pjson *v = pjson_get(obj, key);
+    if (!v) return dflt;
+    if (v->type == PJSON_BOOL || v->type == PJSON_NUM) return v->i != 0;
+    return dflt;
+}
+
+const pjson *pjson_at(const pjson *arr, size_t i) {
+    if (!arr || arr->type != PJSON_ARR || i >= arr->len) return NULL;
+    return arr->items[i];
+}
+
+typedef struct { char *p; size_t len, cap; int over; } pjson_out;
+
+static void po_raw(pjson_out *o, const char *s, size_t n) {
+    if (o->over || o->len + n + 1 > o->cap) { o->over = 1; return; }
+    memcpy(o->p + o->len, s, n);
+    o->len += n;
+    o->p[o->len] = 0;
+}
+
+static void po_str(pjson_out *o, const char *s) {
+    po_raw(o, "\"", 1);
+    for (const char *q = s; *q; q++) {
+        unsigned char c = (unsigned char)*q;
+        char esc[8];
+        if (c == '"') po_raw(o, "\\\"", 2);
+        else if (c == '\\') po_raw(o, "\\\\", 2);
+        else if (c < 0x20) { snprintf(esc, sizeof esc, "\\u%04x", c); po_raw(o, esc, 6); }
+        else po_raw(o, (const char *)&c, 1);
+    }
+    po_raw(o, "\"", 1);
+}
+
+static void po_val(pjson_out *o, const pjson *v) {
+    char num[40];
+    switch (v->type) {
+    case PJSON_NULL: po_raw(o, "null", 4); break;
+    case PJSON_BOOL: if (v->i) po_raw(o, "true", 4); else po_raw(o, "false", 5); break;
+    case PJSON_NUM:
+        if (v->is_int) snprintf(num, sizeof num, "%lld", (long long)v->i);
+        else snprintf(num, sizeof num, "%.17g", v->num);
+        po_raw(o, num, strlen(num));
+        break;
+    case PJSON_STR: po_str(o, v->str); break;
+    case PJSON_ARR:
+        po_raw(o, "[", 1);
+        for (size_t k = 0; k < v->len; k++) { if (k) po_raw(o, ",", 1); po_val(o, v->items[k]); }
+        po_raw(o, "]", 1);
+        break;
+    case PJSON_OBJ:
+        po_raw(o, "{", 1);
+        for (size_t k = 0; k < v->len; k++) {
+            if (k) po_raw(o, ",", 1);
+            po_str(o, v->members[k].key);
+            po_raw(o, ":", 1);
+            po_val(o, v->members[k].val);
+        }
+        po_raw(o, "}", 1);
+        break;
+    }
+}
+
+int pjson_write(const pjson *v, char *buf, size_t cap) {
+    pjson_out o = { buf, 0, cap, 0 };
+    if (!cap) return -1;
+    buf[0] = 0;
+    po_val(&o, v);
+    return o.over ? -1 : (int)o.len;
+}

@@ -1,0 +1,129 @@
+/* ptrace.h: the events of a specprof trace (traces/FORMAT.md), as C structs shared by
+ * the writer (libspecprof.so, fed by CUPTI) and the reader (specprof check/merge, the
+ * simulator's fit code). Times are CUPTI nanoseconds; the file stores microseconds
+ * relative to the header's t0_ns with 3 decimals, so nanoseconds survive a round trip. */
+#ifndef PTRACE_H
+#define PTRACE_H
+#include <stdint.h>
+
+#define PTRACE_FORMAT_VERSION 1
+#define PTRACE_TOOL_VERSION "specprof 0.1"
+#define PTRACE_MAX_PEERS 16
+#define PTRACE_MAX_PHASES 16
+
+/* One NCCL call as the interposer saw it (op and dtype by NCCL's names without "nccl"). */
+typedef struct {
+    char op[16];          /* allreduce, reducescatter, allgather, broadcast, reduce, send, recv, group */
+    char redop[8];        /* sum, prod, max, min, avg, custom; "" for non-reductions */
+    char dtype[12];       /* int8, uint8, int32, uint32, int64, uint64, float16, float32, float64, bfloat16, fp8e4m3, fp8e5m2 */
+    uint64_t count;       /* element count as passed (per rank for reducescatter/allgather) */
+    uint64_t bytes;       /* count * sizeof(dtype) */
+    int32_t comm_size, rank;
+    int32_t root_or_peer; /* root (broadcast/reduce) or peer (send/recv), -1 otherwise */
+    int32_t group_ops;    /* calls merged into this one by ncclGroupStart/End (1 when alone) */
+    uint32_t seq;         /* call number in this process, from 1 */
+    int captured;         /* issued while the stream was capturing a CUDA graph */
+} ptrace_nccl;
+
+typedef struct {
+    int peer_dev, access, native_atomics, perf_rank;
+} ptrace_peer;
+
+typedef struct {
+    int format_version;
+    char tool_version[32];
+    char host[64];
+    int64_t pid_os;
+    int rank, world_size;
+    int64_t t0_ns;            /* CUPTI timestamp of the capture start */
+    int64_t t0_unix_ns;       /* CLOCK_REALTIME at the same moment */
+    int cupti_version, cuda_driver_version, cuda_runtime_version, nccl_version;
+    struct {
+        char name[96];
+        int index, sms, clock_khz, mem_clock_khz, mem_bus_bits, cc_major, cc_minor;
+        int64_t mem_bytes, l2_bytes;
+        char pci_bus_id[32];
+    } device;
+    int n_peers;
+    ptrace_peer peers[PTRACE_MAX_PEERS];
+    int n_phases;
+    char phases[PTRACE_MAX_PHASES][24];
+    double delay_s, duration_s;  /* capture window as asked (<0: none) */
+    int flush_ms, buffer_mb;
+    char cmd[256];               /* the program's command line, truncated */
+} ptrace_header;
+
+typedef struct {
+    int64_t start_ns, end_ns;
+    const char *name;          /* demangled where possible */
+    uint32_t corr, dev, stream;
+    int32_t grid[3], block[3];
+    int32_t smem_bytes;        /* static + dynamic shared memory per block */
+    int32_t regs;              /* registers per thread */
+    uint32_t graph_id;
+    uint64_t graph_node_id;    /* 0 outside graphs */
+    const char *nvtx, *phase;  /* "" when none */
+    int has_nccl;
+    ptrace_nccl nccl;
+} ptrace_kernel;
+
+typedef enum { PTRACE_MEMCPY, PTRACE_MEMSET } ptrace_mem_kind;
+
+typedef struct {
+    ptrace_mem_kind kind;
+    int64_t start_ns, end_ns;
+    const char *copy_kind;     /* HtoD, DtoH, DtoD, HtoH, PtoP, ... ; "" for memset */
+    uint64_t bytes;
+    uint32_t corr, dev, stream;
+    uint32_t graph_id;
+    uint64_t graph_node_id;
+    const char *nvtx, *phase;
+    int has_nccl;              /* NCCL on one rank copies instead of launching a kernel */
+    ptrace_nccl nccl;
+} ptrace_mem;
+
+typedef struct {
+    int64_t start_ns, end_ns;
+    const char *name;          /* cudaLaunchKernel, cudaGraphLaunch, cuLaunchKernelEx, ... */
+    uint32_t corr, cbid;
+    int domain_driver;         /* 1: driver API, 0: runtime API */
+    int64_t thread;
+    uint32_t graph_exec_id;    /* graph launches: the launched executable graph, else 0 */
+} ptrace_api;
+
+typedef struct {
+    int64_t start_ns, end_ns;
+    const char *name, *domain; /* domain "" for the default domain */
+    int64_t thread;
+    int push_pop;              /* 1: push/pop range; 0: start/end range */
+} ptrace_range;
+
+typedef struct {
+    int64_t start_ns, end_ns;
+    int64_t thread;
+    uint64_t stream;           /* the cudaStream_t handle value */
+    ptrace_nccl call;
+} ptrace_ncclcall;
+
+typedef struct {
+    int64_t ts_ns;
+    uint32_t graph_id, graph_exec_id;
+    int64_t nodes;             /* nodes in the instantiated graph, -1 unknown */
+    int64_t thread;
+} ptrace_graphexec;
+
+typedef struct {
+    int64_t dropped_records;   /* CUPTI records lost (cuptiActivityGetNumDroppedRecords) */
+    int64_t dropped_host_events;
+    int64_t records;           /* events written, header and end excluded */
+    char reason[48];           /* exit, signal SIGTERM, duration, signal SIGUSR2, ... */
+    int64_t end_ns;            /* CUPTI timestamp when the capture ended */
+    int64_t nccl_calls, nccl_graph_nodes, nccl_matched;
+    int64_t nvtx_ranges;
+    int64_t graph_nodes_created, graph_nodes_cloned;   /* all graph nodes CUPTI reported */
+} ptrace_end;
+
+/* Fixed context for formatting: which pid the events go to and the time origin. */
+typedef struct { int pid; int64_t t0_ns; } ptrace_ctx;
+
+#endif

@@ -1,0 +1,925 @@
+/* pinject.c: libspecprof.so's entry points and engine. CUDA loads the library through
+ * CUDA_INJECTION64_PATH and calls InitializeInjection; NVTX loads it through
+ * NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2, which we forward to the
+ * libcupti that this library is bound to (so that CUPTI's NVTX callbacks reach our
+ * subscriber even where a program loads another copy of libcupti first).
+ * Threads: application threads run the CUPTI callbacks (cheap: table updates); CUPTI's
+ * threads hand over completed activity buffers; one control thread of ours flushes CUPTI
+ * every SPECPROF_FLUSH_MS, opens/closes the capture window and writes the file, so that
+ * records reach the disk while the program runs (it may die by SIGKILL).
+ * Memory: a fixed pool of activity buffers (SPECPROF_BUFFER_MB), a 4 MiB queue of host
+ * lines, fixed tables in pnvtx/pnccl. Failure to attach never stops the program. */
+#include "pinject.h"
+#include "pdevice.h"
+#include "precord.h"
+#include "ptrace_out.h"
+#include "ptrace_write.h"
+#include <cupti.h>
+#include <generated_nvtx_meta.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PINJ_BUF_BYTES ((size_t)2 << 20)     /* one CUPTI activity buffer */
+#define PINJ_MAX_BUFS 1024
+#define PINJ_HOST_RING_BYTES ((size_t)4 << 20)
+#define PINJ_WBUF_BYTES ((size_t)1 << 20)
+#define PINJ_MAX_CTX 64
+#define PINJ_STOP_WAIT_MS 8000               /* how long exit/signal paths wait for the writer */
+
+typedef struct {
+    char dir[1024];
+    double delay_s, duration_s;              /* <= 0: none */
+    int start_sig, stop_sig;                 /* 0: none */
+    char phases[256];
+    int flush_ms, buffer_mb, quiet;
+} pinj_config;
+
+typedef struct { uint8_t *buf; size_t valid; } pinj_done;
+
+static struct {
+    pinj_config cfg;
+    pid_t pid;
+    atomic_int attached, forked, refused;
+    CUpti_SubscriberHandle sub;
+    pnvtx *nvtx;
+    pnccl_map *nccl;
+    uint32_t cupti_version;
+
+    /* capture window */
+    pthread_mutex_t mu;                      /* window state, contexts, pool, done queue */
+    atomic_int start_requested, capturing, capture_done, stop_requested, start_signalled, stop_signalled;
+    char stop_reason[48];
+    int64_t t0_ns, t0_unix_ns;
+    int64_t start_wall_ms;                   /* for --delay/--duration, CLOCK_MONOTONIC */
+    ptrace_ctx ctx;
+    atomic_int ctx_seen;
+    int dev;
+    CUcontext contexts[PINJ_MAX_CTX];
+    int n_contexts;
+
+    /* buffers */
+    uint8_t *pool[PINJ_MAX_BUFS];
+    int n_pool, n_bufs_max, n_bufs_made;
+    pinj_done done[PINJ_MAX_BUFS];
+    int n_done;
+    atomic_llong dropped_records, pool_exhausted;
+
+    /* host lines */
+    pthread_mutex_t host_mu;
+    char *host_ring;
+    size_t host_len;
+    atomic_llong host_dropped;
+    atomic_llong nccl_calls, nodes_created, nodes_cloned;
+    atomic_uint nccl_seq;
+
+    /* output (control thread only) */
+    ptrace_out out;
+    int out_open;
+    char *wbuf;
+    size_t wlen;
+    precord_stats rec;
+    int64_t host_records;
+
+    /* control thread */
+    pthread_t ctl;
+    int ctl_running;
+    int wake[2];
+    atomic_int finished;                     /* stop done (file renamed or given up) */
+
+    /* launch API cbids we follow */
+    unsigned char rt_cb[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_cb[CUPTI_DRIVER_TRACE_CBID_SIZE];
+} g;
+
+static pthread_once_t pinj_once = PTHREAD_ONCE_INIT;
+static __thread pinject_tls pinj_tls;
+static __thread int pinj_tls_ready;
+
+/* ---------- small helpers ---------- */
+
+static int64_t pinj_mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t pinject_now_ns(void) {
+    uint64_t t = 0;
+    cuptiGetTimestamp(&t);
+    return (int64_t)t;
+}
+
+pinject_tls *pinject_thread(void) {
+    if (!pinj_tls_ready) {
+        memset(&pinj_tls, 0, sizeof pinj_tls);
+        pinj_tls.tid = (int64_t)syscall(SYS_gettid);
+        pinj_tls_ready = 1;
+    }
+    return &pinj_tls;
+}
+
+int pinject_attached(void) { return atomic_load(&g.attached) && !atomic_load(&g.forked); }
+int pinject_capturing(void) { return pinject_attached() && atomic_load(&g.capturing) && !atomic_load(&g.capture_done); }
+const ptrace_ctx *pinject_ctx(void) { return &g.ctx; }
+pnvtx *pinject_nvtx(void) { return g.nvtx; }
+int64_t pinject_graph_nodes_seen(void) { return atomic_load(&g.nodes_created); }
+pnccl_map *pinject_nccl(void) { return g.nccl; }
+uint32_t pinject_nccl_seq(void) { return atomic_fetch_add(&g.nccl_seq, 1) + 1; }
+void pinject_nccl_called(void) { atomic_fetch_add(&g.nccl_calls, 1); }
+
+void pinject_note(const char *fmt, ...) {
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!g.cfg.quiet) fprintf(stderr, "specprof: pid %d: %s\n", (int)getpid(), msg);
+    if (!g.cfg.dir[0]) return;
+    char err[256], path[1200];
+    if (ptrace_out_mkdirs(g.cfg.dir, err, sizeof err)) return;
+    snprintf(path, sizeof path, "%s/specprof.pid%d.note", g.cfg.dir, (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    size_t n = strlen(msg);
+    msg[n] = '\n';
+    ssize_t w = write(fd, msg, n + 1);
+    (void)w;
+    close(fd);
+}
+
+static void pinj_wake(void) {
+    char c = 1;
+    if (g.wake[1] >= 0) { ssize_t w = write(g.wake[1], &c, 1); (void)w; }
+}
+
+static double pinj_env_d(const char *name, double dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v) return dflt;
+    char *e;
+    double d = strtod(v, &e);
+    if (*e) { fprintf(stderr, "specprof: %s: value \"%s\" is not a number, using %g\n", name, v, dflt); return dflt; }
+    return d;
+}
+
+static void pinj_read_config(pinj_config *c) {
+    const char *d = getenv("SPECPROF_DIR");
+    snprintf(c->dir, sizeof c->dir, "%s", d && *d ? d : "specprof-out");
+    c->delay_s = pinj_env_d("SPECPROF_DELAY_S", 0);
+    c->duration_s = pinj_env_d("SPECPROF_DURATION_S", 0);
+    c->start_sig = (int)pinj_env_d("SPECPROF_START_SIGNAL", 0);
+    c->stop_sig = (int)pinj_env_d("SPECPROF_STOP_SIGNAL", 0);
+    const char *p = getenv("SPECPROF_PHASES");
+    snprintf(c->phases, sizeof c->phases, "%s", p && *p ? p : PNVTX_DEFAULT_PHASES);
+    c->flush_ms = (int)pinj_env_d("SPECPROF_FLUSH_MS", 500);
+    if (c->flush_ms < 10) c->flush_ms = 10;
+    c->buffer_mb = (int)pinj_env_d("SPECPROF_BUFFER_MB", 64);
+    if (c->buffer_mb < 8) c->buffer_mb = 8;
+    c->quiet = getenv("SPECPROF_QUIET") && atoi(getenv("SPECPROF_QUIET"));
+}
+
+static const char *pinj_cupti_err(CUptiResult r) {
+    const char *s = NULL;
+    if (cuptiGetResultString(r, &s) != CUPTI_SUCCESS || !s) return "unknown CUPTI error";
+    return s;
+}
+
+/* ---------- CUPTI activity buffers ---------- */
+
+static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *max_records) {
+    *buffer = NULL;
+    *size = 0;
+    *max_records = 0;
+    pthread_mutex_lock(&g.mu);
+    if (g.n_pool > 0) *buffer = g.pool[--g.n_pool];
+    else if (g.n_bufs_made < g.n_bufs_max) {
+        *buffer = aligned_alloc(8, PINJ_BUF_BYTES);
+        if (*buffer) g.n_bufs_made++;
+    }
+    pthread_mutex_unlock(&g.mu);
+    if (*buffer) *size = PINJ_BUF_BYTES;
+    else atomic_fetch_add(&g.pool_exhausted, 1);   /* CUPTI drops records and counts them */
+}
+
+static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
+    (void)size;
+    size_t dropped = 0;
+    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+        atomic_fetch_add(&g.dropped_records, (long long)dropped);
+    if (!buffer) return;
+    pthread_mutex_lock(&g.mu);
+    if (atomic_load(&g.forked) || g.n_done == PINJ_MAX_BUFS) {
+        g.pool[g.n_pool++ % PINJ_MAX_BUFS] = buffer;   /* cannot happen: at most n_bufs_max exist */
+    } else {
+        g.done[g.n_done].buf = buffer;
+        g.done[g.n_done].valid = valid;
+        g.n_done++;
+    }
+    pthread_mutex_unlock(&g.mu);
+    pinj_wake();
+}
+
+/* ---------- host lines ---------- */
+
+void pinject_host_line(const char *line, int n) {
+    if (n <= 0) return;
+    pthread_mutex_lock(&g.host_mu);
+    if (g.host_ring && g.host_len + (size_t)n <= PINJ_HOST_RING_BYTES) {
+        memcpy(g.host_ring + g.host_len, line, (size_t)n);
+        g.host_len += (size_t)n;
+    } else atomic_fetch_add(&g.host_dropped, 1);
+    pthread_mutex_unlock(&g.host_mu);
+}
+
+/* ---------- writer (control thread) ---------- */
+
+static void pinj_flush_wbuf(void) {
+    if (!g.wlen || !g.out_open) { g.wlen = 0; return; }
+    if (ptrace_out_write(&g.out, g.wbuf, g.wlen)) {
+        pinject_note("writing %s failed: %s; recording stops", g.out.path_part, strerror(errno));
+        ptrace_out_abandon(&g.out);
+        g.out_open = 0;
+        atomic_store(&g.capture_done, 1);
+    }
+    g.wlen = 0;
+}
+
+static void pinj_emit(void *user, const char *line, int n) {
+    (void)user;
+    if (n <= 0 || !g.out_open) return;
+    if (g.wlen + (size_t)n > PINJ_WBUF_BYTES) pinj_flush_wbuf();
+    if ((size_t)n > PINJ_WBUF_BYTES) return;
+    memcpy(g.wbuf + g.wlen, line, (size_t)n);
+    g.wlen += (size_t)n;
+}
+
+static void pinj_drain(void) {
+    for (;;) {
+        pinj_done d;
+        pthread_mutex_lock(&g.mu);
+        if (!g.n_done) { pthread_mutex_unlock(&g.mu); break; }
+        d = g.done[0];
+        memmove(&g.done[0], &g.done[1], (size_t)(g.n_done - 1) * sizeof g.done[0]);
+        g.n_done--;
+        pthread_mutex_unlock(&g.mu);
+        if (g.out_open) precord_buffer(d.buf, d.valid, &g.ctx, g.nvtx, g.nccl, pinj_emit, NULL, &g.rec);
+        pthread_mutex_lock(&g.mu);
+        g.pool[g.n_pool++] = d.buf;
+        pthread_mutex_unlock(&g.mu);
+    }
+    /* host lines: swap out under the lock, write outside it */
+    static char *spare;
+    if (!spare) spare = malloc(PINJ_HOST_RING_BYTES);
+    if (!spare) return;
+    size_t n;
+    pthread_mutex_lock(&g.host_mu);
+    char *full = g.host_ring;
+    n = g.host_len;
+    g.host_ring = spare;
+    g.host_len = 0;
+    pthread_mutex_unlock(&g.host_mu);
+    spare = full;
+    if (n && g.out_open) {
+        /* count lines */
+        for (size_t i = 0; i < n; i++) g.host_records += full[i] == '\n';
+        pinj_flush_wbuf();
+        if (g.out_open && ptrace_out_write(&g.out, full, n))
+            pinject_note("writing %s failed: %s", g.out.path_part, strerror(errno));
+    }
+    pinj_flush_wbuf();
+}
+
+static void pinj_enable_activities(int on) {
+    CUpti_ActivityKind kinds[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                   CUPTI_ACTIVITY_KIND_MEMSET };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        CUptiResult r = on ? cuptiActivityEnable(kinds[i]) : cuptiActivityDisable(kinds[i]);
+        if (r != CUPTI_SUCCESS && on) pinject_note("cuptiActivityEnable(kind %d): %s", (int)kinds[i], pinj_cupti_err(r));
+    }
+    for (int cb = 0; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++)
+        if (g.rt_cb[cb]) cuptiActivityEnableRuntimeApi((CUpti_CallbackId)cb, (uint8_t)on);
+    for (int cb = 0; cb < CUPTI_DRIVER_TRACE_CBID_SIZE; cb++)
+        if (g.drv_cb[cb]) cuptiActivityEnableDriverApi((CUpti_CallbackId)cb, (uint8_t)on);
+}
+
+static int pinj_rank(void) {
+    const char *r = getenv("RANK");
+    if (!r || !*r) r = getenv("LOCAL_RANK");
+    if (r && *r) return atoi(r);
+    return g.dev;
+}
+
+/* Opens the window: t0 now. Activities may already be on (no delay). Caller holds g.mu. */
+static void pinj_start_locked(void) {
+    if (atomic_load(&g.capturing) || atomic_load(&g.capture_done)) return;
+    if (!atomic_load(&g.ctx_seen)) return;     /* started at the first context */
+    g.t0_ns = pinject_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    g.t0_unix_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    g.ctx.pid = pinj_rank();
+    g.ctx.t0_ns = g.t0_ns;
+    g.start_wall_ms = pinj_mono_ms();
+    atomic_store(&g.capturing, 1);
+}
+
+static void pinj_open_file(void) {
+    char err[512];
+    ptrace_header h;
+    memset(&h, 0, sizeof h);
+    h.format_version = PTRACE_FORMAT_VERSION;
+    snprintf(h.tool_version, sizeof h.tool_version, "%s", PTRACE_TOOL_VERSION);
+    gethostname(h.host, sizeof h.host - 1);
+    h.pid_os = g.pid;
+    h.rank = g.ctx.pid;
+    const char *ws = getenv("WORLD_SIZE");
+    h.world_size = ws && *ws ? atoi(ws) : 1;
+    h.t0_ns = g.t0_ns;
+    h.t0_unix_ns = g.t0_unix_ns;
+    h.cupti_version = (int)g.cupti_version;
+    if (pdevice_fill(&h, g.dev)) pinject_note("device facts unavailable (libcuda entry points not found)");
+    h.n_phases = pnvtx_phase_count(g.nvtx);
+    for (int i = 0; i < h.n_phases && i < PTRACE_MAX_PHASES; i++)
+        snprintf(h.phases[i], sizeof h.phases[i], "%s", pnvtx_phase_name(g.nvtx, i));
+    h.delay_s = g.cfg.delay_s > 0 ? g.cfg.delay_s : -1;
+    h.duration_s = g.cfg.duration_s > 0 ? g.cfg.duration_s : -1;
+    h.flush_ms = g.cfg.flush_ms;
+    h.buffer_mb = g.cfg.buffer_mb;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, h.cmd, sizeof h.cmd - 1);
+        close(fd);
+        for (ssize_t i = 0; i < n - 1; i++) if (!h.cmd[i]) h.cmd[i] = ' ';
+        if (n > 0) h.cmd[n] = 0;
+    }
+    if (ptrace_out_open(&g.out, g.cfg.dir, h.rank, (long)g.pid, err, sizeof err)) {
+        pinject_note("cannot write the trace: %s", err);
+        atomic_store(&g.capture_done, 1);
+        return;
+    }
+    g.out_open = 1;
+    static char line[16384];
+    int n = ptrace_write_header(line, sizeof line, &g.ctx, &h);
+    pinj_emit(NULL, line, n);
+    char pname[96];
+    snprintf(pname, sizeof pname, "rank %d (pid %d)", h.rank, (int)g.pid);
+    n = ptrace_write_process_name(line, sizeof line, &g.ctx, pname);
+    pinj_emit(NULL, line, n);
+    pinj_flush_wbuf();
+}
+
+/* Ends the capture: flush CUPTI, write the end event, rename. Control thread only. */
+static void pinj_stop(const char *reason) {
+    if (atomic_load(&g.capture_done)) return;
+    if (atomic_load(&g.capturing) && !g.out_open) pinj_open_file();
+    pinj_enable_activities(0);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pinj_drain();
+    atomic_store(&g.capture_done, 1);
+    if (!atomic_load(&g.capturing))
+        pinject_note("nothing recorded: the capture window never opened before the end (%s): %s", reason,
+                     !atomic_load(&g.ctx_seen) ? "no CUDA context was created"
+                     : g.cfg.start_sig ? "the start signal never came" : "the --delay had not passed");
+    if (!g.out_open) return;
+    size_t dropped_ctx = 0, d = 0;
+    CUcontext ctxs[PINJ_MAX_CTX];
+    pthread_mutex_lock(&g.mu);
+    int nctx = g.n_contexts;
+    memcpy(ctxs, g.contexts, (size_t)nctx * sizeof ctxs[0]);
+    pthread_mutex_unlock(&g.mu);
+    for (int i = 0; i < nctx; i++)
+        if (cuptiActivityGetNumDroppedRecords(ctxs[i], 0, &d) == CUPTI_SUCCESS) dropped_ctx += d;
+    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &d) == CUPTI_SUCCESS) dropped_ctx += d;
+    ptrace_end e;
+    memset(&e, 0, sizeof e);
+    e.dropped_records = atomic_load(&g.dropped_records) + (int64_t)dropped_ctx;
+    e.dropped_host_events = atomic_load(&g.host_dropped);
+    e.records = g.rec.records + g.host_records;
+    snprintf(e.reason, sizeof e.reason, "%s", reason);
+    e.end_ns = pinject_now_ns();
+    pnccl_stats ns;
+    pnccl_map_stats(g.nccl, &ns);
+    e.nccl_calls = atomic_load(&g.nccl_calls);
+    e.nccl_graph_nodes = ns.nodes_added + ns.clones_added;
+    e.nccl_matched = g.rec.nccl_matched;
+    pnvtx_stats vs;
+    pnvtx_get_stats(g.nvtx, &vs);
+    e.nvtx_ranges = vs.popped;
+    e.graph_nodes_created = atomic_load(&g.nodes_created);
+    e.graph_nodes_cloned = atomic_load(&g.nodes_cloned);
+    static char line[4096];
+    int n = ptrace_write_end(line, sizeof line, &g.ctx, &e);
+    pinj_emit(NULL, line, n);
+    pinj_flush_wbuf();
+    char err[512];
+    if (g.out_open && ptrace_out_finish(&g.out, err, sizeof err)) pinject_note("%s", err);
+    else if (g.out_open && !g.cfg.quiet)
+        fprintf(stderr, "specprof: pid %d: wrote %s (%lld records, %lld dropped, %lld incomplete, end: %s)\n",
+                (int)g.pid, g.out.path_final, (long long)e.records, (long long)e.dropped_records,
+                (long long)g.rec.incomplete, reason);
+    g.out_open = 0;
+    if (atomic_load(&g.pool_exhausted))
+        pinject_note("the activity buffer pool (%d MB) ran out %lld times: raise --buffer-mb or lower --flush-ms",
+                     g.cfg.buffer_mb, (long long)atomic_load(&g.pool_exhausted));
+}
+
+static void *pinj_control(void *arg) {
+    (void)arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    /* --delay counts from the launch (the launcher's clock), else from CUDA's start here */
+    int64_t last_flush = pinj_mono_ms(), started_at = (int64_t)pinj_env_d("SPECPROF_LAUNCH_MONO_MS", 0);
+    if (started_at <= 0 || started_at > last_flush) started_at = last_flush;
+    for (;;) {
+        struct pollfd pfd = { g.wake[0], POLLIN, 0 };
+        poll(&pfd, 1, g.cfg.flush_ms);
+        char tmp[64];
+        while (read(g.wake[0], tmp, sizeof tmp) > 0) {}
+        if (atomic_load(&g.forked)) return NULL;
+        int64_t now = pinj_mono_ms();
+        /* window start */
+        if (!atomic_load(&g.capturing) && !atomic_load(&g.capture_done)) {
+            int want = 0;
+            if (g.cfg.start_sig) want = atomic_load(&g.start_signalled);
+            else if (g.cfg.delay_s > 0) want = now - started_at >= (int64_t)(g.cfg.delay_s * 1000);
+            if (want && !atomic_load(&g.start_requested)) {
+                atomic_store(&g.start_requested, 1);
+                pinj_enable_activities(1);
+            }
+            if (atomic_load(&g.start_requested)) {
+                pthread_mutex_lock(&g.mu);
+                pinj_start_locked();
+                pthread_mutex_unlock(&g.mu);
+            }
+        }
+        if (atomic_load(&g.capturing) && !g.out_open && !atomic_load(&g.capture_done)) pinj_open_file();
+        /* window end */
+        if (atomic_load(&g.stop_requested)) {
+            pinj_stop(g.stop_reason);
+            atomic_store(&g.finished, 1);
+            if (atomic_load(&g.stop_requested) == 2) return NULL;   /* process is exiting */
+            atomic_store(&g.stop_requested, 0);
+            continue;
+        }
+        if (atomic_load(&g.capturing) && !atomic_load(&g.capture_done)) {
+            if (g.cfg.stop_sig && atomic_load(&g.stop_signalled)) { pinj_stop("signal stop"); continue; }
+            if (g.cfg.duration_s > 0 && now - g.start_wall_ms >= (int64_t)(g.cfg.duration_s * 1000)) {
+                pinj_stop("duration");
+                continue;
+            }
+            if (now - last_flush >= g.cfg.flush_ms) {
+                cuptiActivityFlushAll(0);
+                last_flush = now;
+            }
+            pinj_drain();
+        } else {
+            pinj_drain();   /* returns buffers to the pool even outside the window */
+        }
+    }
+}
+
+/* Asks the control thread to end the capture and waits (bounded) for the file. */
+static void pinj_request_stop(const char *reason, int exiting) {
+    if (!pinject_attached() || atomic_load(&g.capture_done) || !g.ctl_running) return;
+    snprintf(g.stop_reason, sizeof g.stop_reason, "%s", reason);
+    atomic_store(&g.finished, 0);
+    atomic_store(&g.stop_requested, exiting ? 2 : 1);
+    pinj_wake();
+    for (int waited = 0; waited < PINJ_STOP_WAIT_MS && !atomic_load(&g.finished); waited += 5) {
+        struct timespec ts = { 0, 5 * 1000000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---------- exits, signals, fork ---------- */
+
+static void pinj_atexit(void) {
+    if (getpid() != g.pid || atomic_load(&g.forked)) return;
+    pinj_request_stop("exit", 1);
+}
+
+static struct sigaction pinj_old_term, pinj_old_int;
+
+static void pinj_on_fatal_signal(int sig) {
+    int saved = errno;
+    if (getpid() == g.pid && !atomic_load(&g.forked))
+        pinj_request_stop(sig == SIGTERM ? "signal SIGTERM" : sig == SIGINT ? "signal SIGINT" : "signal", 1);
+    sigaction(sig, sig == SIGTERM ? &pinj_old_term : &pinj_old_int, NULL);
+    errno = saved;
+    raise(sig);   /* delivered with the old disposition once this handler returns */
+}
+
+static void pinj_on_window_signal(int sig) {
+    int saved = errno;
+    if (sig == g.cfg.start_sig) atomic_store(&g.start_signalled, 1);
+    if (sig == g.cfg.stop_sig && (sig != g.cfg.start_sig || atomic_load(&g.capturing))) atomic_store(&g.stop_signalled, 1);
+    pinj_wake();
+    errno = saved;
+}
+
+static void pinj_install(int sig, void (*fn)(int), struct sigaction *old, const char *why) {
+    struct sigaction cur;
+    if (sigaction(sig, NULL, &cur)) return;
+    if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == fn) return;   /* ours already (constructor) */
+    if (cur.sa_handler != SIG_DFL || (cur.sa_flags & SA_SIGINFO)) {
+        if (why) pinject_note("signal %d already has a handler in this program: %s", sig, why);
+        return;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(sig, &sa, old);
+}
+
+static void pinj_atfork_child(void) {
+    /* the child has no control thread and must not touch the parent's file */
+    atomic_store(&g.forked, 1);
+    if (g.out_open) ptrace_out_abandon(&g.out);
+    g.out_open = 0;
+}
+
+/* ---------- CUPTI callbacks ---------- */
+
+static void pinj_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *d) {
+    pinject_tls *t = pinject_thread();
+    pnvtx_on_launch(g.nvtx, &t->nvtx, d->correlationId);
+    const ptrace_nccl *cur = pnccl_thread_current(&t->nccl);
+    if (cur) pnccl_map_add_corr(g.nccl, d->correlationId, cur);
+    int graph_launch = dom == CUPTI_CB_DOMAIN_RUNTIME_API
+        ? (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 || cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000)
+        : (cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+    if (graph_launch && d->functionParams) {
+        /* both cudaGraphLaunch_v10000_params and cuGraphLaunch_params start with the exec */
+        CUgraphExec exec = *(CUgraphExec const *)d->functionParams;
+        uint32_t id = 0;
+        if (exec && cuptiGetGraphExecId(exec, &id) == CUPTI_SUCCESS) precord_note_graph_launch(d->correlationId, id);
+    }
+}
+
+static void pinj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *r) {
+    switch (cbid) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: {
+        uint32_t dev = 0;
+        cuptiGetDeviceId(r->context, &dev);
+        pthread_mutex_lock(&g.mu);
+        if (g.n_contexts < PINJ_MAX_CTX) g.contexts[g.n_contexts++] = r->context;
+        if (!atomic_load(&g.ctx_seen)) { g.dev = (int)dev; atomic_store(&g.ctx_seen, 1); }
+        if (atomic_load(&g.start_requested)) pinj_start_locked();
+        pthread_mutex_unlock(&g.mu);
+        pinj_wake();
+        break;
+    }
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: {
+        size_t d = 0;
+        if (cuptiActivityGetNumDroppedRecords(r->context, 0, &d) == CUPTI_SUCCESS && d)
+            atomic_fetch_add(&g.dropped_records, (long long)d);
+        pthread_mutex_lock(&g.mu);
+        for (int i = 0; i < g.n_contexts; i++)
+            if (g.contexts[i] == r->context) { g.contexts[i] = g.contexts[--g.n_contexts]; break; }
+        pthread_mutex_unlock(&g.mu);
+        break;
+    }
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
+        const CUpti_GraphData *gd = r->resourceDescriptor;
+        const ptrace_nccl *cur = pnccl_thread_current(&pinject_thread()->nccl);
+        atomic_fetch_add(&g.nodes_created, 1);
+        uint64_t id = 0;
+        if (cur && gd && cuptiGetGraphNodeId(gd->node, &id) == CUPTI_SUCCESS)
+            if (pnccl_map_add_node(g.nccl, id, cur)) pinject_note("NCCL graph-node table full: node %llu not matched", (unsigned long long)id);
+        break;
+    }
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: {
+        const CUpti_GraphData *gd = r->resourceDescriptor;
+        uint64_t o = 0, c = 0;
+        atomic_fetch_add(&g.nodes_cloned, 1);
+        if (gd && gd->originalNode && cuptiGetGraphNodeId(gd->originalNode, &o) == CUPTI_SUCCESS &&
+            cuptiGetGraphNodeId(gd->node, &c) == CUPTI_SUCCESS)
+            pnccl_map_clone_node(g.nccl, o, c);
+        break;
+    }
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING: {
+        const CUpti_GraphData *gd = r->resourceDescriptor;
+        uint64_t id = 0;
+        if (gd && cuptiGetGraphNodeId(gd->node, &id) == CUPTI_SUCCESS) pnccl_map_forget_node(g.nccl, id);
+        break;
+    }
+    case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: {
+        const CUpti_GraphData *gd = r->resourceDescriptor;
+        if (!gd || !pinject_capturing()) break;
+        ptrace_graphexec ge;
+        memset(&ge, 0, sizeof ge);
+        ge.ts_ns = pinject_now_ns();
+        ge.nodes = -1;
+        ge.thread = pinject_thread()->tid;
+        if (gd->graph) cuptiGetGraphId(gd->graph, &ge.graph_id);
+        if (gd->graphExec) cuptiGetGraphExecId(gd->graphExec, &ge.graph_exec_id);
+        char line[512];
+        pinject_host_line(line, ptrace_write_graphexec(line, sizeof line, &g.ctx, &ge));
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Message of NVTX event attributes (ASCII, wide narrowed, or registered string). */
+static const char *pinj_nvtx_msg(const nvtxEventAttributes_t *a, char *buf, size_t cap) {
+    if (!a) return "";
+    switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii ? a->message.ascii : "";
+    case NVTX_MESSAGE_TYPE_UNICODE: {
+        size_t i = 0;
+        for (const wchar_t *w = a->message.unicode; w && *w && i + 1 < cap; w++) buf[i++] = *w < 128 ? (char)*w : '?';
+        buf[i] = 0;
+        return buf;
+    }
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+        pnvtx_string_find(g.nvtx, (uint64_t)(uintptr_t)a->message.registered, buf, cap);
+        return buf;
+    default: return "";
+    }
+}
+
+static void pinj_range_closed(const pnvtx_closed *c, int64_t tid) {
+    if (!pinject_capturing()) return;
+    ptrace_range r = { c->start_ns, c->end_ns, c->name, c->domain, tid, c->push_pop };
+    char line[1024];
+    pinject_host_line(line, ptrace_write_range(line, sizeof line, &g.ctx, &r));
+}
+
+static void pinj_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
+    pinject_tls *t = pinject_thread();
+    char buf[PNVTX_NAME_MAX];
+    pnvtx_closed c;
+    int64_t ts = pinject_now_ns();
+    switch (cbid) {
+    case CUPTI_CBID_NVTX_nvtxRangePushA: {
+        const nvtxRangePushA_params *p = d->functionParams;
+        pnvtx_push(g.nvtx, &t->nvtx, p && p->message ? p->message : "", 0, ts);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePushEx: {
+        const nvtxRangePushEx_params *p = d->functionParams;
+        pnvtx_push(g.nvtx, &t->nvtx, pinj_nvtx_msg(p ? p->eventAttrib : NULL, buf, sizeof buf), 0, ts);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
+        const nvtxDomainRangePushEx_params *p = d->functionParams;
+        if (!p) break;
+        int dom = pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)p->domain);
+        pnvtx_push(g.nvtx, &t->nvtx, pinj_nvtx_msg(p->core.eventAttrib, buf, sizeof buf), dom, ts);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangePop:
+        if (pnvtx_pop(g.nvtx, &t->nvtx, 0, ts, &c)) pinj_range_closed(&c, t->tid);
+        break;
+    case CUPTI_CBID_NVTX_nvtxDomainRangePop: {
+        const nvtxDomainRangePop_params *p = d->functionParams;
+        int dom = p ? pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)p->domain) : 0;
+        if (pnvtx_pop(g.nvtx, &t->nvtx, dom, ts, &c)) pinj_range_closed(&c, t->tid);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangeStartA:
+    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
+    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
+        if (!d->functionReturnValue || !d->functionParams) break;
+        nvtxRangeId_t id = *(const nvtxRangeId_t *)d->functionReturnValue;
+        const char *msg = "";
+        int dom = 0;
+        if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartA) msg = ((const nvtxRangeStartA_params *)d->functionParams)->message;
+        else if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx)
+            msg = pinj_nvtx_msg(((const nvtxRangeStartEx_params *)d->functionParams)->eventAttrib, buf, sizeof buf);
+        else {
+            const nvtxDomainRangeStartEx_params *p = d->functionParams;
+            dom = pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)p->domain);
+            msg = pinj_nvtx_msg(p->core.eventAttrib, buf, sizeof buf);
+        }
+        pnvtx_start(g.nvtx, (uint64_t)id, msg ? msg : "", dom, ts);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxRangeEnd:
+    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd: {
+        if (!d->functionParams) break;
+        nvtxRangeId_t id = cbid == CUPTI_CBID_NVTX_nvtxRangeEnd ? ((const nvtxRangeEnd_params *)d->functionParams)->id
+                                                               : ((const nvtxDomainRangeEnd_params *)d->functionParams)->core.id;
+        if (pnvtx_end(g.nvtx, (uint64_t)id, ts, &c)) pinj_range_closed(&c, t->tid);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainCreateA: {
+        const nvtxDomainCreateA_params *p = d->functionParams;
+        if (p && d->functionReturnValue)
+            pnvtx_domain_add(g.nvtx, (uint64_t)(uintptr_t)*(const nvtxDomainHandle_t *)d->functionReturnValue, p->name);
+        break;
+    }
+    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA: {
+        const nvtxDomainRegisterStringA_params *p = d->functionParams;
+        if (p && d->functionReturnValue)
+            pnvtx_string_add(g.nvtx, (uint64_t)(uintptr_t)*(const nvtxStringHandle_t *)d->functionReturnValue, p->string);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
+    (void)ud;
+    if (atomic_load(&g.forked) || !data) return;
+    switch (dom) {
+    case CUPTI_CB_DOMAIN_RUNTIME_API:
+    case CUPTI_CB_DOMAIN_DRIVER_API: {
+        const CUpti_CallbackData *d = data;
+        if (d->callbackSite == CUPTI_API_ENTER) pinj_api_enter(dom, cbid, d);
+        break;
+    }
+    case CUPTI_CB_DOMAIN_RESOURCE: pinj_resource(cbid, data); break;
+    case CUPTI_CB_DOMAIN_NVTX: pinj_nvtx(cbid, data); break;
+    default: break;
+    }
+}
+
+/* Launch-like APIs by name, so that new CUDA versions' variants are followed too. */
+static int pinj_is_launch_api(const char *n) {
+    static const char *pre[] = { "cudaLaunch", "__cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
+                                 "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset" };
+    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
+        if (!strncmp(n, pre[i], strlen(pre[i]))) return 1;
+    return 0;
+}
+
+static void pinj_enable_launch_callbacks(void) {
+    for (int cb = 1; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++) {
+        const char *n = NULL;
+        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, (uint32_t)cb, &n) == CUPTI_SUCCESS && n && pinj_is_launch_api(n))
+            if (cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, (CUpti_CallbackId)cb) == CUPTI_SUCCESS) g.rt_cb[cb] = 1;
+    }
+    for (int cb = 1; cb < CUPTI_DRIVER_TRACE_CBID_SIZE; cb++) {
+        const char *n = NULL;
+        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, (uint32_t)cb, &n) == CUPTI_SUCCESS && n && pinj_is_launch_api(n))
+            if (cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, (CUpti_CallbackId)cb) == CUPTI_SUCCESS) g.drv_cb[cb] = 1;
+    }
+}
+
+/* ---------- init ---------- */
+
+static void pinj_init(void) {
+    pinj_read_config(&g.cfg);
+    g.pid = getpid();
+    g.wake[0] = g.wake[1] = -1;
+    pthread_mutex_init(&g.mu, NULL);
+    pthread_mutex_init(&g.host_mu, NULL);
+    char err[256];
+    CUptiResult r = cuptiGetVersion(&g.cupti_version);
+    if (r != CUPTI_SUCCESS) {
+        pinject_note("CUPTI unusable (cuptiGetVersion: %s): nothing recorded", pinj_cupti_err(r));
+        atomic_store(&g.refused, 1);
+        return;
+    }
+    if (g.cupti_version < CUPTI_API_VERSION) {
+        Dl_info di;
+        const char *path = dladdr((void *)cuptiGetVersion, &di) && di.dli_fname ? di.dli_fname : "libcupti";
+        pinject_note("the loaded CUPTI (%s) has API version %u, older than %d that libspecprof was built with: "
+                     "its record layouts may differ, so nothing is recorded (rebuild specprof against this CUDA, or put "
+                     "the newer libcupti first in LD_LIBRARY_PATH)", path, g.cupti_version, CUPTI_API_VERSION);
+        atomic_store(&g.refused, 1);
+        return;
+    }
+    g.nvtx = pnvtx_create(14, 19, g.cfg.phases, err, sizeof err);
+    if (!g.nvtx) {
+        pinject_note("SPECPROF_PHASES: %s; using the default phases", err);
+        g.nvtx = pnvtx_create(14, 19, NULL, err, sizeof err);
+    }
+    g.nccl = pnccl_map_create(14, 17);
+    g.host_ring = malloc(PINJ_HOST_RING_BYTES);
+    g.wbuf = malloc(PINJ_WBUF_BYTES);
+    g.n_bufs_max = g.cfg.buffer_mb / (int)(PINJ_BUF_BYTES >> 20);
+    if (g.n_bufs_max > PINJ_MAX_BUFS) g.n_bufs_max = PINJ_MAX_BUFS;
+    if (!g.nvtx || !g.nccl || !g.host_ring || !g.wbuf) {
+        pinject_note("out of memory at start: nothing recorded");
+        atomic_store(&g.refused, 1);
+        return;
+    }
+    CUpti_SubscriberParams sp;
+    char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64];
+    memset(&sp, 0, sizeof sp);
+    memset(old, 0, sizeof old);
+    sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    sp.subscriberName = "specprof";
+    sp.oldSubscriberName = old;
+    sp.oldSubscriberSize = sizeof old;
+    r = cuptiSubscribe_v2(&g.sub, (CUpti_CallbackFunc)pinj_callback, NULL, &sp);
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+        pinject_note("another CUPTI tool is attached to this process (%s); only one may be, so specprof records "
+                     "nothing here and the program runs on. Run without nsys/ncu/torch.profiler to use specprof.",
+                     old[0] ? old : "nsys, ncu, cuda-gdb, compute-sanitizer or torch.profiler");
+        atomic_store(&g.refused, 1);
+        return;
+    }
+    if (r != CUPTI_SUCCESS) {
+        pinject_note("cuptiSubscribe failed (%s): nothing recorded, the program runs on", pinj_cupti_err(r));
+        atomic_store(&g.refused, 1);
+        return;
+    }
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
+    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_NVTX);
+    pinj_enable_launch_callbacks();
+    r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
+    if (r != CUPTI_SUCCESS) {
+        pinject_note("cuptiActivityRegisterCallbacks failed (%s): nothing recorded", pinj_cupti_err(r));
+        cuptiUnsubscribe(g.sub);
+        atomic_store(&g.refused, 1);
+        return;
+    }
+    if (pipe(g.wake) == 0) {
+        fcntl(g.wake[0], F_SETFL, O_NONBLOCK); fcntl(g.wake[1], F_SETFL, O_NONBLOCK);
+        fcntl(g.wake[0], F_SETFD, FD_CLOEXEC); fcntl(g.wake[1], F_SETFD, FD_CLOEXEC);
+    }
+    atomic_store(&g.attached, 1);
+    /* no delay and no start signal: record from the first context on */
+    if (!g.cfg.start_sig && g.cfg.delay_s <= 0) {
+        atomic_store(&g.start_requested, 1);
+        pinj_enable_activities(1);
+    }
+    if (pthread_create(&g.ctl, NULL, pinj_control, NULL) == 0) g.ctl_running = 1;
+    else pinject_note("cannot start the writer thread: nothing will be written");
+    atexit(pinj_atexit);
+    pthread_atfork(NULL, NULL, pinj_atfork_child);
+    pinj_install(SIGTERM, pinj_on_fatal_signal, &pinj_old_term, NULL);
+    pinj_install(SIGINT, pinj_on_fatal_signal, &pinj_old_int, NULL);
+    if (g.cfg.start_sig) pinj_install(g.cfg.start_sig, pinj_on_window_signal, NULL, "the start signal will not be seen");
+    if (g.cfg.stop_sig && g.cfg.stop_sig != g.cfg.start_sig)
+        pinj_install(g.cfg.stop_sig, pinj_on_window_signal, NULL, "the stop signal will not be seen");
+}
+
+/* The signal handlers for --signal-start/--signal-stop must exist before the launcher
+ * may send them, also in processes that have not initialised CUDA yet (LD_PRELOAD). */
+__attribute__((constructor)) static void pinj_constructor(void) {
+    const char *s = getenv("SPECPROF_START_SIGNAL"), *e = getenv("SPECPROF_STOP_SIGNAL");
+    int ss = s ? atoi(s) : 0, es = e ? atoi(e) : 0;
+    if (!getenv("SPECPROF_DIR")) return;
+    g.cfg.start_sig = ss;
+    g.cfg.stop_sig = es;
+    g.cfg.quiet = 1;   /* config is read again at init; no notes before that */
+    if (ss) pinj_install(ss, pinj_on_window_signal, NULL, NULL);
+    if (es && es != ss) pinj_install(es, pinj_on_window_signal, NULL, NULL);
+}
+
+static void pinj_init_once(void) { pthread_once(&pinj_once, pinj_init); }
+
+/* CUDA_INJECTION64_PATH entry point: called from cuInit. Returns 1 (success) always:
+ * a failure to attach must not fail the program's CUDA initialisation. */
+__attribute__((visibility("default"))) int InitializeInjection(void) {
+    pinj_init_once();
+    return 1;
+}
+
+/* NVTX_INJECTION64_PATH entry point: hands NVTX to the libcupti we are bound to, then
+ * attaches our subscriber (if CUDA has not done so yet). */
+typedef int (*pinj_nvtx_init_fn)(void *);
+
+static int pinj_forward_nvtx(const char *sym, void *arg) {
+    Dl_info di;
+    void *h = NULL;
+    if (dladdr((void *)cuptiSubscribe, &di) && di.dli_fname) h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    pinj_nvtx_init_fn fn = h ? (pinj_nvtx_init_fn)dlsym(h, sym) : NULL;
+    int rc = fn ? fn(arg) : 0;
+    if (h) dlclose(h);
+    return rc;
+}
+
+/* Attaching at the first NVTX call (before CUDA starts) keeps the ranges a program opens
+ * before its first CUDA call; SPECPROF_NVTX_EARLY_INIT=0 waits for cuInit instead. */
+static void pinj_nvtx_attach(void) {
+    const char *e = getenv("SPECPROF_NVTX_EARLY_INIT");
+    if (!e || strcmp(e, "0")) pinj_init_once();
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(void *get_export_table) {
+    int rc = pinj_forward_nvtx("InitializeInjectionNvtx2", get_export_table);
+    pinj_nvtx_attach();
+    return rc;
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtx(void *get_export_table) {
+    int rc = pinj_forward_nvtx("InitializeInjectionNvtx", get_export_table);
+    pinj_nvtx_attach();
+    return rc;
+}
+
+__attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void *module_info) {
+    return pinj_forward_nvtx("InitializeInjectionNvtxExtension", module_info);
+}

@@ -1,0 +1,46 @@
+/* pinject.h: state shared by the parts of libspecprof.so (CUPTI injection library):
+ * pinject.c (entry points, CUPTI callbacks, the control/writer thread, signals),
+ * precord.c (CUPTI activity records -> trace lines), pdevice.c (device facts),
+ * pncclshim.c (the NCCL interposer). Everything here is internal to the library. */
+#ifndef PINJECT_H
+#define PINJECT_H
+#include <stdint.h>
+#include <stddef.h>
+#include "pnccl.h"
+#include "pnvtx.h"
+#include "ptrace.h"
+
+/* Per host thread (thread-local): NVTX stack and the NCCL call open on the thread. */
+typedef struct {
+    pnvtx_stack nvtx;
+    pnccl_thread nccl;
+    int64_t tid;
+} pinject_tls;
+
+pinject_tls *pinject_thread(void);
+
+/* 1 while recording: CUPTI attached, capture window open, not in a forked child. */
+int pinject_capturing(void);
+/* 1 when CUPTI is attached (callbacks on), whether or not the window is open. */
+int pinject_attached(void);
+/* CUPTI timestamp now (ns). */
+int64_t pinject_now_ns(void);
+/* The formatting context (pid = rank, t0) of the open capture. */
+const ptrace_ctx *pinject_ctx(void);
+/* Queues one formatted host-side line (NVTX range, NCCL call, graph instantiation);
+ * counts it as dropped when the bounded queue is full. */
+void pinject_host_line(const char *line, int n);
+
+/* Graph nodes CUPTI has reported created so far (all kinds, whole process). */
+int64_t pinject_graph_nodes_seen(void);
+
+pnvtx *pinject_nvtx(void);
+pnccl_map *pinject_nccl(void);
+/* Next NCCL call sequence number (from 1). */
+uint32_t pinject_nccl_seq(void);
+void pinject_nccl_called(void);
+
+/* Prints "specprof: pid P: <msg>" on stderr and appends it to DIR/specprof.pid<P>.note. */
+void pinject_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,32 @@
+/* precord.h: turns CUPTI activity buffers (kernel, memcpy, memset, runtime/driver API
+ * records) into trace lines (traces/FORMAT.md), adding the NVTX range and phase of the
+ * launch (pnvtx) and the NCCL call behind NCCL's GPU work (pnccl). Runs on the writer
+ * thread only, except precord_note_graph_launch (any thread). */
+#ifndef PRECORD_H
+#define PRECORD_H
+#include <stddef.h>
+#include <stdint.h>
+#include "pnccl.h"
+#include "pnvtx.h"
+#include "ptrace.h"
+
+typedef void (*precord_emit_fn)(void *user, const char *line, int n);
+
+typedef struct {
+    int64_t records;       /* lines written */
+    int64_t nccl_matched;  /* GPU records that carry an nccl object */
+    int64_t unknown;       /* records of kinds we do not write */
+    int64_t incomplete;    /* GPU records without valid times (forced flush mid-kernel) */
+} precord_stats;
+
+/* Parses one completed buffer and emits its lines. */
+void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnvtx *nvtx,
+                    pnccl_map *nccl, precord_emit_fn emit, void *user, precord_stats *st);
+
+/* A graph launch API was entered with this correlation id (callback thread). */
+void precord_note_graph_launch(uint32_t corr, uint32_t graph_exec_id);
+
+/* Demangled kernel name (cached); the mangled name when no demangler is loaded. */
+const char *precord_demangle(const char *mangled);
+
+#endif

@@ -1,0 +1,444 @@
+/* specprof.c: the specprof command.
+ *   specprof -o DIR [options] -- CMD...   run CMD with libspecprof.so injected (CUDA, NVTX
+ *                                         and, for NCCL sizes, LD_PRELOAD); every process
+ *                                         that creates a CUDA context writes
+ *                                         DIR/specprof.rank<R>.pid<P>.json
+ *   specprof merge DIR [-o FILE]          join the rank files onto one clock
+ *   specprof check [--json] FILE...       load traces, print a summary or a clear error
+ * The launcher stays the parent of CMD so that it can forward signals and say, once CMD
+ * has ended, what was written and, if nothing was, why. Plain C, libc only. */
+#include "ptrace_merge.h"
+#include "ptrace_out.h"
+#include "ptrace_read.h"
+#include "ptrace_sum.h"
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SP_FAIL(...) do { fprintf(stderr, "specprof: " __VA_ARGS__); fputc('\n', stderr); exit(2); } while (0)
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: specprof -o DIR [options] -- CMD [ARGS...]\n"
+        "       specprof merge DIR [-o FILE]\n"
+        "       specprof check [--json] FILE...\n"
+        "options for a capture:\n"
+        "  -o, --output DIR        directory for the per-process trace files (created)\n"
+        "      --delay S           start recording S seconds after launch (default: at the first CUDA context)\n"
+        "      --duration S        stop recording S seconds after it started (default: at exit)\n"
+        "      --signal-start[=SIG] start recording when SIG arrives (default SIGUSR1); send it to specprof\n"
+        "      --signal-stop[=SIG]  stop recording when SIG arrives (default SIGUSR2)\n"
+        "      --phases a,b,c      NVTX phase words (default draft,verify,accept,extend,decode,sample)\n"
+        "      --flush-ms N        flush CUPTI buffers to the file every N ms (default 500)\n"
+        "      --buffer-mb N       CUPTI buffer pool per process, MB (default 64)\n"
+        "      --no-nccl           do not preload the NCCL interposer (no NCCL sizes)\n"
+        "      --quiet             no per-process messages from the library\n");
+}
+
+static int parse_signal(const char *s) {
+    static const struct { const char *n; int v; } t[] = {
+        {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"URG", SIGURG}, {"WINCH", SIGWINCH},
+        {"RTMIN", 0}, {"PROF", SIGPROF}, {"CONT", SIGCONT},
+    };
+    if (!strncmp(s, "SIG", 3)) s += 3;
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(s, t[i].n)) return t[i].v ? t[i].v : SIGRTMIN;
+    char *e;
+    long v = strtol(s, &e, 10);
+    if (*e || v <= 0 || v >= NSIG) return -1;
+    return (int)v;
+}
+
+static double parse_seconds(const char *opt, const char *s) {
+    char *e;
+    double v = strtod(s, &e);
+    if (*e || v < 0 || v > 1e7) SP_FAIL("%s: value \"%s\": expected seconds >= 0", opt, s);
+    return v;
+}
+
+static long parse_long(const char *opt, const char *s, long lo, long hi) {
+    char *e;
+    long v = strtol(s, &e, 10);
+    if (*e || v < lo || v > hi) SP_FAIL("%s: value \"%s\": expected an integer in %ld..%ld", opt, s, lo, hi);
+    return v;
+}
+
+/* ---------- check ---------- */
+
+static int read_input(const char *path, char **text, size_t *len, char *err, size_t errlen) {
+    size_t n = strlen(path);
+    if (n > 3 && !strcmp(path + n - 3, ".gz")) {
+        char cmd[PATH_MAX + 64];
+        if (strchr(path, '\'')) { snprintf(err, errlen, "%s: quote in file name", path); return -1; }
+        snprintf(cmd, sizeof cmd, "gzip -dc -- '%s'", path);
+        FILE *p = popen(cmd, "r");
+        if (!p) { snprintf(err, errlen, "%s: cannot run gzip: %s", path, strerror(errno)); return -1; }
+        size_t cap = 1 << 20, used = 0;
+        char *buf = malloc(cap + 1);
+        while (buf) {
+            size_t r = fread(buf + used, 1, cap - used, p);
+            used += r;
+            if (used < cap) break;
+            char *nb = realloc(buf, cap * 2 + 1);
+            if (!nb) { free(buf); buf = NULL; break; }
+            buf = nb; cap *= 2;
+        }
+        int st = pclose(p);
+        if (!buf) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
+        if (st != 0 && used == 0) { free(buf); snprintf(err, errlen, "%s: gzip -dc failed", path); return -1; }
+        buf[used] = 0;
+        *text = buf; *len = used;
+        return 0;
+    }
+    return ptrace_slurp(path, text, len, err, errlen);
+}
+
+static int sum_cb(void *user, const ptrace_event *e, const ptrace_info *info) {
+    (void)info;
+    ptrace_sum_add(user, e);
+    return 0;
+}
+
+static int cmd_check(int argc, char **argv) {
+    int json = 0, worst = 0;
+    static const struct option lo[] = { {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0} };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "jh", lo, NULL)) != -1) {
+        if (c == 'j') json = 1;
+        else { usage(c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2; }
+    }
+    if (optind >= argc) { usage(stderr); return 2; }
+    for (int i = optind; i < argc; i++) {
+        char *text; size_t len; char err[1024];
+        if (read_input(argv[i], &text, &len, err, sizeof err)) {
+            fprintf(stderr, "specprof check: %s\n", err);
+            worst = 2;
+            continue;
+        }
+        ptrace_sum s;
+        ptrace_info info;
+        ptrace_sum_init(&s);
+        int rc = ptrace_scan_buf(text, len, argv[i], sum_cb, &s, &info, err, sizeof err);
+        free(text);
+        if (rc) {
+            fprintf(stderr, "specprof check: %s\n", err);
+            worst = 2;
+            ptrace_sum_free(&s);
+            continue;
+        }
+        ptrace_sum_finish(&s);
+        if (json) ptrace_sum_print_json(stdout, &s, &info, argv[i]);
+        else ptrace_sum_print(stdout, &s, &info, argv[i]);
+        if ((!info.complete || info.bad_lines) && worst < 1) worst = 1;
+        ptrace_sum_free(&s);
+    }
+    return worst;
+}
+
+/* ---------- merge ---------- */
+
+static int cmd_merge(int argc, char **argv) {
+    const char *out = NULL;
+    static const struct option lo[] = { {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0} };
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", lo, NULL)) != -1) {
+        if (c == 'o') out = optarg;
+        else { usage(c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2; }
+    }
+    if (optind != argc - 1) { usage(stderr); return 2; }
+    const char *dir = argv[optind];
+    char def[PATH_MAX];
+    if (!out) { snprintf(def, sizeof def, "%s/merged.json", dir); out = def; }
+    fprintf(stderr, "# specprof merge: dir %s -> %s\n", dir, out);
+    ptrace_merge_result r;
+    char err[1024];
+    if (ptrace_merge_dir(dir, out, stderr, &r, err, sizeof err)) {
+        fprintf(stderr, "specprof merge: %s\n", err);
+        return 2;
+    }
+    fprintf(stderr, "specprof merge: wrote %s: %d files (%d truncated, %d skipped), %lld events\n", out, r.files,
+            r.truncated, r.skipped, r.events);
+    return 0;
+}
+
+/* ---------- launch ---------- */
+
+static volatile sig_atomic_t pending[NSIG];
+static pid_t child_pid;
+
+static void on_signal(int sig, siginfo_t *si, void *uc) {
+    (void)uc;
+    /* Ctrl-C reaches the whole foreground group, CMD included: forward only what was sent
+     * to specprof alone (kill(2) sets SI_USER) */
+    if ((sig == SIGINT || sig == SIGQUIT) && si && si->si_code != SI_USER) return;
+    pending[sig] = 1;
+}
+
+/* Every descendant of root that has libspecprof.so mapped gets sig. Returns the count. */
+static int signal_descendants(pid_t root, int sig) {
+    enum { MAXP = 65536 };
+    static pid_t pids[MAXP], ppids[MAXP];
+    int n = 0, sent = 0;
+    DIR *d = opendir("/proc");
+    if (!d) return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < MAXP) {
+        char *e;
+        long p = strtol(de->d_name, &e, 10);
+        if (*e || p <= 0) continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%ld/stat", p);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t r = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[r] = 0;
+        char *rp = strrchr(buf, ')');   /* comm may contain spaces */
+        int ppid;
+        if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1) continue;
+        pids[n] = (pid_t)p; ppids[n] = ppid; n++;
+    }
+    closedir(d);
+    static pid_t queue[MAXP];
+    int qh = 0, qt = 0;
+    queue[qt++] = root;
+    while (qh < qt) {
+        pid_t p = queue[qh++];
+        char path[64], line[1024];
+        snprintf(path, sizeof path, "/proc/%d/maps", (int)p);
+        FILE *f = fopen(path, "r");
+        int has = 0;
+        while (f && fgets(line, sizeof line, f)) if (strstr(line, "libspecprof.so")) { has = 1; break; }
+        if (f) fclose(f);
+        if (has && kill(p, sig) == 0) sent++;
+        for (int i = 0; i < n && qt < MAXP; i++) if (ppids[i] == p) queue[qt++] = pids[i];
+    }
+    return sent;
+}
+
+/* After CMD ended: what is in DIR from this run. */
+static void report(const char *dir, time_t since) {
+    DIR *d = opendir(dir);
+    if (!d) { fprintf(stderr, "specprof: %s: cannot read: %s\n", dir, strerror(errno)); return; }
+    int complete = 0, part = 0, notes = 0;
+    struct dirent *de;
+    char path[PATH_MAX + 300];
+    while ((de = readdir(d))) {
+        const char *n = de->d_name;
+        if (strncmp(n, "specprof.", 9)) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, n);
+        struct stat st;
+        if (stat(path, &st) || st.st_mtime + 1 < since) continue;
+        size_t len = strlen(n);
+        if (len > 5 && !strcmp(n + len - 5, ".json")) { complete++; fprintf(stderr, "specprof: trace %s\n", path); }
+        else if (len > 10 && !strcmp(n + len - 10, ".json.part")) {
+            part++;
+            fprintf(stderr, "specprof: trace %s (cut off: the process did not end cleanly; it loads, see specprof check)\n", path);
+        } else if (len > 5 && !strcmp(n + len - 5, ".note")) {
+            notes++;
+            FILE *f = fopen(path, "r");
+            char line[1024];
+            while (f && fgets(line, sizeof line, f)) fprintf(stderr, "specprof: note from %s: %s", n, line);
+            if (f) fclose(f);
+        }
+    }
+    closedir(d);
+    if (complete + part == 0)
+        fprintf(stderr,
+                "specprof: no trace file was written in %s. %s"
+                "Possible reasons: the program never created a CUDA context (no GPU, CUDA not initialised, "
+                "or it failed before); libspecprof.so was not loaded (CUDA_INJECTION64_PATH overridden by another "
+                "tool, or a static CUDA build that ignores injection); the capture window never opened "
+                "(--delay longer than the run, or the start signal never sent).\n",
+                dir, notes ? "The notes above say why. " : "");
+    else
+        fprintf(stderr, "specprof: %d complete and %d cut-off trace files in %s; merge with: specprof merge %s\n",
+                complete, part, dir, dir);
+}
+
+static int exe_dir(char *out, size_t cap) {
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) return -1;
+    self[n] = 0;
+    char *slash = strrchr(self, '/');
+    if (!slash) return -1;
+    *slash = 0;
+    snprintf(out, cap, "%s", self);
+    return 0;
+}
+
+static int cmd_run(int argc, char **argv) {
+    const char *out = NULL, *phases = NULL;
+    double delay = 0, duration = 0;
+    int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
+    long flush_ms = 500, buffer_mb = 64;
+    enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET };
+    static const struct option lo[] = {
+        {"output", required_argument, 0, 'o'}, {"delay", required_argument, 0, O_DELAY},
+        {"duration", required_argument, 0, O_DURATION}, {"signal-start", optional_argument, 0, O_SSTART},
+        {"signal-stop", optional_argument, 0, O_SSTOP}, {"phases", required_argument, 0, O_PHASES},
+        {"flush-ms", required_argument, 0, O_FLUSH}, {"buffer-mb", required_argument, 0, O_BUF},
+        {"no-nccl", no_argument, 0, O_NONCCL}, {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case O_DELAY: delay = parse_seconds("--delay", optarg); break;
+        case O_DURATION: duration = parse_seconds("--duration", optarg); break;
+        case O_SSTART:
+            start_sig = optarg ? parse_signal(optarg) : SIGUSR1;
+            if (start_sig < 0) SP_FAIL("--signal-start: value \"%s\": not a signal name or number", optarg);
+            break;
+        case O_SSTOP:
+            stop_sig = optarg ? parse_signal(optarg) : SIGUSR2;
+            if (stop_sig < 0) SP_FAIL("--signal-stop: value \"%s\": not a signal name or number", optarg);
+            break;
+        case O_PHASES:
+            phases = optarg;
+            if (!*phases || strchr(phases, ' ')) SP_FAIL("--phases: value \"%s\": comma-separated words", phases);
+            break;
+        case O_FLUSH: flush_ms = parse_long("--flush-ms", optarg, 10, 600000); break;
+        case O_BUF: buffer_mb = parse_long("--buffer-mb", optarg, 8, 65536); break;
+        case O_NONCCL: no_nccl = 1; break;
+        case O_QUIET: quiet = 1; break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!out) { usage(stderr); SP_FAIL("-o DIR is required"); }
+    if (optind >= argc) { usage(stderr); SP_FAIL("no command given after --"); }
+    if (start_sig && delay > 0) SP_FAIL("--delay and --signal-start: choose one way to start");
+    if (start_sig && start_sig == stop_sig) SP_FAIL("--signal-start and --signal-stop: value %d: must differ", start_sig);
+    char **cmd = argv + optind;
+
+    char err[512], lib[PATH_MAX + 32], dir[PATH_MAX], here[PATH_MAX];
+    if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("%s", err);
+    if (!realpath(out, dir)) SP_FAIL("%s: %s", out, strerror(errno));
+    const char *env_lib = getenv("SPECPROF_LIB");
+    if (env_lib && *env_lib) snprintf(lib, sizeof lib, "%s", env_lib);
+    else if (exe_dir(here, sizeof here) == 0) snprintf(lib, sizeof lib, "%s/libspecprof.so", here);
+    else lib[0] = 0;
+    /* load it once here (before SPECPROF_* is set, so its constructor does nothing) to
+     * learn now, not silently in every process, whether it and libcupti can be loaded */
+    int inject = 1;
+    if (!lib[0] || access(lib, R_OK)) {
+        fprintf(stderr, "specprof: %s not found (it is built only where nvcc and CUPTI are: make bin/libspecprof.so); "
+                        "running the program without profiling\n", lib[0] ? lib : "libspecprof.so");
+        inject = 0;
+    } else {
+        void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            fprintf(stderr, "specprof: cannot load %s: %s\nspecprof: (is CUPTI installed? it ships with the CUDA toolkit "
+                            "as libcupti.so; set LD_LIBRARY_PATH to its directory) running the program without profiling\n",
+                    lib, dlerror());
+            inject = 0;
+        } else dlclose(h);
+    }
+    const char *other = getenv("CUDA_INJECTION64_PATH");
+    if (inject && other && *other && strcmp(other, lib))
+        fprintf(stderr, "specprof: CUDA_INJECTION64_PATH was %s (another CUDA tool); specprof replaces it\n", other);
+
+    fprintf(stderr, "# specprof: output %s\n# specprof: library %s%s\n", dir, lib[0] ? lib : "(none)", inject ? "" : " (not used)");
+    fprintf(stderr, "# specprof: start %s", start_sig ? "on signal" : delay > 0 ? "after delay" : "at the first CUDA context");
+    if (start_sig) fprintf(stderr, " %d (%s)", start_sig, strsignal(start_sig));
+    if (delay > 0) fprintf(stderr, " %.3f s", delay);
+    fprintf(stderr, "; stop");
+    if (duration > 0) fprintf(stderr, " after %.3f s", duration);
+    if (stop_sig) fprintf(stderr, "%s on signal %d (%s)", duration > 0 ? " or" : "", stop_sig, strsignal(stop_sig));
+    if (duration <= 0 && !stop_sig) fprintf(stderr, " at exit");
+    fprintf(stderr, "\n# specprof: phases %s, flush %ld ms, buffer %ld MB, nccl sizes %s\n",
+            phases ? phases : "draft,verify,accept,extend,decode,sample", flush_ms, buffer_mb, no_nccl ? "off" : "on");
+    fprintf(stderr, "# specprof: command");
+    for (char **a = cmd; *a; a++) fprintf(stderr, " %s", *a);
+    fprintf(stderr, "\n");
+
+    if (inject) {
+        char v[64];
+        setenv("SPECPROF_DIR", dir, 1);
+        setenv("CUDA_INJECTION64_PATH", lib, 1);
+        /* SPECPROF_NVTX_LIB (for experiments): another NVTX injection library, e.g. libcupti.so */
+        const char *nvlib = getenv("SPECPROF_NVTX_LIB");
+        setenv("NVTX_INJECTION64_PATH", nvlib && *nvlib ? nvlib : lib, 1);
+        if (!no_nccl) {
+            const char *pre = getenv("LD_PRELOAD");
+            char *np = malloc(strlen(lib) + (pre ? strlen(pre) : 0) + 2);
+            if (!np) SP_FAIL("out of memory");
+            sprintf(np, "%s%s%s", lib, pre && *pre ? ":" : "", pre ? pre : "");
+            setenv("LD_PRELOAD", np, 1);
+            free(np);
+        }
+        snprintf(v, sizeof v, "%.6f", delay); setenv("SPECPROF_DELAY_S", v, 1);
+        snprintf(v, sizeof v, "%.6f", duration); setenv("SPECPROF_DURATION_S", v, 1);
+        snprintf(v, sizeof v, "%d", start_sig); setenv("SPECPROF_START_SIGNAL", v, 1);
+        snprintf(v, sizeof v, "%d", stop_sig); setenv("SPECPROF_STOP_SIGNAL", v, 1);
+        snprintf(v, sizeof v, "%ld", flush_ms); setenv("SPECPROF_FLUSH_MS", v, 1);
+        snprintf(v, sizeof v, "%ld", buffer_mb); setenv("SPECPROF_BUFFER_MB", v, 1);
+        if (phases) setenv("SPECPROF_PHASES", phases, 1);
+        if (quiet) setenv("SPECPROF_QUIET", "1", 1);
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        snprintf(v, sizeof v, "%lld", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        setenv("SPECPROF_LAUNCH_MONO_MS", v, 1);
+    }
+    time_t launched = time(NULL);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    int fwd[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, start_sig, stop_sig };
+    for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) if (fwd[i] > 0) sigaction(fwd[i], &sa, NULL);
+    child_pid = fork();
+    if (child_pid < 0) SP_FAIL("fork: %s", strerror(errno));
+    if (child_pid == 0) {
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) if (fwd[i] > 0) sigaction(fwd[i], &dfl, NULL);
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "specprof: cannot run %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    int status = 0;
+    for (;;) {
+        pid_t w = waitpid(child_pid, &status, 0);
+        if (w == child_pid) break;
+        if (w < 0 && errno != EINTR) { fprintf(stderr, "specprof: waitpid: %s\n", strerror(errno)); status = 127 << 8; break; }
+        for (int s = 1; s < NSIG; s++) {
+            if (!pending[s]) continue;
+            pending[s] = 0;
+            if (s == start_sig || s == stop_sig) {
+                int n = signal_descendants(child_pid, s);
+                fprintf(stderr, "specprof: sent %s to %d profiled process%s\n", strsignal(s), n, n == 1 ? "" : "es");
+            } else kill(child_pid, s);
+        }
+    }
+    if (inject) report(dir, launched);
+    if (WIFSIGNALED(status)) {
+        fprintf(stderr, "specprof: the command was killed by signal %d (%s)\n", WTERMSIG(status), strsignal(WTERMSIG(status)));
+        return 128 + WTERMSIG(status);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && !strcmp(argv[1], "merge")) return cmd_merge(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "check")) return cmd_check(argc - 1, argv + 1);
+    if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) { usage(stdout); return 0; }
+    return cmd_run(argc, argv);
+}

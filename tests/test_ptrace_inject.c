@@ -1,0 +1,507 @@
+/* test_ptrace_inject.c: the injection engine (profiler/inject/pinject.c with precord.c,
+ * pdevice.c, pncclshim.c, compiled in here) driven on the CPU by a scripted fake CUPTI
+ * defined in this file: the engine's InitializeInjection, callbacks, buffer pool,
+ * control/writer thread, capture window and endings run for real, in forked children so
+ * that exit (atexit), SIGTERM and SIGKILL are the real thing. The fake hands over
+ * activity buffers when the engine calls cuptiActivityFlushAll, like CUPTI does.
+ * Needs CUPTI's headers only (no library, no GPU): built with -DPTRACE_HAVE_CUPTI_H by
+ * profiler/profiler.mk where they exist; elsewhere it reports one skip. */
+#include "check.h"
+#ifdef PTRACE_HAVE_CUPTI_H
+#include "pinject.c"
+#include "precord.c"
+#include "pdevice.c"
+#include "pncclshim.c"
+#include "ptrace_read.h"
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+
+/* ---------- the fake CUPTI ---------- */
+static uint32_t fake_version = CUPTI_API_VERSION;
+static CUptiResult fake_subscribe_rc = CUPTI_SUCCESS;
+static CUpti_CallbackFunc fake_cb;
+static CUpti_BuffersCallbackRequestFunc fake_req;
+static CUpti_BuffersCallbackCompleteFunc fake_done;
+static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct { uint8_t *buf; size_t valid; } fake_pending[64];
+static int fake_n_pending, fake_enabled_kinds;
+
+CUptiResult cuptiGetTimestamp(uint64_t *t) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    *t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetResultString(CUptiResult r, const char **s) { *s = r ? "CUPTI_ERROR_FAKE" : "CUPTI_SUCCESS"; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetVersion(uint32_t *v) { *v = fake_version; return CUPTI_SUCCESS; }
+CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud, CUpti_SubscriberParams *p) {
+    (void)ud;
+    if (fake_subscribe_rc != CUPTI_SUCCESS) {
+        if (p && p->oldSubscriberName) snprintf(p->oldSubscriberName, p->oldSubscriberSize, "CUPTI for Nsight Systems");
+        return fake_subscribe_rc;
+    }
+    fake_cb = cb;
+    *s = (CUpti_SubscriberHandle)&fake_cb;
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud) { return cuptiSubscribe_v2(s, cb, ud, NULL); }
+CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) { (void)s; fake_cb = NULL; return CUPTI_SUCCESS; }
+CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType t) { (void)t; return CUPTI_SUCCESS; }
+CUptiResult cuptiEnableDomain(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d) { (void)e; (void)s; (void)d; return CUPTI_SUCCESS; }
+CUptiResult cuptiEnableCallback(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d, CUpti_CallbackId c) {
+    (void)e; (void)s; (void)d; (void)c; return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char **name) {
+    if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) *name = "cudaLaunchKernel_v7000";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) *name = "cudaGraphLaunch_v10000";
+    else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) *name = "cuLaunchKernel";
+    else *name = "cudaGetDevice";
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r, CUpti_BuffersCallbackCompleteFunc c) {
+    fake_req = r; fake_done = c; return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) { (void)k; __atomic_add_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST); return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) { (void)k; __atomic_sub_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST); return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
+CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+    (void)flag;
+    pthread_mutex_lock(&fake_mu);
+    int n = fake_n_pending;
+    __typeof__(fake_pending[0]) p[64];
+    memcpy(p, fake_pending, sizeof p);
+    fake_n_pending = 0;
+    pthread_mutex_unlock(&fake_mu);
+    for (int i = 0; i < n; i++) fake_done(NULL, 0, p[i].buf, 1 << 20, p[i].valid);
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext c, uint32_t s, size_t *d) { (void)c; (void)s; *d = 0; return CUPTI_SUCCESS; }
+static size_t fake_size(CUpti_ActivityKind k) {
+    switch (k) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME: case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    default: return 0;
+    }
+}
+CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
+    uint8_t *p = *rec ? (uint8_t *)*rec + fake_size((*rec)->kind) : buf;
+    if (p >= buf + valid || !fake_size(((CUpti_Activity *)p)->kind)) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    *rec = (CUpti_Activity *)p;
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiGetDeviceId(CUcontext c, uint32_t *d) { (void)c; *d = 3; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetGraphNodeId(CUgraphNode n, uint64_t *id) { *id = (uint64_t)(uintptr_t)n; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetGraphId(CUgraph g, uint32_t *id) { *id = (uint32_t)(uintptr_t)g; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetGraphExecId(CUgraphExec e, uint32_t *id) { *id = (uint32_t)(uintptr_t)e; return CUPTI_SUCCESS; }
+
+/* ---------- a fake NCCL and the driver calls the interposer uses (found by dlsym:
+ * the test is linked with -rdynamic) ---------- */
+static CUgraphNode fake_graph_nodes[16] = { (CUgraphNode)0x101, (CUgraphNode)0x102 };
+static size_t fake_n_nodes = 2;
+#define FAKE_CAPTURING_STREAM ((void *)0x77)
+#define FAKE_GRAPH ((CUgraph)0x6000)
+static void cb_api(CUpti_CallbackDomain d, CUpti_CallbackId cbid, uint32_t corr, const void *params);
+
+int pncclAllReduce(const void *s, void *r, size_t n, int dt, int op, void *comm, void *stream) {
+    (void)s; (void)r; (void)n; (void)dt; (void)op; (void)comm;
+    if (stream == FAKE_CAPTURING_STREAM) fake_graph_nodes[fake_n_nodes++] = (CUgraphNode)0x777;   /* NCCL's node */
+    else cb_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 70, NULL);   /* NCCL's launch */
+    return 0;
+}
+int pncclGroupStart(void) { return 0; }
+int pncclGroupEnd(void) { return 0; }
+int pncclCommCount(void *comm, int *n) { (void)comm; *n = 2; return 0; }
+int pncclCommUserRank(void *comm, int *r) { (void)comm; *r = 1; return 0; }
+CUresult cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st) {
+    *st = (void *)s == FAKE_CAPTURING_STREAM ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+CUresult cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g,
+                                   const CUgraphNode **deps, size_t *nd) {
+    cuStreamIsCapturing(s, st);
+    *id = 1; *g = FAKE_GRAPH; *deps = NULL; *nd = 0;
+    return CUDA_SUCCESS;
+}
+CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n) {
+    if (g != FAKE_GRAPH) return CUDA_ERROR_INVALID_VALUE;
+    if (nodes) memcpy(nodes, fake_graph_nodes, *n * sizeof *nodes);
+    *n = fake_n_nodes;
+    return CUDA_SUCCESS;
+}
+
+/* ---------- the scripted program (runs in a child) ---------- */
+static int64_t now_ns(void) { uint64_t t; cuptiGetTimestamp(&t); return (int64_t)t; }
+
+static void cb_api(CUpti_CallbackDomain d, CUpti_CallbackId cbid, uint32_t corr, const void *params) {
+    CUpti_CallbackData cd;
+    memset(&cd, 0, sizeof cd);
+    cd.callbackSite = CUPTI_API_ENTER;
+    cd.correlationId = corr;
+    cd.functionParams = params;
+    fake_cb(NULL, d, cbid, &cd);
+}
+
+static void cb_resource(CUpti_CallbackId cbid, void *node, void *orig, void *graph, void *exec) {
+    CUpti_GraphData gd;
+    memset(&gd, 0, sizeof gd);
+    gd.node = node; gd.originalNode = orig; gd.graph = graph; gd.graphExec = exec;
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    rd.resourceDescriptor = &gd;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+
+static void cb_push(const char *msg) {
+    nvtxRangePushA_params p = { msg };
+    CUpti_NvtxData d = { "nvtxRangePushA", &p, NULL };
+    fake_cb(NULL, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA, &d);
+}
+
+static void cb_pop(void) {
+    nvtxRangePop_params p = { NULL };
+    CUpti_NvtxData d = { "nvtxRangePop", &p, NULL };
+    fake_cb(NULL, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePop, &d);
+}
+
+/* Fills one buffer from the pool with 2 kernels and an API record and queues it for the
+ * next flush: corr_eager (eager kernel), corr_graph (a replay of node `node`). */
+static void submit_buffer(uint32_t corr_eager, uint32_t corr_graph, uint64_t node) {
+    uint8_t *buf; size_t size, maxr;
+    fake_req(&buf, &size, &maxr);
+    if (!buf) return;
+    size_t off = 0;
+    int64_t t = now_ns();
+    CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)(buf + off);
+    memset(k, 0, sizeof *k);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->start = (uint64_t)t - 2000; k->end = (uint64_t)t - 1000; k->streamId = 7; k->correlationId = corr_eager;
+    k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+    k->name = "_Z7k_eagerv";
+    off += sizeof *k;
+    k = (CUpti_ActivityKernel10 *)(buf + off);
+    memset(k, 0, sizeof *k);
+    k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k->start = (uint64_t)t - 900; k->end = (uint64_t)t - 100; k->streamId = 7; k->correlationId = corr_graph;
+    k->gridX = k->gridY = k->gridZ = k->blockX = k->blockY = k->blockZ = 1;
+    k->graphId = 11; k->graphNodeId = node;
+    k->name = "ncclDevKernel_AllReduce";
+    off += sizeof *k;
+    CUpti_ActivityAPI *a = (CUpti_ActivityAPI *)(buf + off);
+    memset(a, 0, sizeof *a);
+    a->kind = CUPTI_ACTIVITY_KIND_RUNTIME; a->cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000;
+    a->start = (uint64_t)t - 1200; a->end = (uint64_t)t - 1100; a->threadId = 99; a->correlationId = corr_graph;
+    off += sizeof *a;
+    pthread_mutex_lock(&fake_mu);
+    fake_pending[fake_n_pending].buf = buf;
+    fake_pending[fake_n_pending].valid = off;
+    fake_n_pending++;
+    pthread_mutex_unlock(&fake_mu);
+}
+
+static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
+
+typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM } scenario_end;
+
+/* The interposer for real: an all-reduce captured into a graph (CUPTI reports no node
+ * creation here, so the capture-graph diff finds NCCL's node 0x777, cloned to 0x778 at
+ * instantiation) and an eager one whose launch (corr 70) happens inside the call. */
+static void scenario_nccl(void) {
+    if (!InitializeInjection() || !fake_cb) _exit(3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    if (ncclAllReduce(NULL, NULL, 7168, 9, 0, (void *)0x1, FAKE_CAPTURING_STREAM) != 0) _exit(6);
+    cb_resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, (void *)0x778, (void *)0x777, (void *)0xc, NULL);
+    if (ncclGroupStart() || ncclAllReduce(NULL, NULL, 1024, 7, 4, (void *)0x1, (void *)0x55) || ncclGroupEnd()) _exit(7);
+    if (ncclAllReduce(NULL, NULL, 1024, 7, 4, (void *)0x1, (void *)0x55) != 0) _exit(8);
+    submit_buffer(70, 80, 0x778);
+    sleep_ms(100);
+    exit(0);
+}
+
+/* One program: context, an NVTX phase range, an eager launch, an NCCL call captured into
+ * graph node 0x500 (cloned to 0x900 at instantiation), a graph launch, records. */
+static void scenario(scenario_end how, int signals) {
+    if (!InitializeInjection() || !fake_cb) _exit(how == END_EXIT ? 0 : 3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    if (signals) { sleep_ms(50); raise(SIGUSR1); sleep_ms(80); }
+    cb_push("capture");
+    ptrace_nccl c;
+    memset(&c, 0, sizeof c);
+    pnccl_describe(&c, "allreduce", 0, 9, 7168);
+    c.comm_size = 1; c.seq = 1; c.captured = 1; c.group_ops = 1;
+    pnccl_call_enter(&pinject_thread()->nccl, &c);
+    cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 40, NULL);
+    cb_resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, (void *)0x500, NULL, (void *)0xb, NULL);
+    pnccl_call_exit(&pinject_thread()->nccl);
+    cb_resource(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, (void *)0x900, (void *)0x500, (void *)0xc, NULL);
+    cb_resource(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, NULL, NULL, (void *)0xb, (void *)0xe);
+    cb_pop();
+    cb_push("verify bs=4 tokens=16");
+    cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 41, NULL);
+    void *exec_params[2] = { (void *)0xe, NULL };   /* cudaGraphLaunch_v10000_params */
+    cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 42, exec_params);
+    cb_pop();
+    submit_buffer(41, 42, 0x900);
+    sleep_ms(200);                       /* > several flush periods: on disk now */
+    if (signals) { raise(SIGUSR2); sleep_ms(150); _exit(0); }
+    switch (how) {
+    case END_EXIT: exit(0);
+    case END_SIGTERM: raise(SIGTERM); sleep_ms(5000); _exit(4);
+    case END_HANG: for (;;) sleep_ms(1000);
+    case END_LATE_BUFFER: sleep_ms(300); submit_buffer(51, 52, 0x900); sleep_ms(100); exit(0);
+    case NCCL_SHIM: break;
+    }
+}
+
+static char dir[256];
+
+static pid_t run_child(scenario_end how, const char *sub, const char *delay, const char *duration, int signals) {
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        char d[400];
+        snprintf(d, sizeof d, "%s/%s", dir, sub);
+        setenv("SPECPROF_DIR", d, 1);
+        setenv("SPECPROF_FLUSH_MS", "20", 1);
+        setenv("SPECPROF_QUIET", "1", 1);
+        setenv("RANK", "5", 1);
+        setenv("SPECPROF_DELAY_S", delay, 1);
+        setenv("SPECPROF_DURATION_S", duration, 1);
+        setenv("SPECPROF_START_SIGNAL", signals ? "10" : "0", 1);   /* SIGUSR1 */
+        setenv("SPECPROF_STOP_SIGNAL", signals ? "12" : "0", 1);    /* SIGUSR2 */
+        if (how == NCCL_SHIM) scenario_nccl();
+        scenario(how, signals);
+        _exit(5);
+    }
+    return p;
+}
+
+/* Loads the one trace file of DIR/sub (.json or .json.part). */
+static int load(const char *sub, ptrace_file *f, int *is_part) {
+    char d[400], path[800], err[512];
+    snprintf(d, sizeof d, "%s/%s", dir, sub);
+    DIR *dd = opendir(d);
+    if (!dd) return -1;
+    struct dirent *de;
+    path[0] = 0;
+    while ((de = readdir(dd)))
+        if (!strncmp(de->d_name, "specprof.rank", 13)) snprintf(path, sizeof path, "%s/%s", d, de->d_name);
+    closedir(dd);
+    if (!path[0]) return -1;
+    *is_part = strstr(path, ".part") != NULL;
+    int rc = ptrace_read_file(path, f, err, sizeof err);
+    if (rc) fprintf(stderr, "  %s\n", err);
+    return rc;
+}
+
+static int note_has(const char *sub, const char *needle) {
+    char d[400], path[900], buf[4096];
+    snprintf(d, sizeof d, "%s/%s", dir, sub);
+    DIR *dd = opendir(d);
+    if (!dd) return 0;
+    struct dirent *de;
+    int found = 0;
+    while ((de = readdir(dd))) {
+        if (!strstr(de->d_name, ".note")) continue;
+        snprintf(path, sizeof path, "%s/%s", d, de->d_name);
+        FILE *fp = fopen(path, "r");
+        size_t n = fp ? fread(buf, 1, sizeof buf - 1, fp) : 0;
+        if (fp) fclose(fp);
+        buf[n] = 0;
+        if (strstr(buf, needle)) found = 1;
+    }
+    closedir(dd);
+    return found;
+}
+
+/* The checks every recorded scenario shares. */
+static void check_recorded(const ptrace_file *f, int want_second_buffer) {
+    int graph_k = 0, eager_k = 0, api = 0, ranges = 0, inst = 0, late = 0;
+    for (size_t i = 0; i < f->n_ev; i++) {
+        const ptrace_event *e = &f->ev[i];
+        ptrace_kernel k; ptrace_api a;
+        CHECK(e->pid == 5, "pid %lld (RANK=5)", (long long)e->pid);
+        if (!ptrace_read_kernel(e, f->info.header.t0_ns, &k)) {
+            if (k.corr == 42) {
+                graph_k++;
+                CHECK(!strcmp(k.phase, "verify") && !strcmp(k.nvtx, "verify bs=4 tokens=16"), "graph kernel nvtx '%s'", k.nvtx);
+                CHECK(k.has_nccl && k.nccl.bytes == 14336 && k.nccl.captured && k.graph_node_id == 0x900,
+                      "replayed NCCL node via clone: has %d bytes %llu", k.has_nccl, (unsigned long long)k.nccl.bytes);
+            } else if (k.corr == 41) {
+                eager_k++;
+                CHECK(!strcmp(k.phase, "verify") && !k.has_nccl, "eager kernel");
+            } else late++;
+        } else if (!ptrace_read_api(e, f->info.header.t0_ns, &a)) {
+            api++;
+            CHECK(!strcmp(a.name, "cudaGraphLaunch") && a.graph_exec_id == 0xe && a.thread == 99, "api %s exec %u",
+                  a.name, a.graph_exec_id);
+        } else if (!strcmp(e->cat, "nvtx")) ranges++;
+        else if (!strcmp(e->cat, "graph")) inst++;
+    }
+    CHECK(graph_k == 1 && eager_k == 1 && api == 1, "kernels %d+%d api %d", graph_k, eager_k, api);
+    CHECK(ranges == 2 && inst == 1, "nvtx ranges %d, graph_instantiate %d", ranges, inst);
+    CHECK(late == (want_second_buffer ? 2 : 0), "records after the window: %d", late);
+    CHECK(f->info.header.rank == 5 && f->info.header.cupti_version == CUPTI_API_VERSION, "header");
+}
+
+static void inject_exit_writes_complete_trace(void) {
+    pid_t p = run_child(END_EXIT, "exit", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+    ptrace_file f; int part = 1;
+    if (load("exit", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!part && f.info.complete && !strcmp(f.info.end.reason, "exit"), "part %d reason '%s'", part, f.info.end.reason);
+    check_recorded(&f, 0);
+    CHECK(f.info.end.nvtx_ranges == 2 && f.info.end.graph_nodes_created == 1 && f.info.end.graph_nodes_cloned == 1 &&
+          f.info.end.nccl_matched == 1 && f.info.end.nccl_graph_nodes == 2, "end counters ranges %lld nodes %lld/%lld matched %lld",
+          (long long)f.info.end.nvtx_ranges, (long long)f.info.end.graph_nodes_created,
+          (long long)f.info.end.graph_nodes_cloned, (long long)f.info.end.nccl_matched);
+    ptrace_file_free(&f);
+}
+
+static void inject_sigterm_finishes_file_then_dies(void) {
+    pid_t p = run_child(END_SIGTERM, "term", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM, "child must die by SIGTERM after writing: status %d", st);
+    ptrace_file f; int part = 1;
+    if (load("term", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!part && f.info.complete && !strcmp(f.info.end.reason, "signal SIGTERM"), "reason '%s'", f.info.end.reason);
+    check_recorded(&f, 0);
+    ptrace_file_free(&f);
+}
+
+static void inject_sigkill_leaves_loadable_part(void) {
+    pid_t p = run_child(END_HANG, "kill", "0", "0", 0);
+    sleep_ms(600);
+    kill(p, SIGKILL);
+    int st;
+    waitpid(p, &st, 0);
+    ptrace_file f; int part = 0;
+    if (load("kill", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(part && !f.info.complete, "a killed process leaves .part, truncated: part %d complete %d", part, f.info.complete);
+    check_recorded(&f, 0);   /* flushed while running */
+    ptrace_file_free(&f);
+}
+
+static void inject_duration_closes_window_early(void) {
+    pid_t p = run_child(END_LATE_BUFFER, "dur", "0", "0.4", 0);
+    int st;
+    waitpid(p, &st, 0);
+    ptrace_file f; int part = 1;
+    if (load("dur", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!part && f.info.complete && !strcmp(f.info.end.reason, "duration"), "reason '%s'", f.info.end.reason);
+    check_recorded(&f, 0);   /* the buffer at 500 ms is outside the 400 ms window */
+    ptrace_file_free(&f);
+}
+
+static void inject_signals_open_and_close_window(void) {
+    pid_t p = run_child(END_EXIT, "sig", "0", "0", 1);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st), "status %d", st);
+    ptrace_file f; int part = 1;
+    if (load("sig", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!part && f.info.complete && !strcmp(f.info.end.reason, "signal stop"), "reason '%s'", f.info.end.reason);
+    check_recorded(&f, 0);
+    ptrace_file_free(&f);
+}
+
+static void inject_delay_longer_than_run_records_nothing(void) {
+    pid_t p = run_child(END_EXIT, "delay", "30", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the program still exits 0: %d", st);
+    ptrace_file f; int part;
+    CHECK(load("delay", &f, &part) == -1, "no trace expected");
+    CHECK(note_has("delay", "never opened"), "note says the window never opened");
+}
+
+static void inject_refuses_older_cupti_and_other_subscriber(void) {
+    fake_version = CUPTI_API_VERSION - 1;
+    pid_t p = run_child(END_EXIT, "old", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    fake_version = CUPTI_API_VERSION;
+    CHECK(WIFEXITED(st), "status %d", st);
+    CHECK(note_has("old", "older than"), "version note");
+    fake_subscribe_rc = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    p = run_child(END_EXIT, "nsys", "0", "0", 0);
+    waitpid(p, &st, 0);
+    fake_subscribe_rc = CUPTI_SUCCESS;
+    CHECK(WIFEXITED(st), "status %d", st);
+    CHECK(note_has("nsys", "another CUPTI tool") && note_has("nsys", "Nsight Systems"), "subscriber note");
+    ptrace_file f; int part;
+    CHECK(load("nsys", &f, &part) == -1, "nothing recorded");
+}
+
+static void inject_nccl_interposer_sizes_eager_and_captured(void) {
+    pid_t p = run_child(NCCL_SHIM, "nccl", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (6-8: a forwarded NCCL call failed)", st);
+    ptrace_file f; int part = 1;
+    if (load("nccl", &f, &part)) { CHECK(0, "no trace"); return; }
+    int calls = 0, captured = 0, eager_k = 0, graph_k = 0;
+    for (size_t i = 0; i < f.n_ev; i++) {
+        ptrace_ncclcall n; ptrace_kernel k;
+        if (!ptrace_read_ncclcall(&f.ev[i], f.info.header.t0_ns, &n)) {
+            calls++;
+            captured += n.call.captured;
+            CHECK(n.call.comm_size == 2 && n.call.rank == 1, "comm %d rank %d", n.call.comm_size, n.call.rank);
+        } else if (!ptrace_read_kernel(&f.ev[i], f.info.header.t0_ns, &k)) {
+            if (k.corr == 70) {
+                eager_k++;
+                /* the last eager call owns corr 70 (the grouped one launched it first; both are avg float32 x 1024) */
+                CHECK(k.has_nccl && !k.nccl.captured && k.nccl.bytes == 4096 && !strcmp(k.nccl.redop, "avg") &&
+                      !strcmp(k.nccl.dtype, "float32"), "eager NCCL kernel: has %d bytes %llu", k.has_nccl,
+                      (unsigned long long)k.nccl.bytes);
+            } else if (k.corr == 80) {
+                graph_k++;
+                CHECK(k.has_nccl && k.nccl.captured && k.nccl.seq == 1 && k.nccl.bytes == 14336 &&
+                      !strcmp(k.nccl.dtype, "bfloat16"), "replayed NCCL node found by the capture diff: has %d seq %u",
+                      k.has_nccl, k.has_nccl ? k.nccl.seq : 0);
+            }
+        }
+    }
+    CHECK(calls == 3 && captured == 1 && eager_k == 1 && graph_k == 1, "calls %d captured %d kernels %d/%d",
+          calls, captured, eager_k, graph_k);
+    CHECK(f.info.end.nccl_calls == 3 && f.info.end.nccl_matched == 2, "end nccl_calls %lld matched %lld",
+          (long long)f.info.end.nccl_calls, (long long)f.info.end.nccl_matched);
+    CHECK(note_has("nccl", "listing the capture graph"), "fallback note");
+    ptrace_file_free(&f);
+}
+
+int main(void) {
+    snprintf(dir, sizeof dir, "/tmp/test_ptrace_inject.%d", (int)getpid());
+    RUN(inject_exit_writes_complete_trace);
+    RUN(inject_sigterm_finishes_file_then_dies);
+    RUN(inject_sigkill_leaves_loadable_part);
+    RUN(inject_duration_closes_window_early);
+    RUN(inject_signals_open_and_close_window);
+    RUN(inject_delay_longer_than_run_records_nothing);
+    RUN(inject_refuses_older_cupti_and_other_subscriber);
+    RUN(inject_nccl_interposer_sizes_eager_and_captured);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (!getenv("TEST_KEEP") && system(cmd)) fprintf(stderr, "could not remove %s\n", dir);
+    return check_done();
+}
+#else
+int main(void) {
+    (void)check_cur_failed;
+    printf("skip test_ptrace_inject: built without CUPTI headers (profiler/profiler.mk sets PTRACE_HAVE_CUPTI_H)\n");
+    return check_done();
+}
+#endif
