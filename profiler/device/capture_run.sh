@@ -54,7 +54,7 @@ cp $W/calib_measured.csv "$OUT/" 2>/dev/null
 # Overhead: the same CUDA-graph decode loop with and without specprof, alternating.
 step "overhead"
 echo "run,profiled,tok_s" > "$OUT/overhead.csv"
-for i in 1 2 3; do
+for i in 1 2; do
   for prof in 0 1; do
     rm -f $W/ov.csv; rm -rf $W/ov
     if [ $prof = 1 ]; then pre="$SP -o $W/ov --quiet --"; else pre=""; fi
@@ -68,7 +68,8 @@ done
 
 step "specprof smoke"
 mkdir -p $W/smoke
-OUT=$W/smoke SMOKE_BUDGET_S=${SMOKE_BUDGET_S:-150} timeout 300 bash profiler/device/smoke_specprof.sh > $W/smoke/stdout.log 2>&1
+left=$(( ${RUN_LIMIT_S:-570} - SECONDS ))
+OUT=$W/smoke SMOKE_BUDGET_S=$(( left > 160 ? left - 100 : 40 )) timeout $(( left > 30 ? left - 20 : 10 )) bash profiler/device/smoke_specprof.sh > $W/smoke/stdout.log 2>&1
 tail -60 $W/smoke/smoke.log | tee -a "$LOG"
 (cd $W && tar czf "$OUT/smoke.tar.gz" smoke)
 step "done"
