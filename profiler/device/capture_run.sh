@@ -9,6 +9,8 @@
 #   overhead.csv           tok/s with and without specprof, alternating runs
 #   run.log                everything printed;  smoke.tar.gz  the specprof smoke outputs
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/capture_run.sh
+#   env: CALIB_STEPS (default 2,5) CALIB_CONC (default 1,4,16,40,80): the calibration subset;
+#        SKIP_OVERHEAD=1, SKIP_SMOKE=1 to capture only
 set -u
 OUT=${OUT:-/tmp/capture}
 mkdir -p "$OUT"
@@ -33,14 +35,17 @@ for p in llama8b kimi-tp8; do
   timeout 150 $SB --check --preset $p 2>&1 | tail -25 | tee -a "$LOG"
 done
 
-# The calibration subset: chain steps 2 and 5 at alpha 0.7, concurrency 1 (exact graph),
-# 16 (pads to 24) and 80 (eager above 64), and the baselines at the same concurrencies.
-# Every other point of the grid is predicted from these two traces (make validate).
+# The calibration subset: chain steps 2 and 5 at alpha 0.7 at every concurrency of the grid
+# (1: an exact graph, 4, 16 and 40: padded to 8, 24 and 64, 80: eager), and the baselines at the same
+# concurrencies. Every other draft length and acceptance of the grid is predicted from these
+# two traces (make validate).
+CALIB_STEPS=${CALIB_STEPS:-2,5}
+CALIB_CONC=${CALIB_CONC:-1,4,16,40,80}
 for p in llama8b kimi-tp8; do
   step "calibration capture $p"
   rm -rf $W/calib_$p
-  timeout 240 $SP -o $W/calib_$p --quiet -- $SB --preset $p --mode spec,baseline --steps 2,5 \
-    --alpha 0.7 --concurrency 1,16,80 $COMMON --warmup 3 --seconds 0.12 --min-iters 6 \
+  timeout 240 $SP -o $W/calib_$p --quiet -- $SB --preset $p --mode spec,baseline --steps $CALIB_STEPS \
+    --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup 3 --seconds 0.12 --min-iters 6 \
     --repeats 1 --csv $W/calib_measured.csv 2>&1 | tail -30 | tee -a "$LOG"
   f=$(ls $W/calib_$p/specprof.rank*.json* 2>/dev/null | head -1)
   if [ -n "$f" ]; then
@@ -52,6 +57,7 @@ done
 cp $W/calib_measured.csv "$OUT/" 2>/dev/null
 
 # Overhead: the same CUDA-graph decode loop with and without specprof, alternating.
+[ "${SKIP_OVERHEAD:-0}" = 1 ] || {
 step "overhead"
 echo "run,profiled,tok_s" > "$OUT/overhead.csv"
 for i in 1 2; do
@@ -66,11 +72,14 @@ for i in 1 2; do
   done
 done
 
+}
+[ "${SKIP_SMOKE:-0}" = 1 ] || {
 step "specprof smoke"
 mkdir -p $W/smoke
 left=$(( ${RUN_LIMIT_S:-570} - SECONDS ))
 OUT=$W/smoke SMOKE_BUDGET_S=$(( left > 160 ? left - 100 : 40 )) timeout $(( left > 30 ? left - 20 : 10 )) bash profiler/device/smoke_specprof.sh > $W/smoke/stdout.log 2>&1
 tail -60 $W/smoke/smoke.log | tee -a "$LOG"
 (cd $W && tar czf "$OUT/smoke.tar.gz" smoke)
+}
 step "done"
 ls -la "$OUT"
