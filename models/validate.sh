@@ -78,12 +78,13 @@ if [ -f "$man" ]; then
       spec = v[col["mode"]] == "spec"
       st = spec && ("steps" in col) ? v[col["steps"]] : ""
       tk = spec ? ((("topk" in col) && v[col["topk"]] != "") ? v[col["topk"]] : 1) : ""
-      row[f] = v[col["preset"]] "\t" v[col["mode"]] "\t" st "\t" tk "\t" v[col["concurrency"]] "\t" \
+      # one row per configuration a trace holds (a trace may hold several)
+      row[f, ++nr[f]] = v[col["preset"]] "\t" v[col["mode"]] "\t" st "\t" tk "\t" v[col["concurrency"]] "\t" \
                (("experts" in col) ? v[col["experts"]] : "") "\t" (("moe_topk" in col) ? v[col["moe_topk"]] : "") }
     END { if (bad) exit 2
       for (i = 1; i <= n; i++) { f = order[i]
-        if (!(f in row)) { print man ": field file: value " f ": the trace is not listed in the manifest" > "/dev/stderr"; exit 2 }
-        print path[f] "\t" row[f] } }' "$man" > "$WORK/traces.tsv" || die "$man: cannot be used"
+        if (!(f in nr)) { print man ": field file: value " f ": the trace is not listed in the manifest" > "/dev/stderr"; exit 2 }
+        for (j = 1; j <= nr[f]; j++) print path[f] "\t" row[f, j] } }' "$man" > "$WORK/traces.tsv" || die "$man: cannot be used"
 else
   # no manifest: the preset is the file name up to the first '_'; the shape comes from the
   # trace's phase ranges (steps=, topk=, bs= of the most common verify or decode range)
@@ -106,7 +107,7 @@ fi
 # ---- 2. one model per preset, from its calibration traces only ---------------------------------
 presets=$(cut -f2 "$WORK/traces.tsv" | sort -u)
 for pre in $presets; do
-  files=$(awk -F'\t' -v p="$pre" '$2 == p { print $1 }' "$WORK/traces.tsv")
+  files=$(awk -F'\t' -v p="$pre" '$2 == p && !seen[$1]++ { print $1 }' "$WORK/traces.tsv")
   moe=$(awk -F'\t' -v p="$pre" '$2 == p && $7 != "" && $7 > 0 { print "--moe " $7 "," $8; exit }' "$WORK/traces.tsv")
   if [ -z "$moe" ]; then
     case "$pre" in   # specbench presets (docs/specbench.md) -> the LLM preset they imitate
