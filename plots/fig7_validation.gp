@@ -1,6 +1,7 @@
 # fig7_validation.gp: predicted vs measured throughput, the y = x line and the +-3% / +-8%
 # bands (issue 5's accuracy goals), one colour per group (preset); beside it the relative
-# error of each configuration, with the same bands, outliers labelled.
+# error of each configuration, with the same bands, the largest misses (|error| >= labthr,
+# set by report.sh to the 6th largest, at least 8%) labelled.
 # Input: val = measured predicted err_pct group "label"; groups = the group names; vars =
 # gnuplot assignments mname, pname (the column names read), hascal (a calib column exists:
 # calibration points, column 6 = 1, are drawn open).
@@ -68,5 +69,5 @@ plot '+' using 1:(-8):(8) with filledcurves fc rgb "#EAF2FB" title "+-8%", \
          lc rgb word(gcol, (i - 1) % 8 + 1) title word(groups, i), \
      for [i = 1 : words(groups)] val using ((strcol(4) eq word(groups, i) && $6 == 1) ? $1 : NaN):3 with points pt 6 ps 1.3 lw 1.5 \
          lc rgb word(gcol, (i - 1) % 8 + 1) notitle, \
-     val using 1:(abs($3) > 8 ? $3 : NaN):5 with labels offset 0, 1 font ",8" notitle
+     val using 1:(abs($3) >= labthr ? $3 : NaN):5 with labels offset 0, 1 font ",8" notitle
 unset multiplot
