@@ -389,12 +389,15 @@ static int cmd_presets(void)
     printf("%-16s %-20s %s\n", "acceptance", "histogram:W0,W1,..", "weights of accepting 0,1,.. tokens");
     printf("%-16s %-20s %s\n", "cuda-graph-bs", "sglang[:MAX]", "1..8, 10..32/2, 40..64/4, "
            "72..256/8, 272../16 (SGLang server_args.py), max 512");
+    /* workload models run with --model; hardware/LLM presets feed `specsim fit` */
     const char *pats[] = {"models/*.json", "models/presets/*.json"};
+    const char *kinds[] = {"model-file", "fit-preset"};
+    const char *uses[] = {"(specsim run --model)", "(specsim fit --llm / --carry-to)"};
     for (int i = 0; i < 2; i++) {
         glob_t gl;
         if (glob(pats[i], 0, NULL, &gl) == 0) {
             for (size_t j = 0; j < gl.gl_pathc; j++)
-                printf("%-16s %-20s %s\n", "model-file", gl.gl_pathv[j], "(--model)");
+                printf("%-16s %-20s %s\n", kinds[i], gl.gl_pathv[j], uses[i]);
             globfree(&gl);
         }
     }
