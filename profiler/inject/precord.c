@@ -92,6 +92,25 @@ static void precord_stream_track(uint32_t stream, const ptrace_ctx *ctx, precord
     if (n > 0) emit(user, line, n);
 }
 
+/* The fields CUpti_ActivityMemcpy6 and CUpti_ActivityMemset4 share, by the same names. */
+#define PRECORD_MEM_COMMON(m, r) do { \
+    (m).bytes = (r)->bytes; (m).corr = (r)->correlationId; (m).dev = (r)->deviceId; \
+    (m).stream = (r)->streamId; (m).graph_id = (r)->graphId; (m).graph_node_id = (r)->graphNodeId; \
+    } while (0)
+
+/* A copy or set record, its common fields filled: NVTX range and NCCL call of its launch,
+ * then its trace line. nv/ph are the caller's PNVTX_NAME_MAX and 24-byte buffers. */
+static int precord_mem_line(ptrace_mem *m, const ptrace_ctx *ctx, pnvtx *nvtx, pnccl_map *nccl,
+                            precord_emit_fn emit, void *user, precord_stats *st, char *line,
+                            char *nv, char *ph) {
+    pnvtx_lookup(nvtx, m->corr, nv, PNVTX_NAME_MAX, ph, 24);
+    m->nvtx = nv; m->phase = ph;
+    m->has_nccl = pnccl_map_find(nccl, m->corr, m->graph_node_id, &m->nccl);
+    if (m->has_nccl) st->nccl_matched++;
+    precord_stream_track(m->stream, ctx, emit, user, line);
+    return ptrace_write_mem(line, PRECORD_LINE_BYTES, ctx, m);
+}
+
 void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnvtx *nvtx,
                     pnccl_map *nccl, precord_emit_fn emit, void *user, precord_stats *st) {
     static char line[PRECORD_LINE_BYTES];
@@ -130,14 +149,8 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
             m.kind = PTRACE_MEMCPY;
             m.start_ns = (int64_t)r->start; m.end_ns = (int64_t)r->end;
             m.copy_kind = precord_copy_kind(r->copyKind);
-            m.bytes = r->bytes; m.corr = r->correlationId; m.dev = r->deviceId; m.stream = r->streamId;
-            m.graph_id = r->graphId; m.graph_node_id = r->graphNodeId;
-            pnvtx_lookup(nvtx, r->correlationId, nv, sizeof nv, ph, sizeof ph);
-            m.nvtx = nv; m.phase = ph;
-            m.has_nccl = pnccl_map_find(nccl, r->correlationId, r->graphNodeId, &m.nccl);
-            if (m.has_nccl) st->nccl_matched++;
-            precord_stream_track(r->streamId, ctx, emit, user, line);
-            n = ptrace_write_mem(line, sizeof line, ctx, &m);
+            PRECORD_MEM_COMMON(m, r);
+            n = precord_mem_line(&m, ctx, nvtx, nccl, emit, user, st, line, nv, ph);
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -148,14 +161,8 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
             m.kind = PTRACE_MEMSET;
             m.start_ns = (int64_t)r->start; m.end_ns = (int64_t)r->end;
             m.copy_kind = "";
-            m.bytes = r->bytes; m.corr = r->correlationId; m.dev = r->deviceId; m.stream = r->streamId;
-            m.graph_id = r->graphId; m.graph_node_id = r->graphNodeId;
-            pnvtx_lookup(nvtx, r->correlationId, nv, sizeof nv, ph, sizeof ph);
-            m.nvtx = nv; m.phase = ph;
-            m.has_nccl = pnccl_map_find(nccl, r->correlationId, r->graphNodeId, &m.nccl);
-            if (m.has_nccl) st->nccl_matched++;
-            precord_stream_track(r->streamId, ctx, emit, user, line);
-            n = ptrace_write_mem(line, sizeof line, ctx, &m);
+            PRECORD_MEM_COMMON(m, r);
+            n = precord_mem_line(&m, ctx, nvtx, nccl, emit, user, st, line, nv, ph);
             break;
         }
         case CUPTI_ACTIVITY_KIND_RUNTIME:
