@@ -7,9 +7,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 
 #define AR_BYTES_PER_US_PER_GBPS 1e3 /* 1 GB/s = 1e9 B/s = 1e3 B/us */
 
@@ -270,4 +272,152 @@ int ar_link_parse(ar_link *l, const char *spec, char *err, size_t errlen)
     l->p2p_bw_gbps = v[4];
     l->source = "given on the command line (alpha/beta/floor)";
     return 0;
+}
+
+/* --- links from files (specsim fit-allreduce) --- */
+
+#define AR_LINK_FILE_MAX_BYTES (1L << 20)   /* a link file is a few KB (residuals included) */
+#define AR_LINK_FORMAT 1
+
+/* ar_link.source is a borrowed pointer and links are copied by value (sim_params, sweep
+ * workers), so a loaded file's source text is kept once per distinct text for the life of
+ * the process: a handful of link files per run, a few hundred bytes each. The list stays
+ * reachable from this static, so leak checkers do not report it. */
+struct ar_src {
+    struct ar_src *next;
+    char text[];
+};
+static struct ar_src *ar_srcs;
+static pthread_mutex_t ar_srcs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *ar_src_intern(const char *text)
+{
+    const char *out = NULL;
+    pthread_mutex_lock(&ar_srcs_lock);
+    for (struct ar_src *p = ar_srcs; p && !out; p = p->next)
+        if (strcmp(p->text, text) == 0)
+            out = p->text;
+    if (!out) {
+        size_t n = strlen(text) + 1;
+        struct ar_src *p = malloc(sizeof *p + n);
+        if (p) {
+            memcpy(p->text, text, n);
+            p->next = ar_srcs;
+            ar_srcs = p;
+            out = p->text;
+        }
+    }
+    pthread_mutex_unlock(&ar_srcs_lock);
+    return out;
+}
+
+/* A number field: required (must be present) or optional (0 when absent); min_excl: the
+ * value must be > 0, else >= 0. 0 or -1 with err. */
+static int ar_json_num(const cJSON *root, const char *path, const char *key, int required,
+                       int min_excl, double *out, char *err, size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    *out = 0;
+    if (!v) {
+        if (!required)
+            return 0;
+        snprintf(err, errlen, "%s: field %s: missing (a link file needs latency_us, bw_gbps "
+                 "and floor_us; specsim fit-allreduce writes them)", path, key);
+        return -1;
+    }
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble)) {
+        char *t = cJSON_PrintUnformatted(v);
+        snprintf(err, errlen, "%s: field %s: value %.40s: not a finite number", path, key,
+                 t ? t : "?");
+        free(t);
+        return -1;
+    }
+    *out = v->valuedouble;
+    if (min_excl ? !(*out > 0) : !(*out >= 0)) {
+        snprintf(err, errlen, "%s: field %s: value %.6g: must be %s", path, key, *out,
+                 min_excl ? "> 0" : ">= 0");
+        return -1;
+    }
+    return 0;
+}
+
+int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
+{
+    int rc = -1;
+    char *text = NULL;
+    cJSON *root = NULL;
+    memset(l, 0, sizeof *l);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s (a link file is written by specsim "
+                 "fit-allreduce)", path, strerror(errno));
+        return -1;
+    }
+    text = malloc(AR_LINK_FILE_MAX_BYTES + 1);
+    size_t n = text ? fread(text, 1, AR_LINK_FILE_MAX_BYTES + 1, f) : 0;
+    fclose(f);
+    if (!text) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto done;
+    }
+    if (n > AR_LINK_FILE_MAX_BYTES) {
+        snprintf(err, errlen, "%s: larger than %ld bytes: not a link file", path,
+                 AR_LINK_FILE_MAX_BYTES);
+        goto done;
+    }
+    text[n] = '\0';
+    root = cJSON_Parse(text);
+    if (!root || !cJSON_IsObject(root)) {
+        const char *at = cJSON_GetErrorPtr();
+        snprintf(err, errlen, "%s: not a JSON object (JSON error near \"%.20s\")", path,
+                 at && !root ? at : "");
+        goto done;
+    }
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "specsim_link");
+    if (!cJSON_IsNumber(fmt) || fmt->valuedouble != AR_LINK_FORMAT) {
+        char *t = fmt ? cJSON_PrintUnformatted(fmt) : NULL;
+        snprintf(err, errlen, "%s: field specsim_link: value %.20s: expected %d (a link file "
+                 "from specsim fit-allreduce)", path, t ? t : "(missing)", AR_LINK_FORMAT);
+        free(t);
+        goto done;
+    }
+    double alpha, bw, floor_us, p2p_floor, p2p_bw;
+    if (ar_json_num(root, path, "latency_us", 1, 0, &alpha, err, errlen) ||
+        ar_json_num(root, path, "bw_gbps", 1, 1, &bw, err, errlen) ||
+        ar_json_num(root, path, "floor_us", 1, 0, &floor_us, err, errlen) ||
+        ar_json_num(root, path, "p2p_floor_us", 0, 0, &p2p_floor, err, errlen) ||
+        ar_json_num(root, path, "p2p_bw_gbps", 0, 0, &p2p_bw, err, errlen))
+        goto done;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+    if (name && (!cJSON_IsString(name) || !name->valuestring[0] ||
+                 strlen(name->valuestring) >= sizeof l->name)) {
+        snprintf(err, errlen, "%s: field name: must be a string of 1..%zu characters", path,
+                 sizeof l->name - 1);
+        goto done;
+    }
+    const cJSON *src = cJSON_GetObjectItemCaseSensitive(root, "source");
+    if (src && !cJSON_IsString(src)) {
+        snprintf(err, errlen, "%s: field source: must be a string", path);
+        goto done;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s: %s", path, src ? src->valuestring : "(no source given)");
+    l->source = ar_src_intern(buf);
+    if (!l->source) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        goto done;
+    }
+    snprintf(l->name, sizeof l->name, "%s", name ? name->valuestring : "file");
+    l->latency_us = alpha;
+    l->bw_gbps = bw;
+    l->floor_us = floor_us;
+    l->p2p_floor_us = p2p_floor;
+    l->p2p_bw_gbps = p2p_bw;
+    rc = 0;
+done:
+    cJSON_Delete(root);
+    free(text);
+    if (rc)
+        memset(l, 0, sizeof *l);
+    return rc;
 }

@@ -37,4 +37,10 @@ double         ar_time_us(const ar_algo *a, const ar_link *l, double bytes, int 
  * (alpha: per-step latency; beta: bus bandwidth). Fills *l (name "custom"). Returns 0, or
  * -1 with a message naming the value. */
 int            ar_link_parse(ar_link *l, const char *spec, char *err, size_t errlen);
+/* A link from a JSON file such as `specsim fit-allreduce` writes (docs/allreduce.md,
+ * "Fitting a link"): {"specsim_link": 1, "name", "latency_us", "bw_gbps", "floor_us",
+ * optional "p2p_floor_us", "p2p_bw_gbps", "source"}. Fills *l; l->source points to a copy
+ * of the file's source text (prefixed with the path) that lives until the process exits,
+ * so *l may be copied freely. Returns 0, or -1 with "FILE: field F: value V: why". */
+int            ar_link_load(const char *path, ar_link *l, char *err, size_t errlen);
 #endif

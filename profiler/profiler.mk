@@ -2,17 +2,19 @@
 #  bin/specprof        launcher + merge (plain C, always built)
 #  bin/libspecprof.so  CUPTI injection library (profiler/inject/*.c), needs CUDA/CUPTI
 #  bin/specbench       GPU speculative-decoding workload (profiler/bench/*.cu), needs nvcc
+#  bin/arsweep         NCCL all-reduce sweep (profiler/bench/arsweep.cu), needs nvcc + NCCL
 CUDA_INC   := $(CUDA_HOME)/targets/x86_64-linux/include
 CUDA_LIBD  := $(CUDA_HOME)/targets/x86_64-linux/lib
 NCCL_LIBD  ?= /usr/lib/x86_64-linux-gnu
 NVCCFLAGS  ?= -O2 -g -arch=sm_90 -std=c++17
 INJ_SRC    := $(wildcard profiler/inject/*.c)
 INJ_OBJ    := $(INJ_SRC:%.c=$(BUILD)/%.o)
-BENCH_SRC  := $(wildcard profiler/bench/*.cu)
+BENCH_SRC  := $(filter-out profiler/bench/arsweep.cu,$(wildcard profiler/bench/*.cu))
 
 .PHONY: profiler
 ifeq ($(HAVE_NVCC),yes)
-profiler: $(BIN)/specprof $(BIN)/libspecprof.so $(BIN)/specbench
+profiler: $(BIN)/specprof $(BIN)/libspecprof.so $(BIN)/specbench \
+          $(if $(findstring SB_NO_NCCL,$(SB_NCCL)),,$(BIN)/arsweep)
 else
 profiler: $(BIN)/specprof
 	@echo "  NOTE    nvcc not found at $(NVCC): building the simulator only (no libspecprof.so, no specbench)"
@@ -52,6 +54,14 @@ $(BIN)/specbench: $(BENCH_OBJ)
 	$(if $(Q),@echo "  NVCC    $@")
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $(BENCH_OBJ) -L$(CUDA_LIBD) $(filter-out -I% -D%,$(SB_NCCL)) \
 	  -lcublas -lcudart -ldl
+
+# arsweep: the all-reduce sweep that `specsim fit-allreduce` fits (docs/multigpu.md); one
+# file, NCCL found like specbench's (it refuses to build without NCCL).
+$(BIN)/arsweep: profiler/bench/arsweep.cu profiler/bench/sbcheck.h
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  NVCC    $@")
+	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -Iprofiler/bench -o $@ $< $(SB_NCCL) \
+	  -L$(CUDA_LIBD) -lcudart -lpthread
 
 # specprof's GPU demo (profiler/demo/graph_demo.cu): CUDA graphs, NVTX (nvtx3, header-only)
 # and 1-rank NCCL, found like specbench's NCCL (or built without: -DDEMO_NO_NCCL).

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cjson/cJSON.h>
 
 #define SIMCFG_CONFIG_MAX_BYTES (1L << 20)
@@ -51,8 +52,8 @@ const simcfg_knob simcfg_knobs[] = {
     K("graph-launch-us", SK_DBL, graph_launch_us, 0, 1e6, 0, "us", "host cost of one "
       "CUDA-graph launch (default: the model's)"),
     K("ranks", SK_INT, ranks, 1, 4096, 0, "", "tensor-parallel size (default: the model's)"),
-    K("link", SK_STR, link, -1, -2, 0, "", "interconnect preset (specsim presets) or "
-      "alpha=US,beta=GBPS[,floor=US]"),
+    K("link", SK_STR, link, -1, -2, 0, "", "interconnect preset (specsim presets), "
+      "alpha=US,beta=GBPS[,floor=US] or a link file FILE.json (specsim fit-allreduce)"),
     K("allreduce", SK_STR, allreduce, -1, -2, 0, "", "all-reduce algorithm: nccl, ring, tree, "
       "oneshot, twoshot, custom"),
     K("jitter-scale", SK_DBL, jitter_scale, 0, 100, 0, "", "multiplies every measured "
@@ -318,6 +319,14 @@ static const char *simcfg_src(const simcfg_set_t *s, const char *name, char *fie
     return src;
 }
 
+/* A --link value names a link file (ar_link_load) when it ends in .json or is a readable
+ * file; presets and alpha=..,beta=.. specs are tried first. */
+static int simcfg_is_link_file(const char *v)
+{
+    size_t n = strlen(v);
+    return (n > 5 && strcmp(v + n - 5, ".json") == 0) || access(v, R_OK) == 0;
+}
+
 /* err holds a model module's message ("link: value ..."): prefix source and field. */
 static int simcfg_wrap(const simcfg_set_t *s, const char *name, char *err, size_t errlen)
 {
@@ -389,10 +398,14 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     } else if (strchr(c->link, '=')) {
         if (ar_link_parse(&p->link, c->link, err, errlen))
             return simcfg_wrap(s, "link", err, errlen);
+    } else if (simcfg_is_link_file(c->link)) {
+        if (ar_link_load(c->link, &p->link, err, errlen))   /* specsim fit-allreduce's file */
+            return simcfg_wrap(s, "link", err, errlen);
     } else {
         src = simcfg_src(s, "link", field, sizeof field);
         SIMCFG_ERR("%s: field %s: value \"%s\": unknown link preset (specsim presets lists "
-                   "them; or give alpha=US,beta=GBPS[,floor=US])", src, field, c->link);
+                   "them; or give alpha=US,beta=GBPS[,floor=US] or a link file FILE.json "
+                   "from specsim fit-allreduce)", src, field, c->link);
     }
     p->algo = ar_algo_find(c->allreduce);
     if (!p->algo) {
