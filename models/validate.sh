@@ -11,6 +11,8 @@
 #   VALIDATE_MEASURED  traces/validation/measured.csv (profiler/device/grid.sh)
 #   VALIDATE_OUT       traces/validation/validation.txt (the table, also printed)
 #   VALIDATE_WORK      build/validate (decompressed traces, fitted models, logs)
+#   VALIDATE_ARGS      extra specsim run knobs for every prediction, e.g. the what-ifs of
+#                      issue 7: "--ranks 4 --link h200x4-p2p-off.json" (docs/multigpu.md)
 # exit: 0 targets met; 1 inputs missing; 2 a fit or a simulation failed; 3 targets missed.
 set -u
 SPECSIM=${1:-bin/specsim}
@@ -161,7 +163,8 @@ while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen
   i=$((i + 1))
   model="$WORK/$pre.json"
   [ -f "$model" ] || die "$MEASURED: preset $pre: no calibration trace of it in $CALIB"
-  set -- run --model "$model" --concurrency "$conc" --csv --quiet
+  # shellcheck disable=SC2086
+  set -- run --model "$model" --concurrency "$conc" --csv --quiet ${VALIDATE_ARGS:-}
   if [ "$mode" = spec ]; then
     set -- "$@" --baseline 0 --steps "$steps"
     [ -n "$topk" ] && [ "$topk" != 0 ] && set -- "$@" --topk "$topk"
