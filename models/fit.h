@@ -52,6 +52,8 @@ typedef struct {
     double kv_tokens;     /* KV context summed over the rows */
     double us;            /* measured cost, microseconds */
     int    trace;         /* index into fit_group_ctx.trace_names */
+    double q_per_row;     /* query tokens per batch row (tokens / rows); 0: unknown, taken
+                             as 1 (the KV x query-token column is then the KV column) */
 } fit_point;
 
 /* What fit_group needs to name things in messages and to build the expert column. */
@@ -62,10 +64,12 @@ typedef struct {
     int    moe_experts, moe_topk;     /* 0: dense (no expert column) */
 } fit_group_ctx;
 
-/* Repeat cell: the points of one token count in one trace (one configuration). */
+/* Repeat cell: the points of one token count (and query tokens per row) in one trace
+ * (one configuration). */
 typedef struct {
     int    trace;
     double tokens, kv_tokens;         /* kv: mean over the cell */
+    double q_per_row;                 /* query tokens per row (cells differ in it too) */
     double us_mean, us_sd;            /* measured */
     double fit_us;                    /* the fitted cost at the cell's (tokens, mean kv) */
     int    n;
@@ -74,17 +78,20 @@ typedef struct {
 typedef struct {
     double chisq;                     /* weighted residual sum of squares (relative units) */
     double rms_rel, max_rel;          /* over cells: |fit - mean| / mean */
-    int    ncols;                     /* columns kept (of base, tokens, experts, kv) */
+    int    ncols;                     /* columns kept (of base, tokens, experts, kv, kv*q) */
     int    ncells;
     int    noutliers;                 /* points left out: far from their cell's median */
     fit_cell *cell;                   /* owned: free() */
 } fit_group_stats;
 
-/* Fits  us = base + per_token*max(0, tokens-knee) + per_expert*experts(tokens)
- *            + per_kv_ktoken*kv/1000
+/* Fits  us = base + per_token*max(0, tokens-knee) + per_token_all*tokens
+ *            + per_expert*experts(tokens)
+ *            + (per_kv_ktoken + per_kvq_ktoken*ceil(q_per_row/q_tile))*kv/1000
  * by weighted least squares (each cell weighs the same, residuals relative to the cell's
- * mean); the knee is searched over the distinct token counts; a column whose coefficient
- * comes out negative is dropped and the rest refitted. sd_frac is the pooled relative
+ * mean); the knee is searched over the distinct token counts; the KV, KV x tiles and
+ * all-token columns are chosen by leave-one-cell-out cross-validation (8 cells or more);
+ * q_tile over powers of two for a group with a KV term (ties: the coarser); a column whose
+ * coefficient comes out negative is dropped and the rest refitted. sd_frac is the pooled relative
  * spread of repeats around the fit. Points far from their cell's median (capture and warm-up
  * iterations) are left out. Fills out (name and count are the caller's) and, if
  * st is not NULL, the statistics (st->cell is malloc'd: the caller frees it).

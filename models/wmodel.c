@@ -219,7 +219,7 @@ static int wm_str(const wm_ctx *c, const cJSON *parent, const char *key, const c
 
 static const char *const wm_group_keys[] = {
     "name", "count", "base_us", "per_token_us", "knee_tokens", "per_expert_us",
-    "per_kv_ktoken_us", "sd_frac", NULL,
+    "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -235,6 +235,9 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "knee_tokens", base, 0, 0, 0, 0, &out->knee_tokens) != 0 ||
         wm_num(c, g, "per_expert_us", base, 0, 0, 0, 0, &out->per_expert_us) != 0 ||
         wm_num(c, g, "per_kv_ktoken_us", base, 0, 0, 0, 0, &out->per_kv_ktoken_us) != 0 ||
+        wm_num(c, g, "per_kvq_ktoken_us", base, 0, 0, 0, 0, &out->per_kvq_ktoken_us) != 0 ||
+        wm_num(c, g, "q_tile", base, 0, 0, 0, 0, &out->q_tile) != 0 ||
+        wm_num(c, g, "per_token_all_us", base, 0, 0, 0, 0, &out->per_token_all_us) != 0 ||
         wm_num(c, g, "sd_frac", base, 0, 0, 0, 0, &out->sd_frac) != 0)
         return -1;
     return 0;
@@ -504,6 +507,12 @@ static cJSON *wm_group_json(const wm_group *g)
     cJSON_AddNumberToObject(o, "knee_tokens", g->knee_tokens);
     cJSON_AddNumberToObject(o, "per_expert_us", g->per_expert_us);
     cJSON_AddNumberToObject(o, "per_kv_ktoken_us", g->per_kv_ktoken_us);
+    if (g->per_kvq_ktoken_us != 0)   /* older readers do not know the keys */
+        cJSON_AddNumberToObject(o, "per_kvq_ktoken_us", g->per_kvq_ktoken_us);
+    if (g->q_tile != 0)
+        cJSON_AddNumberToObject(o, "q_tile", g->q_tile);
+    if (g->per_token_all_us != 0)
+        cJSON_AddNumberToObject(o, "per_token_all_us", g->per_token_all_us);
     cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
     return o;
 }
@@ -610,12 +619,26 @@ double wm_experts_touched(const wm_model *m, double tokens)
     return e * (1.0 - pow(1.0 - k / e, tokens));
 }
 
-double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens)
+double wm_q_tiles(const wm_group *g, double q_per_row)
+{
+    if (g->q_tile <= 1)
+        return q_per_row;
+    return ceil(q_per_row / g->q_tile - 1e-9);
+}
+
+double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double kv_tokens,
+                     double q_per_row)
 {
     double over = tokens - g->knee_tokens;
-    return g->base_us + g->per_token_us * (over > 0 ? over : 0) +
+    return g->base_us + g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * tokens +
            g->per_expert_us * wm_experts_touched(m, tokens) +
-           g->per_kv_ktoken_us * kv_tokens / 1000.0;
+           (g->per_kv_ktoken_us + g->per_kvq_ktoken_us * wm_q_tiles(g, q_per_row)) *
+           kv_tokens / 1000.0;
+}
+
+double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens)
+{
+    return wm_group_us_q(m, g, tokens, kv_tokens, 1.0);
 }
 
 const wm_phase_model *wm_phase_get(const wm_model *m, int p)

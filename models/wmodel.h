@@ -23,9 +23,13 @@ extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
 #define WM_COLLS_MAX 8
 
 /* Cost of one kernel group for one forward, in microseconds:
- *   base_us + per_token_us * max(0, tokens - knee_tokens)
+ *   base_us + per_token_us * max(0, tokens - knee_tokens) + per_token_all_us * tokens
  *           + per_expert_us * experts_touched(tokens)
  *           + per_kv_ktoken_us * kv_tokens / 1000
+ *           + per_kvq_ktoken_us * kv_tokens / 1000 * ceil(q_per_row / q_tile)
+ * (q_per_row: query tokens per batch row, tokens / rows: attention reads a row's KV once
+ * and computes over it once per tile of q_tile query tokens, the rows of a tensor-core
+ * MMA tile that one row's query tokens x GQA heads fill; q_tile <= 1: per query token)
  * flat while weight-bound (below the knee), then rising; kv_tokens is the KV context summed
  * over the batch rows (padded rows included). */
 typedef struct {
@@ -37,6 +41,14 @@ typedef struct {
     double per_expert_us;
     double per_kv_ktoken_us;
     double sd_frac;          /* measured std/mean of this group's cost (jitter) */
+    /* added later; 0 in files that do not have them (and last, so that positional
+     * initialisers of the fields above stay valid) */
+    double per_kvq_ktoken_us; /* per 1000 KV tokens per query token of a row (attention
+                                 compute); 0 in files that do not have it */
+    double q_tile;            /* query tokens per attention tile (0: 1) */
+    double per_token_all_us;  /* slope at every token count, below the knee too (a GEMM's
+                                 activations and tiles while its weights bound it); 0 in
+                                 files that do not have it */
 } wm_group;
 
 typedef struct {
@@ -81,7 +93,13 @@ int  wm_save(const wm_model *m, const char *path, char *err, size_t errlen);
 /* Expected distinct experts touched by `tokens` tokens, each routed to topk of E experts
  * uniformly at random: E * (1 - (1 - k/E)^tokens). 0 for a dense model. */
 double wm_experts_touched(const wm_model *m, double tokens);
+/* wm_group_us prices a group at one query token per row (decode); wm_group_us_q at
+ * q_per_row = tokens / rows (verify: draft_tokens, extend: steps + 1). */
 double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens);
+double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double kv_tokens,
+                     double q_per_row);
+/* ceil(q_per_row / q_tile), or q_per_row when q_tile <= 1: the attention tiles of a row. */
+double wm_q_tiles(const wm_group *g, double q_per_row);
 /* GPU time of one forward of phase p (sum over groups); uses the fallback phase when p is
  * absent (decode->verify, sample->accept). */
 double wm_phase_gpu_us(const wm_model *m, int p, double tokens, double kv_tokens);

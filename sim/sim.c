@@ -167,9 +167,10 @@ static void sim_cost_fill(sim_state *S, const sim_phase *pr, sim_cost *c, int ro
     c->linear = 1;
     for (int i = 0; i < pm->ngroups; i++) {
         const wm_group *g = &pm->groups[i];
-        double a = wm_group_us(m, g, tokens, 0);
-        double b1 = wm_group_us(m, g, tokens, SIM_KV_PROBE);
-        double b2 = wm_group_us(m, g, tokens, 2 * SIM_KV_PROBE);
+        double q = pr->rows_per_req;    /* query tokens per row */
+        double a = wm_group_us_q(m, g, tokens, 0, q);
+        double b1 = wm_group_us_q(m, g, tokens, SIM_KV_PROBE, q);
+        double b2 = wm_group_us_q(m, g, tokens, 2 * SIM_KV_PROBE, q);
         double slope = (b1 - a) / SIM_KV_PROBE;
         if (fabs(b2 - (a + 2 * slope * SIM_KV_PROBE)) > 1e-9 * (fabs(b2) + 1))
             c->linear = 0;
@@ -198,7 +199,7 @@ static void sim_cost_direct(sim_state *S, const sim_phase *pr, int rows, double 
     double tokens = (double)rows * pr->rows_per_req;
     *gpu = *sdw = 0;
     for (int i = 0; i < pm->ngroups; i++) {
-        double u = wm_group_us(m, &pm->groups[i], tokens, kv) * pr->forwards;
+        double u = wm_group_us_q(m, &pm->groups[i], tokens, kv, pr->rows_per_req) * pr->forwards;
         *gpu += u;
         *sdw += pm->groups[i].sd_frac * u;
     }
@@ -234,7 +235,7 @@ static void sim_make_plan(sim_state *S, long it)
             ph->gpu_us = c->a_us + c->b_us_per_kv * kv;
             sdw = c->sda_us + c->sdb_us_per_kv * kv;
         } else {
-            sim_cost_direct(S, ph, key, kv, &ph->gpu_us, &sdw);
+            sim_cost_direct(S, ph, ph_key, kv, &ph->gpu_us, &sdw);
         }
         ph->sd_frac = ph->gpu_us > 0 ? sdw / ph->gpu_us * S->sigma_scale : 0;
         ph->ncoll = c->ncoll;

@@ -53,7 +53,9 @@ static void check_same_model(const wm_model *a, const wm_model *b)
             CHECK(strcmp(g->name, h->name) == 0 && g->count == h->count &&
                   g->base_us == h->base_us && g->per_token_us == h->per_token_us &&
                   g->knee_tokens == h->knee_tokens && g->per_expert_us == h->per_expert_us &&
-                  g->per_kv_ktoken_us == h->per_kv_ktoken_us && g->sd_frac == h->sd_frac,
+                  g->per_kv_ktoken_us == h->per_kv_ktoken_us && g->sd_frac == h->sd_frac &&
+                  g->per_kvq_ktoken_us == h->per_kvq_ktoken_us && g->q_tile == h->q_tile &&
+                  g->per_token_all_us == h->per_token_all_us,
                   "phase %s group %d (%s) differs", wm_phase_name[p], i, g->name);
         }
         for (int i = 0; i < x->ncolls && i < y->ncolls; i++)
@@ -92,6 +94,9 @@ static void wmodel_save_round_trips(void)
             ph->groups[i].base_us = 1e-7 + i * 12345.678901234567;
             ph->groups[i].per_expert_us = 0.1 * (i + 1);
         }
+        ph->groups[1].per_kvq_ktoken_us = 2.0 / 3.0;   /* the optional keys of a group */
+        ph->groups[1].q_tile = 4;
+        ph->groups[1].per_token_all_us = 0.125;
         ph->ncolls = 1;
         snprintf(ph->colls[0].op, sizeof ph->colls[0].op, "allreduce");
         ph->colls[0].count = 122;
@@ -194,6 +199,43 @@ static void wmodel_costs_follow_formula(void)
     CHECK_NEAR(wm_group_us(&m, &g, 10, 0), 100, 0, 1e-12);
 }
 
+/* The attention-tile and all-token terms: per_kvq_ktoken_us * kv/1000 * ceil(q / q_tile)
+ * (q per token when q_tile <= 1) and per_token_all_us * tokens; wm_group_us is q = 1; a
+ * file without the keys prices as before. */
+static void wmodel_tile_and_token_terms_follow_formula(void)
+{
+    wm_model m;
+    wm_init(&m);
+    wm_group g = {"attn", 32, 10.0, 0, 0, 0, 20.0, 0, 60.0, 4, 0.5};
+    for (int q = 1; q <= 9; q++) {
+        double tiles = q <= 4 ? 1 : q <= 8 ? 2 : 3;
+        double want = 10 + 0.5 * 8 * q + (20.0 + 60.0 * tiles) * 3000 / 1000;
+        CHECK_NEAR(wm_group_us_q(&m, &g, 8.0 * q, 3000, q), want, 0, 1e-12);
+        CHECK_NEAR(wm_q_tiles(&g, q), tiles, 0, 0);
+    }
+    g.q_tile = 0;   /* per query token */
+    CHECK_NEAR(wm_group_us_q(&m, &g, 30, 1000, 3), 10 + 0.5 * 30 + 20 + 60 * 3, 0, 1e-12);
+    CHECK_NEAR(wm_group_us(&m, &g, 30, 1000), 10 + 0.5 * 30 + 20 + 60, 0, 1e-12);
+    /* a file without the keys reads them as 0 */
+    char err[512] = "";
+    const char *js = "{\"specsim_model\": 1, \"name\": \"t\", \"phases\": {\"verify\": "
+                     "{\"groups\": [{\"name\": \"g\", \"count\": 1, \"base_us\": 5, "
+                     "\"per_kvq_ktoken_us\": 2, \"q_tile\": 4, \"per_token_all_us\": 0.5}]}, "
+                     "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, "
+                     "\"base_us\": 1}]}}}";
+    CHECK(wm_parse(&m, js, "t.json", err, sizeof err) == 0, "%s", err);
+    const wm_group *v = &m.phase[WM_VERIFY].groups[0], *a = &m.phase[WM_ACCEPT].groups[0];
+    CHECK(v->per_kvq_ktoken_us == 2 && v->q_tile == 4 && v->per_token_all_us == 0.5,
+          "keys read %g %g %g", v->per_kvq_ktoken_us, v->q_tile, v->per_token_all_us);
+    CHECK(a->per_kvq_ktoken_us == 0 && a->q_tile == 0 && a->per_token_all_us == 0, "defaults");
+    CHECK_NEAR(wm_group_us_q(&m, v, 12, 2000, 6), 5 + 0.5 * 12 + 2 * 2 * 2, 0, 1e-12);
+    const char *neg = "{\"specsim_model\": 1, \"name\": \"t\", \"phases\": {\"verify\": "
+                      "{\"groups\": [{\"name\": \"g\", \"count\": 1, \"base_us\": 5, "
+                      "\"q_tile\": -1}]}, \"accept\": {\"groups\": []}}}";
+    CHECK(wm_parse(&m, neg, "t.json", err, sizeof err) != 0 && strstr(err, "q_tile") != NULL,
+          "negative q_tile accepted: %s", err);
+}
+
 static void wmodel_experts_touched_matches_monte_carlo(void)
 {
     wm_model m;
@@ -269,6 +311,7 @@ int main(void)
     RUN(wmodel_truncation_offset_is_exact);
     RUN(wmodel_accepts_minimal_and_comments);
     RUN(wmodel_costs_follow_formula);
+    RUN(wmodel_tile_and_token_terms_follow_formula);
     RUN(wmodel_experts_touched_matches_monte_carlo);
     RUN(wmodel_phase_fallbacks);
     return check_done();
