@@ -155,8 +155,10 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
             }
             g->per_token_us *= x.flops_factor;
             g->knee_tokens *= x.knee_factor;
+            g->per_token_all_us *= x.flops_factor;
             g->per_expert_us *= x.bw_factor;
             g->per_kv_ktoken_us *= x.bw_factor;
+            g->per_kvq_ktoken_us *= x.bw_factor;  /* KV re-read per query tile: bytes */
         }
     }
     /* the change first: the fit's own source (a list of traces) may be cut */
@@ -182,8 +184,10 @@ static void carry_terms(const wm_model *m, const wm_group *before, const wm_grou
 {
     double over = tokens - g->knee_tokens;
     double e = wm_experts_touched(m, tokens);
-    double base = g->base_us, slope = g->per_token_us * (over > 0 ? over : 0);
-    double rest = g->per_expert_us * e + g->per_kv_ktoken_us * kv / 1000.0;
+    double base = g->base_us, slope = g->per_token_us * (over > 0 ? over : 0) +
+                                      g->per_token_all_us * tokens;
+    double rest = g->per_expert_us * e + g->per_kv_ktoken_us * kv / 1000.0 +
+                  g->per_kvq_ktoken_us * kv / 1000.0 * wm_q_tiles(g, 1);
     if (carry_latency_bound(before))
         *lat += base;
     else

@@ -32,6 +32,9 @@ static void make_model(wm_model *m)
     v->groups[0] = (wm_group){"L1 gemm", 4, 100, 0.2, 64, 1.0, 0.5, 0.01};
     v->groups[1] = (wm_group){"L0 rmsnorm_kernel", 4, 8, 0.01, 0, 0, 0, 0.02}; /* 2 us/launch */
     v->groups[2] = (wm_group){"(gpu idle in phase)", 1, 20, 0.3, 16, 0, 0, 0};
+    v->groups[0].per_kvq_ktoken_us = 0.25;   /* attention re-read per query tile: memory */
+    v->groups[0].q_tile = 4;
+    v->groups[0].per_token_all_us = 0.05;    /* slope below the knee too: compute */
     m->phase[WM_ACCEPT] = *v;
 }
 
@@ -57,6 +60,9 @@ static void carry_scales_terms_by_roofline_ratios(void)
     CHECK_NEAR(g->knee_tokens, 64 * (RTX_TF / RTX_BW) / (H200_TF / H200_BW), 1e-9, 1e-12);
     CHECK_NEAR(g->per_expert_us, 1.0 * H200_BW / RTX_BW, 1e-12, 1e-12);
     CHECK_NEAR(g->per_kv_ktoken_us, 0.5 * H200_BW / RTX_BW, 1e-12, 1e-12);
+    CHECK_NEAR(g->per_kvq_ktoken_us, 0.25 * H200_BW / RTX_BW, 1e-12, 1e-12);
+    CHECK_NEAR(g->per_token_all_us, 0.05 * H200_TF / RTX_TF, 1e-12, 1e-12);
+    CHECK_NEAR(g->q_tile, 4, 0, 0);
     CHECK_NEAR(g->sd_frac, 0.01, 0, 0);
     const wm_group *n = &m.phase[WM_VERIFY].groups[1];   /* latency-bound: base kept */
     CHECK_NEAR(n->base_us, 8, 0, 0);
