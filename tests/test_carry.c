@@ -29,9 +29,13 @@ static void make_model(wm_model *m)
     v->present = 1;
     v->host_gap_us = 11;
     v->ngroups = 3;
-    v->groups[0] = (wm_group){"L1 gemm", 4, 100, 0.2, 64, 1.0, 0.5, 0.01};
-    v->groups[1] = (wm_group){"L0 rmsnorm_kernel", 4, 8, 0.01, 0, 0, 0, 0.02}; /* 2 us/launch */
-    v->groups[2] = (wm_group){"(gpu idle in phase)", 1, 20, 0.3, 16, 0, 0, 0};
+    v->groups[0] = (wm_group){.name = "L1 gemm", .count = 4, .base_us = 100, .per_token_us = 0.2,
+                              .knee_tokens = 64, .per_expert_us = 1.0, .per_kv_ktoken_us = 0.5,
+                              .sd_frac = 0.01};
+    v->groups[1] = (wm_group){.name = "L0 rmsnorm_kernel", .count = 4, .base_us = 8,
+                              .per_token_us = 0.01, .sd_frac = 0.02}; /* 2 us/launch */
+    v->groups[2] = (wm_group){.name = "(gpu idle in phase)", .count = 1, .base_us = 20,
+                              .per_token_us = 0.3, .knee_tokens = 16};
     v->groups[0].per_kvq_ktoken_us = 0.25;   /* attention re-read per query tile: memory */
     v->groups[0].q_tile = 4;
     v->groups[0].per_token_all_us = 0.05;    /* slope below the knee too: compute */

@@ -514,7 +514,7 @@ static void fit_group_recovers_known_coefficients(void)
             double kv = 1000 * (1 + i % 3) * tok[i] * (1 + 0.01 * j);
             double us = base + slope * fmax(0, tok[i] - knee) + pe * fit_experts(384, 8, tok[i]) +
                         pkv * kv / 1000;
-            p[n++] = (fit_point){tok[i], kv, us * (1 + 0.01 * gsl_ran_gaussian(r, 1)), i % 2};
+            p[n++] = (fit_point){tok[i], kv, us * (1 + 0.01 * gsl_ran_gaussian(r, 1)), i % 2, 0};
         }
     const char *names[] = {"a.json", "b.json"};
     fit_group_ctx c = {names, 2, "verify", "L1 gemm", 384, 8};
@@ -555,7 +555,7 @@ static void fit_group_keeps_coefficients_nonnegative(void)
     size_t n = 0;
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 10; j++)   /* falls slightly with tokens: slope would be < 0 */
-            p[n++] = (fit_point){(double)(1 << i), 0, 30.0 - 0.3 * i + 0.01 * j, 0};
+            p[n++] = (fit_point){(double)(1 << i), 0, 30.0 - 0.3 * i + 0.01 * j, 0, 0};
     const char *names[] = {"t.json"};
     fit_group_ctx c = {names, 1, "accept", "accept_kernel", 0, 0};
     wm_group g;
@@ -573,7 +573,7 @@ static void fit_group_refuses_bad_values_with_names(void)
 {
     const char *names[] = {"calib/a.json", "calib/b.json"};
     fit_group_ctx c = {names, 2, "verify", "L3 attn_kernel", 0, 0};
-    fit_point p[4] = {{4, 0, 10, 0}, {8, 0, 11, 0}, {16, 0, NAN, 1}, {32, 0, 12, 1}};
+    fit_point p[4] = {{4, 0, 10, 0, 0}, {8, 0, 11, 0, 0}, {16, 0, NAN, 1, 0}, {32, 0, 12, 1, 0}};
     wm_group g;
     char err[512];
     CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "NaN accepted");
@@ -586,7 +586,7 @@ static void fit_group_refuses_bad_values_with_names(void)
     p[2].us = INFINITY;
     CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "inf accepted");
     for (int i = 0; i < 4; i++)
-        p[i] = (fit_point){64, 0, 10 + i, i % 2};
+        p[i] = (fit_point){64, 0, 10 + i, i % 2, 0};
     CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "one token count accepted");
     CHECK(strstr(err, "only one distinct token count") && strstr(err, "calib/a.json") &&
           strstr(err, "value 64") && strstr(err, "L3 attn_kernel"), "message: %s", err);

@@ -187,7 +187,8 @@ static void wmodel_costs_follow_formula(void)
     wm_init(&m);
     m.moe_experts = 64;
     m.moe_topk = 4;
-    wm_group g = {"g", 2, 100.0, 0.5, 64.0, 3.0, 20.0, 0};
+    wm_group g = {.name = "g", .count = 2, .base_us = 100.0, .per_token_us = 0.5,
+                  .knee_tokens = 64.0, .per_expert_us = 3.0, .per_kv_ktoken_us = 20.0};
     for (double t = 0; t <= 512; t += 7) {
         double e = 64 * (1 - pow(1 - 4.0 / 64, t));
         double want = 100 + 0.5 * (t > 64 ? t - 64 : 0) + 3.0 * e + 20.0 * 2500 / 1000;
