@@ -252,11 +252,12 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
     if (wm_check_keys(c, j, base, wm_coll_keys) != 0 ||
         wm_str(c, j, "op", base, 1, out->op, sizeof out->op) != 0)
         return -1;
-    if (strcmp(out->op, "allreduce") != 0) {
+    if (strcmp(out->op, "allreduce") != 0 && strcmp(out->op, "allgather") != 0 &&
+        strcmp(out->op, "reducescatter") != 0) {
         char path[WM_PATH_MAX];
         wm_join(path, base, "op");
         return wm_fail(c, path, cJSON_GetObjectItemCaseSensitive(j, "op"),
-                       "unknown collective (expected: allreduce)");
+                       "unknown collective (expected: allreduce, allgather, reducescatter)");
     }
     if (wm_int(c, j, "count", base, 1, 1, 1, &out->count) != 0 ||
         wm_num(c, j, "bytes_per_token", base, 1, 0, 0, 0, &out->bytes_per_token) != 0)

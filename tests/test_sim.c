@@ -321,6 +321,29 @@ static void model_tp4(wm_model *m)
     }
 }
 
+static void sim_allgather_costs_half_an_allreduce(void)
+{
+    /* the same bytes as an all-gather: one half of a ring all-reduce (docs/model-format.md) */
+    wm_model m;
+    sim_params p;
+    sim_result ar, ag;
+    model_tp4(&m);
+    params_base(&p, &m, 1);
+    p.ranks = 4;
+    p.jitter_scale = 0;
+    p.concurrency = 8;
+    p.iterations = 200;
+    if (run(&p, NULL, &ar))
+        return;
+    for (int ph = 0; ph < WM_NPHASE; ph++)
+        if (m.phase[ph].ncolls)
+            strcpy(m.phase[ph].colls[0].op, "allgather");
+    if (run(&p, NULL, &ag))
+        return;
+    CHECK(ar.comm_us > 0, "no communication in the all-reduce run");
+    CHECK_NEAR(ag.comm_us, 0.5 * ar.comm_us, 1e-6, 1e-9);
+}
+
 static void sim_time_never_decreases(void)
 {
     wm_model m;
@@ -496,6 +519,7 @@ int main(void)
     RUN(sim_batch_of_9_costs_the_same_as_16);
     RUN(sim_above_max_runs_eagerly);
     RUN(sim_eager_gpu_bound_when_launches_are_cheap);
+    RUN(sim_allgather_costs_half_an_allreduce);
     RUN(sim_time_never_decreases);
     RUN(sim_tokens_conserved);
     RUN(sim_ranks_leave_collectives_together);
