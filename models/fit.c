@@ -314,7 +314,7 @@ double fit_experts(int experts, int topk, double tokens)
     return e * (1.0 - pow(1.0 - k / e, tokens));   /* as wm_experts_touched */
 }
 
-enum { COL_BASE, COL_TOK, COL_EXP, COL_KV, COL_KVQ, COL_TOK0, NCOL };
+enum { COL_BASE, COL_TOK, COL_EXP, COL_KV, COL_KVQ, COL_TOK0, COL_WAVE, NCOL };
 
 /* Query tokens per row of a point (attention tiles once q_tile is applied); unknown: 1. */
 static double fg_q(const fit_point *p) { return p->q_per_row > 0 ? p->q_per_row : 1.0; }
@@ -347,6 +347,7 @@ static double fg_col(int col, const fit_point *p, double knee, int E, int k)
     case COL_EXP:  return fit_experts(E, k, p->tokens);
     case COL_KV:   return p->kv_tokens / 1000.0;
     case COL_KVQ:  return p->kv_tokens / 1000.0 * fg_q(p);
+    case COL_WAVE: return p->waves;
     default:       return p->tokens;
     }
 }
@@ -419,9 +420,9 @@ static double fg_nonneg(const fit_point *pts, const size_t *use, const double *w
 }
 
 static double fg_eval(const double coef[NCOL], double knee, int E, int k, double tokens, double kv,
-                      double q)
+                      double q, double waves)
 {
-    fit_point p = {tokens, kv, 0, 0, q};
+    fit_point p = {.tokens = tokens, .kv_tokens = kv, .q_per_row = q, .waves = waves};
     double u = 0;
     for (int c = 0; c < NCOL; c++)
         u += coef[c] * fg_col(c, &p, knee, E, k);
@@ -499,15 +500,16 @@ static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_u
         return -1;
     }
     for (size_t j = 0; j < ncell; j++) {
-        cp[j] = (fit_point){cells[j].tokens, cells[j].kv_tokens, cells[j].us_mean,
-                            cells[j].trace, cells[j].q_per_row};
+        cp[j] = (fit_point){.tokens = cells[j].tokens, .kv_tokens = cells[j].kv_tokens,
+                            .us = cells[j].us_mean, .trace = cells[j].trace,
+                            .q_per_row = cells[j].q_per_row, .waves = cells[j].waves};
         double ref = cells[j].us_mean > floor_us ? cells[j].us_mean : floor_us;
         w[j] = 1.0 / (ref * ref);
     }
     double best_score = -1;
     int best_mask = (1 << nopt) - 1, best_n = nopt;
     for (int mask = 0; mask < (1 << nopt); mask++) {
-        int av[NCOL] = {1, avail[COL_TOK], avail[COL_EXP], 0, 0, 0}, nc = 0;
+        int av[NCOL] = {1, avail[COL_TOK], avail[COL_EXP], 0, 0, 0, 0}, nc = 0;
         for (int b = 0; b < nopt; b++)
             if (mask & (1 << b))
                 av[opt[b]] = 1, nc++;
@@ -523,7 +525,7 @@ static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_u
                 break;
             }
             double pred = fg_eval(coef, knee, E, k, cp[out].tokens, cp[out].kv_tokens,
-                                  cp[out].q_per_row);
+                                  cp[out].q_per_row, cp[out].waves);
             double r = pred - cp[out].us;
             score += w[out] * r * r;
         }
@@ -660,6 +662,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
         cl->tokens = pts[idx[cstart[j]]].tokens;
         cl->kv_tokens = kv / cl->n;
         cl->q_per_row = fg_q(&pts[idx[cstart[j]]]);
+        cl->waves = pts[idx[cstart[j]]].waves;
         cl->us_mean = s / cl->n;
         double var = cl->n > 1 ? (s2 - s * s / cl->n) / (cl->n - 1) : 0;
         cl->us_sd = var > 0 ? sqrt(var) : 0;
@@ -689,8 +692,9 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
         }
     }
     /* available columns */
-    int avail[NCOL] = {1, 1, 0, 0, 0, 1};
+    int avail[NCOL] = {1, 1, 0, 0, 0, 1, 0};
     double emin = INFINITY, emax = -INFINITY, kmin = INFINITY, kmax = -INFINITY;
+    double wmin = INFINITY, wmax = -INFINITY;
     double qmin = INFINITY, qmax = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         if (pts[i].kv_tokens > 0) {
@@ -702,7 +706,12 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
         emax = fmax(emax, e);
         kmin = fmin(kmin, pts[i].kv_tokens);
         kmax = fmax(kmax, pts[i].kv_tokens);
+        wmin = fmin(wmin, pts[i].waves);
+        wmax = fmax(wmax, pts[i].waves);
     }
+    /* the wave column where the group's kernel runs a different number of waves */
+    avail[COL_WAVE] = c->wave_capacity > 0 && wmax > wmin;
+
     avail[COL_EXP] = c->moe_experts > 0 && emax - emin > 1e-9 * (emax + 1);
     avail[COL_KV] = kmax > 0 && kmax - kmin > 1e-6 * kmax;
     /* the KV x query-token column only where the query tokens per row vary (else it is the
@@ -737,6 +746,12 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
     out->per_kv_ktoken_us = best[COL_KV];
     out->per_kvq_ktoken_us = best[COL_KVQ];
     out->per_token_all_us = best[COL_TOK0];
+    out->per_wave_us = best[COL_WAVE];
+    out->wave_blocks0 = out->per_wave_us > 0 ? c->wave_blocks0 : 0;
+    out->wave_blocks_per_token = out->per_wave_us > 0 ? c->wave_blocks_per_token : 0;
+    out->wave_blocks_max = out->per_wave_us > 0 ? c->wave_blocks_max : 0;
+    out->wave_blocks_per_expert = out->per_wave_us > 0 ? c->wave_blocks_per_expert : 0;
+    out->wave_capacity = out->per_wave_us > 0 ? c->wave_capacity : 0;
     *chisq_out = best_chisq;
     /* spread of repeats around the fit, relative, pooled over cells */
     double ss = 0;
@@ -752,7 +767,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
                 continue;
             const fit_point *p = &pts[idx[i]];
             double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens,
-                               p->kv_tokens, fg_q(p));
+                               p->kv_tokens, fg_q(p), p->waves);
             rm += p->us / (f > floor_us ? f : floor_us);
             good++;
         }
@@ -764,7 +779,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
                 continue;
             const fit_point *p = &pts[idx[i]];
             double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens,
-                               p->kv_tokens, fg_q(p));
+                               p->kv_tokens, fg_q(p), p->waves);
             double r = p->us / (f > floor_us ? f : floor_us) - rm;
             ss += r * r;
         }
@@ -776,7 +791,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
         for (size_t j = 0; j < ncell; j++) {
             fit_cell *cl = &cells[j];
             cl->fit_us = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, cl->tokens,
-                                 cl->kv_tokens, cl->q_per_row);
+                                 cl->kv_tokens, cl->q_per_row, cl->waves);
             double ref = cl->us_mean > floor_us ? cl->us_mean : floor_us;
             double r = fabs(cl->fit_us - cl->us_mean) / ref;
             s2 += r * r;
@@ -811,6 +826,120 @@ out:
     return rc;
 }
 
+/* Hopper SM limits (CUDA C Programming Guide, "Technical Specifications per Compute
+ * Capability", 9.0): 65536 32-bit registers, 2048 resident threads, 32 resident blocks,
+ * 228 KB shared memory per SM; registers are allocated per warp in units of 256; the runtime
+ * reserves 1 KB of shared memory per block. */
+#define FIT_SM_REGS 65536.0
+#define FIT_SM_THREADS 2048.0
+#define FIT_SM_BLOCKS 32.0
+#define FIT_SM_SMEM_BYTES (228.0 * 1024)
+#define FIT_REG_UNIT 256.0
+#define FIT_SMEM_RESERVED_BYTES 1024.0
+
+int fit_blocks_per_sm(double threads, double regs, double smem_bytes)
+{
+    if (!(threads >= 1) || !(threads <= 1024) || !(regs >= 0) || !(smem_bytes >= 0))
+        return 0;
+    double warps = ceil(threads / 32.0);
+    double n = FIT_SM_BLOCKS;
+    n = fmin(n, floor(FIT_SM_THREADS / (warps * 32.0)));
+    if (regs > 0) {
+        double per_warp = ceil(regs * 32.0 / FIT_REG_UNIT) * FIT_REG_UNIT;
+        n = fmin(n, floor(FIT_SM_REGS / (per_warp * warps)));
+    }
+    n = fmin(n, floor(FIT_SM_SMEM_BYTES / (smem_bytes + FIT_SMEM_RESERVED_BYTES)));
+    return n > 0 ? (int)n : 0;
+}
+
+/* Least-squares line blocks = a + s * tokens over the instances with blocks < below (all:
+ * INFINITY). Returns 0, or -1 with fewer than two distinct token counts. */
+static int fg_wave_line(const double *tokens, const double *blocks, size_t n, double below,
+                        double *a, double *s)
+{
+    double st = 0, sb = 0, m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (blocks[i] < below)
+            st += tokens[i], sb += blocks[i], m++;
+    if (m < 2)
+        return -1;
+    double mt = st / m, mb = sb / m, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++)
+        if (blocks[i] < below) {
+            sxx += (tokens[i] - mt) * (tokens[i] - mt);
+            sxy += (tokens[i] - mt) * (blocks[i] - mb);
+        }
+    if (sxx <= 0)
+        return -1;
+    *s = sxy / sxx;
+    *a = mb - *s * mt;
+    return 0;
+}
+
+static int fg_wave_exact(const double *tokens, const double *blocks, size_t n, double a,
+                         double s, double bmax)
+{
+    for (size_t i = 0; i < n; i++) {
+        double b = a + s * tokens[i];
+        if (bmax > 0 && b > bmax)
+            b = bmax;
+        if (fabs(b - blocks[i]) > 0.5 + 1e-3 * blocks[i])
+            return 0;
+    }
+    return 1;
+}
+
+int fit_wave_geometry(const double *tokens, const double *blocks, const double *cap, size_t n,
+                      int experts, int topk, fit_group_ctx *c)
+{
+    c->wave_blocks0 = c->wave_blocks_per_token = c->wave_blocks_max = c->wave_capacity = 0;
+    c->wave_blocks_per_expert = 0;
+    if (n < 2 || !(cap[0] > 0))
+        return 0;
+    double top = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (cap[i] != cap[0] || !(blocks[i] > 0))
+            return 0;
+        top = fmax(top, blocks[i]);
+    }
+    double a = 0, s = 0, cap_blocks = 0;
+    if (fg_wave_line(tokens, blocks, n, INFINITY, &a, &s) ||
+        !(s > 0) || !fg_wave_exact(tokens, blocks, n, a, s, 0)) {
+        /* not one line: a line up to the largest count, flat from there (MoE slots) */
+        double tmin_top = INFINITY, tmax_top = -INFINITY;
+        for (size_t i = 0; i < n; i++)
+            if (blocks[i] == top)
+                tmin_top = fmin(tmin_top, tokens[i]), tmax_top = fmax(tmax_top, tokens[i]);
+        if (tmax_top <= tmin_top || fg_wave_line(tokens, blocks, n, top, &a, &s) ||
+            !(s > 0) || !fg_wave_exact(tokens, blocks, n, a, s, top))
+            return 0;   /* another kernel per size, tiles chosen per size */
+        cap_blocks = top;
+    }
+    if (a < -0.5)
+        return 0;
+    wm_group g = {.wave_blocks0 = a > 0 ? a : 0, .wave_blocks_per_token = s,
+                  .wave_blocks_max = cap_blocks, .wave_capacity = cap[0]};
+    if (experts > 0 && topk > 0 && cap_blocks > 0 && fabs(a) <= 0.5) {
+        double per = cap_blocks / experts;   /* blocks per expert slot */
+        if (fabs(per - round(per)) < 1e-9 && fabs(s - per * topk) <= 0.5 / topk)
+            g = (wm_group){.wave_blocks_per_expert = per, .wave_capacity = cap[0]};
+    }
+    double wmin = INFINITY, wmax = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double w = wm_waves_e(&g, tokens[i], fit_experts(experts, topk, tokens[i]));
+        wmin = fmin(wmin, w);
+        wmax = fmax(wmax, w);
+    }
+    if (wmax <= wmin)
+        return 0;
+    c->wave_blocks0 = g.wave_blocks0;
+    c->wave_blocks_per_token = g.wave_blocks_per_token;
+    c->wave_blocks_per_expert = g.wave_blocks_per_expert;
+    c->wave_blocks_max = g.wave_blocks_max;
+    c->wave_capacity = g.wave_capacity;
+    return 1;
+}
+
 /* Attention tiles: a row's q query tokens (times the GQA heads that share a KV head) fill
  * the rows of tensor-core MMA tiles, so attention compute over the KV grows with
  * ceil(q / q_tile), not with q (specbench's k_attn_split<1> serves q <= 4 and <2> q 5..8 at 4
@@ -821,8 +950,8 @@ out:
  * the flatter shape. q_tile 1 is the linear KV x q column. Searched only for a group whose
  * fit with q_tile 1 has a KV term (cross-validated): a GEMM, whose KV merely grows with the
  * batch, gets no tile term for a noise-sized gain. */
-int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
-              fit_group_stats *st, char *err, size_t errlen)
+static int fg_fit_tiles(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
+                        fit_group_stats *st, char *err, size_t errlen)
 {
     double qmax = 0, qmin = INFINITY, kvmax = 0;
     for (size_t i = 0; i < n; i++) {
@@ -878,6 +1007,201 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
     return 0;
 }
 
+/* Weighted least squares y = X b over the rows r with use[r] (X: n rows of nx columns);
+ * 0 and b, or -1. */
+static int fg_small_ls(const double *X, const double *y, const double *w, const int *use,
+                       size_t n, int nx, double *b)
+{
+    size_t m = 0;
+    for (size_t r = 0; r < n; r++)
+        m += use[r] != 0;
+    if (m <= (size_t)nx)
+        return -1;
+    gsl_matrix *A = gsl_matrix_alloc(m, (size_t)nx), *cov = gsl_matrix_alloc((size_t)nx, (size_t)nx);
+    gsl_vector *yv = gsl_vector_alloc(m), *wv = gsl_vector_alloc(m), *bv = gsl_vector_alloc((size_t)nx);
+    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc(m, (size_t)nx);
+    int rc = -1;
+    if (A && cov && yv && wv && bv && ws) {
+        size_t q = 0;
+        for (size_t r = 0; r < n; r++) {
+            if (!use[r])
+                continue;
+            for (int k = 0; k < nx; k++)
+                gsl_matrix_set(A, q, (size_t)k, X[r * (size_t)nx + (size_t)k]);
+            gsl_vector_set(yv, q, y[r]);
+            gsl_vector_set(wv, q, w[r]);
+            q++;
+        }
+        double chisq;
+        if (gsl_multifit_wlinear(A, wv, yv, bv, cov, &chisq, ws) == GSL_SUCCESS) {
+            for (int k = 0; k < nx; k++)
+                b[k] = gsl_vector_get(bv, (size_t)k);
+            rc = 0;
+        }
+    }
+    gsl_multifit_linear_free(ws);
+    gsl_vector_free(bv);
+    gsl_vector_free(wv);
+    gsl_vector_free(yv);
+    gsl_matrix_free(cov);
+    gsl_matrix_free(A);
+    return rc;
+}
+
+/* RMS relative error over left-out token counts up to which a kernel's time is taken as
+ * its waves. Measured (docs/fit.md): kimi-tp8's verify expert GEMM 4.7% (calibration at 3
+ * and 6 tokens per row) and 6.8% (at 2, 4 and 7); llama8b's k_silu_mul 6.8-6.9%; the other
+ * kernels with a grid that grows with the tokens 10.3-51%. */
+#define FIT_WAVE_LOO_REL 0.10
+
+/* Cost per wave of the group's wave kernel from its own measured time (kernel_us). Over the
+ * token counts (cells: the mean of their points, weighing 1/mean^2) the kernel's time is
+ * fitted as a constant plus the waves, the waves and the experts touched (MoE), or the
+ * waves and the tokens (coefficients >= 0); the form that predicts left-out token counts
+ * best (leave-one-out, relative error squared) is taken, the one with fewer columns on a
+ * tie within 1%, and kept when its RMS relative error over the left-out counts is at most
+ * FIT_WAVE_LOO_REL: the waves are the kernel's mechanism, kept even where a line in the
+ * tokens or experts interpolates the calibrated counts a little better (such a line cannot
+ * step between them; measured on kimi-tp8's k_moe_gemm<4>: docs/fit.md). Returns the
+ * per-wave coefficient, or 0 (no wave term). Needs 4 token counts. */
+static double fg_kernel_per_wave(const fit_point *pts, size_t n, const fit_group_ctx *c)
+{
+    enum { F_W, F_WE, F_WT, NF };   /* columns: 1 tokens, 2 experts, 3 waves */
+    static const int fcol[NF][2] = {{3, -1}, {3, 2}, {3, 1}};
+    double *t = calloc(5 * (n ? n : 1), sizeof *t);
+    double *X = calloc(3 * (n ? n : 1), sizeof *X);
+    int *use = calloc(n ? n : 1, sizeof *use);
+    double pw = 0;
+    if (!t || !X || !use)
+        goto out;
+    double *k = t + n, *wv = t + 2 * n, *cnt = t + 3 * n, *w = t + 4 * n;
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < nc && t[j] != pts[i].tokens)
+            j++;
+        if (j == nc)
+            t[nc] = pts[i].tokens, wv[nc] = pts[i].waves, nc++;
+        k[j] += pts[i].kernel_us;
+        cnt[j]++;
+    }
+    if (nc < 4)
+        goto out;
+    for (size_t j = 0; j < nc; j++) {
+        k[j] /= cnt[j];
+        w[j] = 1.0 / (k[j] * k[j] + 1e-12);
+    }
+    double best = -1, best_pw = 0;
+    int best_nx = 0;
+    for (int f = 0; f < NF; f++) {
+        if (f == F_WE && c->moe_experts <= 0)
+            continue;
+        int nx = fcol[f][1] < 0 ? 2 : 3;
+        for (size_t j = 0; j < nc; j++) {
+            double col[4] = {1, t[j], fit_experts(c->moe_experts, c->moe_topk, t[j]), wv[j]};
+            X[j * (size_t)nx] = 1;
+            X[j * (size_t)nx + 1] = col[fcol[f][0]];
+            if (nx == 3)
+                X[j * (size_t)nx + 2] = col[fcol[f][1]];
+        }
+        double score = 0, b[3];
+        for (size_t out = 0; out < nc && score >= 0; out++) {
+            for (size_t j = 0; j < nc; j++)
+                use[j] = j != out;
+            if (fg_small_ls(X, k, w, use, nc, nx, b) || b[1] < 0 || (nx == 3 && b[2] < 0)) {
+                score = -1;
+                break;
+            }
+            double pred = 0;
+            for (int q = 0; q < nx; q++)
+                pred += b[q] * X[out * (size_t)nx + (size_t)q];
+            score += w[out] * (pred - k[out]) * (pred - k[out]);
+        }
+        for (size_t j = 0; j < nc; j++)
+            use[j] = 1;
+        if (score < 0 || fg_small_ls(X, k, w, use, nc, nx, b) || b[1] < 0 || (nx == 3 && b[2] < 0))
+            continue;
+        if (best < 0 || score < best * (1 - 0.01) || (score <= best * (1 + 0.01) && nx < best_nx)) {
+            best = score;
+            best_nx = nx;
+            best_pw = b[1];
+        }
+    }
+    pw = best >= 0 && sqrt(best / (double)nc) <= FIT_WAVE_LOO_REL ? best_pw : 0;
+out:
+    free(t);
+    free(X);
+    free(use);
+    return pw;
+}
+
+int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
+              fit_group_stats *st, char *err, size_t errlen)
+{
+    /* the points with their CUDA waves (the wave column) */
+    fit_point *wp = calloc(n ? n : 1, sizeof *wp);
+    if (!wp) {
+        snprintf(err, errlen, "phase %s: group %s: out of memory", c->phase ? c->phase : "?",
+                 c->group ? c->group : "?");
+        return -1;
+    }
+    wm_group geo = {.wave_blocks0 = c->wave_blocks0,
+                    .wave_blocks_per_token = c->wave_blocks_per_token,
+                    .wave_blocks_max = c->wave_blocks_max, .wave_capacity = c->wave_capacity,
+                    .wave_blocks_per_expert = c->wave_blocks_per_expert};
+    int measured = c->wave_capacity > 0 && n > 0;
+    for (size_t i = 0; i < n; i++) {
+        wp[i] = pts[i];
+        wp[i].waves = wm_waves_e(&geo, pts[i].tokens,
+                                 fit_experts(c->moe_experts, c->moe_topk, pts[i].tokens));
+        measured &= isfinite(pts[i].kernel_us) && pts[i].kernel_us > 0;
+    }
+    /* the wave kernel's own time measured: its cost per wave from it (the group's other
+     * columns cannot tell waves from a slope over a few token counts), the rest of the
+     * group fitted without the wave column */
+    fit_group_ctx cc = *c;
+    double pw = measured ? fg_kernel_per_wave(wp, n, c) : 0;
+    if (pw > 0)
+        for (size_t i = 0; i < n; i++)
+            wp[i].us = fmax(0, wp[i].us - pw * wp[i].waves);
+    if (measured)   /* the kernel says whether it steps with its waves */
+        cc.wave_capacity = 0;
+    fit_group_stats local, *sp = st ? st : &local;
+    int rc = fg_fit_tiles(wp, n, &cc, out, sp, err, errlen);
+    if (rc == 0 && pw > 0) {
+        out->wave_blocks0 = geo.wave_blocks0;
+        out->wave_blocks_per_token = geo.wave_blocks_per_token;
+        out->wave_blocks_per_expert = geo.wave_blocks_per_expert;
+        out->wave_blocks_max = geo.wave_blocks_max;
+        out->wave_capacity = geo.wave_capacity;
+        out->per_wave_us = pw;
+        /* cells and spread of the whole group: the wave cost added back (the repeats'
+         * absolute spread is the residual's; relative to the whole cost it is smaller) */
+        double s2 = 0, mx = 0, r2 = 0;
+        for (int j = 0; j < sp->ncells; j++) {
+            fit_cell *cl = &sp->cell[j];
+            double add = pw * cl->waves, full = cl->fit_us + add;
+            if (full > 0 && cl->fit_us > 0)
+                r2 += (cl->fit_us / full) * (cl->fit_us / full);
+            cl->us_mean += add;
+            cl->fit_us = full;
+            double r = cl->us_mean > 0 ? fabs(cl->fit_us - cl->us_mean) / cl->us_mean : 0;
+            s2 += r * r;
+            mx = fmax(mx, r);
+        }
+        if (sp->ncells > 0) {
+            out->sd_frac *= sqrt(r2 / sp->ncells);
+            sp->rms_rel = sqrt(s2 / sp->ncells);
+            sp->max_rel = mx;
+            sp->ncols++;
+        }
+    }
+    if (sp == &local && rc == 0)
+        free(local.cell);
+    free(wp);
+    return rc;
+}
+
 /* ---- stage 1: phase instances and their GPU records ----------------------------------------- */
 
 #define FIT_NCCL_OPS 4
@@ -928,6 +1252,11 @@ typedef struct {
     const char *cls, *name;    /* class (run pool), a representative name (trace pool) */
     double dur_us;
     int    launches;
+    /* the element's longest kernel (a GEMM and its split-K reduce: the GEMM): thread blocks
+     * per launch and blocks resident at once on the device (fit_blocks_per_sm x SMs; 0:
+     * unknown) */
+    double blocks, cap, dmax_us;
+    const char *dname;         /* that kernel's name (trace pool) */
 } fr_elem;
 
 typedef struct {
@@ -939,6 +1268,7 @@ typedef struct {
     int     mem;               /* a memcpy or memset */
     const ptrace_nccl *nc;
     int     inst;
+    double  blocks, cap;       /* kernels: grid blocks, resident capacity (0: unknown) */
 } fr_rec;
 
 /* One phase's matching: groups and per-instance sums. */
@@ -953,6 +1283,9 @@ typedef struct {
                                   forward, suffix) */
     int     A, nfwd, B;        /* FIT_BY_POSITION: prefix, forward and suffix lengths */
     double *Y, *L;             /* [ninst][G+1]: us and launches per forward */
+    double *WB, *WC;           /* [ninst][G+1]: blocks and resident capacity of the group's
+                                  kernel (its elements agree; else 0: no wave term) */
+    double *WD;                /* [ninst][G+1]: that kernel's us per forward */
     int     count[WM_GROUPS_MAX];
     int     copy_g, other_g;   /* "(copies)", "(other kernels)" groups, or -1 */
 } fr_phase;
@@ -1312,7 +1645,15 @@ static int fr_trace(fr_run *R, int ti)
             if (fr_check_dur(R, t, "kernel", k->name, k->start_ns, k->end_ns))
                 goto out;
             *x = (fr_rec){k->start_ns, k->end_ns, k->name, k->nvtx, k->corr, k->graph_id != 0,
-                          k->has_nccl || fr_is_nccl_name(k->name), 0, k->has_nccl ? &k->nccl : NULL, -1};
+                          k->has_nccl || fr_is_nccl_name(k->name), 0, k->has_nccl ? &k->nccl : NULL, -1,
+                          0, 0};
+            int sms = t->has_header ? t->hdr.device.sms : 0;
+            double blocks = (double)k->grid[0] * k->grid[1] * k->grid[2];
+            double threads = (double)k->block[0] * k->block[1] * k->block[2];
+            if (sms > 0 && blocks > 0) {
+                x->blocks = blocks;
+                x->cap = (double)fit_blocks_per_sm(threads, k->regs, k->smem_bytes) * sms;
+            }
         } else {
             const ptrace_mem *m = &t->mem[i - t->nkern];
             const char *nm = m->kind == PTRACE_MEMSET ? "memset" :
@@ -1326,7 +1667,7 @@ static int fr_trace(fr_run *R, int ti)
             if (!in)
                 goto oom;
             *x = (fr_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
-                          m->has_nccl, 1, m->has_nccl ? &m->nccl : NULL, -1};
+                          m->has_nccl, 1, m->has_nccl ? &m->nccl : NULL, -1, 0, 0};
         }
         if (x->e > last_end)
             last_end = x->e;
@@ -1403,13 +1744,16 @@ static int fr_trace(fr_run *R, int ti)
             if (!cls)
                 goto oom;
             if (gemm && prev_gemm) {
-                R->el[R->nel - 1].dur_us += d;
-                R->el[R->nel - 1].launches++;
+                fr_elem *pe = &R->el[R->nel - 1];
+                pe->dur_us += d;
+                pe->launches++;
+                if (d > pe->dmax_us)
+                    pe->blocks = x->blocks, pe->cap = x->cap, pe->dmax_us = d, pe->dname = x->name;
                 continue;
             }
             if (grow((void **)&R->el, &R->capel, R->nel, sizeof *R->el))
                 goto oom;
-            R->el[R->nel++] = (fr_elem){cls, x->name, d, 1};
+            R->el[R->nel++] = (fr_elem){cls, x->name, d, 1, x->blocks, x->cap, d, x->name};
             in->ne++;
             prev_gemm = gemm;
         }
@@ -1567,6 +1911,20 @@ static void fr_gname(char *dst, const char *prefix, const char *cls)
 {
     snprintf(dst, WM_NAME_MAX, "%s%s%.*s", prefix, *prefix ? " " : "",
              (int)(WM_NAME_MAX - 1 - strlen(prefix) - 1), cls);
+}
+
+/* Group of element e of instance in (the phase's matching done). */
+static int fr_elem_group(const fr_phase *P, const fr_inst *in, const fr_elem *el, int e)
+{
+    if (P->by == FIT_BY_POSITION) {
+        int k = e < P->A ? e : e >= in->ne - P->B ? P->A + P->nfwd + (e - (in->ne - P->B))
+                                                  : P->A + (e - P->A) % P->nfwd;
+        return P->pos2g[k];
+    }
+    int g = 0;
+    while (g < P->G && !(P->gcls[g] && P->gcls[g] == el->cls))
+        g++;
+    return g == P->G ? P->other_g : g;   /* a class merged into "(other kernels)" */
 }
 
 static int fr_group_phase(fr_run *R, int p)
@@ -1755,8 +2113,44 @@ static int fr_group_phase(fr_run *R, int p)
     int G1 = P->G + 1;
     P->Y = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->Y);
     P->L = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->L);
-    if (!P->Y || !P->L)
+    P->WB = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WB);
+    P->WC = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WC);
+    P->WD = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WD);
+    if (!P->Y || !P->L || !P->WB || !P->WC || !P->WD)
         return fr_fail(R, "out of memory");
+    /* per group, the kernel whose waves the wave column counts: the one with the most time
+     * in the group (by name it holds several: the GEMM class holds every GEMM) */
+    const char *wname[WM_GROUPS_MAX] = {0};
+    {
+        enum { NK = 16 };
+        typedef struct { const char *name; double us; } kn_t;
+        kn_t kn[WM_GROUPS_MAX][NK];
+        int nkn[WM_GROUPS_MAX] = {0};
+        for (int q = 0; q < P->ninst; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            for (int e = 0; e < in->ne; e++) {
+                const fr_elem *el = &R->el[in->e0 + (size_t)e];
+                int g = fr_elem_group(P, in, el, e);
+                if (g < 0 || g >= WM_GROUPS_MAX || !el->dname)
+                    continue;
+                int k = 0;
+                while (k < nkn[g] && strcmp(kn[g][k].name, el->dname) != 0)
+                    k++;
+                if (k == nkn[g]) {
+                    if (k == NK)
+                        continue;   /* rare names: not the dominant one */
+                    kn[g][nkn[g]++] = (kn_t){el->dname, 0};
+                }
+                kn[g][k].us += el->dmax_us;
+            }
+        }
+        for (int g = 0; g < P->G && g < WM_GROUPS_MAX; g++) {
+            double top = -1;
+            for (int k = 0; k < nkn[g]; k++)
+                if (kn[g][k].us > top)
+                    wname[g] = kn[g][k].name, top = kn[g][k].us;
+        }
+    }
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         double *y = &P->Y[(size_t)q * (size_t)G1], *l = &P->L[(size_t)q * (size_t)G1];
@@ -1766,20 +2160,20 @@ static int fr_group_phase(fr_run *R, int p)
         }
         for (int e = 0; e < in->ne; e++) {
             const fr_elem *el = &R->el[in->e0 + (size_t)e];
-            int g;
-            if (P->by == FIT_BY_POSITION) {
-                int k = e < P->A ? e : e >= in->ne - P->B ? P->A + P->nfwd + (e - (in->ne - P->B))
-                                                          : P->A + (e - P->A) % P->nfwd;
-                g = P->pos2g[k];
-            } else {
-                g = 0;
-                while (g < P->G && !(P->gcls[g] && P->gcls[g] == el->cls))
-                    g++;
-                if (g == P->G)   /* a class merged into "(other kernels)" */
-                    g = P->other_g;
-                assert(g >= 0);
-            }
+            int g = fr_elem_group(P, in, el, e);
+            assert(g >= 0);
             y[g] += el->dur_us / in->F;
+            /* the wave geometry of the group's kernel: its elements alike in an instance */
+            double *wb = &P->WB[(size_t)q * (size_t)G1 + (size_t)g];
+            double *wc = &P->WC[(size_t)q * (size_t)G1 + (size_t)g];
+            if (g < WM_GROUPS_MAX && wname[g] && el->dname && strcmp(el->dname, wname[g]) == 0 &&
+                *wb >= 0) {
+                P->WD[(size_t)q * (size_t)G1 + (size_t)g] += el->dmax_us / in->F;
+                if (*wb == 0)
+                    *wb = el->blocks, *wc = el->cap;
+                else if (*wb != el->blocks || *wc != el->cap)
+                    *wb = -1;   /* they differ: no wave term for the group */
+            }
             l[g] += (double)el->launches / in->F;
         }
     }
@@ -2102,7 +2496,9 @@ static int fr_fit_phase(fr_run *R, int p)
     int G1 = P->G + 1, rc = -1;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
     double *v = malloc((size_t)P->ninst * sizeof *v), *bv = malloc((size_t)P->ninst * sizeof *bv);
-    if (!pts || !v || !bv) {
+    double *wt = malloc((size_t)P->ninst * sizeof *wt), *wb = malloc((size_t)P->ninst * sizeof *wb);
+    double *wc = malloc((size_t)P->ninst * sizeof *wc);
+    if (!pts || !v || !bv || !wt || !wb || !wc) {
         fr_fail(R, "out of memory");
         goto out;
     }
@@ -2156,10 +2552,32 @@ static int fr_fit_phase(fr_run *R, int p)
             const fr_inst *in = &R->in[P->inst[q]];
             if (gap && in->launch_bound && skip_lb)
                 continue;
-            pts[m++] = (fit_point){in->tokens, in->kv, P->Y[(size_t)q * (size_t)G1 + (size_t)g],
-                                   in->trace, fr_qrow(in)};
+            pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv,
+                                   .us = P->Y[(size_t)q * (size_t)G1 + (size_t)g],
+                                   .trace = in->trace, .q_per_row = fr_qrow(in),
+                                   .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g]};
         }
-        fit_group_ctx c = {R->tnames, R->nt, wm_phase_name[p], P->name[g], R->moe_E, R->moe_k};
+        fit_group_ctx c = {.trace_names = R->tnames, .ntraces = R->nt,
+                           .phase = wm_phase_name[p], .group = P->name[g],
+                           .moe_experts = R->moe_E, .moe_topk = R->moe_k};
+        /* CUDA waves of the group's dominant kernel, when its blocks follow the tokens */
+        if (!gap) {
+            size_t nw = 0;
+            for (int q = 0; q < P->ninst; q++) {
+                const fr_inst *in = &R->in[P->inst[q]];
+                double bl = P->WB[(size_t)q * (size_t)G1 + (size_t)g];
+                if (bl < 0) {   /* its kernels differ in one instance */
+                    nw = 0;
+                    break;
+                }
+                if (bl == 0)
+                    continue;
+                wt[nw] = in->tokens;
+                wb[nw] = bl;
+                wc[nw++] = P->WC[(size_t)q * (size_t)G1 + (size_t)g];
+            }
+            fit_wave_geometry(wt, wb, wc, nw, R->moe_E, R->moe_k, &c);
+        }
         wm_group *wg = &pm->groups[g];
         memset(wg, 0, sizeof *wg);
         snprintf(wg->name, sizeof wg->name, "%s", P->name[g]);
@@ -2246,6 +2664,9 @@ out:
     free(pts);
     free(v);
     free(bv);
+    free(wt);
+    free(wb);
+    free(wc);
     return rc;
 }
 
@@ -2264,7 +2685,8 @@ static int fr_totals(fr_run *R, int p)
         double s = 0;
         for (int g = 0; g < G1; g++)
             s += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
-        pts[q] = (fit_point){in->tokens, in->kv, s, in->trace, fr_qrow(in)};
+        pts[q] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv, .us = s,
+                             .trace = in->trace, .q_per_row = fr_qrow(in)};
     }
     /* cells as fit_group makes them: sort by (trace, tokens) */
     size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
@@ -2323,6 +2745,9 @@ static void fr_free(fr_run *R)
         free(R->ph[p].pos2g);
         free(R->ph[p].Y);
         free(R->ph[p].L);
+        free(R->ph[p].WB);
+        free(R->ph[p].WC);
+        free(R->ph[p].WD);
     }
     free(R->in);
     free(R->el);

@@ -54,6 +54,10 @@ typedef struct {
     int    trace;         /* index into fit_group_ctx.trace_names */
     double q_per_row;     /* query tokens per batch row (tokens / rows); 0: unknown, taken
                              as 1 (the KV x query-token column is then the KV column) */
+    double waves;         /* set by fit_group from the context's wave geometry (the
+                             caller's value is ignored) */
+    double kernel_us;     /* of us: the group's wave kernel (the context's geometry), per
+                             forward; 0: not measured */
 } fit_point;
 
 /* What fit_group needs to name things in messages and to build the expert column. */
@@ -62,6 +66,12 @@ typedef struct {
     int    ntraces;
     const char *phase, *group;
     int    moe_experts, moe_topk;     /* 0: dense (no expert column) */
+    /* CUDA waves of the group's dominant kernel (fit_wave_geometry): blocks per launch =
+     * wave_blocks0 + wave_blocks_per_token * tokens, wave_capacity blocks resident at once;
+     * wave_capacity 0: no wave column */
+    double wave_blocks0, wave_blocks_per_token, wave_capacity;
+    double wave_blocks_max;           /* 0: blocks not capped */
+    double wave_blocks_per_expert;    /* blocks per distinct expert touched (MoE slots) */
 } fit_group_ctx;
 
 /* Repeat cell: the points of one token count (and query tokens per row) in one trace
@@ -73,6 +83,7 @@ typedef struct {
     double us_mean, us_sd;            /* measured */
     double fit_us;                    /* the fitted cost at the cell's (tokens, mean kv) */
     int    n;
+    double waves;                     /* CUDA waves of the group's kernel at the cell */
 } fit_cell;
 
 typedef struct {
@@ -97,8 +108,32 @@ typedef struct {
  * st is not NULL, the statistics (st->cell is malloc'd: the caller frees it).
  * Returns 0, or -1 with err "TRACE: phase P: group G: field F: value V: why" for a NaN,
  * infinite or negative value and for a single distinct token count. */
+/* With c->wave_capacity > 0 a wave term per_wave_us * waves(tokens) (wm_waves): when every
+ * point has the wave kernel's own time (kernel_us > 0), per_wave_us comes from that (the
+ * wave form kept when it predicts left-out token counts within 10%, docs/fit.md) and the
+ * rest of the group is fitted as below; else the waves are a cross-validated column. When
+ * kept, out gets the wave geometry. */
 int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
               fit_group_stats *st, char *err, size_t errlen);
+
+/* Thread blocks of one SM's worth resident at once for a kernel of block threads, regs
+ * registers per thread and smem_bytes shared memory per block, on a Hopper SM (H100/H200:
+ * 65536 registers, 2048 threads, 32 blocks, 228 KB shared memory; registers allocated per
+ * warp in units of 256; 1 KB of shared memory reserved per block; CUDA C Programming Guide,
+ * compute capability 9.0 table, and the occupancy calculator). 0 when the block does not fit. */
+int fit_blocks_per_sm(double threads, double regs, double smem_bytes);
+
+/* Wave geometry of a group from (tokens, blocks per launch, capacity) of its dominant kernel
+ * in n instances: blocks = min(b0 + b1 * tokens, bmax) by least squares, b0 and b1 over the
+ * instances below the largest block count when that count is reached at several token
+ * counts (bmax 0 otherwise: no cap); kept only when exact to half a block (+0.1%) at every
+ * instance, b1 > 0, b0 >= -0.5, the capacity is the same in all, and the waves differ
+ * between two token counts. An MoE expert-slot kernel (experts E > 0: b0 = 0, the cap is
+ * E slots of bmax/E blocks and b1 = topk such slots per token) is written as bmax/E blocks
+ * per distinct expert touched (its slots of experts no token chose do no work). Fills c's
+ * wave_* fields and returns 1, else clears them and returns 0 (no wave term). */
+int fit_wave_geometry(const double *tokens, const double *blocks, const double *cap, size_t n,
+                      int experts, int topk, fit_group_ctx *c);
 
 /* Expected distinct experts touched by `tokens` tokens, topk of E each (the formula of
  * wm_experts_touched, without a model). */

@@ -219,7 +219,9 @@ static int wm_str(const wm_ctx *c, const cJSON *parent, const char *key, const c
 
 static const char *const wm_group_keys[] = {
     "name", "count", "base_us", "per_token_us", "knee_tokens", "per_expert_us",
-    "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac", NULL,
+    "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
+    "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
+    "wave_capacity", "per_wave_us", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -238,6 +240,12 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "per_kvq_ktoken_us", base, 0, 0, 0, 0, &out->per_kvq_ktoken_us) != 0 ||
         wm_num(c, g, "q_tile", base, 0, 0, 0, 0, &out->q_tile) != 0 ||
         wm_num(c, g, "per_token_all_us", base, 0, 0, 0, 0, &out->per_token_all_us) != 0 ||
+        wm_num(c, g, "wave_blocks0", base, 0, 0, 0, 0, &out->wave_blocks0) != 0 ||
+        wm_num(c, g, "wave_blocks_per_token", base, 0, 0, 0, 0, &out->wave_blocks_per_token) != 0 ||
+        wm_num(c, g, "wave_blocks_per_expert", base, 0, 0, 0, 0, &out->wave_blocks_per_expert) != 0 ||
+        wm_num(c, g, "wave_blocks_max", base, 0, 0, 0, 0, &out->wave_blocks_max) != 0 ||
+        wm_num(c, g, "wave_capacity", base, 0, 0, 0, 0, &out->wave_capacity) != 0 ||
+        wm_num(c, g, "per_wave_us", base, 0, 0, 0, 0, &out->per_wave_us) != 0 ||
         wm_num(c, g, "sd_frac", base, 0, 0, 0, 0, &out->sd_frac) != 0)
         return -1;
     return 0;
@@ -514,6 +522,16 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddNumberToObject(o, "q_tile", g->q_tile);
     if (g->per_token_all_us != 0)
         cJSON_AddNumberToObject(o, "per_token_all_us", g->per_token_all_us);
+    if (g->per_wave_us != 0 || g->wave_capacity != 0) {   /* the wave term, when fitted */
+        cJSON_AddNumberToObject(o, "wave_blocks0", g->wave_blocks0);
+        cJSON_AddNumberToObject(o, "wave_blocks_per_token", g->wave_blocks_per_token);
+        if (g->wave_blocks_per_expert != 0)
+            cJSON_AddNumberToObject(o, "wave_blocks_per_expert", g->wave_blocks_per_expert);
+        if (g->wave_blocks_max != 0)
+            cJSON_AddNumberToObject(o, "wave_blocks_max", g->wave_blocks_max);
+        cJSON_AddNumberToObject(o, "wave_capacity", g->wave_capacity);
+        cJSON_AddNumberToObject(o, "per_wave_us", g->per_wave_us);
+    }
     cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
     return o;
 }
@@ -627,11 +645,28 @@ double wm_q_tiles(const wm_group *g, double q_per_row)
     return ceil(q_per_row / g->q_tile - 1e-9);
 }
 
+double wm_waves(const wm_model *m, const wm_group *g, double tokens)
+{
+    return wm_waves_e(g, tokens, g->wave_blocks_per_expert != 0 ? wm_experts_touched(m, tokens) : 0);
+}
+
+double wm_waves_e(const wm_group *g, double tokens, double experts_touched)
+{
+    if (g->wave_capacity <= 0)
+        return 0;
+    double blocks = g->wave_blocks0 + g->wave_blocks_per_token * tokens +
+                    g->wave_blocks_per_expert * experts_touched;
+    if (g->wave_blocks_max > 0 && blocks > g->wave_blocks_max)
+        blocks = g->wave_blocks_max;
+    blocks = round(blocks);
+    return blocks > 0 ? ceil(blocks / g->wave_capacity - 1e-9) : 0;
+}
+
 double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double kv_tokens,
                      double q_per_row)
 {
     double over = tokens - g->knee_tokens;
-    return g->base_us + g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * tokens +
+    return g->per_wave_us * wm_waves(m, g, tokens) + g->base_us + g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * tokens +
            g->per_expert_us * wm_experts_touched(m, tokens) +
            (g->per_kv_ktoken_us + g->per_kvq_ktoken_us * wm_q_tiles(g, q_per_row)) *
            kv_tokens / 1000.0;

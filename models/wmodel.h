@@ -27,6 +27,7 @@ extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
  *           + per_expert_us * experts_touched(tokens)
  *           + per_kv_ktoken_us * kv_tokens / 1000
  *           + per_kvq_ktoken_us * kv_tokens / 1000 * ceil(q_per_row / q_tile)
+ *           + per_wave_us * wm_waves(g, tokens)
  * (q_per_row: query tokens per batch row, tokens / rows: attention reads a row's KV once
  * and computes over it once per tile of q_tile query tokens, the rows of a tensor-core
  * MMA tile that one row's query tokens x GQA heads fill; q_tile <= 1: per query token)
@@ -49,6 +50,19 @@ typedef struct {
     double per_token_all_us;  /* slope at every token count, below the knee too (a GEMM's
                                  activations and tiles while its weights bound it); 0 in
                                  files that do not have it */
+    /* CUDA wave quantization of the group's dominant kernel (docs/model-format.md); all 0
+     * in files that do not have them (no term):
+     *   + per_wave_us * ceil(blocks / wave_capacity),
+     *   blocks = round(min(wave_blocks0 + wave_blocks_per_token * tokens
+     *                      + wave_blocks_per_expert * experts_touched(tokens), wave_blocks_max))
+     * (wave_blocks_max 0: no cap) */
+    double wave_blocks0;          /* thread blocks per launch at 0 tokens */
+    double wave_blocks_per_token; /* thread blocks per launch per token */
+    double wave_capacity;         /* blocks resident at once: blocks per SM x SMs (0: no term) */
+    double per_wave_us;           /* cost per wave (all the group's launches of a forward) */
+    double wave_blocks_max;       /* blocks stop growing here; 0: no cap */
+    double wave_blocks_per_expert;/* blocks per distinct MoE expert touched (an expert-slot
+                                     kernel: slots of experts no token chose exit at once) */
 } wm_group;
 
 typedef struct {
@@ -98,6 +112,12 @@ double wm_experts_touched(const wm_model *m, double tokens);
 double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens);
 double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double kv_tokens,
                      double q_per_row);
+/* CUDA waves of the group's dominant kernel at `tokens`: ceil(blocks / wave_capacity) with
+ * blocks = round(min(wave_blocks0 + wave_blocks_per_token * tokens + wave_blocks_per_expert
+ * * wm_experts_touched(tokens), wave_blocks_max)) (no min when wave_blocks_max is 0); 0 when
+ * wave_capacity <= 0. wm_waves_e takes the experts touched as an argument. */
+double wm_waves(const wm_model *m, const wm_group *g, double tokens);
+double wm_waves_e(const wm_group *g, double tokens, double experts_touched);
 /* ceil(q_per_row / q_tile), or q_per_row when q_tile <= 1: the attention tiles of a row. */
 double wm_q_tiles(const wm_group *g, double q_per_row);
 /* GPU time of one forward of phase p (sum over groups); uses the fallback phase when p is

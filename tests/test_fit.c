@@ -469,12 +469,14 @@ static void fit_group_recovers_attention_tiles(void)
                 double tiles = ceil(q / 4);
                 double us = base + kv / 1000 * (a + b * tiles);
                 double ug = gbase + gslope * fmax(0, tok - gknee);
-                p[n] = (fit_point){tok, kv, us * (1 + 0.01 * gsl_ran_gaussian(r, 1)), 0, q};
-                pg[n] = (fit_point){tok, kv, ug * (1 + 0.01 * gsl_ran_gaussian(r, 1)), 0, q};
+                p[n] = (fit_point){.tokens = tok, .kv_tokens = kv,
+                                   .us = us * (1 + 0.01 * gsl_ran_gaussian(r, 1)), .q_per_row = q};
+                pg[n] = (fit_point){.tokens = tok, .kv_tokens = kv,
+                                    .us = ug * (1 + 0.01 * gsl_ran_gaussian(r, 1)), .q_per_row = q};
                 n++;
             }
     const char *names[] = {"a.json"};
-    fit_group_ctx c = {names, 1, "verify", "attn", 0, 0};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "attn"};
     wm_group g;
     memset(&g, 0, sizeof g);
     char err[512];
@@ -514,10 +516,12 @@ static void fit_group_recovers_known_coefficients(void)
             double kv = 1000 * (1 + i % 3) * tok[i] * (1 + 0.01 * j);
             double us = base + slope * fmax(0, tok[i] - knee) + pe * fit_experts(384, 8, tok[i]) +
                         pkv * kv / 1000;
-            p[n++] = (fit_point){tok[i], kv, us * (1 + 0.01 * gsl_ran_gaussian(r, 1)), i % 2, 0};
+            p[n++] = (fit_point){.tokens = tok[i], .kv_tokens = kv,
+                                 .us = us * (1 + 0.01 * gsl_ran_gaussian(r, 1)), .trace = i % 2};
         }
     const char *names[] = {"a.json", "b.json"};
-    fit_group_ctx c = {names, 2, "verify", "L1 gemm", 384, 8};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 2, .phase = "verify", .group = "L1 gemm",
+                       .moe_experts = 384, .moe_topk = 8};
     wm_group g;
     fit_group_stats st;
     char err[512];
@@ -555,9 +559,10 @@ static void fit_group_keeps_coefficients_nonnegative(void)
     size_t n = 0;
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 10; j++)   /* falls slightly with tokens: slope would be < 0 */
-            p[n++] = (fit_point){(double)(1 << i), 0, 30.0 - 0.3 * i + 0.01 * j, 0, 0};
+            p[n++] = (fit_point){.tokens = (double)(1 << i), .us = 30.0 - 0.3 * i + 0.01 * j};
     const char *names[] = {"t.json"};
-    fit_group_ctx c = {names, 1, "accept", "accept_kernel", 0, 0};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "accept",
+                       .group = "accept_kernel"};
     wm_group g;
     char err[512];
     CHECK(fit_group(p, n, &c, &g, NULL, err, sizeof err) == 0, "%s", err);
@@ -572,8 +577,10 @@ static void fit_group_keeps_coefficients_nonnegative(void)
 static void fit_group_refuses_bad_values_with_names(void)
 {
     const char *names[] = {"calib/a.json", "calib/b.json"};
-    fit_group_ctx c = {names, 2, "verify", "L3 attn_kernel", 0, 0};
-    fit_point p[4] = {{4, 0, 10, 0, 0}, {8, 0, 11, 0, 0}, {16, 0, NAN, 1, 0}, {32, 0, 12, 1, 0}};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 2, .phase = "verify",
+                       .group = "L3 attn_kernel"};
+    fit_point p[4] = {{.tokens = 4, .us = 10}, {.tokens = 8, .us = 11},
+                      {.tokens = 16, .us = NAN, .trace = 1}, {.tokens = 32, .us = 12, .trace = 1}};
     wm_group g;
     char err[512];
     CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "NaN accepted");
@@ -586,7 +593,7 @@ static void fit_group_refuses_bad_values_with_names(void)
     p[2].us = INFINITY;
     CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "inf accepted");
     for (int i = 0; i < 4; i++)
-        p[i] = (fit_point){64, 0, 10 + i, i % 2, 0};
+        p[i] = (fit_point){.tokens = 64, .us = 10 + i, .trace = i % 2};
     CHECK(fit_group(p, 4, &c, &g, NULL, err, sizeof err) == -1, "one token count accepted");
     CHECK(strstr(err, "only one distinct token count") && strstr(err, "calib/a.json") &&
           strstr(err, "value 64") && strstr(err, "L3 attn_kernel"), "message: %s", err);
@@ -660,6 +667,195 @@ static void fit_run_recovers_groups_from_kernel_records(void)
     }
     for (int i = 0; i < NCAL; i++)
         fit_trace_free(&tr[i]);
+}
+
+/* Occupancy on a Hopper SM: kimi-tp8's k_moe_gemm<4> (128 threads, 96 registers, 16 KB
+ * shared) fits 5 blocks per SM (registers: 4 warps x 3072 = 12288 of 65536), <1> (64
+ * registers) 8, a 256-thread kernel 8 (threads), a 1024-thread one 2, cuBLAS's nvjet
+ * (384 threads, 168 registers, 216 KB shared) 1; a block over the shared memory 0. */
+static void fit_blocks_per_sm_follows_hopper_limits(void)
+{
+    CHECK(fit_blocks_per_sm(128, 96, 16384) == 5, "%d", fit_blocks_per_sm(128, 96, 16384));
+    CHECK(fit_blocks_per_sm(128, 64, 16384) == 8, "%d", fit_blocks_per_sm(128, 64, 16384));
+    CHECK(fit_blocks_per_sm(256, 16, 128) == 8, "%d", fit_blocks_per_sm(256, 16, 128));
+    CHECK(fit_blocks_per_sm(1024, 30, 264) == 2, "%d", fit_blocks_per_sm(1024, 30, 264));
+    CHECK(fit_blocks_per_sm(384, 168, 221444) == 1, "%d", fit_blocks_per_sm(384, 168, 221444));
+    CHECK(fit_blocks_per_sm(32, 16, 0) == 32, "%d", fit_blocks_per_sm(32, 16, 0));   /* block cap */
+    CHECK(fit_blocks_per_sm(128, 32, 240 * 1024) == 0, "%d", fit_blocks_per_sm(128, 32, 240 * 1024));
+    CHECK(fit_blocks_per_sm(0, 32, 0) == 0, "no threads");
+}
+
+/* Blocks vs tokens: a line (k_attn_combine: 8 per token), a line capped at E expert slots
+ * (k_moe_gemm: 32 column tiles x min(8 tokens, 384) slots, written per expert touched), and
+ * what is refused: not linear (cuBLAS tiles chosen per size), one wave everywhere, capacities
+ * that differ. */
+static void fit_wave_geometry_reads_grids(void)
+{
+    fit_group_ctx c = {.moe_experts = 0};
+    double t[] = {3, 6, 24, 48, 72, 144, 480}, b[7], cap[7];
+    for (int i = 0; i < 7; i++)
+        b[i] = 8 * t[i], cap[i] = 2112;
+    CHECK(fit_wave_geometry(t, b, cap, 7, 0, 0, &c) == 1, "line refused");
+    CHECK_NEAR(c.wave_blocks_per_token, 8, 1e-9, 0);
+    CHECK_NEAR(c.wave_blocks0, 0, 1e-6, 0);
+    CHECK(c.wave_capacity == 2112 && c.wave_blocks_max == 0 && c.wave_blocks_per_expert == 0,
+          "capacity %g max %g", c.wave_capacity, c.wave_blocks_max);
+    for (int i = 0; i < 7; i++)
+        b[i] = 32 * fmin(8 * t[i], 384), cap[i] = 660;
+    CHECK(fit_wave_geometry(t, b, cap, 7, 384, 8, &c) == 1, "MoE slots refused");
+    CHECK(c.wave_blocks_per_expert == 32 && c.wave_blocks_per_token == 0 && c.wave_capacity == 660,
+          "per expert %g per token %g", c.wave_blocks_per_expert, c.wave_blocks_per_token);
+    CHECK(fit_wave_geometry(t, b, cap, 7, 0, 0, &c) == 1 && c.wave_blocks_max == 12288 &&
+          c.wave_blocks_per_token == 256, "dense: a capped line (max %g)", c.wave_blocks_max);
+    double nv[] = {40, 40, 96, 108, 108, 120, 132};   /* cuBLAS: tiles per size */
+    CHECK(fit_wave_geometry(t, nv, cap, 7, 0, 0, &c) == 0 && c.wave_capacity == 0, "not a line");
+    for (int i = 0; i < 7; i++)
+        b[i] = t[i], cap[i] = 1056;
+    CHECK(fit_wave_geometry(t, b, cap, 7, 0, 0, &c) == 0, "one wave at every count");
+    for (int i = 0; i < 7; i++)
+        b[i] = 8 * t[i], cap[i] = i ? 2112 : 1056;
+    CHECK(fit_wave_geometry(t, b, cap, 7, 0, 0, &c) == 0, "capacities differ");
+}
+
+/* A group whose kernel runs ceil(256 tokens / 660) waves at 100 us each, plus 50 us and
+ * 1 us per token, 0.5% noise, at 1..32 tokens: with the kernel's own time measured
+ * (kernel_us) the fit takes 100 us per wave from it; with the group's time only, the wave
+ * column wins the cross-validation; either prices the step at 2 -> 3 tokens (1 -> 2 waves)
+ * that no line through these counts can. Without the geometry no wave term is written. */
+static void fit_group_recovers_wave_step(void)
+{
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 5);
+    const double tok[] = {1, 3, 4, 6, 8, 12, 16, 20, 24, 32};
+    fit_point p[10 * 8];
+    size_t n = 0;
+    for (int i = 0; i < 10; i++)
+        for (int j = 0; j < 8; j++) {
+            double waves = ceil(256 * tok[i] / 660 - 1e-9);
+            double k = 100 * waves * (1 + 0.005 * gsl_ran_gaussian(r, 1));
+            p[n++] = (fit_point){.tokens = tok[i], .us = 50 + tok[i] + k, .kernel_us = k};
+        }
+    gsl_rng_free(r);
+    const char *names[] = {"synthetic.json"};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "k_wave",
+                       .wave_blocks_per_token = 256, .wave_capacity = 660};
+    wm_model m;
+    wm_init(&m);
+    for (int mode = 0; mode < 2; mode++) {
+        if (mode == 1)
+            for (size_t i = 0; i < n; i++)
+                p[i].kernel_us = 0;   /* not measured: the cross-validated column */
+        wm_group g;
+        memset(&g, 0, sizeof g);
+        fit_group_stats st;
+        char err[512];
+        CHECK(fit_group(p, n, &c, &g, &st, err, sizeof err) == 0, "%s", err);
+        CHECK_NEAR(g.per_wave_us, 100, 0, 0.03);
+        CHECK(g.wave_blocks_per_token == 256 && g.wave_capacity == 660, "geometry not written");
+        CHECK_NEAR(wm_group_us(&m, &g, 3, 0) - wm_group_us(&m, &g, 2, 0), 100 + 1, 0, 0.05);
+        CHECK_NEAR(wm_group_us(&m, &g, 2, 0), 50 + 2 + 100, 0, 0.03);   /* not calibrated */
+        CHECK(st.max_rel < 0.02, "cells off by %g", st.max_rel);
+        free(st.cell);
+    }
+    fit_group_ctx none = c;
+    none.wave_capacity = 0;
+    wm_group g;
+    char err[512];
+    CHECK(fit_group(p, n, &none, &g, NULL, err, sizeof err) == 0, "%s", err);
+    CHECK(g.per_wave_us == 0 && g.wave_capacity == 0, "wave term without geometry");
+}
+
+/* From kernel records with grid sizes: a trace whose verify runs a small kernel (one block
+ * per token), a wave kernel (32 x 8 tokens blocks of 128 threads, 96 registers: 660 per wave
+ * on 132 SMs) costing 80 us per wave, and a tail kernel, at 1..32 tokens. fit_run finds the
+ * wave kernel's grid, its occupancy and its cost per wave; the small kernel (one wave
+ * everywhere) gets no wave term. */
+static void fit_run_recovers_wave_step_from_grid_sizes(void)
+{
+    fit_trace tr;
+    CHECK(fit_trace_init(&tr, "synthetic-waves.json") == 0, "init");
+    gen_header(&tr.hdr);
+    tr.has_header = 1;
+    const int64_t t0 = tr.hdr.t0_ns;
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 9);
+    const double tok[] = {1, 3, 4, 6, 8, 12, 16, 24, 32};
+    char rname[9][64];
+    double t = 1000;
+    uint32_t corr = 1;
+    for (int i = 0; i < 9; i++) {
+        snprintf(rname[i], sizeof rname[i], "verify tokens=%g rows=%g graph=1", tok[i], tok[i]);
+        for (int it = 0; it < 12; it++) {
+            double r0 = t;
+            t += 5;
+            const char *kn[3] = {"void k_small(int)", "void k_wave<4>(int)", "void k_tail(int)"};
+            double waves = ceil(256 * tok[i] / 660 - 1e-9);
+            double us[3] = {3 + 0.05 * tok[i], 80 * waves, 4};
+            for (int k = 0; k < 3; k++) {
+                ptrace_kernel x;
+                memset(&x, 0, sizeof x);
+                double d = us[k] * (1 + 0.005 * gsl_ran_gaussian(r, 1));
+                x.start_ns = t0 + ns(t);
+                x.end_ns = t0 + ns(t + d);
+                t += d + 1;
+                x.name = kn[k];
+                x.corr = corr++;
+                x.stream = 7;
+                x.graph_id = 3;
+                x.graph_node_id = x.corr;
+                x.nvtx = rname[i];
+                x.phase = "";
+                x.grid[0] = k == 1 ? 32 : k == 0 ? (int32_t)tok[i] : 1;
+                x.grid[1] = k == 1 ? 8 * (int32_t)tok[i] : 1;
+                x.grid[2] = 1;
+                x.block[0] = k == 1 ? 128 : 256;
+                x.block[1] = x.block[2] = 1;
+                x.regs = k == 1 ? 96 : 16;
+                x.smem_bytes = k == 1 ? 16384 : 0;
+                CHECK(fit_trace_add_kernel(&tr, &x) == 0, "add kernel");
+            }
+            ptrace_range rg;
+            memset(&rg, 0, sizeof rg);
+            rg.start_ns = t0 + ns(r0);
+            rg.end_ns = t0 + ns(t + 2);
+            rg.name = rname[i];
+            rg.domain = "";
+            rg.thread = 4242;
+            rg.push_pop = 1;
+            CHECK(fit_trace_add_range(&tr, &rg) == 0, "add range");
+            t += 20;
+        }
+    }
+    gsl_rng_free(r);
+    static fit_result res;
+    fit_opts o = {.name = "waves"};
+    char err[1024];
+    int rc = fit_run(&tr, 1, &o, &res, err, sizeof err);
+    CHECK(rc == 0, "fit_run: %s", err);
+    if (rc == 0) {
+        const wm_model *m = &res.model;
+        const wm_group *w = NULL, *small = NULL;
+        for (int g = 0; g < m->phase[WM_VERIFY].ngroups; g++) {
+            const wm_group *x = &m->phase[WM_VERIFY].groups[g];
+            if (strstr(x->name, "k_wave"))
+                w = x;
+            if (strstr(x->name, "k_small"))
+                small = x;
+        }
+        CHECK(w && small, "groups missing");
+        if (w && small) {
+            CHECK(w->wave_capacity == 660 && w->wave_blocks_per_token == 256,
+                  "geometry: capacity %g, %g blocks per token", w->wave_capacity,
+                  w->wave_blocks_per_token);
+            CHECK_NEAR(w->per_wave_us, 80, 0, 0.03);
+            /* 2 tokens (512 blocks: 1 wave) was never captured; 3 (768: 2 waves) was */
+            CHECK_NEAR(wm_group_us(m, w, 2, 0), 80, 0, 0.05);
+            CHECK_NEAR(wm_group_us(m, w, 3, 0), 160, 0, 0.03);
+            CHECK(small->per_wave_us == 0 && small->wave_capacity == 0, "small kernel has waves");
+        }
+        fit_result_free(&res);
+    }
+    fit_trace_free(&tr);
 }
 
 /* cuBLAS split-K at small token counts: two kernels where there is one at large counts. The
@@ -1018,6 +1214,10 @@ int main(int argc, char **argv)
     RUN(fit_group_keeps_coefficients_nonnegative);
     RUN(fit_group_refuses_bad_values_with_names);
     RUN(fit_run_recovers_groups_from_kernel_records);
+    RUN(fit_blocks_per_sm_follows_hopper_limits);
+    RUN(fit_wave_geometry_reads_grids);
+    RUN(fit_group_recovers_wave_step);
+    RUN(fit_run_recovers_wave_step_from_grid_sizes);
     RUN(fit_run_merges_split_k_gemms);
     RUN(fit_run_refuses_one_token_count);
     RUN(fit_run_refuses_group_absent_from_a_trace);

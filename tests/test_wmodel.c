@@ -55,7 +55,12 @@ static void check_same_model(const wm_model *a, const wm_model *b)
                   g->knee_tokens == h->knee_tokens && g->per_expert_us == h->per_expert_us &&
                   g->per_kv_ktoken_us == h->per_kv_ktoken_us && g->sd_frac == h->sd_frac &&
                   g->per_kvq_ktoken_us == h->per_kvq_ktoken_us && g->q_tile == h->q_tile &&
-                  g->per_token_all_us == h->per_token_all_us,
+                  g->per_token_all_us == h->per_token_all_us &&
+                  g->wave_blocks0 == h->wave_blocks0 &&
+                  g->wave_blocks_per_token == h->wave_blocks_per_token &&
+                  g->wave_blocks_per_expert == h->wave_blocks_per_expert &&
+                  g->wave_blocks_max == h->wave_blocks_max &&
+                  g->wave_capacity == h->wave_capacity && g->per_wave_us == h->per_wave_us,
                   "phase %s group %d (%s) differs", wm_phase_name[p], i, g->name);
         }
         for (int i = 0; i < x->ncolls && i < y->ncolls; i++)
@@ -97,6 +102,12 @@ static void wmodel_save_round_trips(void)
         ph->groups[1].per_kvq_ktoken_us = 2.0 / 3.0;   /* the optional keys of a group */
         ph->groups[1].q_tile = 4;
         ph->groups[1].per_token_all_us = 0.125;
+        ph->groups[1].wave_blocks0 = 1.0 / 7.0;   /* the wave term's keys */
+        ph->groups[1].wave_blocks_per_token = 256;
+        ph->groups[1].wave_blocks_per_expert = 32;
+        ph->groups[1].wave_blocks_max = 12288;
+        ph->groups[1].wave_capacity = 660;
+        ph->groups[1].per_wave_us = 97.25;
         ph->ncolls = 1;
         snprintf(ph->colls[0].op, sizeof ph->colls[0].op, "allreduce");
         ph->colls[0].count = 122;
@@ -207,7 +218,8 @@ static void wmodel_tile_and_token_terms_follow_formula(void)
 {
     wm_model m;
     wm_init(&m);
-    wm_group g = {"attn", 32, 10.0, 0, 0, 0, 20.0, 0, 60.0, 4, 0.5};
+    wm_group g = {.name = "attn", .count = 32, .base_us = 10.0, .per_kv_ktoken_us = 20.0,
+                  .per_kvq_ktoken_us = 60.0, .q_tile = 4, .per_token_all_us = 0.5};
     for (int q = 1; q <= 9; q++) {
         double tiles = q <= 4 ? 1 : q <= 8 ? 2 : 3;
         double want = 10 + 0.5 * 8 * q + (20.0 + 60.0 * tiles) * 3000 / 1000;
@@ -235,6 +247,75 @@ static void wmodel_tile_and_token_terms_follow_formula(void)
                       "\"q_tile\": -1}]}, \"accept\": {\"groups\": []}}}";
     CHECK(wm_parse(&m, neg, "t.json", err, sizeof err) != 0 && strstr(err, "q_tile") != NULL,
           "negative q_tile accepted: %s", err);
+}
+
+/* The wave term: kimi-tp8's k_moe_gemm<4> launches 32 x 8 blocks per token, 660 fit at once
+ * (5 per SM x 132 SMs): 2 tokens = 512 blocks = 1 wave, 3 = 768 = 2, 6 = 1536 = 3; capped
+ * at wave_blocks_max; per distinct expert touched (32 per expert, E 384, top-8): 2 tokens
+ * touch 15.84 experts = 507 blocks, 1 wave; 3 touch 23.3 = 746, 2 waves. The cost adds
+ * per_wave_us per wave; a file without the keys has no term and wm_save writes none. */
+static void wmodel_wave_term_follows_formula(void)
+{
+    wm_model m;
+    wm_init(&m);
+    wm_group g = {.name = "gemm", .count = 11, .base_us = 50, .per_token_all_us = 1,
+                  .wave_blocks_per_token = 256, .wave_capacity = 660, .per_wave_us = 100};
+    const double want[] = {0, 1, 1, 2, 2, 2, 3, 3};
+    for (int t = 1; t <= 7; t++) {
+        CHECK_NEAR(wm_waves(&m, &g, t), want[t], 0, 0);
+        CHECK_NEAR(wm_group_us(&m, &g, t, 5000), 50 + t + 100 * want[t], 0, 1e-12);
+    }
+    g.wave_blocks_max = 12288;
+    CHECK_NEAR(wm_waves(&m, &g, 1000), 19, 0, 0);   /* 12288 / 660 = 18.6 */
+    g.wave_blocks_max = 0;
+    CHECK_NEAR(wm_waves(&m, &g, 1000), ceil(256000.0 / 660), 0, 0);
+    g.wave_blocks_per_token = 0;
+    g.wave_blocks_per_expert = 32;
+    m.moe_experts = 384;
+    m.moe_topk = 8;
+    CHECK_NEAR(wm_waves(&m, &g, 2), 1, 0, 0);
+    CHECK_NEAR(wm_waves(&m, &g, 3), 2, 0, 0);
+    CHECK_NEAR(wm_waves(&m, &g, 1e6), 19, 0, 0);    /* all 384 experts: 12288 blocks */
+    CHECK_NEAR(wm_waves_e(&g, 3, 10), 1, 0, 0);     /* 320 blocks */
+    g.wave_capacity = 0;
+    CHECK_NEAR(wm_waves(&m, &g, 3), 0, 0, 0);
+    CHECK_NEAR(wm_group_us(&m, &g, 3, 0), 53, 0, 1e-12);
+    /* the keys in a file, defaults and refusals */
+    char err[512] = "";
+    const char *js = "{\"specsim_model\": 1, \"name\": \"t\", \"phases\": {\"verify\": "
+                     "{\"groups\": [{\"name\": \"g\", \"count\": 1, \"base_us\": 5, "
+                     "\"wave_blocks0\": 4, \"wave_blocks_per_token\": 256, "
+                     "\"wave_capacity\": 660, \"per_wave_us\": 90}]}, "
+                     "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, "
+                     "\"base_us\": 1}]}}}";
+    wm_model f;
+    CHECK(wm_parse(&f, js, "t.json", err, sizeof err) == 0, "%s", err);
+    const wm_group *v = &f.phase[WM_VERIFY].groups[0], *a = &f.phase[WM_ACCEPT].groups[0];
+    CHECK_NEAR(wm_group_us(&f, v, 3, 0), 5 + 90 * 2, 0, 1e-12);   /* 772 blocks */
+    CHECK_NEAR(wm_group_us(&f, v, 2, 0), 5 + 90 * 1, 0, 1e-12);   /* 516 */
+    CHECK(a->wave_capacity == 0 && a->per_wave_us == 0 && a->wave_blocks_per_expert == 0 &&
+          a->wave_blocks_max == 0, "defaults");
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/specsim-test-wave-%d.json", (int)getpid());
+    CHECK(wm_save(&f, path, err, sizeof err) == 0, "%s", err);
+    FILE *fp = fopen(path, "r");
+    char text[8192] = "";
+    size_t got = fp ? fread(text, 1, sizeof text - 1, fp) : 0;
+    text[got] = 0;
+    if (fp)
+        fclose(fp);
+    remove(path);
+    /* one group has the term (4 keys), the other none; no per-expert or max key at 0 */
+    int nkeys = 0;
+    for (const char *q = text; (q = strstr(q, "\"wave_")) != NULL; q++)
+        nkeys++;
+    CHECK(nkeys == 3 && strstr(text, "\"per_wave_us\"") && !strstr(text, "wave_blocks_max") &&
+          !strstr(text, "wave_blocks_per_expert"), "written keys %d: %s", nkeys, text);
+    const char *neg = "{\"specsim_model\": 1, \"name\": \"t\", \"phases\": {\"verify\": "
+                      "{\"groups\": [{\"name\": \"g\", \"count\": 1, \"base_us\": 5, "
+                      "\"wave_capacity\": -660}]}, \"accept\": {\"groups\": []}}}";
+    CHECK(wm_parse(&f, neg, "t.json", err, sizeof err) != 0 && strstr(err, "wave_capacity"),
+          "negative wave_capacity accepted: %s", err);
 }
 
 static void wmodel_experts_touched_matches_monte_carlo(void)
@@ -313,6 +394,7 @@ int main(void)
     RUN(wmodel_accepts_minimal_and_comments);
     RUN(wmodel_costs_follow_formula);
     RUN(wmodel_tile_and_token_terms_follow_formula);
+    RUN(wmodel_wave_term_follows_formula);
     RUN(wmodel_experts_touched_matches_monte_carlo);
     RUN(wmodel_phase_fallbacks);
     return check_done();
