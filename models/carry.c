@@ -57,6 +57,8 @@ static int carry_parse(carry_hw *h, const char *path, char *err, size_t errlen)
     snprintf(h->path, sizeof h->path, "%s", path);
     h->mem_bw_gbps = bw->valuedouble;
     h->bf16_tflops = fl->valuedouble;
+    const cJSON *sms = cJSON_GetObjectItemCaseSensitive(j, "sms");
+    h->sms = cJSON_IsNumber(sms) && sms->valuedouble >= 1 ? (int)sms->valuedouble : 0;
     const cJSON *m;
     cJSON_ArrayForEach(m, match)
         if (cJSON_IsString(m) && h->nmatch < 4)
@@ -137,6 +139,7 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
     x.flops_factor = from->bf16_tflops / to->bf16_tflops;
     /* ridge point (FLOP per byte) at which a GEMM turns compute-bound */
     x.knee_factor = (to->bf16_tflops / to->mem_bw_gbps) / (from->bf16_tflops / from->mem_bw_gbps);
+    x.sm_factor = from->sms > 0 && to->sms > 0 ? (double)to->sms / from->sms : 1;
     for (int p = 0; p < WM_NPHASE; p++) {
         wm_phase_model *ph = &m->phase[p];
         if (!ph->present)
@@ -159,6 +162,10 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
             g->per_expert_us *= x.bw_factor;
             g->per_kv_ktoken_us *= x.bw_factor;
             g->per_kvq_ktoken_us *= x.bw_factor;  /* KV re-read per query tile: bytes */
+            /* a wave holds as many blocks as the SMs take (same blocks per SM assumed) and
+             * its blocks move bytes: more SMs, more work per wave, at the target's bandwidth */
+            g->wave_capacity *= x.sm_factor;
+            g->per_wave_us *= x.sm_factor * x.bw_factor;
         }
     }
     /* the change first: the fit's own source (a list of traces) may be cut */
@@ -187,7 +194,8 @@ static void carry_terms(const wm_model *m, const wm_group *before, const wm_grou
     double base = g->base_us, slope = g->per_token_us * (over > 0 ? over : 0) +
                                       g->per_token_all_us * tokens;
     double rest = g->per_expert_us * e + g->per_kv_ktoken_us * kv / 1000.0 +
-                  g->per_kvq_ktoken_us * kv / 1000.0 * wm_q_tiles(g, 1);
+                  g->per_kvq_ktoken_us * kv / 1000.0 * wm_q_tiles(g, 1) +
+                  g->per_wave_us * wm_waves(m, g, tokens);
     if (carry_latency_bound(before))
         *lat += base;
     else

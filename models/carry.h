@@ -16,6 +16,7 @@ typedef struct {
     int    nmatch;
     double mem_bw_gbps;           /* datasheet memory bandwidth */
     double bf16_tflops;           /* datasheet dense BF16 tensor FLOP/s */
+    int    sms;                   /* streaming multiprocessors (0: not in the preset) */
     char   path[256];             /* the preset file */
 } carry_hw;
 
@@ -42,6 +43,8 @@ typedef struct {
     double bw_factor;             /* multiplies memory-bound terms: bw_from / bw_to */
     double flops_factor;          /* multiplies compute-bound terms: flops_from / flops_to */
     double knee_factor;           /* multiplies knees: ridge_to / ridge_from */
+    double sm_factor;             /* multiplies wave capacities: sms_to / sms_from (1 when a
+                                     preset lacks sms) */
     int    groups_memory, groups_latency, groups_kept;  /* how groups were treated */
 } carry_factors;
 

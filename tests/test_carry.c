@@ -39,6 +39,8 @@ static void make_model(wm_model *m)
     v->groups[0].per_kvq_ktoken_us = 0.25;   /* attention re-read per query tile: memory */
     v->groups[0].q_tile = 4;
     v->groups[0].per_token_all_us = 0.05;    /* slope below the knee too: compute */
+    v->groups[0].wave_capacity = 660;        /* 5 blocks/SM x 132 SMs */
+    v->groups[0].per_wave_us = 90;
     m->phase[WM_ACCEPT] = *v;
 }
 
@@ -67,6 +69,8 @@ static void carry_scales_terms_by_roofline_ratios(void)
     CHECK_NEAR(g->per_kvq_ktoken_us, 0.25 * H200_BW / RTX_BW, 1e-12, 1e-12);
     CHECK_NEAR(g->per_token_all_us, 0.05 * H200_TF / RTX_TF, 1e-12, 1e-12);
     CHECK_NEAR(g->q_tile, 4, 0, 0);
+    CHECK_NEAR(g->wave_capacity, 660.0 * 188 / 132, 1e-9, 1e-12);        /* SMs: presets */
+    CHECK_NEAR(g->per_wave_us, 90 * (188.0 / 132) * H200_BW / RTX_BW, 1e-9, 1e-12);
     CHECK_NEAR(g->sd_frac, 0.01, 0, 0);
     const wm_group *n = &m.phase[WM_VERIFY].groups[1];   /* latency-bound: base kept */
     CHECK_NEAR(n->base_us, 8, 0, 0);
