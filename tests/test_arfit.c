@@ -7,6 +7,7 @@
  * numbers given as alpha=..,beta=..,floor=.. . Runs from the repository root. */
 #include "arfit.h"
 #include "check.h"
+#include "specsim_bin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -510,16 +511,7 @@ static void arfit_link_file_drives_simulator(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    const char *env = getenv("SPECSIM");
-    const char *slash = strrchr(argv[0], '/');
-    if (env && *env) {
-        snprintf(specsim, sizeof specsim, "%s", env);
-    } else if (slash && slash - argv[0] > 6 && strncmp(slash - 6, "/tests", 6) == 0) {
-        char cand[512];
-        snprintf(cand, sizeof cand, "%.*s/bin/specsim", (int)(slash - 6 - argv[0]), argv[0]);
-        if (access(cand, X_OK) == 0)
-            snprintf(specsim, sizeof specsim, "%s", cand);
-    }
+    specsim_bin_find(argv[0], specsim, sizeof specsim);
     strcpy(dir, "/tmp/specsim-arfit-XXXXXX");
     if (!mkdtemp(dir)) {
         CHECK(0, "mkdtemp failed");

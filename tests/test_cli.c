@@ -3,6 +3,7 @@
  * seed gives the same bytes; a sweep's CSV does not depend on the number of workers or on
  * baseline sharing; the timeline is Chrome-trace JSON. Runs from the repository root. */
 #include "check.h"
+#include "specsim_bin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -329,16 +330,7 @@ static void cli_help_lists_every_knob(void)
 int main(int argc, char **argv)
 {
     (void)argc;
-    const char *env = getenv("SPECSIM");
-    const char *slash = strrchr(argv[0], '/');
-    if (env && *env) {
-        snprintf(specsim, sizeof specsim, "%s", env);
-    } else if (slash && slash - argv[0] > 6 && strncmp(slash - 6, "/tests", 6) == 0) {
-        char cand[512];
-        snprintf(cand, sizeof cand, "%.*s/bin/specsim", (int)(slash - 6 - argv[0]), argv[0]);
-        if (access(cand, X_OK) == 0)
-            snprintf(specsim, sizeof specsim, "%s", cand);
-    }
+    specsim_bin_find(argv[0], specsim, sizeof specsim);
     if (access(specsim, X_OK) != 0) {
         fprintf(stderr, "  %s not built: run make first (make test builds it)\n", specsim);
         CHECK(0, "no %s", specsim);
