@@ -17,7 +17,9 @@
 # (SECONDS_PER_POINT + 3 warm-up iterations of 4-40 ms) ~ 100 s per preset, bounded by
 # BUDGET_S (150 s) + init; plus ~1-2 min of build and checks: ~7 min worst case.
 # usage: OUT=/dir bash profiler/device/grid.sh
-#        (env: REPEATS=3, SECONDS_PER_POINT=0.3, BUDGET_S=150 per preset, PRESETS)
+#        (env: REPEATS=3, SECONDS_PER_POINT=0.3, BUDGET_S=150 per preset, PRESETS,
+#         GRID_CONC=1,4,16,40,80: the concurrencies, e.g. 1,4 to re-measure the noisy ones
+#         with longer windows)
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-traces/validation}
@@ -25,6 +27,7 @@ REPEATS=${REPEATS:-3}
 SEC=${SECONDS_PER_POINT:-0.3}
 PRESETS=${PRESETS:-"llama8b kimi-tp8"}
 BUDGET=${BUDGET_S:-150}
+GRID_CONC=${GRID_CONC:-1,4,16,40,80}
 CG=1,2,8,24,64
 export NCCL_NVLS_ENABLE=0        # the GPU machines require NVLink multicast off
 mkdir -p "$OUT"
@@ -50,7 +53,7 @@ for p in $PRESETS; do
   fi
   note "grid $p"
   timeout $((BUDGET + 120)) bin/specbench --preset "$p" --mode spec,baseline --steps 1,2,3,4,5,6 \
-    --alpha 0.5,0.7,0.9 --concurrency 1,4,16,40,80 --cuda-graph-bs "$CG" \
+    --alpha 0.5,0.7,0.9 --concurrency "$GRID_CONC" --cuda-graph-bs "$CG" \
     --prompt-len 1024 --output-len 256 --warmup 3 --seconds "$SEC" --min-iters 5 \
     --repeats "$REPEATS" --seed 1 --time-budget "$BUDGET" --facts "$OUT/device_facts.json" \
     --csv "$OUT/measured.csv" --summary-csv "$OUT/measured_summary.csv" \
