@@ -1,7 +1,7 @@
 # fig7_validation.gp: predicted vs measured throughput, the y = x line and the +-3% / +-8%
 # bands (issue 5's accuracy goals), one colour per group (preset); beside it the relative
 # error of each configuration, with the same bands, the largest misses (|error| >= labthr,
-# set by report.sh to the 6th largest, at least 8%) labelled.
+# set by report.sh to the 4th largest, at least 8%) labelled.
 # Input: val = measured predicted err_pct group "label"; groups = the group names; vars =
 # gnuplot assignments mname, pname (the column names read), hascal (a calib column exists:
 # calibration points, column 6 = 1, are drawn open).
@@ -61,7 +61,7 @@ set format y "%g"
 set yrange [-emax : emax]
 set title "prediction error per configuration"
 set ylabel "error: (predicted - measured) / measured (%)"
-set key top right Left reverse opaque box lc rgb "#C0C0C0" samplen 2
+set key bottom right Left reverse opaque box lc rgb "#C0C0C0" samplen 2
 plot '+' using 1:(-8):(8) with filledcurves fc rgb "#EAF2FB" title "+-8%", \
      '+' using 1:(-3):(3) with filledcurves fc rgb "#C6DBEF" title "+-3%", \
      0 with lines lw 1.5 lc rgb "#000000" notitle, \

@@ -472,8 +472,8 @@ fig7() {
     fi
     groups=$(awk '!/^#/ { g[$4] = 1 } END { for (k in g) printf "%s ", k }' "$D/validation.dat" | tr ' ' '\n' | sort | tr '\n' ' ')
     vsrc="$(rel "$(abspath "$VALIDATION")") (make validate: models fitted from the calibration traces, traces/calib, by its own specsim fit; not the model of the other figures)"
-    # label the 6 largest misses beyond the 8% band (more would pile up on each other)
-    labthr=$(awk '!/^#/ { e = $3 < 0 ? -$3 : $3; print e }' "$D/validation.dat" | sort -gr | sed -n 6p)
+    # label the 4 largest misses beyond the 8% band (more would pile up on each other)
+    labthr=$(awk '!/^#/ { e = $3 < 0 ? -$3 : $3; print e }' "$D/validation.dat" | sort -gr | sed -n 4p)
     labthr=$(awk -v t="${labthr:-8}" 'BEGIN { print (t > 8 ? t : 8) }')
     if plot fig7_validation.gp fig7_validation "val='$D/validation.dat'; groups='$groups'; vars='$D/validation_vars.gp'; labthr=$labthr" \
         "$(printf 'validation table: %s | %s' "$(rel "$(abspath "$VALIDATION")")" "$VERSION" | tr -d "'\"")"; then
