@@ -18,6 +18,8 @@
 #define K(name, type, field, min, max, flags, unit, help) \
     {name, type, offsetof(simcfg, field), sizeof(((simcfg *)0)->field), min, max, flags, unit, help}
 
+#define SIMCFG_REQ_ITERS 20000L
+
 const simcfg_knob simcfg_knobs[] = {
     K("model", SK_STR, model, -1, -2, 0, "", "workload model JSON (docs/model-format.md)"),
     K("acceptance", SK_STR, acceptance, -1, -2, SK_SPEC_ONLY, "", "acceptance model: alpha:A, "
@@ -35,7 +37,8 @@ const simcfg_knob simcfg_knobs[] = {
     K("requests", SK_LONG, requests, 0, 1e12, 0, "requests", "stop after this many "
       "requests finished (0 = closed loop for --iterations)"),
     K("iterations", SK_LONG, iterations, 0, 1e12, 0, "", "measured iterations (after "
-      "--warmup); with --requests, a cap (0 = none)"),
+      "--warmup; default 1000, and at least 20000/concurrency for a speculative closed loop); "
+      "with --requests, a cap (0 = none)"),
     K("warmup", SK_LONG, warmup, 0, 1e12, 0, "", "iterations left out of the metrics"),
     K("output-len", SK_STR, output_len, -1, -2, 0, "tokens", "output length: N, uniform:A:B "
       "or exp:MEAN"),
@@ -426,6 +429,15 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
             p->iterations = 0;
         if (strcmp(s->src[simcfg_index(simcfg_find("warmup"))], "defaults") == 0)
             p->warmup = 0;
+    }
+    else if (p->spec &&
+             strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") == 0) {
+        /* a default closed loop measures at least SIMCFG_REQ_ITERS request-iterations, so
+         * that the acceptance draws average out: ~0.5% standard error on the tokens at
+         * alpha 0.5 (docs/simulator.md); 1000 iterations alone leave ~2% at concurrency 1 */
+        long want = (SIMCFG_REQ_ITERS + c->concurrency - 1) / c->concurrency;
+        if (want > p->iterations)
+            p->iterations = want;
     }
     if (c->iterations == 0 && c->requests == 0) {
         src = simcfg_src(s, "iterations", field, sizeof field);
