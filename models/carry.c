@@ -160,6 +160,10 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
             g->knee_tokens *= x.knee_factor;
             g->per_token_all_us *= x.flops_factor;
             g->per_expert_us *= x.bw_factor;
+            /* the GEMM sweep's curves are the source GPU's cuBLAS kernels: scaled as bytes
+             * (decode-sized GEMMs stream their weights); where the target's cuBLAS steps
+             * differs is not known without a sweep on it (docs/fit.md) */
+            g->sweep_scale *= x.bw_factor;
             g->per_kv_ktoken_us *= x.bw_factor;
             g->per_kvq_ktoken_us *= x.bw_factor;  /* KV re-read per query tile: bytes */
             /* a wave holds as many blocks as the SMs take (same blocks per SM assumed) and
@@ -195,7 +199,8 @@ static void carry_terms(const wm_model *m, const wm_group *before, const wm_grou
                                       g->per_token_all_us * tokens;
     double rest = g->per_expert_us * e + g->per_kv_ktoken_us * kv / 1000.0 +
                   g->per_kvq_ktoken_us * kv / 1000.0 * wm_q_tiles(g, 1) +
-                  g->per_wave_us * wm_waves(m, g, tokens);
+                  g->per_wave_us * wm_waves(m, g, tokens) +
+                  (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, 1) : 0);
     if (carry_latency_bound(before))
         *lat += base;
     else

@@ -1135,6 +1135,162 @@ out:
     return pw;
 }
 
+/* ---- the GEMM sweep alternative ------------------------------------------------------------ */
+
+/* Cells of (trace, tokens, query tokens per row): median us and the sweep's sum. */
+typedef struct {
+    int    trace;
+    double tokens, q, kv, us, x;
+} fg_scell;
+
+static int fg_scell_cmp(const void *a, const void *b)
+{
+    const fg_scell *p = a, *q = b;
+    if (p->trace != q->trace)
+        return p->trace < q->trace ? -1 : 1;
+    if (p->tokens != q->tokens)
+        return p->tokens < q->tokens ? -1 : 1;
+    if (p->q != q->q)
+        return p->q < q->q ? -1 : 1;
+    return p->us < q->us ? -1 : p->us > q->us;
+}
+
+static int fg_scell_same(const fg_scell *p, const fit_point *q)
+{
+    return p->trace == q->trace && p->tokens == q->tokens && p->q == fg_q(q);
+}
+
+/* Folds the points into cells (median us, mean kv); returns the count, -1 out of memory. */
+static int fg_scells(const fit_point *pts, size_t n, fg_scell **out)
+{
+    fg_scell *v = malloc((n ? n : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        v[i] = (fg_scell){pts[i].trace, pts[i].tokens, fg_q(&pts[i]), pts[i].kv_tokens,
+                          pts[i].us, pts[i].sweep_us};
+    qsort(v, n, sizeof *v, fg_scell_cmp);
+    int nc = 0;
+    for (size_t a = 0, b; a < n; a = b) {
+        double kv = 0;
+        for (b = a; b < n && v[b].trace == v[a].trace && v[b].tokens == v[a].tokens &&
+                    v[b].q == v[a].q; b++)
+            kv += v[b].kv;
+        size_t k = b - a;
+        fg_scell c = v[a];
+        c.us = k % 2 ? v[a + k / 2].us : 0.5 * (v[a + k / 2 - 1].us + v[a + k / 2].us);
+        c.kv = kv / (double)k;
+        v[nc++] = c;
+    }
+    *out = v;
+    return nc;
+}
+
+/* us = a + b x over the cells but skip, relative residuals (weights 1/us^2); a < 0 is
+ * refitted with a = 0. 0, or -1 when b would not be > 0. */
+static int fg_sweep_ls(const fg_scell *c, int n, int skip, double *a, double *b)
+{
+    double S = 0, Sx = 0, Sy = 0, Sxx = 0, Sxy = 0;
+    for (int i = 0; i < n; i++) {
+        if (i == skip || !(c[i].us > 0))
+            continue;
+        double w = 1.0 / (c[i].us * c[i].us);
+        S += w, Sx += w * c[i].x, Sy += w * c[i].us, Sxx += w * c[i].x * c[i].x,
+            Sxy += w * c[i].x * c[i].us;
+    }
+    double det = S * Sxx - Sx * Sx;
+    *a = 0, *b = 0;
+    if (det > 1e-12 * S * Sxx) {
+        *b = (S * Sxy - Sx * Sy) / det;
+        *a = (Sy - *b * Sx) / S;
+    }
+    if (*a < 0 || !(det > 1e-12 * S * Sxx)) {
+        *a = 0;
+        *b = Sxx > 0 ? Sxy / Sxx : 0;
+    }
+    return *b > 0 ? 0 : -1;
+}
+
+/* Leave-one-cell-out comparison of the sweep form with the smooth fit (fit_group without
+ * the sweep, refitted per left-out cell); the sweep form replaces *out when it predicts
+ * the left-out cells at least as well. */
+static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
+                         wm_group *out, fit_group_stats *st)
+{
+    st->loo_sweep = st->loo_smooth = -1;
+    fg_scell *cl = NULL;
+    int nc = fg_scells(pts, n, &cl);
+    fit_point *sub = malloc((n ? n : 1) * sizeof *sub);
+    wm_model *em = calloc(1, sizeof *em);
+    if (nc < 3 || !sub || !em)
+        goto out;
+    em->moe_experts = c->moe_experts;
+    em->moe_topk = c->moe_topk;
+    fit_group_ctx c2 = *c;
+    c2.sweep = 0;
+    double e_sw = 0, e_sm = 0;
+    int k = 0;
+    for (int j = 0; j < nc; j++) {
+        double a, b;
+        if (fg_sweep_ls(cl, nc, j, &a, &b))
+            continue;
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!fg_scell_same(&cl[j], &pts[i]))
+                sub[m++] = pts[i];
+        wm_group g;
+        memset(&g, 0, sizeof g);
+        char e2[256];
+        if (fit_group(sub, m, &c2, &g, NULL, e2, sizeof e2))
+            continue;   /* e.g. one token count left */
+        double ps = a + b * cl[j].x, pm = wm_group_us_q(em, &g, cl[j].tokens, cl[j].kv, cl[j].q);
+        double rs = (ps - cl[j].us) / cl[j].us, rm = (pm - cl[j].us) / cl[j].us;
+        e_sw += rs * rs, e_sm += rm * rm, k++;
+    }
+    if (k < 3)
+        goto out;
+    st->loo_sweep = sqrt(e_sw / k);
+    st->loo_smooth = sqrt(e_sm / k);
+    double a, b;
+    if (st->loo_sweep > st->loo_smooth || fg_sweep_ls(cl, nc, -1, &a, &b))
+        goto out;
+    wm_group g;
+    memset(&g, 0, sizeof g);
+    memcpy(g.name, out->name, sizeof g.name);
+    g.count = out->count;
+    g.sd_frac = out->sd_frac;
+    g.base_us = a;
+    g.sweep_scale = b;
+    g.sweep_phase = c->sweep_phase;
+    *out = g;
+    st->sweep_kept = 1;
+    st->ncols = 2;
+    /* the cells as the plots and the report show them: the new fit */
+    double s2 = 0, mx = 0;
+    for (int j = 0; j < st->ncells; j++) {
+        fit_cell *fc = &st->cell[j];
+        double x = -1;
+        for (int i = 0; i < nc && x < 0; i++)
+            if (cl[i].trace == fc->trace && cl[i].tokens == fc->tokens && cl[i].q == fc->q_per_row)
+                x = cl[i].x;
+        for (int i = 0; i < nc && x < 0; i++)
+            if (cl[i].trace == fc->trace && cl[i].tokens == fc->tokens)
+                x = cl[i].x;
+        fc->fit_us = a + b * (x > 0 ? x : 0);
+        double r = fc->us_mean > 0 ? fabs(fc->fit_us - fc->us_mean) / fc->us_mean : 0;
+        s2 += r * r;
+        mx = fmax(mx, r);
+    }
+    if (st->ncells > 0) {
+        st->rms_rel = sqrt(s2 / st->ncells);
+        st->max_rel = mx;
+    }
+out:
+    free(cl);
+    free(sub);
+    free(em);
+}
+
 int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
               fit_group_stats *st, char *err, size_t errlen)
 {
@@ -1196,6 +1352,10 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
             sp->ncols++;
         }
     }
+    sp->loo_sweep = sp->loo_smooth = -1;
+    sp->sweep_kept = 0;
+    if (rc == 0 && c->sweep)
+        fg_try_sweep(pts, n, c, out, sp);
     if (sp == &local && rc == 0)
         free(local.cell);
     free(wp);
@@ -2560,6 +2720,14 @@ static int fr_fit_phase(fr_run *R, int p)
         fit_group_ctx c = {.trace_names = R->tnames, .ntraces = R->nt,
                            .phase = wm_phase_name[p], .group = P->name[g],
                            .moe_experts = R->moe_E, .moe_topk = R->moe_k};
+        /* all of the phase's GEMMs in one group, and a GEMM sweep with sites in the phase */
+        if (!gap && P->by == FIT_BY_NAME && P->gcls[g] && strcmp(P->gcls[g], "gemm") == 0 &&
+            wm_sweep_us(&R->res->model, p, 1, 1) > 0) {
+            c.sweep = 1;
+            c.sweep_phase = p;
+            for (size_t i = 0; i < m; i++)
+                pts[i].sweep_us = wm_sweep_us(&R->res->model, p, pts[i].tokens, fg_q(&pts[i]));
+        }
         /* CUDA waves of the group's dominant kernel, when its blocks follow the tokens */
         if (!gap) {
             size_t nw = 0;
@@ -2585,6 +2753,13 @@ static int fr_fit_phase(fr_run *R, int p)
         if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
             goto out;
         pr->grp[g].gap = gap;
+        if (c.sweep && R->o && R->o->log && pr->grp[g].st.loo_sweep >= 0)
+            fprintf(R->o->log, "specsim fit: phase %s: group %s: GEMM sweep x %.3f + %.1f us %s "
+                    "(left-out cells: %.1f%% rms, the smooth fit %.1f%%)\n", wm_phase_name[p],
+                    wg->name, pr->grp[g].st.sweep_kept ? wg->sweep_scale : 0,
+                    pr->grp[g].st.sweep_kept ? wg->base_us : 0,
+                    pr->grp[g].st.sweep_kept ? "kept" : "not kept",
+                    100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
         if (wg->sd_frac > FIT_SD_FRAC_MAX) {
             fr_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
                     "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
@@ -2776,6 +2951,8 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
     memset(&R, 0, sizeof R);
     memset(res, 0, sizeof *res);
     wm_init(&res->model);
+    if (o && o->sweep)
+        res->model.sweep = *o->sweep;
     R.tr = traces;
     R.nt = n;
     R.o = o;

@@ -58,6 +58,8 @@ typedef struct {
                              caller's value is ignored) */
     double kernel_us;     /* of us: the group's wave kernel (the context's geometry), per
                              forward; 0: not measured */
+    double sweep_us;      /* the GEMM sweep's sum for this forward (wm_sweep_us), when the
+                             context's sweep is set; else ignored */
 } fit_point;
 
 /* What fit_group needs to name things in messages and to build the expert column. */
@@ -72,6 +74,11 @@ typedef struct {
     double wave_blocks0, wave_blocks_per_token, wave_capacity;
     double wave_blocks_max;           /* 0: blocks not capped */
     double wave_blocks_per_expert;    /* blocks per distinct expert touched (MoE slots) */
+    /* 1: the points carry sweep_us (the group is all of a phase's GEMMs and the model has
+     * a GEMM sweep for sweep_phase): the alternative  us = base + sweep_scale * sweep_us
+     * is fitted too and kept when it predicts left-out cells better (docs/fit.md) */
+    int    sweep;
+    int    sweep_phase;
 } fit_group_ctx;
 
 /* Repeat cell: the points of one token count (and query tokens per row) in one trace
@@ -93,6 +100,10 @@ typedef struct {
     int    ncells;
     int    noutliers;                 /* points left out: far from their cell's median */
     fit_cell *cell;                   /* owned: free() */
+    /* the GEMM sweep alternative (ctx sweep set): leave-one-cell-out rms relative errors of
+     * it and of the smooth fit (-1: not compared), and whether it was kept */
+    double loo_sweep, loo_smooth;
+    int    sweep_kept;
 } fit_group_stats;
 
 /* Fits  us = base + per_token*max(0, tokens-knee) + per_token_all*tokens
@@ -147,6 +158,8 @@ typedef struct {
     int    moe_experts, moe_topk;     /* > 0: overrides the traces' experts=/moe_topk= args */
     const char *name;                 /* model name; NULL: derived from the device */
     FILE  *log;                       /* warnings and notes; NULL: silent */
+    const wm_sweep *sweep;            /* GEMM sweep to price the GEMM groups with (copied
+                                         into the model); NULL: none */
 } fit_opts;
 
 typedef struct {

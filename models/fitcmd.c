@@ -3,6 +3,7 @@
  * they reproduce the measured cells), writes the model and, with --plot, the data files and
  * gnuplot script of every fitted curve. Workload: a handful to tens of trace files. */
 #include "fit.h"
+#include "gsweep.h"
 #include "carry.h"
 
 #include <cjson/cJSON.h>
@@ -32,6 +33,8 @@ static void fitcmd_usage(FILE *f)
         "      --carry-from HW   the GPU the traces come from (default: matched from the\n"
         "                        traces' device name)\n"
         "      --from-model M    carry the model file M instead of fitting traces\n"
+        "      --gemm-sweep CSV  price each phase's GEMMs from their sweep (specbench\n"
+        "                        --gemm-sweep) where that predicts left-out cells better\n"
         "      --quiet           no report, only warnings and errors\n"
         "  Exit status: 0 fitted, 2 bad input or a refused fit, 1 write error.\n");
 }
@@ -199,14 +202,15 @@ int fitcmd_main(int argc, char **argv)
         {"name", required_argument, NULL, 'n'}, {"moe", required_argument, NULL, 'm'},
         {"llm", required_argument, NULL, 'l'}, {"quiet", no_argument, NULL, 'q'},
         {"carry-to", required_argument, NULL, 'T'}, {"carry-from", required_argument, NULL, 'F'},
-        {"from-model", required_argument, NULL, 'M'},
+        {"from-model", required_argument, NULL, 'M'}, {"gemm-sweep", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     const char *out = NULL, *plot = NULL, *name = NULL, *llm = NULL, *moe = NULL;
-    const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL;
+    const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL, *gsweep = NULL;
     int quiet = 0, c, rc = FITCMD_EXIT_BAD;
     char err[2048];
-    fit_opts o = {0, 0, NULL, stderr};
+    fit_opts o = {0, 0, NULL, stderr, NULL};
+    static wm_sweep sweep;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":o:hq", opts, NULL)) != -1) {
@@ -220,6 +224,7 @@ int fitcmd_main(int argc, char **argv)
         case 'T': carry_to = optarg; break;
         case 'F': carry_from = optarg; break;
         case 'M': from_model = optarg; break;
+        case 'G': gsweep = optarg; break;
         case 'h': fitcmd_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "specsim fit: field %s: missing value\n", argv[optind - 1]);
@@ -247,10 +252,18 @@ int fitcmd_main(int argc, char **argv)
         fprintf(stderr, "specsim fit: field --llm: %s\n", err);
         return FITCMD_EXIT_BAD;
     }
+    if (gsweep) {
+        if (gsweep_load(&sweep, gsweep, err, sizeof err)) {
+            fprintf(stderr, "specsim fit: field --gemm-sweep: %s\n", err);
+            return FITCMD_EXIT_BAD;
+        }
+        o.sweep = &sweep;
+    }
     o.name = name;
     if (!quiet) {
         printf("# specsim fit: %d trace%s -> %s\n", nt, nt > 1 ? "s" : "", out);
         printf("# plot          %s\n", plot ? plot : "(none)");
+        printf("# gemm sweep    %s\n", gsweep ? sweep.source : "(none)");
         printf("# moe           %s\n", o.moe_experts > 0 ? moe ? moe : llm : "from the traces' "
                "range args (experts=, moe_topk=), else dense");
     }

@@ -7,7 +7,9 @@
 #
 # usage: sh models/validate.sh [SPECSIM]          (default bin/specsim)
 # inputs (overridable for tests):
-#   VALIDATE_CALIB     traces/calib: *.json, *.json.gz, *.json.part, and manifest.csv
+#   VALIDATE_CALIB     traces/calib: *.json, *.json.gz, *.json.part, manifest.csv, and
+#                      gemm_<preset>.csv (a GEMM sweep, specbench --gemm-sweep; optional)
+#   VALIDATE_SWEEP     where gemm_<preset>.csv is looked for (default: VALIDATE_CALIB)
 #   VALIDATE_MEASURED  traces/validation/measured.csv (profiler/device/grid.sh)
 #   VALIDATE_OUT       traces/validation/validation.txt (the table, also printed)
 #   VALIDATE_WORK      build/validate (decompressed traces, fitted models, logs)
@@ -17,6 +19,7 @@
 set -u
 SPECSIM=${1:-bin/specsim}
 CALIB=${VALIDATE_CALIB:-traces/calib}
+SWEEP=${VALIDATE_SWEEP:-$CALIB}
 MEASURED=${VALIDATE_MEASURED:-traces/validation/measured.csv}
 OUT=${VALIDATE_OUT:-traces/validation/validation.txt}
 WORK=${VALIDATE_WORK:-build/validate}
@@ -117,8 +120,11 @@ for pre in $presets; do
       glm*)  moe="--llm models/presets/glm-5.json" ;;
     esac
   fi
+  # the preset's GEMM sweep (specbench --gemm-sweep), when the calibration has one
+  gs=""
+  [ -f "$SWEEP/gemm_$pre.csv" ] && gs="--gemm-sweep $SWEEP/gemm_$pre.csv"
   # shellcheck disable=SC2086
-  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe \
+  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe $gs \
     > "$WORK/fit-$pre.log" 2>&1 || { cat "$WORK/fit-$pre.log" >&2; die "specsim fit failed for preset $pre"; }
 done
 

@@ -221,7 +221,7 @@ static const char *const wm_group_keys[] = {
     "name", "count", "base_us", "per_token_us", "knee_tokens", "per_expert_us",
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
-    "wave_capacity", "per_wave_us", NULL,
+    "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -246,8 +246,20 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "wave_blocks_max", base, 0, 0, 0, 0, &out->wave_blocks_max) != 0 ||
         wm_num(c, g, "wave_capacity", base, 0, 0, 0, 0, &out->wave_capacity) != 0 ||
         wm_num(c, g, "per_wave_us", base, 0, 0, 0, 0, &out->per_wave_us) != 0 ||
-        wm_num(c, g, "sd_frac", base, 0, 0, 0, 0, &out->sd_frac) != 0)
+        wm_num(c, g, "sd_frac", base, 0, 0, 0, 0, &out->sd_frac) != 0 ||
+        wm_num(c, g, "sweep_scale", base, 0, 0, 0, 0, &out->sweep_scale) != 0)
         return -1;
+    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(g, "sweep_phase");
+    if (sp != NULL || out->sweep_scale > 0) {
+        char path[WM_PATH_MAX];
+        wm_join(path, base, "sweep_phase");
+        if (sp == NULL)
+            return wm_missing(c, path, "required with sweep_scale (the phase whose GEMM "
+                              "sites the term sums)");
+        out->sweep_phase = cJSON_IsString(sp) ? wm_phase_find(sp->valuestring) : -1;
+        if (out->sweep_phase < 0)
+            return wm_fail(c, path, sp, "must be a phase name (draft, verify, extend, ...)");
+    }
     return 0;
 }
 
@@ -333,8 +345,99 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
 }
 
 static const char *const wm_top_keys[] = {
-    "specsim_model", "name", "source", "device", "ranks", "moe", "launch", "phases", NULL,
+    "specsim_model", "name", "source", "device", "ranks", "moe", "launch", "phases",
+    "gemm_sweep", NULL,
 };
+static const char *const wm_sweep_keys[] = {"source", "tokens", "sites", NULL};
+static const char *const wm_site_keys[] = {"name", "phases", "per_forward", "m", "us", NULL};
+
+/* Reads a JSON array of n numbers (n = *len on entry when > 0, else up to max) into out:
+ * finite, >= 0; increasing when inc. */
+static int wm_numarr(const wm_ctx *c, const cJSON *a, const char *path, int max, int inc,
+                     double *out, int *len)
+{
+    if (!cJSON_IsArray(a))
+        return wm_fail(c, path, a, "must be an array of numbers");
+    int n = cJSON_GetArraySize(a);
+    if (*len > 0 && n != *len)
+        return wm_fail(c, path, NULL, "%d values: must have one per token count (%d)", n, *len);
+    if (n < 2 || n > max)
+        return wm_fail(c, path, NULL, "%d values: must have 2 to %d", n, max);
+    int i = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, a) {
+        char p2[WM_PATH_MAX];
+        wm_index(p2, path, i);
+        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
+            return wm_fail(c, p2, v, "must be a finite number >= 0");
+        if (inc && i > 0 && !(v->valuedouble > out[i - 1]))
+            return wm_fail(c, p2, v, "must be larger than the one before (%g)", out[i - 1]);
+        out[i++] = v->valuedouble;
+    }
+    *len = n;
+    return 0;
+}
+
+static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
+{
+    if (wm_check_keys(c, j, "gemm_sweep", wm_sweep_keys) != 0 ||
+        wm_str(c, j, "source", "gemm_sweep", 0, sw->source, sizeof sw->source) != 0)
+        return -1;
+    const cJSON *tok = cJSON_GetObjectItemCaseSensitive(j, "tokens");
+    if (tok == NULL)
+        return wm_missing(c, "gemm_sweep.tokens", "required array (token counts)");
+    sw->ntok = 0;
+    if (wm_numarr(c, tok, "gemm_sweep.tokens", WM_SWEEP_TOK, 1, sw->tok, &sw->ntok) != 0)
+        return -1;
+    const cJSON *sites = cJSON_GetObjectItemCaseSensitive(j, "sites");
+    if (!cJSON_IsArray(sites) || cJSON_GetArraySize(sites) < 1)
+        return sites ? wm_fail(c, "gemm_sweep.sites", sites, "must be a non-empty array")
+                     : wm_missing(c, "gemm_sweep.sites", "required array (the GEMM shapes)");
+    if (cJSON_GetArraySize(sites) > WM_SWEEP_SITES)
+        return wm_fail(c, "gemm_sweep.sites", NULL, "%d sites: at most %d",
+                       cJSON_GetArraySize(sites), WM_SWEEP_SITES);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sites) {
+        char base[WM_PATH_MAX], path[WM_PATH_MAX];
+        wm_index(base, "gemm_sweep.sites", sw->nsite);
+        wm_sweep_site *st = &sw->site[sw->nsite];
+        if (!cJSON_IsObject(it))
+            return wm_fail(c, base, it, "must be an object {\"name\": ..., \"us\": [...]}");
+        char mm[16];
+        if (wm_check_keys(c, it, base, wm_site_keys) != 0 ||
+            wm_str(c, it, "name", base, 1, st->name, sizeof st->name) != 0 ||
+            wm_num(c, it, "per_forward", base, 1, 0, 0, 0, &st->per_forward) != 0 ||
+            wm_str(c, it, "m", base, 0, mm, sizeof mm) != 0)
+            return -1;
+        wm_join(path, base, "m");
+        if (mm[0] && strcmp(mm, "tokens") != 0 && strcmp(mm, "rows") != 0)
+            return wm_fail(c, path, cJSON_GetObjectItemCaseSensitive(it, "m"),
+                           "must be \"tokens\" or \"rows\"");
+        st->by_rows = strcmp(mm, "rows") == 0;
+        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(it, "phases");
+        wm_join(path, base, "phases");
+        if (!cJSON_IsArray(ph) || cJSON_GetArraySize(ph) < 1)
+            return ph ? wm_fail(c, path, ph, "must be a non-empty array of phase names")
+                      : wm_missing(c, path, "required array of phase names");
+        const cJSON *pn;
+        cJSON_ArrayForEach(pn, ph) {
+            int p = cJSON_IsString(pn) ? wm_phase_find(pn->valuestring) : -1;
+            if (p < 0)
+                return wm_fail(c, path, pn, "unknown phase (expected draft, verify, accept, "
+                               "extend, decode or sample)");
+            st->phases |= 1u << p;
+        }
+        wm_join(path, base, "us");
+        const cJSON *us = cJSON_GetObjectItemCaseSensitive(it, "us");
+        if (us == NULL)
+            return wm_missing(c, path, "required array (us per call at each token count)");
+        int n = sw->ntok;
+        if (wm_numarr(c, us, path, WM_SWEEP_TOK, 0, st->us, &n) != 0)
+            return -1;
+        sw->nsite++;
+    }
+    return 0;
+}
 static const char *const wm_moe_keys[] = {"experts", "topk", NULL};
 static const char *const wm_launch_keys[] = {"graph_launch_us", "eager_launch_us", NULL};
 
@@ -408,6 +511,18 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
             return -1;
         m->phase[p].present = 1;
     }
+    const cJSON *sweep = wm_obj(c, root, "gemm_sweep", "", 0, &e);
+    if (e)
+        return -1;
+    if (sweep && wm_parse_sweep(c, sweep, &m->sweep) != 0)
+        return -1;
+    for (int p = 0; p < WM_NPHASE; p++)
+        for (int i = 0; i < m->phase[p].ngroups; i++)
+            if (m->phase[p].groups[i].sweep_scale > 0 && m->sweep.ntok == 0) {
+                char path[WM_PATH_MAX];
+                snprintf(path, sizeof path, "phases.%s.groups[%d].sweep_scale", wm_phase_name[p], i);
+                return wm_fail(c, path, NULL, "the model has no gemm_sweep for this term");
+            }
     if (!m->phase[WM_VERIFY].present)
         return wm_missing(c, "phases.verify", "required phase (the target forward)");
     if (!m->phase[WM_ACCEPT].present)
@@ -532,7 +647,33 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddNumberToObject(o, "wave_capacity", g->wave_capacity);
         cJSON_AddNumberToObject(o, "per_wave_us", g->per_wave_us);
     }
+    if (g->sweep_scale != 0) {
+        cJSON_AddNumberToObject(o, "sweep_scale", g->sweep_scale);
+        cJSON_AddStringToObject(o, "sweep_phase", wm_phase_name[g->sweep_phase]);
+    }
     cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
+    return o;
+}
+
+static cJSON *wm_sweep_json(const wm_sweep *sw)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "source", sw->source);
+    cJSON_AddItemToObject(o, "tokens", cJSON_CreateDoubleArray(sw->tok, sw->ntok));
+    cJSON *sa = cJSON_AddArrayToObject(o, "sites");
+    for (int i = 0; i < sw->nsite; i++) {
+        const wm_sweep_site *st = &sw->site[i];
+        cJSON *so = cJSON_CreateObject();
+        cJSON_AddStringToObject(so, "name", st->name);
+        cJSON *pa = cJSON_AddArrayToObject(so, "phases");
+        for (int p = 0; p < WM_NPHASE; p++)
+            if (st->phases & (1u << p))
+                cJSON_AddItemToArray(pa, cJSON_CreateString(wm_phase_name[p]));
+        cJSON_AddNumberToObject(so, "per_forward", st->per_forward);
+        cJSON_AddStringToObject(so, "m", st->by_rows ? "rows" : "tokens");
+        cJSON_AddItemToObject(so, "us", cJSON_CreateDoubleArray(st->us, sw->ntok));
+        cJSON_AddItemToArray(sa, so);
+    }
     return o;
 }
 
@@ -572,6 +713,8 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddItemToArray(ca, co);
         }
     }
+    if (m->sweep.ntok > 0)
+        cJSON_AddItemToObject(root, "gemm_sweep", wm_sweep_json(&m->sweep));
     return root;
 }
 
@@ -662,11 +805,52 @@ double wm_waves_e(const wm_group *g, double tokens, double experts_touched)
     return blocks > 0 ? ceil(blocks / g->wave_capacity - 1e-9) : 0;
 }
 
+/* us of one site at M, linear between the sweep's token counts, along the last (first)
+ * two beyond them, never below 0 */
+static double wm_sweep_at(const wm_sweep *sw, const double *us, double M)
+{
+    int n = sw->ntok, lo = 0, hi = n - 1;
+    if (M <= sw->tok[0])
+        lo = 0, hi = 1;
+    else if (M >= sw->tok[n - 1])
+        lo = n - 2, hi = n - 1;
+    else
+        while (hi - lo > 1) {
+            int mid = (lo + hi) / 2;
+            if (sw->tok[mid] <= M)
+                lo = mid;
+            else
+                hi = mid;
+        }
+    double t = (M - sw->tok[lo]) / (sw->tok[hi] - sw->tok[lo]);
+    if (M <= sw->tok[0])
+        t = 0;   /* below the first count: its cost (a GEMM at fewer tokens is no cheaper) */
+    double v = us[lo] + t * (us[hi] - us[lo]);
+    return v > 0 ? v : 0;
+}
+
+double wm_sweep_us(const wm_model *m, int p, double tokens, double q_per_row)
+{
+    const wm_sweep *sw = &m->sweep;
+    if (sw->ntok < 2 || p < 0 || p >= WM_NPHASE || tokens <= 0)
+        return 0;
+    double us = 0;
+    for (int i = 0; i < sw->nsite; i++) {
+        const wm_sweep_site *st = &sw->site[i];
+        if (!(st->phases & (1u << p)))
+            continue;
+        double M = st->by_rows && q_per_row > 0 ? tokens / q_per_row : tokens;
+        us += st->per_forward * wm_sweep_at(sw, st->us, M);
+    }
+    return us;
+}
+
 double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double kv_tokens,
                      double q_per_row)
 {
     double over = tokens - g->knee_tokens;
-    return g->per_wave_us * wm_waves(m, g, tokens) + g->base_us + g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * tokens +
+    return (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, q_per_row) : 0) +
+           g->per_wave_us * wm_waves(m, g, tokens) + g->base_us + g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * tokens +
            g->per_expert_us * wm_experts_touched(m, tokens) +
            (g->per_kv_ktoken_us + g->per_kvq_ktoken_us * wm_q_tiles(g, q_per_row)) *
            kv_tokens / 1000.0;

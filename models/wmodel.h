@@ -63,7 +63,33 @@ typedef struct {
     double wave_blocks_max;       /* blocks stop growing here; 0: no cap */
     double wave_blocks_per_expert;/* blocks per distinct MoE expert touched (an expert-slot
                                      kernel: slots of experts no token chose exit at once) */
+    /* GEMM sweep term (docs/model-format.md): + sweep_scale * wm_sweep_us(m, sweep_phase,
+     * tokens, q_per_row), the model's measured GEMM curves of that phase; 0: no term */
+    double sweep_scale;
+    int    sweep_phase;           /* whose GEMM sites (enum wm_phase) */
 } wm_group;
+
+/* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):
+ * cuBLAS chooses its kernel by size, so a GEMM's cost steps where no smooth curve of the
+ * tokens would (docs/fit.md). */
+#define WM_SWEEP_TOK   512
+#define WM_SWEEP_SITES 24
+typedef struct {
+    char     name[32];             /* role: qkv, o, gu, down, lm_head, d_qkv, ... */
+    unsigned phases;               /* bit p: the site runs in phase p's forwards */
+    double   per_forward;          /* calls per forward (e.g. one per layer) */
+    int      by_rows;              /* 1: its M is the batch rows (an LM head over one
+                                      token per row), 0: the forward's tokens */
+    double   us[WM_SWEEP_TOK];     /* us per call at tok[i] */
+} wm_sweep_site;
+
+typedef struct {
+    int    ntok;                   /* 0: no sweep */
+    double tok[WM_SWEEP_TOK];      /* increasing token counts */
+    int    nsite;
+    wm_sweep_site site[WM_SWEEP_SITES];
+    char   source[256];
+} wm_sweep;
 
 typedef struct {
     char   op[16];           /* "allreduce" */
@@ -94,6 +120,7 @@ typedef struct {
     double graph_launch_us;  /* host cost of one cudaGraphLaunch */
     double eager_launch_us;  /* host cost per kernel launched eagerly */
     wm_phase_model phase[WM_NPHASE];
+    wm_sweep sweep;          /* GEMM sweep (ntok 0: none) */
 } wm_model;
 
 /* Loads path into *m (caller-owned, nothing to free inside). Returns 0, or -1 with a
@@ -120,6 +147,10 @@ double wm_waves(const wm_model *m, const wm_group *g, double tokens);
 double wm_waves_e(const wm_group *g, double tokens, double experts_touched);
 /* ceil(q_per_row / q_tile), or q_per_row when q_tile <= 1: the attention tiles of a row. */
 double wm_q_tiles(const wm_group *g, double q_per_row);
+/* Sum over the sweep's sites that run in phase p of per_forward x us at the site's M
+ * (tokens, or tokens / q_per_row for a by-rows site), linear between the sweep's token
+ * counts and along the last two beyond them; 0 without a sweep. */
+double wm_sweep_us(const wm_model *m, int p, double tokens, double q_per_row);
 /* GPU time of one forward of phase p (sum over groups); uses the fallback phase when p is
  * absent (decode->verify, sample->accept). */
 double wm_phase_gpu_us(const wm_model *m, int p, double tokens, double kv_tokens);

@@ -115,14 +115,20 @@ if [ -n "$TRACE_SRC" ]; then
                 FIT_FILES="$FIT_FILES $u"; nfit=$((nfit + 1))
             done
             FIT_LABEL="$nfit trace(s) of preset '$pre' in $(rel "$(abspath "$tdir")") (the traces beside $TRACE_LABEL)"
+            # the preset's GEMM sweep beside the traces (specbench --gemm-sweep), as
+            # models/validate.sh uses it
+            if [ -f "$tdir/gemm_$pre.csv" ]; then
+                FIT_MOE="--gemm-sweep $tdir/gemm_$pre.csv"
+                FIT_LABEL="$FIT_LABEL and the GEMM sweep $(rel "$(abspath "$tdir/gemm_$pre.csv")")"
+            fi
             # the MoE shape, as models/validate.sh gives it: the manifest's experts,moe_topk,
             # else the LLM preset a specbench preset imitates
             ex=$(manifest_col "$named" experts); kk=$(manifest_col "$named" moe_topk)
-            if [ -n "$ex" ] && [ -n "$kk" ] && [ "$ex" != 0 ]; then FIT_MOE="--moe $ex,$kk"
+            if [ -n "$ex" ] && [ -n "$kk" ] && [ "$ex" != 0 ]; then FIT_MOE="$FIT_MOE --moe $ex,$kk"
             else
                 case $pre in
-                    kimi*) [ -f models/presets/kimi-k2.5.json ] && FIT_MOE="--llm models/presets/kimi-k2.5.json" ;;
-                    glm*)  [ -f models/presets/glm-5.json ] && FIT_MOE="--llm models/presets/glm-5.json" ;;
+                    kimi*) [ -f models/presets/kimi-k2.5.json ] && FIT_MOE="$FIT_MOE --llm models/presets/kimi-k2.5.json" ;;
+                    glm*)  [ -f models/presets/glm-5.json ] && FIT_MOE="$FIT_MOE --llm models/presets/glm-5.json" ;;
                 esac
             fi
         else
@@ -478,7 +484,7 @@ fig7() {
     if plot fig7_validation.gp fig7_validation "val='$D/validation.dat'; groups='$groups'; vars='$D/validation_vars.gp'; labthr=$labthr" \
         "$(printf 'validation table: %s | %s' "$(rel "$(abspath "$VALIDATION")")" "$VERSION" | tr -d "'\"")"; then
         embed fig7_validation "predicted vs measured" >> "$CUR"
-        caption 7 "Each point is one measured configuration of traces/validation/measured.csv: x the throughput the GPU measured, y the throughput specsim predicted from the calibration traces (columns read from $VALIDATION, written by make validate; one colour per preset). Left: predicted against measured, the line y = x, the shaded bands +-3% (the median error goal) and +-8% (the maximum error goal); log axes when the points span more than a decade. Right: the same points as relative error, with the same bands; points outside +-8% are labelled. Where the table has a calib column, configurations in the calibration subset are drawn open and left out of the error summary below (the goals are about the others)." "$vsrc"
+        caption 7 "Each point is one measured configuration of traces/validation/measured.csv: x the throughput the GPU measured, y the throughput specsim predicted from the calibration traces (columns read from $VALIDATION, written by make validate; one colour per preset). make validate predicts each speculative configuration at the acceptance its GPU run drew (its mean accepted tokens per iteration; the table also gives the error at the nominal alpha). Left: predicted against measured, the line y = x, the shaded bands +-3% (the median error goal) and +-8% (the maximum error goal); log axes when the points span more than a decade. Right: the same points as relative error, with the same bands; points outside +-8% are labelled. Where the table has a calib column, configurations in the calibration subset are drawn open and left out of the error summary below (the goals are about the others)." "$vsrc"
         cat "$D/validation_summary.txt" >> "$CUR"
         say ""
         say "<details><summary>$VALIDATION as make validate wrote it</summary>"

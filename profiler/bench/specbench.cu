@@ -8,6 +8,7 @@
 #include "sbmodel.h"
 #include "sbloop.h"
 #include "sbselftest.h"
+#include "sbgemm.h"
 #include "sbcheck.h"
 #include <getopt.h>
 #include <unistd.h>
@@ -51,6 +52,8 @@ static void usage(FILE *f) {
 "output:\n"
 "  --json FILE --csv FILE (appends) --summary-csv FILE (appends) --facts FILE\n"
 "  --check                GPU self-checks on the preset's shapes (2 layers) and exit\n"
+"  --gemm-sweep LIST      time every GEMM shape of the preset alone at these token counts\n"
+"                         (N, LO:HI or LO:HI:STEP, comma-separated) into --csv, and exit\n"
 "  --quiet                only the tables\n");
 }
 
@@ -209,6 +212,7 @@ int main(int argc, char **argv) {
     std::vector<int> modes = {1}, steps = {3}, concs = {1};
     std::vector<double> alphas = {0.7}, apos;
     int topk = 1, gpus = 1, rank = -1, check = 0, quiet = 0, repeats = 1;
+    std::vector<int> gsweep;   /* --gemm-sweep token counts */
     int prompt_lo = 1024, prompt_hi = 1024, out_lo = 256, out_hi = 256;
     int warmup = 3, iters = 0, min_iters = 5, max_iters = 100000;
     double seconds = 1.0, budget_s = 0;
@@ -219,7 +223,7 @@ int main(int argc, char **argv) {
            O_TOPKE, O_MOEI, O_SHI, O_DI, O_DV, O_NOVER,
            O_PRESET = 100, O_GPUS, O_RANK, O_MODE, O_STEPS, O_TOPK, O_ALPHA, O_APOS, O_CONC,
            O_PROMPT, O_OUT, O_CG, O_WARM, O_SEC, O_ITERS, O_MINI, O_MAXI, O_REP, O_SEED, O_JSON,
-           O_CSV, O_SUM, O_FACTS, O_CHECK, O_QUIET, O_HELP, O_BUDGET };
+           O_CSV, O_SUM, O_FACTS, O_CHECK, O_QUIET, O_HELP, O_BUDGET, O_GSWEEP };
     static const struct option opts[] = {
         {"layers", 1, 0, O_LAYERS}, {"dense-layers", 1, 0, O_DENSE}, {"hidden", 1, 0, O_HIDDEN},
         {"heads", 1, 0, O_HEADS}, {"kv-heads", 1, 0, O_KV}, {"head-dim", 1, 0, O_HD},
@@ -235,7 +239,7 @@ int main(int argc, char **argv) {
         {"seed", 1, 0, O_SEED}, {"json", 1, 0, O_JSON}, {"csv", 1, 0, O_CSV},
         {"summary-csv", 1, 0, O_SUM}, {"facts", 1, 0, O_FACTS}, {"check", 0, 0, O_CHECK},
         {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"time-budget", 1, 0, O_BUDGET},
-        {0, 0, 0, 0}};
+        {"gemm-sweep", 1, 0, O_GSWEEP}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *on = NULL;
@@ -289,6 +293,16 @@ int main(int argc, char **argv) {
         case O_CHECK: check = 1; break;
         case O_BUDGET: budget_s = parse_dbl(optname, optarg, 0.0, 1e7); break;
         case O_QUIET: quiet = 1; break;
+        case O_GSWEEP:
+            for (auto &x : split(optarg, ',')) {
+                auto p = split(x.c_str(), ':');
+                if (p.size() > 3) { fprintf(stderr, "specbench: --gemm-sweep: value '%s': want N, LO:HI or LO:HI:STEP\n", x.c_str()); return 2; }
+                int lo = parse_int(optname, p[0].c_str(), 1, 65536);
+                int hi = p.size() > 1 ? parse_int(optname, p[1].c_str(), lo, 65536) : lo;
+                int st = p.size() > 2 ? parse_int(optname, p[2].c_str(), 1, 65536) : 1;
+                for (int t = lo; t <= hi; t += st) gsweep.push_back(t);
+            }
+            break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -368,6 +382,14 @@ int main(int argc, char **argv) {
     }
 #endif
 
+    if (!gsweep.empty()) {
+        if (!csv) { fprintf(stderr, "specbench: --gemm-sweep: needs --csv FILE for its table\n"); return 2; }
+        if (gpus > 1) { fprintf(stderr, "specbench: --gemm-sweep: one GPU (--gpus 1): a rank's GEMMs do not depend on the others\n"); return 2; }
+        std::sort(gsweep.begin(), gsweep.end());
+        gsweep.erase(std::unique(gsweep.begin(), gsweep.end()), gsweep.end());
+        if (facts) write_facts(facts, 1, &sh);
+        return sb_gemm_sweep(&sh, preset.c_str(), gsweep, csv, quiet);
+    }
     if (check) {
         sb_shape cs = sh;
         cs.layers = 2;
