@@ -1211,60 +1211,95 @@ static int fg_sweep_ls(const fg_scell *c, int n, int skip, double *a, double *b)
     return *b > 0 ? 0 : -1;
 }
 
-/* Leave-one-cell-out comparison of the sweep form with the smooth fit (fit_group without
- * the sweep, refitted per left-out cell); the sweep form replaces *out when it predicts
- * the left-out cells at least as well. */
+/* Leave-one-cell-out comparison of three forms of a GEMM group: the smooth fit alone
+ * (fit_group without the sweep), the sweep alone (us = base + scale * sweep_us), and the
+ * sweep at its measured cost plus the smooth fit of what it leaves (kernels of the group
+ * the sweep does not time, e.g. an MoE layer's expert GEMMs; tried when the sweep is below
+ * every point). Each left-out cell is predicted by the forms refitted without it; the form
+ * with the smallest rms relative error replaces *out when it is a sweep form. */
 static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
                          wm_group *out, fit_group_stats *st)
 {
     st->loo_sweep = st->loo_smooth = -1;
     fg_scell *cl = NULL;
     int nc = fg_scells(pts, n, &cl);
-    fit_point *sub = malloc((n ? n : 1) * sizeof *sub);
+    fit_point *sub = malloc((n ? n : 1) * sizeof *sub), *res = malloc((n ? n : 1) * sizeof *res);
     wm_model *em = calloc(1, sizeof *em);
-    if (nc < 3 || !sub || !em)
+    if (nc < 3 || !sub || !res || !em)
         goto out;
     em->moe_experts = c->moe_experts;
     em->moe_topk = c->moe_topk;
     fit_group_ctx c2 = *c;
     c2.sweep = 0;
-    double e_sw = 0, e_sm = 0;
+    /* the residual form: every point above its sweep sum */
+    int resid = 1;
+    for (size_t i = 0; i < n; i++)
+        resid &= pts[i].us > pts[i].sweep_us && pts[i].sweep_us > 0;
+    double e_sw = 0, e_sm = 0, e_rs = 0;
     int k = 0;
+    char e2[256];
     for (int j = 0; j < nc; j++) {
         double a, b;
         if (fg_sweep_ls(cl, nc, j, &a, &b))
             continue;
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
-            if (!fg_scell_same(&cl[j], &pts[i]))
-                sub[m++] = pts[i];
-        wm_group g;
+            if (!fg_scell_same(&cl[j], &pts[i])) {
+                sub[m] = pts[i];
+                res[m] = pts[i];
+                res[m].us -= pts[i].sweep_us;
+                res[m].kernel_us = fmin(res[m].kernel_us, res[m].us);
+                m++;
+            }
+        wm_group g, r;
         memset(&g, 0, sizeof g);
-        char e2[256];
-        if (fit_group(sub, m, &c2, &g, NULL, e2, sizeof e2))
+        memset(&r, 0, sizeof r);
+        if (fit_group(sub, m, &c2, &g, NULL, e2, sizeof e2) ||
+            (resid && fit_group(res, m, &c2, &r, NULL, e2, sizeof e2)))
             continue;   /* e.g. one token count left */
-        double ps = a + b * cl[j].x, pm = wm_group_us_q(em, &g, cl[j].tokens, cl[j].kv, cl[j].q);
-        double rs = (ps - cl[j].us) / cl[j].us, rm = (pm - cl[j].us) / cl[j].us;
-        e_sw += rs * rs, e_sm += rm * rm, k++;
+        double y = cl[j].us;
+        double ps = a + b * cl[j].x;
+        double pm = wm_group_us_q(em, &g, cl[j].tokens, cl[j].kv, cl[j].q);
+        double pr = wm_group_us_q(em, &r, cl[j].tokens, cl[j].kv, cl[j].q) + cl[j].x;
+        e_sw += (ps - y) * (ps - y) / (y * y);
+        e_sm += (pm - y) * (pm - y) / (y * y);
+        e_rs += (pr - y) * (pr - y) / (y * y);
+        k++;
     }
     if (k < 3)
         goto out;
-    st->loo_sweep = sqrt(e_sw / k);
-    st->loo_smooth = sqrt(e_sm / k);
-    double a, b;
-    if (st->loo_sweep > st->loo_smooth || fg_sweep_ls(cl, nc, -1, &a, &b))
+    double l_sw = sqrt(e_sw / k), l_sm = sqrt(e_sm / k), l_rs = resid ? sqrt(e_rs / k) : INFINITY;
+    st->loo_smooth = l_sm;
+    st->loo_sweep = fmin(l_sw, l_rs);
+    if (st->loo_sweep > l_sm)
         goto out;
     wm_group g;
     memset(&g, 0, sizeof g);
+    if (l_rs < l_sw) {
+        /* the sweep at its cost plus the rest, fitted on every point */
+        for (size_t i = 0; i < n; i++) {
+            res[i] = pts[i];
+            res[i].us -= pts[i].sweep_us;
+            res[i].kernel_us = fmin(res[i].kernel_us, res[i].us);
+        }
+        if (fit_group(res, n, &c2, &g, NULL, e2, sizeof e2))
+            goto out;
+        g.sweep_scale = 1;
+        st->sweep_kept = 2;
+    } else {
+        double a, b;
+        if (fg_sweep_ls(cl, nc, -1, &a, &b))
+            goto out;
+        g.base_us = a;
+        g.sweep_scale = b;
+        st->sweep_kept = 1;
+        st->ncols = 2;
+    }
     memcpy(g.name, out->name, sizeof g.name);
     g.count = out->count;
     g.sd_frac = out->sd_frac;
-    g.base_us = a;
-    g.sweep_scale = b;
     g.sweep_phase = c->sweep_phase;
     *out = g;
-    st->sweep_kept = 1;
-    st->ncols = 2;
     /* the cells as the plots and the report show them: the new fit */
     double s2 = 0, mx = 0;
     for (int j = 0; j < st->ncells; j++) {
@@ -1276,7 +1311,10 @@ static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
         for (int i = 0; i < nc && x < 0; i++)
             if (cl[i].trace == fc->trace && cl[i].tokens == fc->tokens)
                 x = cl[i].x;
-        fc->fit_us = a + b * (x > 0 ? x : 0);
+        fc->fit_us = wm_group_us_q(em, &g, fc->tokens, fc->kv_tokens, fc->q_per_row) -
+                     (x > 0 ? 0 : 0);
+        if (g.sweep_scale > 0)   /* em has no sweep: add the term from the cell's sum */
+            fc->fit_us += g.sweep_scale * (x > 0 ? x : 0);
         double r = fc->us_mean > 0 ? fabs(fc->fit_us - fc->us_mean) / fc->us_mean : 0;
         s2 += r * r;
         mx = fmax(mx, r);
@@ -1288,6 +1326,7 @@ static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
 out:
     free(cl);
     free(sub);
+    free(res);
     free(em);
 }
 
@@ -2754,11 +2793,10 @@ static int fr_fit_phase(fr_run *R, int p)
             goto out;
         pr->grp[g].gap = gap;
         if (c.sweep && R->o && R->o->log && pr->grp[g].st.loo_sweep >= 0)
-            fprintf(R->o->log, "specsim fit: phase %s: group %s: GEMM sweep x %.3f + %.1f us %s "
-                    "(left-out cells: %.1f%% rms, the smooth fit %.1f%%)\n", wm_phase_name[p],
-                    wg->name, pr->grp[g].st.sweep_kept ? wg->sweep_scale : 0,
-                    pr->grp[g].st.sweep_kept ? wg->base_us : 0,
-                    pr->grp[g].st.sweep_kept ? "kept" : "not kept",
+            fprintf(R->o->log, "specsim fit: phase %s: group %s: %s (left-out cells: %.1f%% rms "
+                    "with the sweep, %.1f%% with the smooth fit alone)\n", wm_phase_name[p],
+                    wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
+                    : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
                     100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
         if (wg->sd_frac > FIT_SD_FRAC_MAX) {
             fr_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "

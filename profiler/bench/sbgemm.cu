@@ -39,6 +39,97 @@ static std::vector<sg_shape> sg_shapes(const sb_shape *sh) {
     return v;
 }
 
+#define SG_ROUTINGS 8   /* random routings averaged per token count */
+
+/* The MoE layer's two grouped expert GEMMs (sbmoe.cu's k_moe_gemm: gate|up, then down),
+ * per token count: SG_ROUTINGS random routings (sb_moe_route with counters 1..), each
+ * timed as a CUDA graph of `calls` GEMMs over rotating copies of the expert weights
+ * (the graph reads the routing from device memory, so one graph serves every routing).
+ * Rows moe_gu and moe_down, per_forward = MoE layers. Returns the GPU ms spent timing. */
+static double sg_moe_sweep(sb_model *m, const sb_rank *r, int moe_layers, const char *preset,
+                           const std::vector<int> &tokens, FILE *f, const char *dev, size_t l2,
+                           cudaEvent_t e0, cudaEvent_t e1) {
+    int tmax = *std::max_element(tokens.begin(), tokens.end());
+    int E = r->E, K = r->K, H = r->H, I = r->Im;
+    sb_moe_ws w;
+    void *mem;
+    CK_CUDA(cudaMalloc(&mem, sb_moe_ws_bytes(E, K, H, I, tmax)));
+    sb_moe_carve(&w, mem, E, K, H, I, tmax);
+    bf16 *x, *logits;
+    unsigned long long *counter;
+    CK_CUDA(cudaMalloc(&x, (size_t)tmax * H * 2));
+    CK_CUDA(cudaMalloc(&logits, (size_t)tmax * E * 2));
+    CK_CUDA(cudaMalloc(&counter, sizeof *counter));
+    sb_init_uniform(x, (size_t)tmax * H, 21, -1.f, 1.f, m->stream);
+    sb_init_uniform(logits, (size_t)tmax * E, 22, -1.f, 1.f, m->stream);
+    size_t ngu = (size_t)E * 2 * I * H, nd = (size_t)E * H * I;
+    int copies = (int)std::max<size_t>(2, (4 * l2 + ngu * 2 - 1) / (ngu * 2));
+    copies = std::min(copies, 8);
+    bf16 *wgu, *wd;
+    CK_CUDA(cudaMalloc(&wgu, ngu * 2 * copies));
+    CK_CUDA(cudaMalloc(&wd, nd * 2 * copies));
+    sb_init_uniform(wgu, ngu * copies, 23, -0.02f, 0.02f, m->stream);
+    sb_init_uniform(wd, nd * copies, 24, -0.02f, 0.02f, m->stream);
+    const int calls = std::max(copies, 8), reps = 3;
+    double total = 0;
+    for (int t : tokens) {
+        int P = t * K, max_active = P < E ? P : E;
+        cudaGraph_t g[2];
+        cudaGraphExec_t ge[2];
+        /* a first routing, run eagerly with both GEMMs, fills the permuted inputs */
+        unsigned long long c0 = 0;
+        CK_CUDA(cudaMemcpy(counter, &c0, sizeof c0, cudaMemcpyHostToDevice));
+        sb_moe_route(&w, logits, t, counter, 0, m->stream);
+        sb_moe_experts(&w, x, wgu, wd, t, m->stream);
+        CK_CUDA(cudaStreamSynchronize(m->stream));
+        for (int k = 0; k < 2; k++) {
+            CK_CUDA(cudaStreamBeginCapture(m->stream, cudaStreamCaptureModeThreadLocal));
+            for (int i = 0; i < calls; i++) {
+                if (k == 0)
+                    sb_moe_gemm(w.xs, wgu + (size_t)(i % copies) * ngu, w.ys, w.counts, w.offsets,
+                                w.active, w.n_active, max_active, 2 * I, H, m->stream);
+                else
+                    sb_moe_gemm(w.as, wd + (size_t)(i % copies) * nd, w.zs, w.counts, w.offsets,
+                                w.active, w.n_active, max_active, H, I, m->stream);
+            }
+            CK_CUDA(cudaStreamEndCapture(m->stream, &g[k]));
+            CK_CUDA(cudaGraphInstantiate(&ge[k], g[k], 0));
+        }
+        double us[2] = {0, 0};
+        for (int rt = 1; rt <= SG_ROUTINGS; rt++) {
+            unsigned long long c = (unsigned long long)rt;
+            CK_CUDA(cudaMemcpy(counter, &c, sizeof c, cudaMemcpyHostToDevice));
+            sb_moe_route(&w, logits, t, counter, 0, m->stream);
+            sb_moe_experts(&w, x, wgu, wd, t, m->stream);   /* this routing's inputs */
+            for (int k = 0; k < 2; k++) {
+                CK_CUDA(cudaGraphLaunch(ge[k], m->stream));   /* warm */
+                CK_CUDA(cudaEventRecord(e0, m->stream));
+                for (int q = 0; q < reps; q++) CK_CUDA(cudaGraphLaunch(ge[k], m->stream));
+                CK_CUDA(cudaEventRecord(e1, m->stream));
+                CK_CUDA(cudaEventSynchronize(e1));
+                float ms;
+                CK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+                total += ms;
+                us[k] += ms * 1000.0 / (reps * calls);
+            }
+        }
+        for (int k = 0; k < 2; k++) {
+            fprintf(f, "%s,%s,verify;decode,%d,tokens,%d,%d,%d,%.3f,%d,%s\n", preset,
+                    k == 0 ? "moe_gu" : "moe_down", moe_layers, k == 0 ? 2 * I : H, k == 0 ? H : I,
+                    t, us[k] / SG_ROUTINGS, reps * calls * SG_ROUTINGS, dev);
+            CK_CUDA(cudaGraphExecDestroy(ge[k]));
+            CK_CUDA(cudaGraphDestroy(g[k]));
+        }
+    }
+    CK_CUDA(cudaFree(wgu));
+    CK_CUDA(cudaFree(wd));
+    CK_CUDA(cudaFree(x));
+    CK_CUDA(cudaFree(logits));
+    CK_CUDA(cudaFree(counter));
+    CK_CUDA(cudaFree(mem));
+    return total;
+}
+
 int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int> &tokens,
                   const char *csv, int quiet) {
     std::vector<sg_shape> shapes = sg_shapes(sh);
@@ -112,6 +203,17 @@ int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int>
         if (!quiet) {
             printf("# gemm sweep %s %-11s n %6d k %6d: %zu token counts, %d weight copies, %.0f ms of GPU\n",
                    preset, s.site, s.n, s.k, tokens.size(), copies, sum_ms);
+            fflush(stdout);
+        }
+    }
+    sb_rank r;
+    sb_rank_of(sh, &r);
+    int moe_layers = sh->experts ? sh->layers - std::min(sh->dense_layers, sh->layers) : 0;
+    if (r.E && moe_layers > 0) {
+        double g = sg_moe_sweep(&m, &r, moe_layers, preset, tokens, f, prop.name, l2, e0, e1);
+        if (!quiet) {
+            printf("# gemm sweep %s moe_gu, moe_down (expert GEMMs, %d routings per count): "
+                   "%zu token counts, %.0f ms of GPU\n", preset, SG_ROUTINGS, tokens.size(), g);
             fflush(stdout);
         }
     }

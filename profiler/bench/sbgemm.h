@@ -14,7 +14,9 @@
  * GEMM, ';'-separated; per_forward: calls per forward; m: "tokens", or "rows" for an LM
  * head over one token per row). Each point: one CUDA graph of `calls` GEMMs over rotating weight copies
  * (together at least 4x the L2 cache: weights stream from memory as in a forward), replayed
- * once to warm up and 3 times timed with CUDA events; us = per GEMM. Exits on CUDA errors
+ * once to warm up and 3 times timed with CUDA events; us = per GEMM. A MoE preset adds
+ * its two grouped expert GEMMs (moe_gu, moe_down: sbmoe.cu's k_moe_gemm), averaged over 8
+ * random routings per token count. Exits on CUDA errors
  * (sbcheck.h); returns 0, or 1 when csv cannot be written. */
 int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int> &tokens,
                   const char *csv, int quiet);
