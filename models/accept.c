@@ -302,6 +302,35 @@ double accept_expected(const accept_model *a, int steps, int topk, int draft_tok
     return acc_kind_of(a)->expected(a, g, width);
 }
 
+int accept_alpha_for_len(double len, int steps, int topk, int draft_tokens, double *alpha,
+                         char *err, size_t errlen)
+{
+    int width[ACC_MAX_POS];
+    int depth = accept_tree_widths(steps, topk, draft_tokens, width);
+    if (!(len >= 1) || !(len < depth + 1)) {
+        snprintf(err, errlen, "accept: value %g: an accept length must be >= 1 and < %d (the "
+                 "draft's %d depths + 1; reached only if every draft token were accepted)",
+                 len, depth + 1, depth);
+        return -1;
+    }
+    accept_model a;
+    memset(&a, 0, sizeof a);
+    a.kind = ACC_ALPHA;
+    a.name = "alpha";
+    double lo = 0, hi = 1;
+    for (int i = 0; i < 100 && hi - lo > 1e-13; i++) {
+        a.alpha = 0.5 * (lo + hi);
+        if (accept_expected(&a, steps, topk, draft_tokens) + 1 < len)
+            lo = a.alpha;
+        else
+            hi = a.alpha;
+    }
+    *alpha = 0.5 * (lo + hi);
+    if (*alpha >= 1)
+        *alpha = nextafter(1.0, 0.0);
+    return 0;
+}
+
 void accept_format(const accept_model *a, char *buf, size_t len)
 {
     const double *v = a->kind == ACC_ALPHA ? &a->alpha

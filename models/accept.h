@@ -37,6 +37,12 @@ int    accept_tree_widths(int steps, int topk, int draft_tokens, int width[ACC_M
 /* Probability that depth d (1-based) is accepted given depth d-1 was, for a tree of
  * width w at that depth: 1-(1-p_d)^w. Histogram models have no per-depth chance: -1. */
 double accept_depth_prob(const accept_model *a, int d, int w);
+/* The i.i.d. alpha whose draft tree (steps, topk, draft_tokens) yields `len` tokens per
+ * iteration on average, accepted draft tokens + 1 (SGLang's logged "accept len"), by
+ * bisection on accept_expected. 0 and *alpha, or -1 with err when len is below 1 or not
+ * below the tree's depth + 1 (reachable only at alpha 1). */
+int    accept_alpha_for_len(double len, int steps, int topk, int draft_tokens, double *alpha,
+                            char *err, size_t errlen);
 /* Writes the resolved model as a spec string ("alpha:0.7", ...) for the config banner. */
 void   accept_format(const accept_model *a, char *buf, size_t len);
 #endif

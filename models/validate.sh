@@ -166,17 +166,6 @@ JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 mkdir -p "$WORK/runs"
 i=0
 jobs_n=0
-# The alpha whose chain of `steps` drafts yields `len` tokens per iteration on average,
-# (1 - a^(steps+1)) / (1 - a) = len (accept_expected + 1 for a chain, models/accept.c), by
-# bisection: the acceptance the GPU run actually drew, which its short windows leave a few
-# percent off the nominal alpha at concurrency 1 (docs/validation.md).
-realized_alpha() {
-  awk -v s="$1" -v len="$2" 'BEGIN {
-    if (len <= 1) { print 0; exit } if (len >= s + 1) { print 0.9999; exit }
-    lo = 0; hi = 0.9999
-    for (i = 0; i < 60; i++) { a = (lo + hi) / 2; e = (1 - a ^ (s + 1)) / (1 - a); if (e < len) lo = a; else hi = a }
-    printf "%.6f\n", (lo + hi) / 2 }'
-}
 while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc; do
   i=$((i + 1))
   model="$WORK/$pre.json"
@@ -211,9 +200,12 @@ while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen
   # two predictions of a speculative configuration: at its nominal alpha, and at the
   # acceptance its run realized (chain drafts with a recorded accept_len); a baseline
   # has one, written to both
+  # (specsim --accept-len: the alpha whose draft yields the run's accept length; a run that
+  # accepted every draft token, or none, has no such alpha and keeps the nominal one)
   ra=""
-  if [ "$mode" = spec ] && [ -n "$acc" ] && { [ -z "$topk" ] || [ "$topk" -le 1 ]; }; then
-    ra=$(realized_alpha "$steps" "$acc")
+  if [ "$mode" = spec ] && [ -n "$acc" ] &&
+     awk -v a="$acc" -v s="$steps" 'BEGIN { exit !(a > 1 && a < s + 1) }'; then
+    ra=$acc
   fi
   if [ "$mode" = spec ] && [ -n "$alpha" ]; then
     echo "$SPECSIM $* --alpha $alpha" > "$WORK/runs/$i.cmd"
@@ -223,8 +215,8 @@ while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen
     "$SPECSIM" "$@" > "$WORK/runs/$i.csv" 2> "$WORK/runs/$i.err" &
   fi
   if [ -n "$ra" ]; then
-    echo "$SPECSIM $* --alpha $ra" > "$WORK/runs/$i.r.cmd"
-    "$SPECSIM" "$@" --alpha "$ra" > "$WORK/runs/$i.r.csv" 2> "$WORK/runs/$i.r.err" &
+    echo "$SPECSIM $* --accept-len $ra" > "$WORK/runs/$i.r.cmd"
+    "$SPECSIM" "$@" --accept-len "$ra" > "$WORK/runs/$i.r.csv" 2> "$WORK/runs/$i.r.err" &
     jobs_n=$((jobs_n + 1))
   fi
   jobs_n=$((jobs_n + 1))

@@ -26,6 +26,9 @@ const simcfg_knob simcfg_knobs[] = {
       "positional:P1,P2,.. or histogram:W0,W1,.. (weights of accepting 0,1,.. tokens)"),
     K("alpha", SK_ALPHA, acceptance, 0, 1, SK_SPEC_ONLY, "", "shorthand for --acceptance "
       "alpha:A (i.i.d. acceptance per position, 0 <= A < 1)"),
+    K("accept-len", SK_DBL, accept_len, 0, 1000, SK_SPEC_ONLY, "tokens", "instead of "
+      "--alpha: the i.i.d. alpha whose draft yields this many tokens per iteration on average "
+      "(accepted + 1, SGLang's logged accept length); 0 = unset"),
     K("steps", SK_INT, steps, 1, 32, SK_SPEC_ONLY, "", "draft depth (SGLang "
       "--speculative-num-steps)"),
     K("topk", SK_INT, topk, 1, 64, SK_SPEC_ONLY, "", "draft tree branching "
@@ -378,6 +381,24 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
         src = simcfg_src(s, "draft-tokens", field, sizeof field);
         SIMCFG_ERR("%s: field %s: value %d: more than steps*topk+1 = %ld: the draft tree has "
                    "no such nodes", src, field, p->draft_tokens, (long)c->steps * c->topk + 1);
+    }
+    if (c->accept_len > 0) {
+        const char *asrc = s->src[simcfg_index(simcfg_find("acceptance"))];
+        if (strcmp(asrc, "defaults") != 0) {
+            src = simcfg_src(s, "accept-len", field, sizeof field);
+            SIMCFG_ERR("%s: field %s: value %g: give either an accept length or an acceptance "
+                       "model (%s set --acceptance/--alpha \"%s\"), not both", src, field,
+                       c->accept_len, asrc, c->acceptance);
+        }
+        double a;
+        if (accept_alpha_for_len(c->accept_len, p->steps, p->topk, p->draft_tokens, &a, err,
+                                 errlen))
+            return simcfg_wrap(s, "accept-len", err, errlen);
+        memset(&p->acc, 0, sizeof p->acc);
+        char spec[64];
+        snprintf(spec, sizeof spec, "alpha:%.17g", a);
+        if (accept_parse(&p->acc, spec, err, errlen))
+            return simcfg_wrap(s, "accept-len", err, errlen);
     }
     if (cg_parse(&p->graphs, c->cuda_graph_bs, err, errlen))
         return simcfg_wrap(s, "cuda-graph-bs", err, errlen);

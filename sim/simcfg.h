@@ -12,6 +12,7 @@
 typedef struct {
     char   model[SIMCFG_STR];
     char   acceptance[SIMCFG_STR];
+    double accept_len;                      /* > 0: the alpha giving this accept length */
     int    steps, topk, draft_tokens;       /* draft_tokens 0: steps+1 */
     int    concurrency;
     long   requests, iterations, warmup;

@@ -6,7 +6,9 @@
 #include "check.h"
 
 #include <gsl/gsl_rng.h>
+#include <stdio.h>
 #include <string.h>
+#include <math.h>
 
 #define NDRAW 200000
 
@@ -248,6 +250,35 @@ static void accept_format_round_trips(void)
     }
 }
 
+/* accept_alpha_for_len inverts the expectation: chain (closed form) and tree, and refuses
+ * lengths no alpha below 1 reaches */
+static void accept_alpha_for_len_inverts_expected(void)
+{
+    char err[256];
+    double a;
+    /* chain, steps 3: (1 - a^4) / (1 - a) = 1 + a + a^2 + a^3 */
+    CHECK(accept_alpha_for_len(1 + 0.5 + 0.25 + 0.125, 3, 1, 4, &a, err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(a, 0.5, 1e-9, 0);
+    static const struct { int steps, topk, dt; double len; } c[] = {
+        {1, 1, 2, 1.3}, {6, 1, 7, 1.8994}, {6, 1, 7, 5.2769}, {5, 4, 8, 3.1}, {3, 2, 6, 1.01},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        CHECK(accept_alpha_for_len(c[i].len, c[i].steps, c[i].topk, c[i].dt, &a, err, sizeof err) == 0,
+              "case %zu: %s", i, err);
+        accept_model m;
+        char spec[64];
+        snprintf(spec, sizeof spec, "alpha:%.17g", a);
+        CHECK(accept_parse(&m, spec, err, sizeof err) == 0, "%s", err);
+        CHECK_NEAR(accept_expected(&m, c[i].steps, c[i].topk, c[i].dt) + 1, c[i].len, 1e-9, 0);
+    }
+    CHECK(accept_alpha_for_len(1.0, 3, 1, 4, &a, err, sizeof err) == 0 && a < 1e-9, "len 1: alpha %g", a);
+    CHECK(accept_alpha_for_len(4.0, 3, 1, 4, &a, err, sizeof err) == -1 && strstr(err, "value 4") &&
+          strstr(err, "< 4"), "len 4 at steps 3: %s", err);
+    CHECK(accept_alpha_for_len(0.5, 3, 1, 4, &a, err, sizeof err) == -1 && strstr(err, "value 0.5"),
+          "len 0.5: %s", err);
+    CHECK(accept_alpha_for_len(NAN, 3, 1, 4, &a, err, sizeof err) == -1, "NaN accepted");
+}
+
 int main(void)
 {
     RUN(accept_chain_matches_leviathan);
@@ -259,5 +290,6 @@ int main(void)
     RUN(accept_draw_is_deterministic_per_seed);
     RUN(accept_rejects_bad_specs);
     RUN(accept_format_round_trips);
+    RUN(accept_alpha_for_len_inverts_expected);
     return check_done();
 }

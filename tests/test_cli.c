@@ -104,6 +104,10 @@ static void cli_bad_input_exits_2(void)
         {"--config %D/alpha.json", "alpha.json", "field alpha: value 1.5"},
         {"--acceptance alpha:1.2", "--acceptance", "1.2"},
         {"--acceptance frob:0.3", "--acceptance", "frob"},
+        /* accept length: reachable, and not with an acceptance model */
+        {"--steps 3 --accept-len 4", "--accept-len", "value 4"},
+        {"--steps 3 --accept-len 0.5", "--accept-len", "value 0.5"},
+        {"--accept-len 2 --alpha 0.6", "--accept-len", "not both"},
         /* steps, topk, draft tokens */
         {"--steps 0", "--steps", "value 0"},
         {"--steps 2.5", "--steps", "2.5"},
@@ -210,6 +214,30 @@ static void cli_same_seed_same_bytes(void)
     free(a), free(b);
 }
 
+/* --accept-len: the run uses the alpha whose chain gives that length, shown in the banner,
+ * and its simulated accept length is that length */
+static void cli_accept_len_sets_alpha(void)
+{
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --steps 3 --accept-len 1.875 --iterations "
+             "20000 --no-baseline --csv --quiet", model_path);
+    CHECK(sh(cmd, 0, &out) == 0, "`%s` failed", cmd);
+    CHECK(out && strstr(out, "alpha:0.5,"), "alpha 0.5 expected:\n%s", out ? out : "");
+    const char *row = out ? strchr(out, '\n') : NULL;
+    double acc = 0;
+    if (row) {   /* accept_len is column 13 */
+        const char *p = row + 1;
+        for (int i = 1; i < 13 && p; i++) {
+            p = strchr(p, ',');
+            if (p)
+                p++;
+        }
+        acc = p ? atof(p) : 0;
+    }
+    CHECK_NEAR(acc, 1.875, 0, 0.02);
+    free(out);
+}
+
 static void cli_config_file_sets_knobs(void)
 {
     char cmd[1024], *out;
@@ -312,7 +340,7 @@ static void cli_help_lists_every_knob(void)
 {
     char *out;
     CHECK(sh(SPECSIM " run --help", 0, &out) == 0, "run --help failed");
-    static const char *knobs[] = {"--model", "--config", "--acceptance", "--alpha", "--steps",
+    static const char *knobs[] = {"--model", "--config", "--acceptance", "--alpha", "--accept-len", "--steps",
         "--topk", "--draft-tokens", "--bs", "--concurrency", "--requests", "--iterations",
         "--output-len", "--prompt-len", "--cuda-graph-bs", "--cuda-graph-max-bs",
         "--eager-launch-us", "--graph-launch-us", "--ranks", "--link", "--allreduce",
@@ -352,6 +380,7 @@ int main(int argc, char **argv)
     RUN(cli_bad_input_exits_2);
     RUN(cli_same_seed_same_bytes);
     RUN(cli_config_file_sets_knobs);
+    RUN(cli_accept_len_sets_alpha);
     RUN(cli_sweep_csv_independent_of_jobs);
     RUN(cli_timeline_is_chrome_trace);
     RUN(cli_help_lists_every_knob);
