@@ -3191,18 +3191,27 @@ int fit_plot(const fit_result *res, const char *dir, char *err, size_t errlen)
             for (int i = 0; i < st->ncells; i++)
                 ymax = fmax(ymax, fmax(st->cell[i].us_mean + st->cell[i].us_sd, st->cell[i].fit_us));
             fprintf(gp, ymax > 0 ? "set yrange [0:*]\n" : "set yrange [0:1]\n");
+            char terms[256];
+            if (wg->sweep_scale > 0)   /* the GEMM sweep's steps are in the curve */
+                snprintf(terms, sizeof terms, "base %.3g us + %.3g x the GEMM sweep%s, %.3g us/token "
+                         "above %g, %.3g us/expert", wg->base_us, wg->sweep_scale,
+                         st->sweep_kept == 2 ? " + the rest" : "", wg->per_token_us,
+                         wg->knee_tokens, wg->per_expert_us);
+            else
+                snprintf(terms, sizeof terms, "base %.3g us, %.3g us/token above %g, %.3g "
+                         "us/expert", wg->base_us, wg->per_token_us, wg->knee_tokens,
+                         wg->per_expert_us);
             fprintf(gp, "set output dir.'/%s_g%02d.png'\n"
-                        "set title '%s: %s (%d launches/forward; base %.3g us, %.3g us/token "
-                        "above %g, %.3g us/expert, %.3g us/kKV; sd %.3f)'\n"
+                        "set title '%s: %s (%d launches/forward; %s, %.3g us/kKV; sd %.3f)'\n"
                         "plot dir.'/%s_g%02d.dat' using 1:3:4 with yerrorbars pt 7 title "
                         "'measured (mean, sd per cell)', \\\n"
                         "     dir.'/%s_g%02d.dat' using 1:5 with points pt 6 ps 1.5 title "
                         "'fitted at the cell''s KV', \\\n"
                         "     dir.'/%s_g%02d.fit' using 1:2 with lines lw 2 title 'fit at "
                         "median KV'\n",
-                    wm_phase_name[p], g, wm_phase_name[p], wg->name, wg->count, wg->base_us,
-                    wg->per_token_us, wg->knee_tokens, wg->per_expert_us, wg->per_kv_ktoken_us,
-                    wg->sd_frac, wm_phase_name[p], g, wm_phase_name[p], g, wm_phase_name[p], g);
+                    wm_phase_name[p], g, wm_phase_name[p], wg->name, wg->count, terms,
+                    wg->per_kv_ktoken_us, wg->sd_frac, wm_phase_name[p], g, wm_phase_name[p], g,
+                    wm_phase_name[p], g);
         }
         snprintf(name, sizeof name, "%s_total.dat", wm_phase_name[p]);
         if (fp_open(&f, dir, name, err, errlen))
