@@ -10,6 +10,7 @@
 #   run.log                everything printed;  smoke.tar.gz  the specprof smoke outputs
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/capture_run.sh
 #   env: CALIB_STEPS (default 2,5) CALIB_CONC (default 1,4,16,40,80): the calibration subset;
+#        CALIB_PRESETS (default "llama8b kimi-tp8"); SKIP_CHECK=1 (no --check),
 #        SKIP_OVERHEAD=1, SKIP_SMOKE=1 to capture only
 set -u
 OUT=${OUT:-/tmp/capture}
@@ -30,7 +31,8 @@ make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/cor
 ls -la bin | tee -a "$LOG"
 SP=bin/specprof; SB=bin/specbench
 
-for p in llama8b kimi-tp8; do
+CALIB_PRESETS=${CALIB_PRESETS:-llama8b kimi-tp8}
+[ "${SKIP_CHECK:-0}" = 1 ] || for p in $CALIB_PRESETS; do
   step "check $p"
   timeout 150 $SB --check --preset $p 2>&1 | tail -25 | tee -a "$LOG"
 done
@@ -41,7 +43,7 @@ done
 # two traces (make validate).
 CALIB_STEPS=${CALIB_STEPS:-2,5}
 CALIB_CONC=${CALIB_CONC:-1,4,16,40,80}
-for p in llama8b kimi-tp8; do
+for p in $CALIB_PRESETS; do
   step "calibration capture $p"
   rm -rf $W/calib_$p
   timeout 240 $SP -o $W/calib_$p --quiet -- $SB --preset $p --mode spec,baseline --steps $CALIB_STEPS \
