@@ -13,6 +13,7 @@
 #   VALIDATE_MEASURED  traces/validation/measured.csv (profiler/device/grid.sh)
 #   VALIDATE_OUT       traces/validation/validation.txt (the table, also printed)
 #   VALIDATE_WORK      build/validate (decompressed traces, fitted models, logs)
+#   VALIDATE_PRESETS   only these presets of the measured grid (space-separated; default all)
 #   VALIDATE_ARGS      extra specsim run knobs for every prediction, e.g. the what-ifs of
 #                      issue 7: "--ranks 4 --link h200x4-p2p-off.json" (docs/multigpu.md)
 # exit: 0 targets met; 1 inputs missing; 2 a fit or a simulation failed; 3 targets missed.
@@ -132,7 +133,7 @@ done
 # configs.tsv: preset mode steps topk draft_tokens alpha concurrency graphs output_len prompt_len
 #              reps mean min max calib accept_len(mean over the repeats; spec rows of a grid
 #              that records it)
-awk -v OFS='\t' -v traces="$WORK/traces.tsv" "$CSV_AWK"'
+awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$CSV_AWK"'
   BEGIN { FS = "\t"
     while ((getline l < traces) > 0) { split(l, t, "\t"); cal[t[2] SUBSEP t[3] SUBSEP t[4] SUBSEP t[5] SUBSEP t[6]] = 1 } }
   NR == 1 { n = csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i
@@ -140,6 +141,7 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" "$CSV_AWK"'
     for (i = 1; i <= 4; i++) if (!(need[i] in col)) { print "measured.csv: field " need[i] ": missing column" > "/dev/stderr"; bad = 1; exit 2 }
     next }
   { m = csv($0, v); if (m < 2) next
+    if (only != "" && index(" " only " ", " " v[col["preset"]] " ") == 0) next
     g = ("cuda_graph_bs" in col) ? v[col["cuda_graph_bs"]] : ""
     key = v[col["preset"]] OFS v[col["mode"]] OFS (("steps" in col) ? v[col["steps"]] : "") OFS \
           (("topk" in col) ? v[col["topk"]] : "") OFS (("draft_tokens" in col) ? v[col["draft_tokens"]] : "") OFS \

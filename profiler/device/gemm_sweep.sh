@@ -1,13 +1,13 @@
 #!/bin/bash
 # gemm_sweep.sh: one short device call: specbench --gemm-sweep for both presets, every GEMM
-# shape of a rank alone at 1..64 tokens and every 8th count up to 640 (the verify and
-# extend widths of concurrency <= 80 with up to 8 tokens per row), for `specsim fit
+# shape of a rank alone at 1..64 tokens and every 8th count up to 1024 (the verify and
+# extend widths of up to 128 rows x 8 tokens, 80 x 12), for `specsim fit
 # --gemm-sweep` (docs/fit.md). Results to $OUT: gemm_<preset>.csv, facts_<preset>.json,
 # gemm_sweep.log; commit them as traces/calib/gemm_<preset>.csv.
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/gemm_sweep.sh
 set -u
 OUT=${OUT:-/tmp/gemm-sweep}
-TOKENS=${GEMM_TOKENS:-1:64,72:640:8}
+TOKENS=${GEMM_TOKENS:-1:64,72:1024:8}
 PRESETS=${PRESETS:-llama8b kimi-tp8}
 mkdir -p "$OUT"
 LOG=$OUT/gemm_sweep.log
