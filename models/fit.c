@@ -2764,8 +2764,17 @@ static int fr_fit_phase(fr_run *R, int p)
             wm_sweep_us(&R->res->model, p, 1, 1) > 0) {
             c.sweep = 1;
             c.sweep_phase = p;
-            for (size_t i = 0; i < m; i++)
+            const wm_sweep *sw = &R->res->model.sweep;
+            double tmax = 0;
+            for (size_t i = 0; i < m; i++) {
                 pts[i].sweep_us = wm_sweep_us(&R->res->model, p, pts[i].tokens, fg_q(&pts[i]));
+                tmax = fmax(tmax, pts[i].tokens);
+            }
+            if (tmax > sw->tok[sw->ntok - 1])
+                fr_warn(R, "phase %s: the traces reach %g tokens, the GEMM sweep only %g: its "
+                        "cost beyond is extrapolated from its last two counts (take the sweep "
+                        "further: specbench --gemm-sweep ...:%g:8)", wm_phase_name[p], tmax,
+                        sw->tok[sw->ntok - 1], 8 * ceil(tmax / 8));
         }
         /* CUDA waves of the group's dominant kernel, when its blocks follow the tokens */
         if (!gap) {
