@@ -41,6 +41,14 @@ static void make_model(wm_model *m)
     v->groups[0].per_token_all_us = 0.05;    /* slope below the knee too: compute */
     v->groups[0].wave_capacity = 660;        /* 5 blocks/SM x 132 SMs */
     v->groups[0].per_wave_us = 90;
+    v->groups[0].sweep_scale = 0.9;          /* GEMM sweep term: memory */
+    v->groups[0].sweep_phase = WM_VERIFY;
+    m->sweep.ntok = 2;
+    m->sweep.nsite = 1;
+    m->sweep.tok[0] = 1, m->sweep.tok[1] = 64;
+    m->sweep.site[0].phases = 1u << WM_VERIFY;
+    m->sweep.site[0].per_forward = 2;
+    m->sweep.site[0].us[0] = 10, m->sweep.site[0].us[1] = 30;
     m->phase[WM_ACCEPT] = *v;
 }
 
@@ -72,6 +80,8 @@ static void carry_scales_terms_by_roofline_ratios(void)
     CHECK_NEAR(g->wave_capacity, 660.0 * 188 / 132, 1e-9, 1e-12);        /* SMs: presets */
     CHECK_NEAR(g->per_wave_us, 90 * (188.0 / 132) * H200_BW / RTX_BW, 1e-9, 1e-12);
     CHECK_NEAR(g->sd_frac, 0.01, 0, 0);
+    CHECK_NEAR(g->sweep_scale, 0.9 * H200_BW / RTX_BW, 1e-12, 1e-12);
+    CHECK(m.sweep.site[0].us[1] == 30, "the sweep's own values are the source GPU's, kept");
     const wm_group *n = &m.phase[WM_VERIFY].groups[1];   /* latency-bound: base kept */
     CHECK_NEAR(n->base_us, 8, 0, 0);
     CHECK_NEAR(n->per_token_us, 0.01 * H200_TF / RTX_TF, 1e-12, 1e-12);
