@@ -1211,6 +1211,16 @@ static int fg_sweep_ls(const fg_scell *c, int n, int skip, double *a, double *b)
     return *b > 0 ? 0 : -1;
 }
 
+/* A point less its sweep sum: what the sweep does not time (its wave kernel's time capped
+ * at the rest). */
+static fit_point fg_residual(const fit_point *p)
+{
+    fit_point r = *p;
+    r.us -= p->sweep_us;
+    r.kernel_us = fmin(r.kernel_us, r.us);
+    return r;
+}
+
 /* Leave-one-cell-out comparison of three forms of a GEMM group: the smooth fit alone
  * (fit_group without the sweep), the sweep alone (us = base + scale * sweep_us), and the
  * sweep at its measured cost plus the smooth fit of what it leaves (kernels of the group
@@ -1220,7 +1230,6 @@ static int fg_sweep_ls(const fg_scell *c, int n, int skip, double *a, double *b)
 static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
                          wm_group *out, fit_group_stats *st)
 {
-    st->loo_sweep = st->loo_smooth = -1;
     fg_scell *cl = NULL;
     int nc = fg_scells(pts, n, &cl);
     fit_point *sub = malloc((n ? n : 1) * sizeof *sub), *res = malloc((n ? n : 1) * sizeof *res);
@@ -1246,10 +1255,7 @@ static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
         for (size_t i = 0; i < n; i++)
             if (!fg_scell_same(&cl[j], &pts[i])) {
                 sub[m] = pts[i];
-                res[m] = pts[i];
-                res[m].us -= pts[i].sweep_us;
-                res[m].kernel_us = fmin(res[m].kernel_us, res[m].us);
-                m++;
+                res[m++] = fg_residual(&pts[i]);
             }
         wm_group g, r;
         memset(&g, 0, sizeof g);
@@ -1277,11 +1283,8 @@ static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
     memset(&g, 0, sizeof g);
     if (l_rs < l_sw) {
         /* the sweep at its cost plus the rest, fitted on every point */
-        for (size_t i = 0; i < n; i++) {
-            res[i] = pts[i];
-            res[i].us -= pts[i].sweep_us;
-            res[i].kernel_us = fmin(res[i].kernel_us, res[i].us);
-        }
+        for (size_t i = 0; i < n; i++)
+            res[i] = fg_residual(&pts[i]);
         if (fit_group(res, n, &c2, &g, NULL, e2, sizeof e2))
             goto out;
         g.sweep_scale = 1;
@@ -1311,10 +1314,9 @@ static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
         for (int i = 0; i < nc && x < 0; i++)
             if (cl[i].trace == fc->trace && cl[i].tokens == fc->tokens)
                 x = cl[i].x;
-        fc->fit_us = wm_group_us_q(em, &g, fc->tokens, fc->kv_tokens, fc->q_per_row) -
-                     (x > 0 ? 0 : 0);
-        if (g.sweep_scale > 0)   /* em has no sweep: add the term from the cell's sum */
-            fc->fit_us += g.sweep_scale * (x > 0 ? x : 0);
+        /* em has no sweep: its term comes from the cell's sum */
+        fc->fit_us = wm_group_us_q(em, &g, fc->tokens, fc->kv_tokens, fc->q_per_row) +
+                     g.sweep_scale * (x > 0 ? x : 0);
         double r = fc->us_mean > 0 ? fabs(fc->fit_us - fc->us_mean) / fc->us_mean : 0;
         s2 += r * r;
         mx = fmax(mx, r);
@@ -2761,7 +2763,7 @@ static int fr_fit_phase(fr_run *R, int p)
                            .moe_experts = R->moe_E, .moe_topk = R->moe_k};
         /* all of the phase's GEMMs in one group, and a GEMM sweep with sites in the phase */
         if (!gap && P->by == FIT_BY_NAME && P->gcls[g] && strcmp(P->gcls[g], "gemm") == 0 &&
-            wm_sweep_us(&R->res->model, p, 1, 1) > 0) {
+            wm_sweep_covers(&R->res->model, p)) {
             c.sweep = 1;
             c.sweep_phase = p;
             const wm_sweep *sw = &R->res->model.sweep;

@@ -810,10 +810,10 @@ double wm_waves_e(const wm_group *g, double tokens, double experts_touched)
 static double wm_sweep_at(const wm_sweep *sw, const double *us, double M)
 {
     int n = sw->ntok, lo = 0, hi = n - 1;
-    if (M <= sw->tok[0])
-        lo = 0, hi = 1;
-    else if (M >= sw->tok[n - 1])
-        lo = n - 2, hi = n - 1;
+    if (M <= sw->tok[0])   /* below the first count: its cost (fewer tokens are no cheaper) */
+        return us[0];
+    if (M >= sw->tok[n - 1])
+        lo = n - 2;
     else
         while (hi - lo > 1) {
             int mid = (lo + hi) / 2;
@@ -822,17 +822,25 @@ static double wm_sweep_at(const wm_sweep *sw, const double *us, double M)
             else
                 hi = mid;
         }
-    double t = (M - sw->tok[lo]) / (sw->tok[hi] - sw->tok[lo]);
-    if (M <= sw->tok[0])
-        t = 0;   /* below the first count: its cost (a GEMM at fewer tokens is no cheaper) */
-    double v = us[lo] + t * (us[hi] - us[lo]);
+    hi = lo + 1;
+    double v = us[lo] + (M - sw->tok[lo]) / (sw->tok[hi] - sw->tok[lo]) * (us[hi] - us[lo]);
     return v > 0 ? v : 0;
+}
+
+int wm_sweep_covers(const wm_model *m, int p)
+{
+    if (m->sweep.ntok < 2 || p < 0 || p >= WM_NPHASE)
+        return 0;
+    for (int i = 0; i < m->sweep.nsite; i++)
+        if (m->sweep.site[i].phases & (1u << p))
+            return 1;
+    return 0;
 }
 
 double wm_sweep_us(const wm_model *m, int p, double tokens, double q_per_row)
 {
     const wm_sweep *sw = &m->sweep;
-    if (sw->ntok < 2 || p < 0 || p >= WM_NPHASE || tokens <= 0)
+    if (!wm_sweep_covers(m, p) || tokens <= 0)
         return 0;
     double us = 0;
     for (int i = 0; i < sw->nsite; i++) {

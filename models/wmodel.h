@@ -151,6 +151,8 @@ double wm_q_tiles(const wm_group *g, double q_per_row);
  * (tokens, or tokens / q_per_row for a by-rows site), linear between the sweep's token
  * counts and along the last two beyond them; 0 without a sweep. */
 double wm_sweep_us(const wm_model *m, int p, double tokens, double q_per_row);
+/* 1 when the model's sweep has a site that runs in phase p. */
+int    wm_sweep_covers(const wm_model *m, int p);
 /* GPU time of one forward of phase p (sum over groups); uses the fallback phase when p is
  * absent (decode->verify, sample->accept). */
 double wm_phase_gpu_us(const wm_model *m, int p, double tokens, double kv_tokens);

@@ -394,7 +394,6 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
         if (accept_alpha_for_len(c->accept_len, p->steps, p->topk, p->draft_tokens, &a, err,
                                  errlen))
             return simcfg_wrap(s, "accept-len", err, errlen);
-        memset(&p->acc, 0, sizeof p->acc);
         char spec[64];
         snprintf(spec, sizeof spec, "alpha:%.17g", a);
         if (accept_parse(&p->acc, spec, err, errlen))

@@ -71,6 +71,8 @@ static void gsweep_sum_interpolates_by_phase_and_rows(void)
     /* extend: the LM head over rows = tokens / q: 32 tokens at 4 per row = 8 rows */
     CHECK_NEAR(wm_sweep_us(&m, WM_EXTEND, 32, 4), 200, 1e-9, 0);
     CHECK_NEAR(wm_sweep_us(&m, WM_ACCEPT, 8, 1), 0, 0, 0);
+    CHECK(wm_sweep_covers(&m, WM_VERIFY) && wm_sweep_covers(&m, WM_EXTEND) &&
+          !wm_sweep_covers(&m, WM_ACCEPT) && !wm_sweep_covers(&m, -1), "covers");
     /* a group's term */
     wm_group g;
     memset(&g, 0, sizeof g);
