@@ -40,6 +40,20 @@ static std::vector<sg_shape> sg_shapes(const sb_shape *sh) {
 }
 
 #define SG_ROUTINGS 8   /* random routings averaged per token count */
+#define SG_REPS 3       /* timed replays of a point's graph */
+
+/* One point: the graph replayed once to warm up, then SG_REPS times between two events.
+ * Returns the milliseconds of the timed replays. */
+static float sg_time_graph(cudaGraphExec_t ge, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
+    CK_CUDA(cudaGraphLaunch(ge, s));
+    CK_CUDA(cudaEventRecord(e0, s));
+    for (int r = 0; r < SG_REPS; r++) CK_CUDA(cudaGraphLaunch(ge, s));
+    CK_CUDA(cudaEventRecord(e1, s));
+    CK_CUDA(cudaEventSynchronize(e1));
+    float ms;
+    CK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    return ms;
+}
 
 /* The MoE layer's two grouped expert GEMMs (sbmoe.cu's k_moe_gemm: gate|up, then down),
  * per token count: SG_ROUTINGS random routings (sb_moe_route with counters 1..), each
@@ -70,7 +84,7 @@ static double sg_moe_sweep(sb_model *m, const sb_rank *r, int moe_layers, const 
     CK_CUDA(cudaMalloc(&wd, nd * 2 * copies));
     sb_init_uniform(wgu, ngu * copies, 23, -0.02f, 0.02f, m->stream);
     sb_init_uniform(wd, nd * copies, 24, -0.02f, 0.02f, m->stream);
-    const int calls = std::max(copies, 8), reps = 3;
+    const int calls = std::max(copies, 8);
     double total = 0;
     for (int t : tokens) {
         int P = t * K, max_active = P < E ? P : E;
@@ -102,21 +116,15 @@ static double sg_moe_sweep(sb_model *m, const sb_rank *r, int moe_layers, const 
             sb_moe_route(&w, logits, t, counter, 0, m->stream);
             sb_moe_experts(&w, x, wgu, wd, t, m->stream);   /* this routing's inputs */
             for (int k = 0; k < 2; k++) {
-                CK_CUDA(cudaGraphLaunch(ge[k], m->stream));   /* warm */
-                CK_CUDA(cudaEventRecord(e0, m->stream));
-                for (int q = 0; q < reps; q++) CK_CUDA(cudaGraphLaunch(ge[k], m->stream));
-                CK_CUDA(cudaEventRecord(e1, m->stream));
-                CK_CUDA(cudaEventSynchronize(e1));
-                float ms;
-                CK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+                float ms = sg_time_graph(ge[k], m->stream, e0, e1);
                 total += ms;
-                us[k] += ms * 1000.0 / (reps * calls);
+                us[k] += ms * 1000.0 / (SG_REPS * calls);
             }
         }
         for (int k = 0; k < 2; k++) {
             fprintf(f, "%s,%s,verify;decode,%d,tokens,%d,%d,%d,%.3f,%d,%s\n", preset,
                     k == 0 ? "moe_gu" : "moe_down", moe_layers, k == 0 ? 2 * I : H, k == 0 ? H : I,
-                    t, us[k] / SG_ROUTINGS, reps * calls * SG_ROUTINGS, dev);
+                    t, us[k] / SG_ROUTINGS, SG_REPS * calls * SG_ROUTINGS, dev);
             CK_CUDA(cudaGraphExecDestroy(ge[k]));
             CK_CUDA(cudaGraphDestroy(g[k]));
         }
@@ -163,7 +171,6 @@ int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int>
     cudaEvent_t e0, e1;
     CK_CUDA(cudaEventCreate(&e0));
     CK_CUDA(cudaEventCreate(&e1));
-    const int reps = 3;
     size_t l2 = prop.l2CacheSize > 0 ? (size_t)prop.l2CacheSize : (64u << 20);
     for (size_t si = 0; si < shapes.size(); si++) {
         const sg_shape &s = shapes[si];
@@ -185,16 +192,10 @@ int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int>
                 sb_gemm(&m, X, W + (size_t)(i % copies) * wn, Y, t, s.n, s.k);
             CK_CUDA(cudaStreamEndCapture(m.stream, &g));
             CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
-            CK_CUDA(cudaGraphLaunch(ge, m.stream));
-            CK_CUDA(cudaEventRecord(e0, m.stream));
-            for (int r = 0; r < reps; r++) CK_CUDA(cudaGraphLaunch(ge, m.stream));
-            CK_CUDA(cudaEventRecord(e1, m.stream));
-            CK_CUDA(cudaEventSynchronize(e1));
-            float ms;
-            CK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+            float ms = sg_time_graph(ge, m.stream, e0, e1);
             sum_ms += ms;
             fprintf(f, "%s,%s,%s,%d,%s,%d,%d,%d,%.3f,%d,%s\n", preset, s.site, s.phases,
-                    s.per_forward, s.m, s.n, s.k, t, ms * 1000.0 / (reps * calls), reps * calls,
+                    s.per_forward, s.m, s.n, s.k, t, ms * 1000.0 / (SG_REPS * calls), SG_REPS * calls,
                     prop.name);
             CK_CUDA(cudaGraphExecDestroy(ge));
             CK_CUDA(cudaGraphDestroy(g));
