@@ -148,7 +148,7 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$C
           (("alpha" in col) ? v[col["alpha"]] : "") OFS v[col["concurrency"]] OFS g OFS \
           (("output_len" in col) ? v[col["output_len"]] : "") OFS (("prompt_len" in col) ? v[col["prompt_len"]] : "")
     if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
-    x = v[col["tok_s"]] + 0; vals[key] = vals[key] " " x; cnt[key]++; tsum[key] += x
+    x = v[col["tok_s"]] + 0; cnt[key]++; tsum[key] += x
     if ("accept_len" in col && v[col["accept_len"]] != "") { asum[key] += v[col["accept_len"]]; acnt[key]++ }
     if (!(key in mn) || x < mn[key]) mn[key] = x; if (!(key in mx) || x > mx[key]) mx[key] = x }
   END { if (bad) exit 2
@@ -168,6 +168,13 @@ JOBS=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 mkdir -p "$WORK/runs"
 i=0
 jobs_n=0
+# launch RUN ARGS...: one specsim run in the background, its command line kept beside it
+launch() {
+  r=$1; shift
+  echo "$SPECSIM $*" > "$WORK/runs/$r.cmd"
+  "$SPECSIM" "$@" > "$WORK/runs/$r.csv" 2> "$WORK/runs/$r.err" &
+  jobs_n=$((jobs_n + 1))
+}
 while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc; do
   i=$((i + 1))
   model="$WORK/$pre.json"
@@ -200,28 +207,15 @@ while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen
     *) set -- "$@" --prompt-len "$plen" ;;
   esac
   # two predictions of a speculative configuration: at its nominal alpha, and at the
-  # acceptance its run realized (chain drafts with a recorded accept_len); a baseline
-  # has one, written to both
-  # (specsim --accept-len: the alpha whose draft yields the run's accept length; a run that
-  # accepted every draft token, or none, has no such alpha and keeps the nominal one)
-  ra=""
+  # acceptance its run realized (specsim --accept-len: the alpha whose draft yields the
+  # run's recorded accept_len; a run that accepted every draft token, or none, has no such
+  # alpha and keeps the nominal one); a baseline has one, written to both
+  if [ "$mode" = spec ] && [ -n "$alpha" ]; then launch "$i" "$@" --alpha "$alpha"
+  else launch "$i" "$@"; fi
   if [ "$mode" = spec ] && [ -n "$acc" ] &&
      awk -v a="$acc" -v s="$steps" 'BEGIN { exit !(a > 1 && a < s + 1) }'; then
-    ra=$acc
+    launch "$i.r" "$@" --accept-len "$acc"
   fi
-  if [ "$mode" = spec ] && [ -n "$alpha" ]; then
-    echo "$SPECSIM $* --alpha $alpha" > "$WORK/runs/$i.cmd"
-    "$SPECSIM" "$@" --alpha "$alpha" > "$WORK/runs/$i.csv" 2> "$WORK/runs/$i.err" &
-  else
-    echo "$SPECSIM $*" > "$WORK/runs/$i.cmd"
-    "$SPECSIM" "$@" > "$WORK/runs/$i.csv" 2> "$WORK/runs/$i.err" &
-  fi
-  if [ -n "$ra" ]; then
-    echo "$SPECSIM $* --accept-len $ra" > "$WORK/runs/$i.r.cmd"
-    "$SPECSIM" "$@" --accept-len "$ra" > "$WORK/runs/$i.r.csv" 2> "$WORK/runs/$i.r.err" &
-    jobs_n=$((jobs_n + 1))
-  fi
-  jobs_n=$((jobs_n + 1))
   [ "$jobs_n" -ge "$JOBS" ] && { wait; jobs_n=0; }
 done < "$WORK/configs.tsv"
 wait
