@@ -209,7 +209,7 @@ int fitcmd_main(int argc, char **argv)
     const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL, *gsweep = NULL;
     int quiet = 0, c, rc = FITCMD_EXIT_BAD;
     char err[2048];
-    fit_opts o = {0, 0, NULL, stderr, NULL};
+    fit_opts o = {.log = stderr};
     static wm_sweep sweep;
     optind = 1;
     opterr = 0;

@@ -439,7 +439,7 @@ static int fit_grid(fit_trace *tr, fit_result *res, double noise, int split_k, c
         gen_trace(&tr[i], label, &c, s);
     }
     free(s);
-    fit_opts o = {GEN_E, GEN_K, "synthetic", NULL};
+    fit_opts o = {.moe_experts = GEN_E, .moe_topk = GEN_K, .name = "synthetic"};
     return fit_run(tr, NCAL, &o, res, err, n);
 }
 
@@ -890,7 +890,7 @@ static void fit_run_refuses_one_token_count(void)
     free(s);
     fit_result res;
     char err[1024];
-    fit_opts o = {0, 0, NULL, NULL};
+    fit_opts o = {0};
     CHECK(fit_run(tr, 2, &o, &res, err, sizeof err) == -1, "one token count fitted");
     CHECK(strstr(err, "only one distinct token count") && strstr(err, "only-bs4-a.json") &&
           strstr(err, "group") && strstr(err, "value 4"), "message: %s", err);
@@ -911,7 +911,7 @@ static void fit_run_refuses_group_absent_from_a_trace(void)
     free(s);
     fit_result res;
     char err[1024];
-    fit_opts o = {0, 0, NULL, NULL};
+    fit_opts o = {0};
     CHECK(fit_run(tr, 2, &o, &res, err, sizeof err) == -1, "absent group fitted");
     CHECK(strstr(err, "plain.json") && strstr(err, "rope_kernel") && strstr(err, "absent") &&
           strstr(err, "with-rope.json"), "message: %s", err);
@@ -932,7 +932,7 @@ static void fit_run_refuses_negative_kernel_duration(void)
     k->end_ns = k->start_ns - 2500;
     fit_result res;
     char err[1024];
-    fit_opts o = {0, 0, NULL, NULL};
+    fit_opts o = {0};
     CHECK(fit_run(tr, 2, &o, &res, err, sizeof err) == -1, "negative duration fitted");
     CHECK(strstr(err, "neg-b.json") && strstr(err, "-2.5") && strstr(err, "negative") &&
           strstr(err, "kernel"), "message: %s", err);
@@ -965,7 +965,7 @@ static void fit_loads_json_traces_also_cut_off(void)
         CHECK(tr[0].nkern > 1000 && tr[0].napi > 0 && tr[0].nrng == 80, "records %zu %zu %zu",
               tr[0].nkern, tr[0].napi, tr[0].nrng);
         fit_result res;
-        fit_opts o = {GEN_E, GEN_K, NULL, NULL};
+        fit_opts o = {.moe_experts = GEN_E, .moe_topk = GEN_K};
         int rc = fit_run(tr, 2, &o, &res, err, sizeof err);
         CHECK(rc == 0, "%s", err);
         if (rc == 0) {
@@ -1018,7 +1018,7 @@ static void sim_of_fit_reproduces_iteration_time(void)
     }
     fit_result res;
     char err[1024];
-    fit_opts o = {GEN_E, GEN_K, "synthetic", NULL};
+    fit_opts o = {.moe_experts = GEN_E, .moe_topk = GEN_K, .name = "synthetic"};
     int rc = fit_run(tr, ncal, &o, &res, err, sizeof err);
     CHECK(rc == 0, "%s", err);
     if (rc == 0) {
