@@ -166,6 +166,7 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
             g->sweep_scale *= x.bw_factor;
             g->per_kv_ktoken_us *= x.bw_factor;
             g->per_kvq_ktoken_us *= x.bw_factor;  /* KV re-read per query tile: bytes */
+            g->per_kvq2_ktoken_us *= x.bw_factor;
             /* a wave holds as many blocks as the SMs take (same blocks per SM assumed) and
              * its blocks move bytes: more SMs, more work per wave, at the target's bandwidth */
             g->wave_capacity *= x.sm_factor;
@@ -197,8 +198,7 @@ static void carry_terms(const wm_model *m, const wm_group *before, const wm_grou
     double e = wm_experts_touched(m, tokens);
     double base = g->base_us, slope = g->per_token_us * (over > 0 ? over : 0) +
                                       g->per_token_all_us * tokens;
-    double rest = g->per_expert_us * e + g->per_kv_ktoken_us * kv / 1000.0 +
-                  g->per_kvq_ktoken_us * kv / 1000.0 * wm_q_tiles(g, 1) +
+    double rest = g->per_expert_us * e + wm_kv_per_ktoken(g, 1) * kv / 1000.0 +
                   g->per_wave_us * wm_waves(m, g, tokens) +
                   (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, 1) : 0);
     if (carry_latency_bound(before))

@@ -314,7 +314,14 @@ double fit_experts(int experts, int topk, double tokens)
     return e * (1.0 - pow(1.0 - k / e, tokens));   /* as wm_experts_touched */
 }
 
-enum { COL_BASE, COL_TOK, COL_EXP, COL_KV, COL_KVQ, COL_TOK0, COL_WAVE, NCOL };
+enum { COL_BASE, COL_TOK, COL_EXP, COL_KV, COL_KVQ, COL_TOK0, COL_WAVE, COL_KVQ2, NCOL };
+
+/* What the columns need besides a point: the MoE experts (E, top-k) and the tile count past
+ * which the KV x tiles slope changes (COL_KVQ2; 0: no such column). */
+typedef struct {
+    int    E, k;
+    double tknee;
+} fg_par;
 
 /* Query tokens per row of a point (attention tiles once q_tile is applied); unknown: 1. */
 static double fg_q(const fit_point *p) { return p->q_per_row > 0 ? p->q_per_row : 1.0; }
@@ -339,14 +346,16 @@ static int fg_cmp_idx(const void *a, const void *b, void *ctx)
     return (*(const size_t *)a > *(const size_t *)b) - (*(const size_t *)a < *(const size_t *)b);
 }
 
-static double fg_col(int col, const fit_point *p, double knee, int E, int k)
+static double fg_col(int col, const fit_point *p, double knee, const fg_par *fp)
 {
     switch (col) {
     case COL_BASE: return 1.0;
     case COL_TOK:  return p->tokens > knee ? p->tokens - knee : 0.0;
-    case COL_EXP:  return fit_experts(E, k, p->tokens);
+    case COL_EXP:  return fit_experts(fp->E, fp->k, p->tokens);
     case COL_KV:   return p->kv_tokens / 1000.0;
     case COL_KVQ:  return p->kv_tokens / 1000.0 * fg_q(p);
+    case COL_KVQ2: return fp->tknee > 0 && fg_q(p) > fp->tknee ?
+                          p->kv_tokens / 1000.0 * (fg_q(p) - fp->tknee) : 0.0;
     case COL_WAVE: return p->waves;
     default:       return p->tokens;
     }
@@ -355,7 +364,7 @@ static double fg_col(int col, const fit_point *p, double knee, int E, int k)
 /* Non-negative weighted fit over the available columns: fit, drop the column with the most
  * negative contribution, refit. coef[] gets 0 for dropped columns. Returns chisq or -1. */
 static double fg_nonneg(const fit_point *pts, const size_t *use, const double *w, size_t m,
-                        const int avail[NCOL], double knee, int E, int k, double coef[NCOL])
+                        const int avail[NCOL], double knee, const fg_par *fp, double coef[NCOL])
 {
     int active[NCOL];
     memcpy(active, avail, sizeof active);
@@ -382,7 +391,7 @@ static double fg_nonneg(const fit_point *pts, const size_t *use, const double *w
             for (size_t i = 0; i < m; i++) {
                 const fit_point *pt = &pts[use[i]];
                 for (int j = 0; j < p; j++) {
-                    double v = fg_col(cols[j], pt, knee, E, k);
+                    double v = fg_col(cols[j], pt, knee, fp);
                     gsl_matrix_set(X, i, (size_t)j, v);
                     mean[cols[j]] += w[i] * v;
                 }
@@ -419,13 +428,13 @@ static double fg_nonneg(const fit_point *pts, const size_t *use, const double *w
     }
 }
 
-static double fg_eval(const double coef[NCOL], double knee, int E, int k, double tokens, double kv,
-                      double q, double waves)
+static double fg_eval(const double coef[NCOL], double knee, const fg_par *fp, double tokens,
+                      double kv, double q, double waves)
 {
     fit_point p = {.tokens = tokens, .kv_tokens = kv, .q_per_row = q, .waves = waves};
     double u = 0;
     for (int c = 0; c < NCOL; c++)
-        u += coef[c] * fg_col(c, &p, knee, E, k);
+        u += coef[c] * fg_col(c, &p, knee, fp);
     return u;
 }
 
@@ -437,7 +446,7 @@ static double fg_eval(const double coef[NCOL], double knee, int E, int k, double
 /* Knee search over 0 and the distinct token counts of the points use[0..m) below the
  * largest, non-negative columns; ties go to the larger knee. Returns chisq or -1. */
 static double fg_fit_knee(const fit_point *pts, const size_t *use, const double *w, size_t m,
-                          const int avail[NCOL], int E, int k, double *knee_out,
+                          const int avail[NCOL], const fg_par *fp, double *knee_out,
                           double coef[NCOL])
 {
     double best = -1, cf[NCOL];
@@ -455,7 +464,7 @@ static double fg_fit_knee(const fit_point *pts, const size_t *use, const double 
     *knee_out = 0;
     for (size_t q = 0; q < d; q++) {
         double knee = q == 0 ? 0 : ux[q - 1];
-        double chisq = fg_nonneg(pts, use, w, m, avail, knee, E, k, cf);
+        double chisq = fg_nonneg(pts, use, w, m, avail, knee, fp, cf);
         if (chisq < 0) {
             free(ux);
             return -1;
@@ -479,8 +488,8 @@ static double fg_fit_knee(const fit_point *pts, const size_t *use, const double 
  * with the batch size. Narrows avail[] in place. Needs FIT_CV_MIN_CELLS cells, else keeps
  * avail.
  * Returns 0, or -1 when out of memory. */
-static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_us, int E, int k,
-                             int avail[NCOL])
+static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_us,
+                             const fg_par *fp, int avail[NCOL])
 {
     if (ncell < FIT_CV_MIN_CELLS)
         return 0;
@@ -509,7 +518,8 @@ static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_u
     double best_score = -1;
     int best_mask = (1 << nopt) - 1, best_n = nopt;
     for (int mask = 0; mask < (1 << nopt); mask++) {
-        int av[NCOL] = {1, avail[COL_TOK], avail[COL_EXP], 0, 0, 0, 0}, nc = 0;
+        int av[NCOL] = {[COL_BASE] = 1, [COL_TOK] = avail[COL_TOK], [COL_EXP] = avail[COL_EXP]};
+        int nc = 0;
         for (int b = 0; b < nopt; b++)
             if (mask & (1 << b))
                 av[opt[b]] = 1, nc++;
@@ -520,11 +530,11 @@ static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_u
                 if (j != out)
                     use[m++] = j;
             double knee, coef[NCOL];
-            if (fg_fit_knee(cp, use, w, m, av, E, k, &knee, coef) < 0) {
+            if (fg_fit_knee(cp, use, w, m, av, fp, &knee, coef) < 0) {
                 score = -1;
                 break;
             }
-            double pred = fg_eval(coef, knee, E, k, cp[out].tokens, cp[out].kv_tokens,
+            double pred = fg_eval(coef, knee, fp, cp[out].tokens, cp[out].kv_tokens,
                                   cp[out].q_per_row, cp[out].waves);
             double r = pred - cp[out].us;
             score += w[out] * r * r;
@@ -546,9 +556,11 @@ static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_u
     return 0;
 }
 
-static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
-                      fit_group_stats *st, double *chisq_out, char *err, size_t errlen)
+static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, double tknee,
+                      wm_group *out, fit_group_stats *st, double *chisq_out, char *err,
+                      size_t errlen)
 {
+    const fg_par fp = {c->moe_experts, c->moe_topk, tknee};
     int rc = -1;
     size_t *idx = NULL, *use = NULL, *cstart = NULL;
     double *w = NULL, *ux = NULL, *tmp = NULL;
@@ -692,7 +704,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
         }
     }
     /* available columns */
-    int avail[NCOL] = {1, 1, 0, 0, 0, 1, 0};
+    int avail[NCOL] = {[COL_BASE] = 1, [COL_TOK] = 1, [COL_TOK0] = 1};
     double emin = INFINITY, emax = -INFINITY, kmin = INFINITY, kmax = -INFINITY;
     double wmin = INFINITY, wmax = -INFINITY;
     double qmin = INFINITY, qmax = -INFINITY;
@@ -717,14 +729,17 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
     /* the KV x query-token column only where the query tokens per row vary (else it is the
      * KV column again) */
     avail[COL_KVQ] = avail[COL_KV] && qmax - qmin > 1e-9 * qmax;
+    /* the slope past the tile knee: its own cost for the last tile counts (the caller sets
+     * tknee only with 3 tile counts or more) */
+    avail[COL_KVQ2] = avail[COL_KVQ] && tknee > 0 && qmax > tknee;
     /* which optional columns: the set that predicts left-out cells best (below) */
-    if (fg_choose_columns(cells, ncell, floor_us, c->moe_experts, c->moe_topk, avail) < 0)
+    if (fg_choose_columns(cells, ncell, floor_us, &fp, avail) < 0)
         goto oom;
     /* knee search: 0 and every distinct token count below the largest */
     double best_chisq = -1, best_knee = 0, best[NCOL] = {0}, cf[NCOL];
     for (size_t q = 0; q < nux; q++) {
         double knee = q == 0 ? 0 : ux[q - 1];
-        double chisq = fg_nonneg(pts, use, w, m, avail, knee, c->moe_experts, c->moe_topk, cf);
+        double chisq = fg_nonneg(pts, use, w, m, avail, knee, &fp, cf);
         if (chisq < 0) {
             snprintf(err, errlen, "%s: phase %s: group %s: the least-squares solver failed "
                      "(%zu points)", TRN(idx[0]), ph, gn, m);
@@ -745,6 +760,8 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
     out->per_expert_us = best[COL_EXP];
     out->per_kv_ktoken_us = best[COL_KV];
     out->per_kvq_ktoken_us = best[COL_KVQ];
+    out->per_kvq2_ktoken_us = best[COL_KVQ2];
+    out->q_tile_knee = best[COL_KVQ2] > 0 ? tknee : 0;
     out->per_token_all_us = best[COL_TOK0];
     out->per_wave_us = best[COL_WAVE];
     out->wave_blocks0 = out->per_wave_us > 0 ? c->wave_blocks0 : 0;
@@ -766,7 +783,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
             if (bad[i])
                 continue;
             const fit_point *p = &pts[idx[i]];
-            double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens,
+            double f = fg_eval(best, best_knee, &fp, p->tokens,
                                p->kv_tokens, fg_q(p), p->waves);
             rm += p->us / (f > floor_us ? f : floor_us);
             good++;
@@ -778,7 +795,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
             if (bad[i])
                 continue;
             const fit_point *p = &pts[idx[i]];
-            double f = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, p->tokens,
+            double f = fg_eval(best, best_knee, &fp, p->tokens,
                                p->kv_tokens, fg_q(p), p->waves);
             double r = p->us / (f > floor_us ? f : floor_us) - rm;
             ss += r * r;
@@ -790,7 +807,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, wm
         double s2 = 0, mx = 0;
         for (size_t j = 0; j < ncell; j++) {
             fit_cell *cl = &cells[j];
-            cl->fit_us = fg_eval(best, best_knee, c->moe_experts, c->moe_topk, cl->tokens,
+            cl->fit_us = fg_eval(best, best_knee, &fp, cl->tokens,
                                  cl->kv_tokens, cl->q_per_row, cl->waves);
             double ref = cl->us_mean > floor_us ? cl->us_mean : floor_us;
             double r = fabs(cl->fit_us - cl->us_mean) / ref;
@@ -940,6 +957,67 @@ int fit_wave_geometry(const double *tokens, const double *blocks, const double *
     return 1;
 }
 
+/* The tile counts ceil(q / qt) of the points that read the KV (qt 1: q itself). */
+static double fg_tiles(double q, double qt) { return qt > 1 ? ceil(q / qt - 1e-9) : q; }
+
+static int fg_tiles_match_variants(const fit_point *pts, size_t n, double qt);
+
+/* The tile knee for the points at tiling qt: the second largest of 3 or more distinct tile
+ * counts (the last count gets its own slope, COL_KVQ2), where the kernel variants step with
+ * the tiles (a variant per tile count: its own occupancy); 0 otherwise (a kernel that loops
+ * over its tiles costs the same per tile, and a slope from the last few cells extrapolates
+ * badly). */
+static double fg_tile_knee(const fit_point *pts, size_t n, double qt)
+{
+    if (fg_tiles_match_variants(pts, n, qt) != 1)
+        return 0;
+    double t1 = -1, t2 = -1, t3 = -1;   /* the three largest distinct tile counts */
+    for (size_t i = 0; i < n; i++) {
+        if (!(pts[i].kv_tokens > 0))
+            continue;
+        double t = fg_tiles(fg_q(&pts[i]), qt);
+        if (t == t1 || t == t2 || t == t3)
+            continue;
+        if (t > t1)
+            t3 = t2, t2 = t1, t1 = t;
+        else if (t > t2)
+            t3 = t2, t2 = t;
+        else if (t > t3)
+            t3 = t;
+    }
+    return t3 > 0 ? t2 : 0;
+}
+
+/* Whether tiling qt agrees with the kernel variants: 1 when the points (those reading the
+ * KV, of a known variant) of one tile count ran one variant and each variant one tile
+ * count, 0 when not, -1 where the variants say nothing (fewer than two). */
+static int fg_tiles_match_variants(const fit_point *pts, size_t n, double qt)
+{
+    enum { NV = 32 };
+    double tile_of[NV + 1];
+    int seen[NV + 1] = {0}, nvar = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = pts[i].variant;
+        if (!(pts[i].kv_tokens > 0) || v <= 0 || v > NV)
+            continue;
+        double t = fg_tiles(fg_q(&pts[i]), qt);
+        if (!seen[v]) {
+            seen[v] = 1;
+            tile_of[v] = t;
+            nvar++;
+        } else if (tile_of[v] != t) {
+            return 0;   /* a variant at two tile counts */
+        }
+    }
+    if (nvar < 2)
+        return -1;
+    for (int v = 1; v <= NV; v++)
+        for (int u = v + 1; u <= NV; u++)
+            if (seen[v] && seen[u] && tile_of[v] == tile_of[u])
+                return 0;   /* two variants at one tile count */
+    return 1;
+}
+
 /* Attention tiles: a row's q query tokens (times the GQA heads that share a KV head) fill
  * the rows of tensor-core MMA tiles, so attention compute over the KV grows with
  * ceil(q / q_tile), not with q (specbench's k_attn_split<1> serves q <= 4 and <2> q 5..8 at 4
@@ -947,9 +1025,14 @@ int fit_wave_geometry(const double *tokens, const double *blocks, const double *
  * and GQA groups are powers of two) up to the largest q seen, the KV x tiles column fitted
  * at each; the smallest weighted residual wins, ties (several tilings explain the data
  * alike, as with two distinct q) going to the coarser tiling, as ties of the knee go to
- * the flatter shape. q_tile 1 is the linear KV x q column. Searched only for a group whose
- * fit with q_tile 1 has a KV term (cross-validated): a GEMM, whose KV merely grows with the
- * batch, gets no tile term for a noise-sized gain. */
+ * the flatter shape. q_tile 1 is the linear KV x q column. Where the points ran different
+ * kernel variants (fit_point.variant), only tilings whose tile counts match the variants one
+ * to one compete, if any does: with q 2, 4 and 7 on variants 1, 1, 2 that leaves q_tile 4.
+ * With 3 tile counts or more, the last gets its own slope (COL_KVQ2): a kernel variant with
+ * more tiles holds more shared memory and fewer blocks run at once (specbench's <3> costs 4x
+ * per tile what <2> adds). Searched only for a group whose fit with q_tile 1 has a KV term
+ * (cross-validated): a GEMM, whose KV merely grows with the batch, gets no tile term for a
+ * noise-sized gain. */
 static int fg_fit_tiles(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
                         fit_group_stats *st, char *err, size_t errlen)
 {
@@ -960,31 +1043,40 @@ static int fg_fit_tiles(const fit_point *pts, size_t n, const fit_group_ctx *c, 
         kvmax = fmax(kvmax, pts[i].kv_tokens);
     }
     double chisq;
-    if (fg_fit_one(pts, n, c, out, st, &chisq, err, errlen))
+    if (fg_fit_one(pts, n, c, fg_tile_knee(pts, n, 1), out, st, &chisq, err, errlen))
         return -1;
     if (qmax < 2 || qmax == qmin || kvmax <= 0 ||
-        (out->per_kv_ktoken_us <= 0 && out->per_kvq_ktoken_us <= 0))
+        (out->per_kv_ktoken_us <= 0 && out->per_kvq_ktoken_us <= 0 &&
+         out->per_kvq2_ktoken_us <= 0))
         return 0;   /* the group does not read the KV: no attention tiles */
+    /* the kernel variants narrow the tilings where one of them matches */
+    int by_variant = 0;
+    for (double qt = 1; qt <= qmax && !by_variant; qt *= 2)
+        by_variant = fg_tiles_match_variants(pts, n, qt) == 1;
     fit_point *tp = malloc(n * sizeof *tp);
     if (!tp) {
         snprintf(err, errlen, "phase %s: group %s: out of memory", c->phase ? c->phase : "?",
                  c->group ? c->group : "?");
         return -1;
     }
-    double best_chisq = chisq, best_qt = 1;
+    double best_chisq = by_variant && fg_tiles_match_variants(pts, n, 1) != 1 ? INFINITY : chisq;
+    double best_qt = 1;
     for (double qt = 2; qt <= qmax; qt *= 2) {
+        if (by_variant && fg_tiles_match_variants(pts, n, qt) != 1)
+            continue;
         for (size_t i = 0; i < n; i++) {
             tp[i] = pts[i];
             if (tp[i].q_per_row > 0)
-                tp[i].q_per_row = ceil(tp[i].q_per_row / qt - 1e-9);
+                tp[i].q_per_row = fg_tiles(tp[i].q_per_row, qt);
         }
         wm_group g = *out;
         double cs;
-        if (fg_fit_one(tp, n, c, &g, NULL, &cs, err, errlen)) {
+        if (fg_fit_one(tp, n, c, fg_tile_knee(pts, n, qt), &g, NULL, &cs, err, errlen)) {
             free(tp);
             return -1;
         }
-        if (g.per_kvq_ktoken_us > 0 && cs <= best_chisq * (1 + 1e-6) + 1e-300) {
+        if ((g.per_kvq_ktoken_us > 0 || g.per_kvq2_ktoken_us > 0) &&
+            cs <= best_chisq * (1 + 1e-6) + 1e-300) {
             best_chisq = cs;
             best_qt = qt;
         }
@@ -993,11 +1085,11 @@ static int fg_fit_tiles(const fit_point *pts, size_t n, const fit_group_ctx *c, 
         for (size_t i = 0; i < n; i++) {
             tp[i] = pts[i];
             if (tp[i].q_per_row > 0)
-                tp[i].q_per_row = ceil(tp[i].q_per_row / best_qt - 1e-9);
+                tp[i].q_per_row = fg_tiles(tp[i].q_per_row, best_qt);
         }
         if (st)
             free(st->cell);
-        if (fg_fit_one(tp, n, c, out, st, &chisq, err, errlen)) {
+        if (fg_fit_one(tp, n, c, fg_tile_knee(pts, n, best_qt), out, st, &chisq, err, errlen)) {
             free(tp);
             return -1;
         }
@@ -1487,6 +1579,8 @@ typedef struct {
     double *WB, *WC;           /* [ninst][G+1]: blocks and resident capacity of the group's
                                   kernel (its elements agree; else 0: no wave term) */
     double *WD;                /* [ninst][G+1]: that kernel's us per forward */
+    int    *WV;                /* [ninst][G+1]: the group's kernel variant in the instance
+                                  (fit_point.variant; 0: not known) */
     int     count[WM_GROUPS_MAX];
     int     copy_g, other_g;   /* "(copies)", "(other kernels)" groups, or -1 */
 } fr_phase;
@@ -2128,6 +2222,68 @@ static int fr_elem_group(const fr_phase *P, const fr_inst *in, const fr_elem *el
     return g == P->G ? P->other_g : g;   /* a class merged into "(other kernels)" */
 }
 
+/* Per group, the kernel (by full name) with the most time in the instances q0..q1-1 of the
+ * phase (an element's time: its longest kernel's, whose name it carries); NULL: none. Names
+ * past the FR_NAMES_MAX-th of a group are rare ones, not counted. */
+#define FR_NAMES_MAX 16
+static void fr_top_kernels(const fr_run *R, const fr_phase *P, int q0, int q1,
+                           const char *top[WM_GROUPS_MAX])
+{
+    struct { const char *name; double us; } k[WM_GROUPS_MAX][FR_NAMES_MAX];
+    int nk[WM_GROUPS_MAX] = {0};
+    for (int q = q0; q < q1; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        for (int e = 0; e < in->ne; e++) {
+            const fr_elem *el = &R->el[in->e0 + (size_t)e];
+            int g = fr_elem_group(P, in, el, e);
+            if (g < 0 || g >= WM_GROUPS_MAX || !el->dname)
+                continue;
+            int j = 0;
+            while (j < nk[g] && strcmp(k[g][j].name, el->dname) != 0)
+                j++;
+            if (j == nk[g]) {
+                if (j == FR_NAMES_MAX)
+                    continue;
+                k[g][nk[g]++].name = el->dname;
+                k[g][j].us = 0;
+            }
+            k[g][j].us += el->dmax_us;
+        }
+    }
+    for (int g = 0; g < WM_GROUPS_MAX; g++) {
+        top[g] = NULL;
+        double best = -1;
+        for (int j = 0; j < nk[g]; j++)
+            if (k[g][j].us > best)
+                top[g] = k[g][j].name, best = k[g][j].us;
+    }
+}
+
+/* Per instance and group, the kernel variant it ran: its top kernel (fr_top_kernels),
+ * numbered per group in order of appearance (1, 2, ...). An attention kernel compiled per
+ * tile count (specbench's k_attn_split<1>, <2>, <3>) tells the fit where the tiles step
+ * (fg_fit_tiles). 0: no named kernel, or past FR_NAMES_MAX names. */
+static void fr_variants(const fr_run *R, fr_phase *P)
+{
+    int G1 = P->G + 1;
+    const char *seen[WM_GROUPS_MAX][FR_NAMES_MAX];
+    int nseen[WM_GROUPS_MAX] = {0};
+    for (int q = 0; q < P->ninst; q++) {
+        const char *top[WM_GROUPS_MAX];
+        fr_top_kernels(R, P, q, q + 1, top);
+        for (int g = 0; g < P->G && g < WM_GROUPS_MAX; g++) {
+            if (!top[g])
+                continue;
+            int v = 0;
+            while (v < nseen[g] && strcmp(seen[g][v], top[g]) != 0)
+                v++;
+            if (v == nseen[g] && v < FR_NAMES_MAX)
+                seen[g][nseen[g]++] = top[g];
+            P->WV[(size_t)q * (size_t)G1 + (size_t)g] = v < FR_NAMES_MAX ? v + 1 : 0;
+        }
+    }
+}
+
 static int fr_group_phase(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
@@ -2317,41 +2473,14 @@ static int fr_group_phase(fr_run *R, int p)
     P->WB = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WB);
     P->WC = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WC);
     P->WD = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WD);
-    if (!P->Y || !P->L || !P->WB || !P->WC || !P->WD)
+    P->WV = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WV);
+    if (!P->Y || !P->L || !P->WB || !P->WC || !P->WD || !P->WV)
         return fr_fail(R, "out of memory");
+    fr_variants(R, P);
     /* per group, the kernel whose waves the wave column counts: the one with the most time
      * in the group (by name it holds several: the GEMM class holds every GEMM) */
-    const char *wname[WM_GROUPS_MAX] = {0};
-    {
-        enum { NK = 16 };
-        typedef struct { const char *name; double us; } kn_t;
-        kn_t kn[WM_GROUPS_MAX][NK];
-        int nkn[WM_GROUPS_MAX] = {0};
-        for (int q = 0; q < P->ninst; q++) {
-            const fr_inst *in = &R->in[P->inst[q]];
-            for (int e = 0; e < in->ne; e++) {
-                const fr_elem *el = &R->el[in->e0 + (size_t)e];
-                int g = fr_elem_group(P, in, el, e);
-                if (g < 0 || g >= WM_GROUPS_MAX || !el->dname)
-                    continue;
-                int k = 0;
-                while (k < nkn[g] && strcmp(kn[g][k].name, el->dname) != 0)
-                    k++;
-                if (k == nkn[g]) {
-                    if (k == NK)
-                        continue;   /* rare names: not the dominant one */
-                    kn[g][nkn[g]++] = (kn_t){el->dname, 0};
-                }
-                kn[g][k].us += el->dmax_us;
-            }
-        }
-        for (int g = 0; g < P->G && g < WM_GROUPS_MAX; g++) {
-            double top = -1;
-            for (int k = 0; k < nkn[g]; k++)
-                if (kn[g][k].us > top)
-                    wname[g] = kn[g][k].name, top = kn[g][k].us;
-        }
-    }
+    const char *wname[WM_GROUPS_MAX];
+    fr_top_kernels(R, P, 0, P->ninst, wname);
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         double *y = &P->Y[(size_t)q * (size_t)G1], *l = &P->L[(size_t)q * (size_t)G1];
@@ -2756,7 +2885,8 @@ static int fr_fit_phase(fr_run *R, int p)
             pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv,
                                    .us = P->Y[(size_t)q * (size_t)G1 + (size_t)g],
                                    .trace = in->trace, .q_per_row = fr_qrow(in),
-                                   .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g]};
+                                   .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g],
+                                   .variant = P->WV[(size_t)q * (size_t)G1 + (size_t)g]};
         }
         fit_group_ctx c = {.trace_names = R->tnames, .ntraces = R->nt,
                            .phase = wm_phase_name[p], .group = P->name[g],
@@ -2972,6 +3102,7 @@ static void fr_free(fr_run *R)
         free(R->ph[p].WB);
         free(R->ph[p].WC);
         free(R->ph[p].WD);
+        free(R->ph[p].WV);
     }
     free(R->in);
     free(R->el);

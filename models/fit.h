@@ -60,6 +60,9 @@ typedef struct {
                              forward; 0: not measured */
     double sweep_us;      /* the GEMM sweep's sum for this forward (wm_sweep_us), when the
                              context's sweep is set; else ignored */
+    int    variant;       /* the group's kernel variant in this forward (1, 2, ...: its top
+                             kernel by full name; 0: not known): where variants change with
+                             the query tokens, the attention tiles must step with them */
 } fit_point;
 
 /* What fit_group needs to name things in messages and to build the expert column. */
@@ -108,11 +111,16 @@ typedef struct {
 
 /* Fits  us = base + per_token*max(0, tokens-knee) + per_token_all*tokens
  *            + per_expert*experts(tokens)
- *            + (per_kv_ktoken + per_kvq_ktoken*ceil(q_per_row/q_tile))*kv/1000
+ *            + (per_kv_ktoken + per_kvq_ktoken*tiles
+ *               + per_kvq2_ktoken*max(0, tiles - q_tile_knee))*kv/1000,
+ *   tiles = ceil(q_per_row/q_tile)
  * by weighted least squares (each cell weighs the same, residuals relative to the cell's
- * mean); the knee is searched over the distinct token counts; the KV, KV x tiles and
+ * mean); the knee is searched over the distinct token counts; the KV, KV x tiles, KV x
+ * tiles past the knee (3 tile counts or more; q_tile_knee: the second largest) and
  * all-token columns are chosen by leave-one-cell-out cross-validation (8 cells or more);
- * q_tile over powers of two for a group with a KV term (ties: the coarser); a column whose
+ * q_tile over powers of two for a group with a KV term (ties: the coarser; where the
+ * points' kernel variants differ, only a q_tile whose tile counts and variants match one
+ * to one, if there is one); a column whose
  * coefficient comes out negative is dropped and the rest refitted. sd_frac is the pooled relative
  * spread of repeats around the fit. Points far from their cell's median (capture and warm-up
  * iterations) are left out. Fills out (name and count are the caller's) and, if

@@ -110,20 +110,22 @@ static void fitcmd_report(FILE *f, const fit_result *r)
         for (int c = 0; c < pm->ncolls; c++)
             fprintf(f, "#   collective %s: %d per forward, %.1f bytes per token\n",
                     pm->colls[c].op, pm->colls[c].count, pm->colls[c].bytes_per_token);
-        fprintf(f, "# %-3s %-34s %5s %10s %11s %8s %10s %10s %7s %7s %7s %10s %10s %6s %8s %8s\n", "g",
-                "group", "count", "base", "per_token", "knee", "per_expert", "per_kv_k", "sd",
-                "rms", "max", "token_all", "per_kvq_k", "q_tile", "per_wave", "sweep");
-        fprintf(f, "# %-3s %-34s %5s %10s %11s %8s %10s %10s %7s %7s %7s %10s %10s %6s %8s %8s\n", "-",
-                "-", "-", "us", "us/token", "tokens", "us/expert", "us/ktoken", "frac", "%", "%",
-                "us/token", "us/ktok/q", "q", "us", "x");
+        fprintf(f, "# %-3s %-34s %5s %10s %11s %8s %10s %10s %7s %7s %7s %10s %10s %6s %10s %6s %8s %8s\n",
+                "g", "group", "count", "base", "per_token", "knee", "per_expert", "per_kv_k", "sd",
+                "rms", "max", "token_all", "per_kvq_k", "q_tile", "per_kvq2_k", "t_knee",
+                "per_wave", "sweep");
+        fprintf(f, "# %-3s %-34s %5s %10s %11s %8s %10s %10s %7s %7s %7s %10s %10s %6s %10s %6s %8s %8s\n",
+                "-", "-", "-", "us", "us/token", "tokens", "us/expert", "us/ktoken", "frac", "%", "%",
+                "us/token", "us/ktok/t", "q", "us/ktok/t", "tiles", "us", "x");
         for (int g = 0; g < pm->ngroups; g++) {
             const wm_group *wg = &pm->groups[g];
             const fit_group_stats *st = &pr->grp[g].st;
             fprintf(f, "  %-3d %-34.34s %5d %10.4g %11.4g %8g %10.4g %10.4g %7.4f %7.2f %7.2f "
-                    "%10.4g %10.4g %6g %8.4g %8.4g\n", g, wg->name, wg->count, wg->base_us, wg->per_token_us,
-                    wg->knee_tokens, wg->per_expert_us, wg->per_kv_ktoken_us, wg->sd_frac,
-                    100 * st->rms_rel, 100 * st->max_rel, wg->per_token_all_us,
-                    wg->per_kvq_ktoken_us, wg->q_tile, wg->per_wave_us, wg->sweep_scale);
+                    "%10.4g %10.4g %6g %10.4g %6g %8.4g %8.4g\n", g, wg->name, wg->count, wg->base_us,
+                    wg->per_token_us, wg->knee_tokens, wg->per_expert_us, wg->per_kv_ktoken_us,
+                    wg->sd_frac, 100 * st->rms_rel, 100 * st->max_rel, wg->per_token_all_us,
+                    wg->per_kvq_ktoken_us, wg->q_tile, wg->per_kvq2_ktoken_us, wg->q_tile_knee,
+                    wg->per_wave_us, wg->sweep_scale);
         }
         double mx = 0;
         for (int c = 0; c < pr->ncells; c++) {

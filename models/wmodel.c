@@ -221,7 +221,8 @@ static const char *const wm_group_keys[] = {
     "name", "count", "base_us", "per_token_us", "knee_tokens", "per_expert_us",
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
-    "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", NULL,
+    "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
+    "q_tile_knee", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -239,6 +240,8 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "per_kv_ktoken_us", base, 0, 0, 0, 0, &out->per_kv_ktoken_us) != 0 ||
         wm_num(c, g, "per_kvq_ktoken_us", base, 0, 0, 0, 0, &out->per_kvq_ktoken_us) != 0 ||
         wm_num(c, g, "q_tile", base, 0, 0, 0, 0, &out->q_tile) != 0 ||
+        wm_num(c, g, "per_kvq2_ktoken_us", base, 0, 0, 0, 0, &out->per_kvq2_ktoken_us) != 0 ||
+        wm_num(c, g, "q_tile_knee", base, 0, 0, 0, 0, &out->q_tile_knee) != 0 ||
         wm_num(c, g, "per_token_all_us", base, 0, 0, 0, 0, &out->per_token_all_us) != 0 ||
         wm_num(c, g, "wave_blocks0", base, 0, 0, 0, 0, &out->wave_blocks0) != 0 ||
         wm_num(c, g, "wave_blocks_per_token", base, 0, 0, 0, 0, &out->wave_blocks_per_token) != 0 ||
@@ -635,6 +638,10 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddNumberToObject(o, "per_kvq_ktoken_us", g->per_kvq_ktoken_us);
     if (g->q_tile != 0)
         cJSON_AddNumberToObject(o, "q_tile", g->q_tile);
+    if (g->per_kvq2_ktoken_us != 0) {
+        cJSON_AddNumberToObject(o, "per_kvq2_ktoken_us", g->per_kvq2_ktoken_us);
+        cJSON_AddNumberToObject(o, "q_tile_knee", g->q_tile_knee);
+    }
     if (g->per_token_all_us != 0)
         cJSON_AddNumberToObject(o, "per_token_all_us", g->per_token_all_us);
     if (g->per_wave_us != 0 || g->wave_capacity != 0) {   /* the wave term, when fitted */
@@ -788,6 +795,13 @@ double wm_q_tiles(const wm_group *g, double q_per_row)
     return ceil(q_per_row / g->q_tile - 1e-9);
 }
 
+double wm_kv_per_ktoken(const wm_group *g, double q_per_row)
+{
+    double t = wm_q_tiles(g, q_per_row), over = t - g->q_tile_knee;
+    return g->per_kv_ktoken_us + g->per_kvq_ktoken_us * t +
+           g->per_kvq2_ktoken_us * (over > 0 ? over : 0);
+}
+
 double wm_waves(const wm_model *m, const wm_group *g, double tokens)
 {
     return wm_waves_e(g, tokens, g->wave_blocks_per_expert != 0 ? wm_experts_touched(m, tokens) : 0);
@@ -860,8 +874,7 @@ double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double
     return (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, q_per_row) : 0) +
            g->per_wave_us * wm_waves(m, g, tokens) + g->base_us + g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * tokens +
            g->per_expert_us * wm_experts_touched(m, tokens) +
-           (g->per_kv_ktoken_us + g->per_kvq_ktoken_us * wm_q_tiles(g, q_per_row)) *
-           kv_tokens / 1000.0;
+           wm_kv_per_ktoken(g, q_per_row) * kv_tokens / 1000.0;
 }
 
 double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens)

@@ -26,9 +26,11 @@ extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
  *   base_us + per_token_us * max(0, tokens - knee_tokens) + per_token_all_us * tokens
  *           + per_expert_us * experts_touched(tokens)
  *           + per_kv_ktoken_us * kv_tokens / 1000
- *           + per_kvq_ktoken_us * kv_tokens / 1000 * ceil(q_per_row / q_tile)
+ *           + per_kvq_ktoken_us * kv_tokens / 1000 * tiles
+ *           + per_kvq2_ktoken_us * kv_tokens / 1000 * max(0, tiles - q_tile_knee)
  *           + per_wave_us * wm_waves(g, tokens)
- * (q_per_row: query tokens per batch row, tokens / rows: attention reads a row's KV once
+ * (tiles = ceil(q_per_row / q_tile),
+ * q_per_row: query tokens per batch row, tokens / rows: attention reads a row's KV once
  * and computes over it once per tile of q_tile query tokens, the rows of a tensor-core
  * MMA tile that one row's query tokens x GQA heads fill; q_tile <= 1: per query token)
  * flat while weight-bound (below the knee), then rising; kv_tokens is the KV context summed
@@ -67,6 +69,11 @@ typedef struct {
      * tokens, q_per_row), the model's measured GEMM curves of that phase; 0: no term */
     double sweep_scale;
     int    sweep_phase;           /* whose GEMM sites (enum wm_phase) */
+    /* the tile count past which each attention tile costs more (a kernel variant per tile
+     * count, its occupancy falling with its shared memory): + per_kvq2_ktoken_us *
+     * kv_tokens / 1000 * max(0, tiles - q_tile_knee); 0 in files without them */
+    double per_kvq2_ktoken_us;
+    double q_tile_knee;
 } wm_group;
 
 /* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):
@@ -147,6 +154,9 @@ double wm_waves(const wm_model *m, const wm_group *g, double tokens);
 double wm_waves_e(const wm_group *g, double tokens, double experts_touched);
 /* ceil(q_per_row / q_tile), or q_per_row when q_tile <= 1: the attention tiles of a row. */
 double wm_q_tiles(const wm_group *g, double q_per_row);
+/* The group's cost per 1000 KV tokens at q_per_row query tokens per row: per_kv_ktoken_us
+ * + per_kvq_ktoken_us * tiles + per_kvq2_ktoken_us * max(0, tiles - q_tile_knee). */
+double wm_kv_per_ktoken(const wm_group *g, double q_per_row);
 /* Sum over the sweep's sites that run in phase p of per_forward x us at the site's M
  * (tokens, or tokens / q_per_row for a by-rows site), linear between the sweep's token
  * counts and along the last two beyond them; 0 without a sweep. */

@@ -38,6 +38,8 @@ static void make_model(wm_model *m)
                               .per_token_us = 0.3, .knee_tokens = 16};
     v->groups[0].per_kvq_ktoken_us = 0.25;   /* attention re-read per query tile: memory */
     v->groups[0].q_tile = 4;
+    v->groups[0].per_kvq2_ktoken_us = 0.125; /* a dearer last tile: memory too */
+    v->groups[0].q_tile_knee = 2;
     v->groups[0].per_token_all_us = 0.05;    /* slope below the knee too: compute */
     v->groups[0].wave_capacity = 660;        /* 5 blocks/SM x 132 SMs */
     v->groups[0].per_wave_us = 90;
@@ -76,7 +78,9 @@ static void carry_scales_terms_by_roofline_ratios(void)
     CHECK_NEAR(g->per_kv_ktoken_us, 0.5 * H200_BW / RTX_BW, 1e-12, 1e-12);
     CHECK_NEAR(g->per_kvq_ktoken_us, 0.25 * H200_BW / RTX_BW, 1e-12, 1e-12);
     CHECK_NEAR(g->per_token_all_us, 0.05 * H200_TF / RTX_TF, 1e-12, 1e-12);
+    CHECK_NEAR(g->per_kvq2_ktoken_us, 0.125 * H200_BW / RTX_BW, 1e-12, 1e-12);
     CHECK_NEAR(g->q_tile, 4, 0, 0);
+    CHECK_NEAR(g->q_tile_knee, 2, 0, 0);
     CHECK_NEAR(g->wave_capacity, 660.0 * 188 / 132, 1e-9, 1e-12);        /* SMs: presets */
     CHECK_NEAR(g->per_wave_us, 90 * (188.0 / 132) * H200_BW / RTX_BW, 1e-9, 1e-12);
     CHECK_NEAR(g->sd_frac, 0.01, 0, 0);

@@ -502,6 +502,152 @@ static void fit_group_recovers_attention_tiles(void)
     gsl_rng_free(r);
 }
 
+/* A kernel record in a graph (graph 3, node = corr) on stream 7 of the NVTX range nvtx,
+ * starting at *t_us (us from the header's t0) and lasting us; *t_us moves past it. */
+static void rec_kernel(fit_trace *tr, double *t_us, double us, const char *name,
+                       uint32_t corr, const char *nvtx, const int32_t grid[3], int32_t block,
+                       int32_t regs, int32_t smem)
+{
+    ptrace_kernel x;
+    memset(&x, 0, sizeof x);
+    x.start_ns = tr->hdr.t0_ns + ns(*t_us);
+    x.end_ns = tr->hdr.t0_ns + ns(*t_us + us);
+    *t_us += us + 1;
+    x.name = name;
+    x.corr = corr;
+    x.stream = 7;
+    x.graph_id = 3;
+    x.graph_node_id = corr;
+    x.nvtx = nvtx;
+    x.phase = "";
+    memcpy(x.grid, grid, sizeof x.grid);
+    x.block[0] = block;
+    x.block[1] = x.block[2] = 1;
+    x.regs = regs;
+    x.smem_bytes = smem;
+    CHECK(fit_trace_add_kernel(tr, &x) == 0, "add kernel");
+}
+
+/* A push/pop NVTX range name from r0_us to r1_us (us from the header's t0). */
+static void rec_range(fit_trace *tr, double r0_us, double r1_us, const char *name)
+{
+    ptrace_range rg;
+    memset(&rg, 0, sizeof rg);
+    rg.start_ns = tr->hdr.t0_ns + ns(r0_us);
+    rg.end_ns = tr->hdr.t0_ns + ns(r1_us);
+    rg.name = name;
+    rg.domain = "";
+    rg.thread = 4242;
+    rg.push_pop = 1;
+    CHECK(fit_trace_add_range(tr, &rg) == 0, "add range");
+}
+
+/* Kernel variants decide the tiling where the residual alone would not: q 2, 4 and 7 with
+ * a cost linear in ceil(q / 2) (tiles 1, 2, 4: q_tile 2 fits exactly), but q 2 and 4 ran
+ * one kernel and 7 another, which only q_tile 4 (tiles 1, 1, 2) agrees with. Without the
+ * variants the fit keeps q_tile 2. */
+static void fit_group_tiles_follow_kernel_variants(void)
+{
+    const double qs[] = {2, 4, 7}, rows[] = {4, 8, 16};
+    fit_point p[3 * 3 * 4];
+    size_t n = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < 4; k++) {
+                double q = qs[i], kv = rows[j] * 1000 * (1 + 0.3 * ((i + j) % 3)) + k;
+                double us = 10 + kv / 1000 * (5 + 20 * ceil(q / 2));
+                p[n++] = (fit_point){.tokens = rows[j] * q, .kv_tokens = kv, .us = us,
+                                     .q_per_row = q, .variant = q < 5 ? 1 : 2};
+            }
+    const char *names[] = {"a.json"};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "attn"};
+    wm_group g;
+    char err[512];
+    memset(&g, 0, sizeof g);
+    int rc = fit_group(p, n, &c, &g, NULL, err, sizeof err);
+    CHECK(rc == 0, "fit_group failed: %s", err);
+    CHECK(g.q_tile == 4, "with variants: q_tile %g, want 4", g.q_tile);
+    for (size_t i = 0; i < n; i++)
+        p[i].variant = 0;
+    memset(&g, 0, sizeof g);
+    rc = fit_group(p, n, &c, &g, NULL, err, sizeof err);
+    CHECK(rc == 0, "fit_group failed: %s", err);
+    CHECK(g.q_tile == 2, "without variants: q_tile %g, want 2", g.q_tile);
+}
+
+/* A trace whose attention kernel is compiled per tile count (void k_attn<T>(int), T =
+ * ceil(q / 4)), each costing more per tile than the one before (as specbench's
+ * k_attn_split<3>, whose shared memory halves its blocks per SM): 10, 16 and 40 us per 1000
+ * KV tokens at 1, 2 and 3 tiles. Calibrated at q 3, 6 and 9 (one q per variant, where
+ * q_tile 2 would also tell them apart), the fit takes q_tile 4 from the variants, gives the
+ * last tile count its own slope, and prices q 2 (tile 1) and 7 (tile 2), never captured,
+ * and 12 (tile 3). With every kernel named alike (no variants) it keeps one slope. */
+static void fit_run_prices_attention_tiles_per_kernel_variant(void)
+{
+    const double per_tile_kv[4] = {0, 10, 16, 40};
+    for (int named = 1; named >= 0; named--) {
+        fit_trace tr;
+        CHECK(fit_trace_init(&tr, "synthetic-attn.json") == 0, "init");
+        gen_header(&tr.hdr);
+        tr.has_header = 1;
+        gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+        gsl_rng_set(r, 5);
+        const double qs[] = {3, 6, 9}, rows[] = {2, 4, 8, 16, 32};
+        char rname[15][96];
+        double t = 1000;
+        uint32_t corr = 1;
+        for (int i = 0; i < 15; i++) {
+            double q = qs[i / 5], rw = rows[i % 5], kv = rw * (800 + 300 * (i % 3));
+            int tiles = (int)ceil(q / 4);
+            snprintf(rname[i], sizeof rname[i], "verify tokens=%g rows=%g ctx=%g graph=1",
+                     rw * q, rw, kv);
+            char kname[48];
+            snprintf(kname, sizeof kname, named ? "void k_attn<%d>(int)" : "void k_attn(int)",
+                     tiles);
+            const char *kn[2] = {"void k_lin(int)", kname};
+            double us[2] = {20 + 0.1 * rw * q, 5 + kv / 1000 * per_tile_kv[tiles]};
+            for (int it = 0; it < 10; it++) {
+                double r0 = t;
+                t += 5;
+                const int32_t grid[3] = {1, 1, 1};
+                for (int k = 0; k < 2; k++)
+                    rec_kernel(&tr, &t, us[k] * (1 + 0.003 * gsl_ran_gaussian(r, 1)), kn[k],
+                               corr++, rname[i], grid, 128, 0, 0);
+                rec_range(&tr, r0, t + 2, rname[i]);
+                t += 20;
+            }
+        }
+        gsl_rng_free(r);
+        static fit_result res;
+        fit_opts o = {.name = "attn"};
+        char err[1024];
+        int rc = fit_run(&tr, 1, &o, &res, err, sizeof err);
+        CHECK(rc == 0, "fit_run: %s", err);
+        if (rc == 0) {
+            const wm_model *m = &res.model;
+            const wm_group *a = NULL;
+            for (int g = 0; g < m->phase[WM_VERIFY].ngroups; g++)
+                if (strstr(m->phase[WM_VERIFY].groups[g].name, "k_attn"))
+                    a = &m->phase[WM_VERIFY].groups[g];
+            CHECK(a != NULL, "attention group missing");
+            if (a && named) {
+                CHECK(a->q_tile == 4 && a->q_tile_knee == 2, "q_tile %g, knee %g; want 4, 2",
+                      a->q_tile, a->q_tile_knee);
+                const double q[] = {2, 3, 7, 9, 12};
+                for (int i = 0; i < 5; i++) {
+                    double kv = 16 * 1000, want = 5 + kv / 1000 * per_tile_kv[(int)ceil(q[i] / 4)];
+                    CHECK_NEAR(wm_group_us_q(m, a, 16 * q[i], kv, q[i]), want, 0, 0.03);
+                }
+            }
+            if (a && !named)
+                CHECK(a->per_kvq2_ktoken_us == 0, "no variants, yet a second tile slope %g",
+                      a->per_kvq2_ktoken_us);
+            fit_result_free(&res);
+        }
+        fit_trace_free(&tr);
+    }
+}
+
 /* fit_group alone: known base, knee, slope, experts and KV terms under 1% noise. */
 static void fit_group_recovers_known_coefficients(void)
 {
@@ -776,7 +922,6 @@ static void fit_run_recovers_wave_step_from_grid_sizes(void)
     CHECK(fit_trace_init(&tr, "synthetic-waves.json") == 0, "init");
     gen_header(&tr.hdr);
     tr.has_header = 1;
-    const int64_t t0 = tr.hdr.t0_ns;
     gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
     gsl_rng_set(r, 9);
     const double tok[] = {1, 3, 4, 6, 8, 12, 16, 24, 32};
@@ -792,37 +937,13 @@ static void fit_run_recovers_wave_step_from_grid_sizes(void)
             double waves = ceil(256 * tok[i] / 660 - 1e-9);
             double us[3] = {3 + 0.05 * tok[i], 80 * waves, 4};
             for (int k = 0; k < 3; k++) {
-                ptrace_kernel x;
-                memset(&x, 0, sizeof x);
-                double d = us[k] * (1 + 0.005 * gsl_ran_gaussian(r, 1));
-                x.start_ns = t0 + ns(t);
-                x.end_ns = t0 + ns(t + d);
-                t += d + 1;
-                x.name = kn[k];
-                x.corr = corr++;
-                x.stream = 7;
-                x.graph_id = 3;
-                x.graph_node_id = x.corr;
-                x.nvtx = rname[i];
-                x.phase = "";
-                x.grid[0] = k == 1 ? 32 : k == 0 ? (int32_t)tok[i] : 1;
-                x.grid[1] = k == 1 ? 8 * (int32_t)tok[i] : 1;
-                x.grid[2] = 1;
-                x.block[0] = k == 1 ? 128 : 256;
-                x.block[1] = x.block[2] = 1;
-                x.regs = k == 1 ? 96 : 16;
-                x.smem_bytes = k == 1 ? 16384 : 0;
-                CHECK(fit_trace_add_kernel(&tr, &x) == 0, "add kernel");
+                const int32_t grid[3] = {k == 1 ? 32 : k == 0 ? (int32_t)tok[i] : 1,
+                                         k == 1 ? 8 * (int32_t)tok[i] : 1, 1};
+                rec_kernel(&tr, &t, us[k] * (1 + 0.005 * gsl_ran_gaussian(r, 1)), kn[k], corr++,
+                           rname[i], grid, k == 1 ? 128 : 256, k == 1 ? 96 : 16,
+                           k == 1 ? 16384 : 0);
             }
-            ptrace_range rg;
-            memset(&rg, 0, sizeof rg);
-            rg.start_ns = t0 + ns(r0);
-            rg.end_ns = t0 + ns(t + 2);
-            rg.name = rname[i];
-            rg.domain = "";
-            rg.thread = 4242;
-            rg.push_pop = 1;
-            CHECK(fit_trace_add_range(&tr, &rg) == 0, "add range");
+            rec_range(&tr, r0, t + 2, rname[i]);
             t += 20;
         }
     }
@@ -1211,6 +1332,8 @@ int main(int argc, char **argv)
         return fitcmd_main(argc - 1, argv + 1);
     RUN(fit_group_recovers_known_coefficients);
     RUN(fit_group_recovers_attention_tiles);
+    RUN(fit_group_tiles_follow_kernel_variants);
+    RUN(fit_run_prices_attention_tiles_per_kernel_variant);
     RUN(fit_group_keeps_coefficients_nonnegative);
     RUN(fit_group_refuses_bad_values_with_names);
     RUN(fit_run_recovers_groups_from_kernel_records);

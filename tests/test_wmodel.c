@@ -55,6 +55,8 @@ static void check_same_model(const wm_model *a, const wm_model *b)
                   g->knee_tokens == h->knee_tokens && g->per_expert_us == h->per_expert_us &&
                   g->per_kv_ktoken_us == h->per_kv_ktoken_us && g->sd_frac == h->sd_frac &&
                   g->per_kvq_ktoken_us == h->per_kvq_ktoken_us && g->q_tile == h->q_tile &&
+                  g->per_kvq2_ktoken_us == h->per_kvq2_ktoken_us &&
+                  g->q_tile_knee == h->q_tile_knee &&
                   g->per_token_all_us == h->per_token_all_us &&
                   g->wave_blocks0 == h->wave_blocks0 &&
                   g->wave_blocks_per_token == h->wave_blocks_per_token &&
@@ -101,6 +103,8 @@ static void wmodel_save_round_trips(void)
         }
         ph->groups[1].per_kvq_ktoken_us = 2.0 / 3.0;   /* the optional keys of a group */
         ph->groups[1].q_tile = 4;
+        ph->groups[1].per_kvq2_ktoken_us = 1.0 / 3.0;
+        ph->groups[1].q_tile_knee = 2;
         ph->groups[1].per_token_all_us = 0.125;
         ph->groups[1].wave_blocks0 = 1.0 / 7.0;   /* the wave term's keys */
         ph->groups[1].wave_blocks_per_token = 256;
@@ -226,6 +230,15 @@ static void wmodel_tile_and_token_terms_follow_formula(void)
         CHECK_NEAR(wm_group_us_q(&m, &g, 8.0 * q, 3000, q), want, 0, 1e-12);
         CHECK_NEAR(wm_q_tiles(&g, q), tiles, 0, 0);
     }
+    /* past the tile knee each tile costs per_kvq + per_kvq2 */
+    g.per_kvq2_ktoken_us = 100.0;
+    g.q_tile_knee = 2;
+    for (int q = 1; q <= 16; q++) {
+        double tiles = ceil(q / 4.0), extra = tiles > 2 ? 100.0 * (tiles - 2) : 0;
+        double want = 10 + 0.5 * 8 * q + (20.0 + 60.0 * tiles + extra) * 3000 / 1000;
+        CHECK_NEAR(wm_group_us_q(&m, &g, 8.0 * q, 3000, q), want, 0, 1e-12);
+    }
+    g.per_kvq2_ktoken_us = g.q_tile_knee = 0;
     g.q_tile = 0;   /* per query token */
     CHECK_NEAR(wm_group_us_q(&m, &g, 30, 1000, 3), 10 + 0.5 * 30 + 20 + 60 * 3, 0, 1e-12);
     CHECK_NEAR(wm_group_us(&m, &g, 30, 1000), 10 + 0.5 * 30 + 20 + 60, 0, 1e-12);
@@ -240,7 +253,8 @@ static void wmodel_tile_and_token_terms_follow_formula(void)
     const wm_group *v = &m.phase[WM_VERIFY].groups[0], *a = &m.phase[WM_ACCEPT].groups[0];
     CHECK(v->per_kvq_ktoken_us == 2 && v->q_tile == 4 && v->per_token_all_us == 0.5,
           "keys read %g %g %g", v->per_kvq_ktoken_us, v->q_tile, v->per_token_all_us);
-    CHECK(a->per_kvq_ktoken_us == 0 && a->q_tile == 0 && a->per_token_all_us == 0, "defaults");
+    CHECK(a->per_kvq_ktoken_us == 0 && a->q_tile == 0 && a->per_token_all_us == 0 &&
+          a->per_kvq2_ktoken_us == 0 && a->q_tile_knee == 0, "defaults");
     CHECK_NEAR(wm_group_us_q(&m, v, 12, 2000, 6), 5 + 0.5 * 12 + 2 * 2 * 2, 0, 1e-12);
     const char *neg = "{\"specsim_model\": 1, \"name\": \"t\", \"phases\": {\"verify\": "
                       "{\"groups\": [{\"name\": \"g\", \"count\": 1, \"base_us\": 5, "
