@@ -42,9 +42,12 @@ static std::vector<sg_shape> sg_shapes(const sb_shape *sh) {
 #define SG_ROUTINGS 8   /* random routings averaged per token count */
 #define SG_REPS 3       /* timed replays of a point's graph */
 
-/* One point: the graph replayed once to warm up, then SG_REPS times between two events.
+/* One point: the graph replayed once to warm up, then SG_REPS times between two events;
+ * then the GPU idles rest x the point's time (a sweep of large GEMMs back to back holds the
+ * GPU at its power limit, where a forward, with its memory-bound kernels between, does not).
  * Returns the milliseconds of the timed replays. */
-static float sg_time_graph(cudaGraphExec_t ge, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1) {
+static float sg_time_graph(cudaGraphExec_t ge, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
+                           double rest) {
     CK_CUDA(cudaGraphLaunch(ge, s));
     CK_CUDA(cudaEventRecord(e0, s));
     for (int r = 0; r < SG_REPS; r++) CK_CUDA(cudaGraphLaunch(ge, s));
@@ -52,6 +55,7 @@ static float sg_time_graph(cudaGraphExec_t ge, cudaStream_t s, cudaEvent_t e0, c
     CK_CUDA(cudaEventSynchronize(e1));
     float ms;
     CK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    if (rest > 0) usleep((useconds_t)(rest * (SG_REPS + 1) / SG_REPS * ms * 1000.0));
     return ms;
 }
 
@@ -62,7 +66,7 @@ static float sg_time_graph(cudaGraphExec_t ge, cudaStream_t s, cudaEvent_t e0, c
  * Rows moe_gu and moe_down, per_forward = MoE layers. Returns the GPU ms spent timing. */
 static double sg_moe_sweep(sb_model *m, const sb_rank *r, int moe_layers, const char *preset,
                            const std::vector<int> &tokens, FILE *f, const char *dev, size_t l2,
-                           cudaEvent_t e0, cudaEvent_t e1) {
+                           cudaEvent_t e0, cudaEvent_t e1, double rest) {
     int tmax = *std::max_element(tokens.begin(), tokens.end());
     int E = r->E, K = r->K, H = r->H, I = r->Im;
     sb_moe_ws w;
@@ -116,7 +120,7 @@ static double sg_moe_sweep(sb_model *m, const sb_rank *r, int moe_layers, const 
             sb_moe_route(&w, logits, t, counter, 0, m->stream);
             sb_moe_experts(&w, x, wgu, wd, t, m->stream);   /* this routing's inputs */
             for (int k = 0; k < 2; k++) {
-                float ms = sg_time_graph(ge[k], m->stream, e0, e1);
+                float ms = sg_time_graph(ge[k], m->stream, e0, e1, rest);
                 total += ms;
                 us[k] += ms * 1000.0 / (SG_REPS * calls);
             }
@@ -139,7 +143,7 @@ static double sg_moe_sweep(sb_model *m, const sb_rank *r, int moe_layers, const 
 }
 
 int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int> &tokens,
-                  const char *csv, int quiet) {
+                  const char *csv, double rest, int quiet) {
     std::vector<sg_shape> shapes = sg_shapes(sh);
     int tmax = *std::max_element(tokens.begin(), tokens.end());
     size_t nmax = 0, kmax = 0;
@@ -192,7 +196,7 @@ int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int>
                 sb_gemm(&m, X, W + (size_t)(i % copies) * wn, Y, t, s.n, s.k);
             CK_CUDA(cudaStreamEndCapture(m.stream, &g));
             CK_CUDA(cudaGraphInstantiate(&ge, g, 0));
-            float ms = sg_time_graph(ge, m.stream, e0, e1);
+            float ms = sg_time_graph(ge, m.stream, e0, e1, rest);
             sum_ms += ms;
             fprintf(f, "%s,%s,%s,%d,%s,%d,%d,%d,%.3f,%d,%s\n", preset, s.site, s.phases,
                     s.per_forward, s.m, s.n, s.k, t, ms * 1000.0 / (SG_REPS * calls), SG_REPS * calls,
@@ -211,7 +215,7 @@ int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int>
     sb_rank_of(sh, &r);
     int moe_layers = sh->experts ? sh->layers - std::min(sh->dense_layers, sh->layers) : 0;
     if (r.E && moe_layers > 0) {
-        double g = sg_moe_sweep(&m, &r, moe_layers, preset, tokens, f, prop.name, l2, e0, e1);
+        double g = sg_moe_sweep(&m, &r, moe_layers, preset, tokens, f, prop.name, l2, e0, e1, rest);
         if (!quiet) {
             printf("# gemm sweep %s moe_gu, moe_down (expert GEMMs, %d routings per count): "
                    "%zu token counts, %.0f ms of GPU\n", preset, SG_ROUTINGS, tokens.size(), g);

@@ -16,8 +16,10 @@
  * (together at least 4x the L2 cache: weights stream from memory as in a forward), replayed
  * once to warm up and 3 times timed with CUDA events; us = per GEMM. A MoE preset adds
  * its two grouped expert GEMMs (moe_gu, moe_down: sbmoe.cu's k_moe_gemm), averaged over 8
- * random routings per token count. Exits on CUDA errors
+ * random routings per token count. After each point the GPU idles rest x the point's time
+ * (0: none), so that large GEMMs are not timed at the clocks of a GPU held at its power
+ * limit by the sweep itself (docs/specbench.md). Exits on CUDA errors
  * (sbcheck.h); returns 0, or 1 when csv cannot be written. */
 int sb_gemm_sweep(const sb_shape *sh, const char *preset, const std::vector<int> &tokens,
-                  const char *csv, int quiet);
+                  const char *csv, double rest, int quiet);
 #endif

@@ -54,6 +54,7 @@ static void usage(FILE *f) {
 "  --check                GPU self-checks on the preset's shapes (2 layers) and exit\n"
 "  --gemm-sweep LIST      time every GEMM shape of the preset alone at these token counts\n"
 "                         (N, LO:HI or LO:HI:STEP, comma-separated) into --csv, and exit\n"
+"  --gemm-rest F          the sweep idles F x each point's GPU time after it (default 2)\n"
 "  --quiet                only the tables\n");
 }
 
@@ -215,7 +216,7 @@ int main(int argc, char **argv) {
     std::vector<int> gsweep;   /* --gemm-sweep token counts */
     int prompt_lo = 1024, prompt_hi = 1024, out_lo = 256, out_hi = 256;
     int warmup = 3, iters = 0, min_iters = 5, max_iters = 100000;
-    double seconds = 1.0, budget_s = 0;
+    double seconds = 1.0, budget_s = 0, gemm_rest = 2;
     uint64_t seed = 1;
     std::string cg_spec = "sglang:256";
     const char *json = NULL, *csv = NULL, *sumcsv = NULL, *facts = NULL;
@@ -223,7 +224,7 @@ int main(int argc, char **argv) {
            O_TOPKE, O_MOEI, O_SHI, O_DI, O_DV, O_NOVER,
            O_PRESET = 100, O_GPUS, O_RANK, O_MODE, O_STEPS, O_TOPK, O_ALPHA, O_APOS, O_CONC,
            O_PROMPT, O_OUT, O_CG, O_WARM, O_SEC, O_ITERS, O_MINI, O_MAXI, O_REP, O_SEED, O_JSON,
-           O_CSV, O_SUM, O_FACTS, O_CHECK, O_QUIET, O_HELP, O_BUDGET, O_GSWEEP };
+           O_CSV, O_SUM, O_FACTS, O_CHECK, O_QUIET, O_HELP, O_BUDGET, O_GSWEEP, O_GREST };
     static const struct option opts[] = {
         {"layers", 1, 0, O_LAYERS}, {"dense-layers", 1, 0, O_DENSE}, {"hidden", 1, 0, O_HIDDEN},
         {"heads", 1, 0, O_HEADS}, {"kv-heads", 1, 0, O_KV}, {"head-dim", 1, 0, O_HD},
@@ -239,7 +240,7 @@ int main(int argc, char **argv) {
         {"seed", 1, 0, O_SEED}, {"json", 1, 0, O_JSON}, {"csv", 1, 0, O_CSV},
         {"summary-csv", 1, 0, O_SUM}, {"facts", 1, 0, O_FACTS}, {"check", 0, 0, O_CHECK},
         {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"time-budget", 1, 0, O_BUDGET},
-        {"gemm-sweep", 1, 0, O_GSWEEP}, {0, 0, 0, 0}};
+        {"gemm-sweep", 1, 0, O_GSWEEP}, {"gemm-rest", 1, 0, O_GREST}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *on = NULL;
@@ -303,6 +304,7 @@ int main(int argc, char **argv) {
                 for (int t = lo; t <= hi; t += st) gsweep.push_back(t);
             }
             break;
+        case O_GREST: gemm_rest = parse_dbl(optname, optarg, 0.0, 100.0); break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -388,7 +390,7 @@ int main(int argc, char **argv) {
         std::sort(gsweep.begin(), gsweep.end());
         gsweep.erase(std::unique(gsweep.begin(), gsweep.end()), gsweep.end());
         if (facts) write_facts(facts, 1, &sh);
-        return sb_gemm_sweep(&sh, preset.c_str(), gsweep, csv, quiet);
+        return sb_gemm_sweep(&sh, preset.c_str(), gsweep, csv, gemm_rest, quiet);
     }
     if (check) {
         sb_shape cs = sh;
