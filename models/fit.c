@@ -3316,6 +3316,14 @@ int fit_plot(const fit_result *res, const char *dir, char *err, size_t errlen)
                     wm_phase_name[p], g, wg->name, wg->count, wg->base_us, wg->per_token_us,
                     wg->knee_tokens, wg->per_expert_us, wg->per_kv_ktoken_us, wg->sd_frac,
                     100 * st->rms_rel, 100 * st->max_rel);
+            if (wg->per_kvq_ktoken_us > 0 || wg->per_kvq2_ktoken_us > 0)
+                fprintf(f, "# attention tiles of %g query tokens: + %.6g us per 1000 KV tokens "
+                        "per tile, + %.6g per tile past %g tiles (1, 2, 3 tiles: %.6g, %.6g, "
+                        "%.6g us per 1000 KV tokens in all)\n",
+                        wg->q_tile > 1 ? wg->q_tile : 1, wg->per_kvq_ktoken_us,
+                        wg->per_kvq2_ktoken_us, wg->q_tile_knee,
+                        wm_kv_per_ktoken(wg, 1), wm_kv_per_ktoken(wg, 1 + (wg->q_tile > 1 ? wg->q_tile : 1)),
+                        wm_kv_per_ktoken(wg, 1 + 2 * (wg->q_tile > 1 ? wg->q_tile : 1)));
             fp_cells(f, res, st->cell, st->ncells);
             if (fp_close(f, dir, name, err, errlen))
                 goto fail;
