@@ -2857,6 +2857,12 @@ static int fr_fit_phase(fr_run *R, int p)
     for (int q = 0; q < P->ninst; q++)
         graphed |= R->in[P->inst[q]].graph == 1;
     pm->always_eager = !graphed && R->any_graph_phase;
+    /* the range fitted: a simulation past it extrapolates (wm_beyond_fit) */
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        pm->fitted_tokens_max = fmax(pm->fitted_tokens_max, in->tokens);
+        pm->fitted_q_max = fmax(pm->fitted_q_max, fr_qrow(in));   /* 0: rows= unknown */
+    }
     pr->present = 1;
     pr->by = P->by;
     pr->ninst = P->ninst;

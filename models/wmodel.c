@@ -289,7 +289,8 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 }
 
 static const char *const wm_phase_keys[] = {
-    "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives", NULL,
+    "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
+    "fitted_tokens_max", "fitted_q_max", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -299,7 +300,9 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         return wm_fail(c, base, j, "must be an object {\"groups\": [...], ...}");
     if (wm_check_keys(c, j, base, wm_phase_keys) != 0 ||
         wm_num(c, j, "host_gap_us", base, 0, 0, 0, 0, &ph->host_gap_us) != 0 ||
-        wm_num(c, j, "host_gap_sd_us", base, 0, 0, 0, 0, &ph->host_gap_sd_us) != 0)
+        wm_num(c, j, "host_gap_sd_us", base, 0, 0, 0, 0, &ph->host_gap_sd_us) != 0 ||
+        wm_num(c, j, "fitted_tokens_max", base, 0, 0, 0, 0, &ph->fitted_tokens_max) != 0 ||
+        wm_num(c, j, "fitted_q_max", base, 0, 0, 0, 0, &ph->fitted_q_max) != 0)
         return -1;
     const cJSON *ae = cJSON_GetObjectItemCaseSensitive(j, "always_eager");
     if (ae != NULL && !cJSON_IsBool(ae)) {
@@ -708,6 +711,10 @@ static cJSON *wm_to_json(const wm_model *m)
         cJSON_AddNumberToObject(po, "host_gap_sd_us", ph->host_gap_sd_us);
         if (ph->always_eager)
             cJSON_AddBoolToObject(po, "always_eager", 1);
+        if (ph->fitted_tokens_max > 0)
+            cJSON_AddNumberToObject(po, "fitted_tokens_max", ph->fitted_tokens_max);
+        if (ph->fitted_q_max > 0)
+            cJSON_AddNumberToObject(po, "fitted_q_max", ph->fitted_q_max);
         cJSON *ga = cJSON_AddArrayToObject(po, "groups");
         for (int i = 0; i < ph->ngroups; i++)
             cJSON_AddItemToArray(ga, wm_group_json(&ph->groups[i]));
@@ -793,6 +800,25 @@ double wm_q_tiles(const wm_group *g, double q_per_row)
     if (g->q_tile <= 1)
         return q_per_row;
     return ceil(q_per_row / g->q_tile - 1e-9);
+}
+
+int wm_beyond_fit(const wm_model *m, int p, double tokens, double q, char *buf, size_t n)
+{
+    const wm_phase_model *pm = wm_phase_get(m, p);
+    if (!pm)
+        return 0;
+    int beyond_q = pm->fitted_q_max > 0 && q > pm->fitted_q_max + 1e-9;
+    int beyond_t = pm->fitted_tokens_max > 0 && tokens > pm->fitted_tokens_max + 1e-9;
+    if (!beyond_q && !beyond_t)
+        return 0;
+    if (beyond_q && beyond_t)
+        snprintf(buf, n, "%g query tokens per row and %g tokens a forward, fitted up to %g and "
+                 "%g", q, tokens, pm->fitted_q_max, pm->fitted_tokens_max);
+    else if (beyond_q)
+        snprintf(buf, n, "%g query tokens per row, fitted up to %g", q, pm->fitted_q_max);
+    else
+        snprintf(buf, n, "%g tokens a forward, fitted up to %g", tokens, pm->fitted_tokens_max);
+    return 1;
 }
 
 double wm_kv_per_ktoken(const wm_group *g, double q_per_row)

@@ -115,6 +115,11 @@ typedef struct {
                                 kernel at every batch size, unpadded */
     double   host_gap_us;    /* host time between the previous phase and this launch */
     double   host_gap_sd_us;
+    /* what the phase was fitted from: the largest token count of a forward and the most
+     * query tokens per row (0: not known, a hand-written model); beyond them the costs are
+     * extrapolated (wm_beyond_fit) */
+    double   fitted_tokens_max;
+    double   fitted_q_max;
 } wm_phase_model;
 
 typedef struct {
@@ -152,6 +157,10 @@ double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double
  * wave_capacity <= 0. wm_waves_e takes the experts touched as an argument. */
 double wm_waves(const wm_model *m, const wm_group *g, double tokens);
 double wm_waves_e(const wm_group *g, double tokens, double experts_touched);
+/* Whether phase p at `tokens` tokens of a forward and q query tokens per row lies beyond
+ * what its model was fitted from (fitted_tokens_max, fitted_q_max); if so, 1 and a sentence
+ * saying which in buf ("9 query tokens per row, fitted up to 6"); 0 when within or unknown. */
+int wm_beyond_fit(const wm_model *m, int p, double tokens, double q, char *buf, size_t n);
 /* ceil(q_per_row / q_tile), or q_per_row when q_tile <= 1: the attention tiles of a row. */
 double wm_q_tiles(const wm_group *g, double q_per_row);
 /* The group's cost per 1000 KV tokens at q_per_row query tokens per row: per_kv_ktoken_us

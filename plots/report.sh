@@ -186,9 +186,22 @@ SRC=$(printf 'model: %s | trace: %s | %s, %s iterations per point' "$MODEL_REL" 
 log "model $MODEL_REL ($MODEL_ORIGIN)"
 
 # ---- helpers ------------------------------------------------------------------------------------
-sweep() {                  # sweep NAME MODEL KNOBS... -> $D/NAME.csv (progress on stderr)
+sweep() {                  # sweep NAME MODEL KNOBS... -> $D/NAME.csv; its warnings -> notes
     _n=$1; _m=$2; shift 2
-    if "$SPECSIM" sweep --model "$_m" --iterations "$ITER" "$@" --out "$D/$_n.csv"; then return 0; fi
+    if "$SPECSIM" sweep --model "$_m" --iterations "$ITER" "$@" --out "$D/$_n.csv" 2> "$D/$_n.err"; then
+        # phases priced past the traces the model was fitted from: one line on the page
+        _w=$(awk '/^specsim sweep: warning: .*extrapolated/ {
+                sub(/^specsim sweep: warning: model [^:]*: phase /, ""); ph = $1; sub(/:$/, "", ph)
+                s = $0; sub(/^[^:]*: in /, "", s); sub(/: its cost there is extrapolated.*/, "", s)
+                n = s; sub(/ runs, up to .*/, "", n); what = s; sub(/^.* runs, up to /, "", what)
+                phases = phases (phases == "" ? "" : ", ") ph
+                if (ex == "" || ph == "verify") ex = ph ": up to " what }
+            END { if (phases != "") printf "%s runs price phases past its traces (%s; e.g. %s)", n, phases, ex }' "$D/$_n.err")
+        [ -n "$_w" ] && echo "data/$_n.csv: $_w" >> "$D/beyond_fit.txt"
+        cat "$D/$_n.err" >&2
+        return 0
+    fi
+    cat "$D/$_n.err" >&2
     log "specsim sweep failed for $_n: specsim sweep --model $(rel "$_m") $*"
     return 1
 }
@@ -614,6 +627,10 @@ else
     log "could not derive the TP=8 what-if model"
     FAILED="$FAILED 5 6 8"
     fig7 || FAILED="$FAILED 7"
+fi
+
+if [ -s "$D/beyond_fit.txt" ]; then
+    note "$(wc -l < "$D/beyond_fit.txt" | tr -d ' ') of the figures' sweeps price phases past what the model was fitted from (more query tokens per row or tokens a forward than its traces hold): their costs there are extrapolated (docs/fit.md, \"Beyond the traces\"); which runs, phases and values: \`data/beyond_fit.txt\`."
 fi
 
 # ---- the page ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include "arfit.h"
 #include "fit.h"
 
+#include <math.h>
 #include <getopt.h>
 #include <glob.h>
 #include <stdio.h>
@@ -252,6 +253,14 @@ static int cmd_run(simcfg_set_t *s)
         }
     }
     double t2 = now_s();
+    {   /* a phase priced past the traces the model was fitted from: say so */
+        sim_result far = rs;
+        for (int p = 0; s->cfg.baseline && p < WM_NPHASE; p++) {
+            far.phase_tokens_max[p] = fmax(far.phase_tokens_max[p], rb.phase_tokens_max[p]);
+            far.phase_q_max[p] = fmax(far.phase_q_max[p], rb.phase_q_max[p]);
+        }
+        sim_warn_beyond_fit(stderr, "run", ps.model, &far, sim_beyond_fit(ps.model, &far), "");
+    }
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;

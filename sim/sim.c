@@ -108,6 +108,7 @@ typedef struct {
     double    phase_us[WM_NPHASE], comm_us, wait_us, idle_extra_us, busy_us;
     double    host_us, launch_us;
     long      phases_run, phases_eager;
+    double    tok_max[WM_NPHASE], q_max[WM_NPHASE];   /* priced at (sim_result) */
     int       oom, win_open;
     long      span_lo, span_hi;    /* iterations whose spans go to hooks->on_span */
 } sim_state;
@@ -233,6 +234,8 @@ static void sim_make_plan(sim_state *S, long it)
         ph->eager = ph_eager;
         ph->tokens = (double)ph_key * ph->rows_per_req;
         ph->kv_tokens = kv;
+        S->tok_max[ph->wm] = fmax(S->tok_max[ph->wm], ph->tokens);
+        S->q_max[ph->wm] = fmax(S->q_max[ph->wm], ph->rows_per_req);
         double sdw;
         if (c->linear) {
             ph->gpu_us = c->a_us + c->b_us_per_kv * kv;
@@ -659,6 +662,31 @@ static void sim_results(sim_state *S, sim_result *res)
     res->host_us = S->host_us / n;
     res->launch_us = S->launch_us / n;
     res->eager_frac = S->phases_run ? (double)S->phases_eager / (double)S->phases_run : 0;
+    memcpy(res->phase_tokens_max, S->tok_max, sizeof res->phase_tokens_max);
+    memcpy(res->phase_q_max, S->q_max, sizeof res->phase_q_max);
+}
+
+unsigned sim_beyond_fit(const wm_model *m, const sim_result *r)
+{
+    unsigned mask = 0;
+    char buf[160];
+    for (int p = 0; p < WM_NPHASE; p++)
+        if (r->phase_tokens_max[p] > 0 &&
+            wm_beyond_fit(m, p, r->phase_tokens_max[p], r->phase_q_max[p], buf, sizeof buf))
+            mask |= 1u << p;
+    return mask;
+}
+
+void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim_result *r,
+                         unsigned mask, const char *note)
+{
+    char buf[160];
+    for (int p = 0; p < WM_NPHASE; p++)
+        if ((mask >> p & 1) &&
+            wm_beyond_fit(m, p, r->phase_tokens_max[p], r->phase_q_max[p], buf, sizeof buf))
+            fprintf(f, "specsim %s: warning: model %s: phase %s: %s%s: its cost there is "
+                    "extrapolated (docs/fit.md, \"Beyond the traces\")\n", what, m->name,
+                    wm_phase_name[p], note, buf);
 }
 
 int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *err, size_t errlen)

@@ -6,6 +6,7 @@
 #ifndef SIM_H
 #define SIM_H
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include "wmodel.h"
 #include "accept.h"
@@ -89,8 +90,20 @@ typedef struct {
     double   host_us;                 /* host busy: gaps + launches (overlaps the GPU) */
     double   launch_us;               /* of which launches */
     double   eager_frac;              /* fraction of phases run eagerly */
+    /* per phase, the most tokens of a forward and query tokens per row it was priced at
+     * (warmup included; 0: the phase never ran): wm_beyond_fit says whether the model was
+     * fitted that far */
+    double   phase_tokens_max[WM_NPHASE], phase_q_max[WM_NPHASE];
 } sim_result;
 
+/* The phases run r priced beyond what model m was fitted from (wm_beyond_fit), as bit
+ * 1 << phase; 0: none, or a model that does not say. */
+unsigned sim_beyond_fit(const wm_model *m, const sim_result *r);
+/* Writes "specsim WHAT: warning: model NAME: phase P: NOTE<wm_beyond_fit's sentence>: ..."
+ * to f for each phase in mask, at r's maxima (NOTE: e.g. "in 3 of 9 configurations, ", or
+ * ""). */
+void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim_result *r,
+                         unsigned mask, const char *note);
 /* Checks p against the model (phases present, counts sane). 0 or -1 with err
  * "FILE: field F: value V: why" (FILE = what), never touching the run. */
 int sim_check(const sim_params *p, const char *what, char *err, size_t errlen);

@@ -176,7 +176,33 @@ typedef struct {
     pthread_mutex_t     lock;
     char                err[1024];
     int                 progress;
+    /* runs priced past their model's traces (sim_beyond_fit): how many, the phases, the
+     * largest tokens and query tokens per row, and the first such run's model */
+    long                nbeyond;
+    unsigned            beyond_mask;
+    sim_result          beyond;
+    wm_model           *beyond_model;
 } sweep_ctx;
+
+/* Notes run r of model m in c when it priced a phase past the model's traces. */
+static void sweep_note_beyond(sweep_ctx *c, const wm_model *m, const sim_result *r)
+{
+    unsigned mask = sim_beyond_fit(m, r);
+    if (!mask)
+        return;
+    pthread_mutex_lock(&c->lock);
+    if (!c->beyond_model && (c->beyond_model = malloc(sizeof *c->beyond_model)) != NULL)
+        *c->beyond_model = *m;
+    c->nbeyond++;
+    c->beyond_mask |= mask;
+    for (int p = 0; p < WM_NPHASE; p++)
+        if (mask >> p & 1) {
+            c->beyond.phase_tokens_max[p] = fmax(c->beyond.phase_tokens_max[p],
+                                                 r->phase_tokens_max[p]);
+            c->beyond.phase_q_max[p] = fmax(c->beyond.phase_q_max[p], r->phase_q_max[p]);
+        }
+    pthread_mutex_unlock(&c->lock);
+}
 
 static void *sweep_worker(void *arg)
 {
@@ -201,6 +227,8 @@ static void *sweep_worker(void *arg)
             rc = simcfg_resolve(s, mc, spec, p, err, sizeof err);
         if (!rc)
             rc = sim_run(p, NULL, spec ? &c->spec[i] : &c->bres[i], err, sizeof err);
+        if (!rc)
+            sweep_note_beyond(c, p->model, spec ? &c->spec[i] : &c->bres[i]);
         if (rc) {
             pthread_mutex_lock(&c->lock);
             if (!atomic_load(&c->failed))
@@ -351,6 +379,11 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
         snprintf(err, errlen, "sweep: writing the CSV failed");
         goto out;
     }
+    if (c.beyond_model) {
+        char note[96];
+        snprintf(note, sizeof note, "in %ld of %ld runs, up to ", c.nbeyond, c.njobs);
+        sim_warn_beyond_fit(stderr, "sweep", c.beyond_model, &c.beyond, c.beyond_mask, note);
+    }
     st->configs = c.n;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -364,5 +397,6 @@ out:
     free(c.bres);
     free(c.base_of);
     free(c.jobs);
+    free(c.beyond_model);
     return rc;
 }

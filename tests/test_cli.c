@@ -238,6 +238,51 @@ static void cli_accept_len_sets_alpha(void)
     free(out);
 }
 
+/* A model that says what it was fitted from (verify up to 4 query tokens per row and 64
+ * tokens a forward): a run past it warns on stderr, once per phase, and still runs (exit 0,
+ * the same numbers); a run within it says nothing; a sweep warns once with the count. */
+static void cli_warns_beyond_fitted_range(void)
+{
+    char *m = strdup(model_json), *v = m ? strstr(m, "\"verify\": {") : NULL;
+    CHECK(v != NULL, "verify phase in the test model");
+    if (!v) {
+        free(m);
+        return;
+    }
+    char text[8192];
+    snprintf(text, sizeof text, "%.*s\"verify\": {\"fitted_q_max\": 4, \"fitted_tokens_max\": 64, %s",
+             (int)(v - m), m, v + strlen("\"verify\": {"));
+    free(m);
+    write_file("model_fitted.json", text);
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s/model_fitted.json --steps 5 --bs 8 "
+             "--iterations 200 --csv --quiet", dir);
+    CHECK(sh(cmd, 1, &out) == 0, "`%s` failed", cmd);
+    CHECK(out && strstr(out, "specsim run: warning: model cli-tp4: phase verify: 6 query tokens "
+                         "per row, fitted up to 4: its cost there is extrapolated"),
+          "no warning:\n%s", out ? out : "");
+    CHECK(out && !strstr(out, "phase draft"), "draft has no range, yet warned:\n%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s/model_fitted.json --steps 3 --bs 32 "
+             "--iterations 200 --csv --quiet", dir);
+    CHECK(sh(cmd, 1, &out) == 0, "`%s` failed", cmd);
+    CHECK(out && strstr(out, "128 tokens a forward, fitted up to 64") &&
+          !strstr(out, "query tokens per row"), "tokens warning expected:\n%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s/model_fitted.json --steps 3 --bs 4 "
+             "--iterations 200 --csv --quiet", dir);
+    CHECK(sh(cmd, 1, &out) == 0 && out && !strstr(out, "warning"), "within the range, yet:\n%s",
+          out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s/model_fitted.json --grid steps=1..5 "
+             "--bs 4 --iterations 200 --jobs 2 --no-baseline --out %s/beyond.csv", dir, dir);
+    CHECK(sh(cmd, 1, &out) == 0, "`%s` failed", cmd);
+    const char *w = out ? strstr(out, "phase verify: in 2 of 5 runs, up to 6 query tokens per "
+                                      "row, fitted up to 4") : NULL;
+    CHECK(w && !strstr(w + 1, "phase verify"), "one sweep warning expected:\n%s", out ? out : "");
+    free(out);
+}
+
 static void cli_config_file_sets_knobs(void)
 {
     char cmd[1024], *out;
@@ -381,6 +426,7 @@ int main(int argc, char **argv)
     RUN(cli_same_seed_same_bytes);
     RUN(cli_config_file_sets_knobs);
     RUN(cli_accept_len_sets_alpha);
+    RUN(cli_warns_beyond_fitted_range);
     RUN(cli_sweep_csv_independent_of_jobs);
     RUN(cli_timeline_is_chrome_trace);
     RUN(cli_help_lists_every_knob);

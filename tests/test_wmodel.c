@@ -46,7 +46,8 @@ static void check_same_model(const wm_model *a, const wm_model *b)
     for (int p = 0; p < WM_NPHASE; p++) {
         const wm_phase_model *x = &a->phase[p], *y = &b->phase[p];
         CHECK(x->present == y->present && x->ngroups == y->ngroups && x->ncolls == y->ncolls &&
-              x->host_gap_us == y->host_gap_us && x->host_gap_sd_us == y->host_gap_sd_us,
+              x->host_gap_us == y->host_gap_us && x->host_gap_sd_us == y->host_gap_sd_us &&
+              x->fitted_tokens_max == y->fitted_tokens_max && x->fitted_q_max == y->fitted_q_max,
               "phase %s header differs", wm_phase_name[p]);
         for (int i = 0; i < x->ngroups && i < y->ngroups; i++) {
             const wm_group *g = &x->groups[i], *h = &y->groups[i];
@@ -101,6 +102,8 @@ static void wmodel_save_round_trips(void)
             ph->groups[i].base_us = 1e-7 + i * 12345.678901234567;
             ph->groups[i].per_expert_us = 0.1 * (i + 1);
         }
+        ph->fitted_tokens_max = 480;   /* the range fitted */
+        ph->fitted_q_max = 6;
         ph->groups[1].per_kvq_ktoken_us = 2.0 / 3.0;   /* the optional keys of a group */
         ph->groups[1].q_tile = 4;
         ph->groups[1].per_kvq2_ktoken_us = 1.0 / 3.0;
@@ -239,6 +242,19 @@ static void wmodel_tile_and_token_terms_follow_formula(void)
         CHECK_NEAR(wm_group_us_q(&m, &g, 8.0 * q, 3000, q), want, 0, 1e-12);
     }
     g.per_kvq2_ktoken_us = g.q_tile_knee = 0;
+    /* what the phase was fitted from, and a question past it */
+    char msg[160] = "";
+    m.phase[WM_VERIFY].present = 1;
+    m.phase[WM_VERIFY].fitted_tokens_max = 480;
+    m.phase[WM_VERIFY].fitted_q_max = 6;
+    CHECK(!wm_beyond_fit(&m, WM_VERIFY, 480, 6, msg, sizeof msg), "at the edge: %s", msg);
+    CHECK(wm_beyond_fit(&m, WM_VERIFY, 560, 7, msg, sizeof msg) &&
+          strcmp(msg, "7 query tokens per row and 560 tokens a forward, fitted up to 6 and 480") == 0,
+          "both: %s", msg);
+    CHECK(wm_beyond_fit(&m, WM_VERIFY, 720, 6, msg, sizeof msg) &&
+          strcmp(msg, "720 tokens a forward, fitted up to 480") == 0, "tokens: %s", msg);
+    m.phase[WM_VERIFY].fitted_tokens_max = m.phase[WM_VERIFY].fitted_q_max = 0;
+    CHECK(!wm_beyond_fit(&m, WM_VERIFY, 1e6, 100, msg, sizeof msg), "unknown range: %s", msg);
     g.q_tile = 0;   /* per query token */
     CHECK_NEAR(wm_group_us_q(&m, &g, 30, 1000, 3), 10 + 0.5 * 30 + 20 + 60 * 3, 0, 1e-12);
     CHECK_NEAR(wm_group_us(&m, &g, 30, 1000), 10 + 0.5 * 30 + 20 + 60, 0, 1e-12);
