@@ -100,8 +100,8 @@ typedef struct {
  * 1 << phase; 0: none, or a model that does not say. */
 unsigned sim_beyond_fit(const wm_model *m, const sim_result *r);
 /* Writes "specsim WHAT: warning: model NAME: phase P: NOTE<wm_beyond_fit's sentence>: ..."
- * to f for each phase in mask, at r's maxima (NOTE: e.g. "in 3 of 9 configurations, ", or
- * ""). */
+ * to f for each phase in mask, at r's maxima (NOTE: "" for one run; a sweep's "in 84 of
+ * 226 runs, up to "). */
 void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim_result *r,
                          unsigned mask, const char *note);
 /* Checks p against the model (phases present, counts sane). 0 or -1 with err
