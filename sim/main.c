@@ -259,7 +259,7 @@ static int cmd_run(simcfg_set_t *s)
             far.phase_tokens_max[p] = fmax(far.phase_tokens_max[p], rb.phase_tokens_max[p]);
             far.phase_q_max[p] = fmax(far.phase_q_max[p], rb.phase_q_max[p]);
         }
-        sim_warn_beyond_fit(stderr, "run", ps.model, &far, sim_beyond_fit(ps.model, &far), "");
+        sim_warn_beyond_fit(stderr, "run", ps.model, &far, "");
     }
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);

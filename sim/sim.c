@@ -678,12 +678,11 @@ unsigned sim_beyond_fit(const wm_model *m, const sim_result *r)
 }
 
 void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim_result *r,
-                         unsigned mask, const char *note)
+                         const char *note)
 {
     char buf[160];
     for (int p = 0; p < WM_NPHASE; p++)
-        if ((mask >> p & 1) &&
-            wm_beyond_fit(m, p, r->phase_tokens_max[p], r->phase_q_max[p], buf, sizeof buf))
+        if (wm_beyond_fit(m, p, r->phase_tokens_max[p], r->phase_q_max[p], buf, sizeof buf))
             fprintf(f, "specsim %s: warning: model %s: phase %s: %s%s: its cost there is "
                     "extrapolated (docs/fit.md, \"Beyond the traces\")\n", what, m->name,
                     wm_phase_name[p], note, buf);

@@ -100,10 +100,10 @@ typedef struct {
  * 1 << phase; 0: none, or a model that does not say. */
 unsigned sim_beyond_fit(const wm_model *m, const sim_result *r);
 /* Writes "specsim WHAT: warning: model NAME: phase P: NOTE<wm_beyond_fit's sentence>: ..."
- * to f for each phase in mask, at r's maxima (NOTE: "" for one run; a sweep's "in 84 of
- * 226 runs, up to "). */
+ * to f for each phase whose maxima in r lie past m's traces (NOTE: "" for one run; a
+ * sweep's "in 84 of 226 runs, up to "). */
 void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim_result *r,
-                         unsigned mask, const char *note);
+                         const char *note);
 /* Checks p against the model (phases present, counts sane). 0 or -1 with err
  * "FILE: field F: value V: why" (FILE = what), never touching the run. */
 int sim_check(const sim_params *p, const char *what, char *err, size_t errlen);

@@ -176,10 +176,10 @@ typedef struct {
     pthread_mutex_t     lock;
     char                err[1024];
     int                 progress;
-    /* runs priced past their model's traces (sim_beyond_fit): how many, the phases, the
-     * largest tokens and query tokens per row, and the first such run's model */
+    /* runs priced past their model's traces (sim_beyond_fit): how many, per phase the
+     * largest tokens and query tokens per row of those past it (0: none), and the first
+     * such run's model */
     long                nbeyond;
-    unsigned            beyond_mask;
     sim_result          beyond;
     wm_model           *beyond_model;
 } sweep_ctx;
@@ -194,7 +194,6 @@ static void sweep_note_beyond(sweep_ctx *c, const wm_model *m, const sim_result 
     if (!c->beyond_model && (c->beyond_model = malloc(sizeof *c->beyond_model)) != NULL)
         *c->beyond_model = *m;
     c->nbeyond++;
-    c->beyond_mask |= mask;
     for (int p = 0; p < WM_NPHASE; p++)
         if (mask >> p & 1) {
             c->beyond.phase_tokens_max[p] = fmax(c->beyond.phase_tokens_max[p],
@@ -382,7 +381,7 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     if (c.beyond_model) {
         char note[96];
         snprintf(note, sizeof note, "in %ld of %ld runs, up to ", c.nbeyond, c.njobs);
-        sim_warn_beyond_fit(stderr, "sweep", c.beyond_model, &c.beyond, c.beyond_mask, note);
+        sim_warn_beyond_fit(stderr, "sweep", c.beyond_model, &c.beyond, note);
     }
     st->configs = c.n;
     clock_gettime(CLOCK_MONOTONIC, &t1);
