@@ -87,6 +87,18 @@ static const char *model_json =
 
 static char model_path[128];
 
+/* cmd exits 2 and its output names want1 and want2. */
+static void expect_exit_2(const char *cmd, const char *want1, const char *want2)
+{
+    char *out;
+    int rc = sh(cmd, 1, &out);
+    CHECK(rc == 2, "`%s` exited %d (want 2): %s", cmd, rc, out ? out : "");
+    CHECK(out && strstr(out, want1) && strstr(out, want2),
+          "`%s`: message \"%s\" should name \"%s\" and \"%s\"", cmd, out ? out : "", want1,
+          want2);
+    free(out);
+}
+
 static void cli_bad_input_exits_2(void)
 {
     struct { const char *args, *want1, *want2; } cases[] = {
@@ -152,13 +164,7 @@ static void cli_bad_input_exits_2(void)
         int model_given = strstr(args, "--model") != NULL;
         snprintf(cmd, sizeof cmd, SPECSIM " run %s%s %s", model_given ? "" : "--model ",
                  model_given ? "" : model_path, args);
-        char *out;
-        int rc = sh(cmd, 1, &out);
-        CHECK(rc == 2, "`%s` exited %d (want 2): %s", cmd, rc, out ? out : "");
-        CHECK(out && strstr(out, cases[i].want1) && strstr(out, cases[i].want2),
-              "`%s`: message \"%s\" should name \"%s\" and \"%s\"", cmd, out ? out : "",
-              cases[i].want1, cases[i].want2);
-        free(out);
+        expect_exit_2(cmd, cases[i].want1, cases[i].want2);
     }
     /* commands and sweeps */
     struct { const char *cmd, *want1, *want2; } more[] = {
@@ -178,13 +184,7 @@ static void cli_bad_input_exits_2(void)
                      m + 2);
         else
             snprintf(buf, sizeof buf, "%s", more[i].cmd);
-        char *out;
-        int rc = sh(buf, 1, &out);
-        CHECK(rc == 2, "`%s` exited %d (want 2): %s", buf, rc, out ? out : "");
-        CHECK(out && strstr(out, more[i].want1) && strstr(out, more[i].want2),
-              "`%s`: message \"%s\" should name \"%s\" and \"%s\"", buf, out ? out : "",
-              more[i].want1, more[i].want2);
-        free(out);
+        expect_exit_2(buf, more[i].want1, more[i].want2);
     }
 }
 
