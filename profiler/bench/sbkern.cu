@@ -80,17 +80,27 @@ __device__ float block_sum(float v) {
 
 #define RMS_EPS 1e-6f   /* Llama-3 / DeepSeek-V3 rms_norm_eps */
 
-__global__ void k_rmsnorm(const bf16 *x, const bf16 *w, bf16 *y, int H) {
-    size_t t = blockIdx.x;
-    const bf16 *xr = x + t * H;
+/* One row: yr = xr * w / rms(xr), given this thread's part ss of the sum of squares. */
+__device__ __forceinline__ void rms_write(const bf16 *xr, const bf16 *w, bf16 *yr, int H,
+                                          float ss) {
+    float inv = rsqrtf(block_sum(ss) / H + RMS_EPS);
+    for (int i = threadIdx.x; i < H; i += blockDim.x)
+        yr[i] = __float2bfloat16(__bfloat162float(xr[i]) * inv * __bfloat162float(w[i]));
+}
+
+/* One row of RMSNorm: yr = xr * w / rms(xr). */
+__device__ __forceinline__ void rms_row(const bf16 *xr, const bf16 *w, bf16 *yr, int H) {
     float ss = 0.f;
     for (int i = threadIdx.x; i < H; i += blockDim.x) {
         float v = __bfloat162float(xr[i]);
         ss += v * v;
     }
-    float inv = rsqrtf(block_sum(ss) / H + RMS_EPS);
-    for (int i = threadIdx.x; i < H; i += blockDim.x)
-        y[t * H + i] = __float2bfloat16(__bfloat162float(xr[i]) * inv * __bfloat162float(w[i]));
+    rms_write(xr, w, yr, H, ss);
+}
+
+__global__ void k_rmsnorm(const bf16 *x, const bf16 *w, bf16 *y, int H) {
+    size_t t = blockIdx.x;
+    rms_row(x + t * H, w, y + t * H, H);
 }
 void sb_rmsnorm(const bf16 *x, const bf16 *w, bf16 *y, int H, int T, cudaStream_t s) {
     k_rmsnorm<<<T, 256, 0, s>>>(x, w, y, H);
@@ -108,9 +118,7 @@ __global__ void k_add_rmsnorm(bf16 *x, const bf16 *r, const bf16 *w, bf16 *y, in
         float v = __bfloat162float(b);
         ss += v * v;
     }
-    float inv = rsqrtf(block_sum(ss) / H + RMS_EPS);
-    for (int i = threadIdx.x; i < H; i += blockDim.x)
-        y[t * H + i] = __float2bfloat16(__bfloat162float(xr[i]) * inv * __bfloat162float(w[i]));
+    rms_write(xr, w, y + t * H, H, ss);
 }
 void sb_add_rmsnorm(bf16 *x, const bf16 *r, const bf16 *w, bf16 *y, int H, int T,
                     cudaStream_t s) {
@@ -121,19 +129,8 @@ void sb_add_rmsnorm(bf16 *x, const bf16 *r, const bf16 *w, bf16 *y, int H, int T
 __global__ void k_norm_cat(const bf16 *e, const bf16 *we, const bf16 *h, const bf16 *wh,
                            bf16 *y, int H) {
     size_t t = blockIdx.x;
-    for (int part = 0; part < 2; part++) {
-        const bf16 *xr = (part ? h : e) + t * H;
-        const bf16 *w = part ? wh : we;
-        float ss = 0.f;
-        for (int i = threadIdx.x; i < H; i += blockDim.x) {
-            float v = __bfloat162float(xr[i]);
-            ss += v * v;
-        }
-        float inv = rsqrtf(block_sum(ss) / H + RMS_EPS);
-        for (int i = threadIdx.x; i < H; i += blockDim.x)
-            y[t * 2 * H + part * H + i] =
-                __float2bfloat16(__bfloat162float(xr[i]) * inv * __bfloat162float(w[i]));
-    }
+    for (int part = 0; part < 2; part++)
+        rms_row((part ? h : e) + t * H, part ? wh : we, y + t * 2 * H + part * H, H);
 }
 void sb_norm_cat(const bf16 *e, const bf16 *we, const bf16 *h, const bf16 *wh, bf16 *y,
                  int H, int T, cudaStream_t s) {
