@@ -960,16 +960,24 @@ int fit_wave_geometry(const double *tokens, const double *blocks, const double *
 /* The tile counts ceil(q / qt) of the points that read the KV (qt 1: q itself). */
 static double fg_tiles(double q, double qt) { return qt > 1 ? ceil(q / qt - 1e-9) : q; }
 
-static int fg_tiles_match_variants(const fit_point *pts, size_t n, double qt);
+/* tp = pts with each known query-token count replaced by its tiles at tiling qt. */
+static void fg_tile_points(fit_point *tp, const fit_point *pts, size_t n, double qt)
+{
+    for (size_t i = 0; i < n; i++) {
+        tp[i] = pts[i];
+        if (tp[i].q_per_row > 0)
+            tp[i].q_per_row = fg_tiles(tp[i].q_per_row, qt);
+    }
+}
 
 /* The tile knee for the points at tiling qt: the second largest of 3 or more distinct tile
  * counts (the last count gets its own slope, COL_KVQ2), where the kernel variants step with
- * the tiles (a variant per tile count: its own occupancy); 0 otherwise (a kernel that loops
- * over its tiles costs the same per tile, and a slope from the last few cells extrapolates
- * badly). */
-static double fg_tile_knee(const fit_point *pts, size_t n, double qt)
+ * the tiles (matched: fg_tiles_match_variants gave 1 for qt: a variant per tile count, its
+ * own occupancy); 0 otherwise (a kernel that loops over its tiles costs the same per tile,
+ * and a slope from the last few cells extrapolates badly). */
+static double fg_tile_knee(const fit_point *pts, size_t n, double qt, int matched)
 {
-    if (fg_tiles_match_variants(pts, n, qt) != 1)
+    if (!matched)
         return 0;
     double t1 = -1, t2 = -1, t3 = -1;   /* the three largest distinct tile counts */
     for (size_t i = 0; i < n; i++) {
@@ -1042,36 +1050,39 @@ static int fg_fit_tiles(const fit_point *pts, size_t n, const fit_group_ctx *c, 
         qmin = fmin(qmin, pts[i].q_per_row);
         kvmax = fmax(kvmax, pts[i].kv_tokens);
     }
+    /* which tilings (qt = 2^k up to the largest q) the kernel variants agree with */
+    enum { NQT = 32 };
+    int match[NQT], by_variant = 0, nqt = 0;
+    for (double qt = 1; nqt < NQT && (nqt == 0 || qt <= qmax); qt *= 2) {
+        match[nqt] = fg_tiles_match_variants(pts, n, qt) == 1;
+        by_variant |= match[nqt++];
+    }
     double chisq;
-    if (fg_fit_one(pts, n, c, fg_tile_knee(pts, n, 1), out, st, &chisq, err, errlen))
+    if (fg_fit_one(pts, n, c, fg_tile_knee(pts, n, 1, match[0]), out, st, &chisq, err, errlen))
         return -1;
     if (qmax < 2 || qmax == qmin || kvmax <= 0 ||
         (out->per_kv_ktoken_us <= 0 && out->per_kvq_ktoken_us <= 0 &&
          out->per_kvq2_ktoken_us <= 0))
         return 0;   /* the group does not read the KV: no attention tiles */
     /* the kernel variants narrow the tilings where one of them matches */
-    int by_variant = 0;
-    for (double qt = 1; qt <= qmax && !by_variant; qt *= 2)
-        by_variant = fg_tiles_match_variants(pts, n, qt) == 1;
     fit_point *tp = malloc(n * sizeof *tp);
     if (!tp) {
         snprintf(err, errlen, "phase %s: group %s: out of memory", c->phase ? c->phase : "?",
                  c->group ? c->group : "?");
         return -1;
     }
-    double best_chisq = by_variant && fg_tiles_match_variants(pts, n, 1) != 1 ? INFINITY : chisq;
+    double best_chisq = by_variant && !match[0] ? INFINITY : chisq;
     double best_qt = 1;
-    for (double qt = 2; qt <= qmax; qt *= 2) {
-        if (by_variant && fg_tiles_match_variants(pts, n, qt) != 1)
+    int best_k = 0;
+    double qt = 2;
+    for (int k = 1; k < nqt; k++, qt *= 2) {
+        if (by_variant && !match[k])
             continue;
-        for (size_t i = 0; i < n; i++) {
-            tp[i] = pts[i];
-            if (tp[i].q_per_row > 0)
-                tp[i].q_per_row = fg_tiles(tp[i].q_per_row, qt);
-        }
+        fg_tile_points(tp, pts, n, qt);
         wm_group g = *out;
         double cs;
-        if (fg_fit_one(tp, n, c, fg_tile_knee(pts, n, qt), &g, NULL, &cs, err, errlen)) {
+        if (fg_fit_one(tp, n, c, fg_tile_knee(pts, n, qt, match[k]), &g, NULL, &cs, err,
+                       errlen)) {
             free(tp);
             return -1;
         }
@@ -1079,17 +1090,15 @@ static int fg_fit_tiles(const fit_point *pts, size_t n, const fit_group_ctx *c, 
             cs <= best_chisq * (1 + 1e-6) + 1e-300) {
             best_chisq = cs;
             best_qt = qt;
+            best_k = k;
         }
     }
     if (best_qt > 1) {
-        for (size_t i = 0; i < n; i++) {
-            tp[i] = pts[i];
-            if (tp[i].q_per_row > 0)
-                tp[i].q_per_row = fg_tiles(tp[i].q_per_row, best_qt);
-        }
+        fg_tile_points(tp, pts, n, best_qt);
         if (st)
             free(st->cell);
-        if (fg_fit_one(tp, n, c, fg_tile_knee(pts, n, best_qt), out, st, &chisq, err, errlen)) {
+        if (fg_fit_one(tp, n, c, fg_tile_knee(pts, n, best_qt, match[best_k]), out, st, &chisq,
+                       err, errlen)) {
             free(tp);
             return -1;
         }
