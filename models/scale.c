@@ -17,6 +17,7 @@ enum scale_kind {
     SK_GEMM, SK_EXPERT_GEMM, SK_ATTN, SK_ROPE, SK_NORM, SK_ACT, SK_MOE_TOKEN, SK_EMBED,
     SK_SAMPLE, SK_SMALL, SK_COPY, SK_IDLE, SK_OTHER, SK_NKIND
 };
+_Static_assert(SK_NKIND == SCALE_NKINDS, "scale.h's SCALE_NKINDS is the kind count");
 static const char *const scale_kind_names[SK_NKIND] = {
     "gemm", "expert-gemm", "attention", "rope", "norm", "activation", "moe-token", "embedding",
     "sampling", "small", "copies", "gpu-idle", "unknown",
@@ -77,12 +78,27 @@ const char *scale_kind_name(const char *group)
     return scale_kind_names[scale_kind(group)];
 }
 
+const char *scale_kind_label(int kind)
+{
+    return kind >= 0 && kind < SK_NKIND ? scale_kind_names[kind] : "?";
+}
+
+int scale_kind_find(const char *kind)
+{
+    for (int k = 0; k < SK_NKIND; k++)
+        if (strcmp(scale_kind_names[k], kind) == 0)
+            return k;
+    return -1;
+}
+
 void scale_opts_init(scale_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->tp_from = o->tp_to = o->ranks_from = o->ranks_to = 1;
     for (int p = 0; p < WM_NPHASE; p++)
         o->attn_x[p] = 1;
+    for (int k = 0; k < SCALE_NKINDS; k++)
+        o->kind_x[k] = 1;
 }
 
 /* ---- layer counts and scopes ------------------------------------------------------------- */
@@ -509,7 +525,7 @@ static void scale_source(char *buf, size_t len, const char *kind, const scale_fa
     if (before->q_tile > 1 && scale_ne(before->q_tile, after->q_tile))
         SCALE_PUT(", q_tile %g->%g", before->q_tile, after->q_tile);
     if (scale_ne(attn_x, 1))
-        SCALE_PUT(", attention x%g (what-if)", attn_x);
+        SCALE_PUT(", x%g (what-if)", attn_x);
 #undef SCALE_TERM
 #undef SCALE_PUT
     if (k >= len && len > 4)
@@ -665,7 +681,7 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
                 scale_gemm(&c, &before, p, &before.phase[p].groups[i], &f);
             else
                 scale_elementwise(&c, p, &before.phase[p].groups[i], kind, &f);
-            double ax = kind == SK_ATTN && o->attn_x[p] > 0 ? o->attn_x[p] : 1;
+            double ax = (kind == SK_ATTN ? o->attn_x[p] : 1) * o->kind_x[kind];
             n_f += g->count;
             scale_apply(g, &f, o->bound, ax);
             n_t += g->count;
@@ -693,11 +709,12 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
             f.base = f.comp = f.expert = f.wave = f.kv = r;
             f.u_base = f.u_comp = f.u_expert = f.u_wave = f.u_kv = scale_ne(r, 1) ? SCALE_UNC_WIDTH : 0;
             snprintf(f.scope, sizeof f.scope, "launches %.0f->%.0f", n_f, n_t);
-            scale_apply(g, &f, o->bound, 1);
-            if (scale_all_same(&f)) {
+            scale_apply(g, &f, o->bound, o->kind_x[SK_IDLE]);
+            if (scale_all_same(&f) && !scale_ne(o->kind_x[SK_IDLE], 1)) {
                 sum.groups_same++;
             } else {
-                scale_source(g->source, sizeof g->source, "gpu-idle", &f, &before.phase[p].groups[idle], g, 1);
+                scale_source(g->source, sizeof g->source, "gpu-idle", &f, &before.phase[p].groups[idle], g,
+                             o->kind_x[SK_IDLE]);
                 sum.groups_scaled++;
             }
         }

@@ -35,6 +35,10 @@
 #define SCALE_GEMM_FLOOR_US 3.2
 #define SCALE_GEMM_BW_GBPS  4081.0
 
+/* Kernel kinds (scale_kind_name): gemm, expert-gemm, attention, rope, norm, activation,
+ * moe-token, embedding, sampling, small, copies, gpu-idle, unknown. */
+#define SCALE_NKINDS 13
+
 typedef struct {
     llm_shape from;            /* the traced shape (e.g. models/presets/specbench-kimi-tp8) */
     llm_shape to;              /* the target (e.g. models/presets/kimi-k2.5) */
@@ -45,7 +49,9 @@ typedef struct {
                                   TP run; fewer (1) for one rank run alone, as specbench
                                   --gpus 1 does: no collectives, the LM head's shard only */
     double attn_x[WM_NPHASE];  /* multiplies the attention groups of each phase (a slower
-                                  attention backend); 0 or 1: none */
+                                  attention backend); 1: none */
+    double kind_x[SCALE_NKINDS];   /* multiplies every group of a kind (scale_kind_find), in
+                                      every phase (another kernel for it); 1: none */
     unsigned eager_phases;     /* bit p: phase p never runs from a CUDA graph */
     int    bound;              /* 0: nominal; -1 / +1: every scaled term at the low / high
                                   end of its uncertainty (all the same way: a worst case) */
@@ -71,6 +77,9 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
 
 /* The kernel kind scale gives a group name ("gemm", "attention", "norm", ...). */
 const char *scale_kind_name(const char *group);
+/* Index of a kind name (0..SCALE_NKINDS-1), or -1; and the name of an index. */
+int scale_kind_find(const char *kind);
+const char *scale_kind_label(int kind);
 
 /* Per phase, GPU time per forward (KV 0 and KV 1024 tokens per row at 1 query token per
  * row) at a few token counts: before, after, and after at the low/high ends (lo, hi: the

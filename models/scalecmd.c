@@ -36,6 +36,8 @@ static void scalecmd_usage(FILE *f)
         "      --weight-bits B   bits per weight of the rest of the target\n"
         "      --attention-x F   what-if: attention groups cost F times as much (a slower\n"
         "                        backend); F for every phase or PHASE=F,PHASE=F\n"
+        "      --kind-x K=F,..   what-if: every group of kernel kind K costs F times as much\n"
+        "                        (kinds: gemm, attention, norm, moe-token, ...; docs/scale.md)\n"
         "      --eager PHASES    what-if: these phases never run from a CUDA graph\n"
         "                        (draft,verify,extend,decode)\n"
         "      --carry-to HW     then carry the model to another GPU (models/presets/HW.json)\n"
@@ -98,6 +100,30 @@ static int scalecmd_attn(const char *s, double *x)
             return -1;
         }
         if (scalecmd_num("--attention-x", eq + 1, 0.01, 1000, &x[p]))
+            return -1;
+    }
+    return 0;
+}
+
+/* "norm=0.5,moe-token=0" into x[kind]. */
+static int scalecmd_kinds(const char *s, double *x)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *eq = strchr(tok, '=');
+        int k = -1;
+        if (eq) {
+            *eq = 0;
+            k = scale_kind_find(tok);
+        }
+        if (k < 0) {
+            fprintf(stderr, "specsim scale: field --kind-x: value \"%s\": expected KIND=F,... with a "
+                    "kind of docs/scale.md (gemm, expert-gemm, attention, rope, norm, activation, "
+                    "moe-token, embedding, sampling, small, copies, gpu-idle, unknown)\n", s);
+            return -1;
+        }
+        if (scalecmd_num("--kind-x", eq + 1, 0, 1000, &x[k]))
             return -1;
     }
     return 0;
@@ -212,7 +238,7 @@ int scalecmd_main(int argc, char **argv)
         {"from-tp", required_argument, NULL, 'T'}, {"layers", required_argument, NULL, 'L'},
         {"from-layers", required_argument, NULL, 'Y'}, {"expert-bits", required_argument, NULL, 'e'},
         {"weight-bits", required_argument, NULL, 'w'}, {"attention-x", required_argument, NULL, 'a'},
-        {"eager", required_argument, NULL, 'g'}, {"carry-to", required_argument, NULL, 'C'},
+        {"eager", required_argument, NULL, 'g'}, {"kind-x", required_argument, NULL, 'k'}, {"carry-to", required_argument, NULL, 'C'},
         {"carry-from", required_argument, NULL, 'R'}, {"bound", required_argument, NULL, 'b'},
         {"ranks", required_argument, NULL, 'r'}, {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
@@ -237,6 +263,7 @@ int scalecmd_main(int argc, char **argv)
         case 'e': if (scalecmd_num("--expert-bits", optarg, 1, 64, &ebits)) return SCALECMD_EXIT_BAD; break;
         case 'w': if (scalecmd_num("--weight-bits", optarg, 1, 64, &wbits)) return SCALECMD_EXIT_BAD; break;
         case 'a': if (scalecmd_attn(optarg, o.attn_x)) return SCALECMD_EXIT_BAD; break;
+        case 'k': if (scalecmd_kinds(optarg, o.kind_x)) return SCALECMD_EXIT_BAD; break;
         case 'g': if (scalecmd_phases(optarg, &o.eager_phases)) return SCALECMD_EXIT_BAD; break;
         case 'C': carry_to = optarg; break;
         case 'R': carry_from = optarg; break;
@@ -307,6 +334,9 @@ int scalecmd_main(int argc, char **argv)
         printf("# what-if      attention x");
         for (int p = 0; p < WM_NPHASE; p++)
             printf("%s%s=%g", p ? "," : "", wm_phase_name[p], o.attn_x[p]);
+        for (int k = 0; k < SCALE_NKINDS; k++)
+            if (o.kind_x[k] != 1)
+                printf("; %s x%g", scale_kind_label(k), o.kind_x[k]);
         printf("; always eager:");
         int any = 0;
         for (int p = 0; p < WM_NPHASE; p++)
