@@ -492,6 +492,7 @@ static void scale_apply(wm_group *g, const scale_fac *f, int bound, double attn_
     g->per_expert_us = scale_b(g->per_expert_us, f->expert * attn_x, f->u_expert, bound);
     g->per_wave_us = scale_b(g->per_wave_us, f->wave * attn_x, f->u_wave, bound);
     g->wave_blocks_per_expert *= f->wave_bpe;
+    g->sweep_scale *= attn_x;   /* the sweep's sites are scaled themselves; a what-if is not */
     g->per_kv_ktoken_us = scale_b(g->per_kv_ktoken_us, f->kv * attn_x, f->u_kv, bound);
     g->per_kvq_ktoken_us = scale_b(g->per_kvq_ktoken_us, f->kv * attn_x, f->u_kv, bound);
     g->per_kvq2_ktoken_us = scale_b(g->per_kvq2_ktoken_us, f->kv * attn_x, f->u_kv, bound);
@@ -529,6 +530,16 @@ static void scale_source(char *buf, size_t len, const char *kind, const scale_fa
 #undef SCALE_TERM
 #undef SCALE_PUT
     if (k >= len && len > 4)
+        memcpy(buf + len - 4, "...", 4);
+}
+
+/* A group scaled before (a model scaled twice): this scaling, then " | " and the earlier. */
+static void scale_keep_earlier(char *buf, size_t len, const char *earlier)
+{
+    size_t k = strlen(buf);
+    if (earlier[0] && k + 4 < len)
+        snprintf(buf + k, len - k, " | %s", earlier);
+    if (strlen(buf) + 1 >= len && len > 4)
         memcpy(buf + len - 4, "...", 4);
 }
 
@@ -691,6 +702,7 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
             }
             scale_source(g->source, sizeof g->source, scale_kind_names[kind], &f,
                          &before.phase[p].groups[i], g, ax);
+            scale_keep_earlier(g->source, sizeof g->source, before.phase[p].groups[i].source);
             sum.groups_scaled++;
             if (f.unknown) {
                 size_t k = strlen(sum.unknown);
@@ -715,6 +727,7 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
             } else {
                 scale_source(g->source, sizeof g->source, "gpu-idle", &f, &before.phase[p].groups[idle], g,
                              o->kind_x[SK_IDLE]);
+                scale_keep_earlier(g->source, sizeof g->source, before.phase[p].groups[idle].source);
                 sum.groups_scaled++;
             }
         }

@@ -37,7 +37,8 @@ static void scalecmd_usage(FILE *f)
         "      --attention-x F   what-if: attention groups cost F times as much (a slower\n"
         "                        backend); F for every phase or PHASE=F,PHASE=F\n"
         "      --kind-x K=F,..   what-if: every group of kernel kind K costs F times as much\n"
-        "                        (kinds: gemm, attention, norm, moe-token, ...; docs/scale.md)\n"
+        "                        (kinds: gemm, attention, norm, moe-token, ...; all: every\n"
+        "                        kind, the GPU as a whole; docs/scale.md)\n"
         "      --eager PHASES    what-if: these phases never run from a CUDA graph\n"
         "                        (draft,verify,extend,decode)\n"
         "      --carry-to HW     then carry the model to another GPU (models/presets/HW.json)\n"
@@ -115,16 +116,26 @@ static int scalecmd_kinds(const char *s, double *x)
         int k = -1;
         if (eq) {
             *eq = 0;
-            k = scale_kind_find(tok);
+            k = strcmp(tok, "all") == 0 ? SCALE_NKINDS : scale_kind_find(tok);
+        }
+        if (k == SCALE_NKINDS) {          /* every kind: the GPU as a whole */
+            double v;
+            if (scalecmd_num("--kind-x", eq + 1, 0, 1000, &v))
+                return -1;
+            for (int i = 0; i < SCALE_NKINDS; i++)
+                x[i] *= v;
+            continue;
         }
         if (k < 0) {
             fprintf(stderr, "specsim scale: field --kind-x: value \"%s\": expected KIND=F,... with a "
                     "kind of docs/scale.md (gemm, expert-gemm, attention, rope, norm, activation, "
-                    "moe-token, embedding, sampling, small, copies, gpu-idle, unknown)\n", s);
+                    "moe-token, embedding, sampling, small, copies, gpu-idle, unknown; all: every kind)\n", s);
             return -1;
         }
-        if (scalecmd_num("--kind-x", eq + 1, 0, 1000, &x[k]))
+        double v;
+        if (scalecmd_num("--kind-x", eq + 1, 0, 1000, &v))
             return -1;
+        x[k] *= v;
     }
     return 0;
 }

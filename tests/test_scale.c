@@ -456,6 +456,42 @@ static void group_sources_round_trip(void)
     unlink(path);
 }
 
+/* The what-ifs: a kind's groups (and their sweep term) times F, attention per phase,
+ * phases made eager; the rest untouched. */
+static void what_ifs_touch_their_groups_only(void)
+{
+    static wm_model m;
+    scale_opts o;
+    char err[1024];
+    scale_opts_init(&o);
+    load(&o.from, preset(0, DENSE(4)));
+    o.to = o.from;
+    model_init(&m, 0, 0);
+    m.phase[WM_DECODE] = m.phase[WM_VERIFY];
+    m.phase[WM_DECODE].present = 1;
+    wm_group *va = add(&m.phase[WM_VERIFY], "k_attn_split", 4, 10);
+    wm_group *vn = add(&m.phase[WM_VERIFY], "k_add_rmsnorm", 8, 16);
+    wm_group *vg = add(&m.phase[WM_VERIFY], "gemm", 17, 0);
+    vg->sweep_scale = 0.9;
+    vg->sweep_phase = WM_VERIFY;
+    wm_group *da = add(&m.phase[WM_DECODE], "k_attn_split", 4, 10);
+    o.attn_x[WM_VERIFY] = 3;
+    o.kind_x[scale_kind_find("norm")] = 0.5;
+    o.kind_x[scale_kind_find("gemm")] = 2;
+    o.eager_phases = 1u << WM_VERIFY;
+    int rc = do_scale(&m, &o, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    CHECK_NEAR(va->base_us, 30, 1e-12, 0);
+    CHECK_NEAR(da->base_us, 10, 1e-12, 0);
+    CHECK_NEAR(vn->base_us, 8, 1e-12, 0);
+    CHECK_NEAR(vg->sweep_scale, 1.8, 1e-12, 0);
+    CHECK_NEAR(m.phase[WM_ACCEPT].groups[0].base_us, 5, 0, 0);
+    CHECK(m.phase[WM_VERIFY].always_eager && !m.phase[WM_DECODE].always_eager, "eager %d %d",
+          m.phase[WM_VERIFY].always_eager, m.phase[WM_DECODE].always_eager);
+    CHECK(strstr(va->source, "x3 (what-if)") != NULL, "source %s", va->source);
+    CHECK(da->source[0] == 0, "decode attention got a source: %s", da->source);
+}
+
 /* Every committed LLM preset loads and cuts into its TP sizes. */
 static void committed_presets_load(void)
 {
@@ -488,6 +524,7 @@ int main(void)
     RUN(kinds_come_from_the_kernel_names);
     RUN(bad_shapes_are_refused);
     RUN(group_sources_round_trip);
+    RUN(what_ifs_touch_their_groups_only);
     RUN(committed_presets_load);
     for (int i = 0; i < 8; i++) {
         char p[128];
