@@ -733,6 +733,7 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
         }
         if (o->eager_phases & (1u << p))
             ph->always_eager = 1;
+        ph->host_gap_us += o->host_add_us[p];
     }
     scale_sweep(&c, m, o->bound, &sum);
     scale_colls(m, o);

@@ -53,6 +53,8 @@ typedef struct {
     double kind_x[SCALE_NKINDS];   /* multiplies every group of a kind (scale_kind_find), in
                                       every phase (another kernel for it); 1: none */
     unsigned eager_phases;     /* bit p: phase p never runs from a CUDA graph */
+    double host_add_us[WM_NPHASE]; /* added to each phase's host gap (a slower host: Python
+                                      scheduling, a sync); 0: none */
     int    bound;              /* 0: nominal; -1 / +1: every scaled term at the low / high
                                   end of its uncertainty (all the same way: a worst case) */
 } scale_opts;

@@ -39,6 +39,8 @@ static void scalecmd_usage(FILE *f)
         "      --kind-x K=F,..   what-if: every group of kernel kind K costs F times as much\n"
         "                        (kinds: gemm, attention, norm, moe-token, ...; all: every\n"
         "                        kind, the GPU as a whole; docs/scale.md)\n"
+        "      --host-gap-us P=US,..  what-if: add US to phase P's host gap (host work before\n"
+        "                        its launch: Python scheduling, a sync)\n"
         "      --eager PHASES    what-if: these phases never run from a CUDA graph\n"
         "                        (draft,verify,extend,decode)\n"
         "      --carry-to HW     then carry the model to another GPU (models/presets/HW.json)\n"
@@ -75,12 +77,12 @@ static int scalecmd_num(const char *opt, const char *s, double lo, double hi, do
     return 0;
 }
 
-/* "2.5" or "verify=3,decode=1.2" into x[phase]. */
-static int scalecmd_attn(const char *s, double *x)
+/* "2.5" (every phase) or "verify=3,decode=1.2" into x[phase], each in [lo, hi]. */
+static int scalecmd_phase_nums(const char *opt, const char *s, double lo, double hi, double *x)
 {
     if (!strchr(s, '=')) {
         double v;
-        if (scalecmd_num("--attention-x", s, 0.01, 1000, &v))
+        if (scalecmd_num(opt, s, lo, hi, &v))
             return -1;
         for (int p = 0; p < WM_NPHASE; p++)
             x[p] = v;
@@ -96,11 +98,11 @@ static int scalecmd_attn(const char *s, double *x)
             p = wm_phase_find(tok);
         }
         if (p < 0) {
-            fprintf(stderr, "specsim scale: field --attention-x: value \"%s\": expected F or "
-                    "PHASE=F,... with a phase name (draft, verify, extend, decode, ...)\n", s);
+            fprintf(stderr, "specsim scale: field %s: value \"%s\": expected V or PHASE=V,... "
+                    "with a phase name (draft, verify, accept, extend, decode, sample)\n", opt, s);
             return -1;
         }
-        if (scalecmd_num("--attention-x", eq + 1, 0.01, 1000, &x[p]))
+        if (scalecmd_num(opt, eq + 1, lo, hi, &x[p]))
             return -1;
     }
     return 0;
@@ -249,7 +251,7 @@ int scalecmd_main(int argc, char **argv)
         {"from-tp", required_argument, NULL, 'T'}, {"layers", required_argument, NULL, 'L'},
         {"from-layers", required_argument, NULL, 'Y'}, {"expert-bits", required_argument, NULL, 'e'},
         {"weight-bits", required_argument, NULL, 'w'}, {"attention-x", required_argument, NULL, 'a'},
-        {"eager", required_argument, NULL, 'g'}, {"kind-x", required_argument, NULL, 'k'}, {"carry-to", required_argument, NULL, 'C'},
+        {"eager", required_argument, NULL, 'g'}, {"host-gap-us", required_argument, NULL, 'H'}, {"kind-x", required_argument, NULL, 'k'}, {"carry-to", required_argument, NULL, 'C'},
         {"carry-from", required_argument, NULL, 'R'}, {"bound", required_argument, NULL, 'b'},
         {"ranks", required_argument, NULL, 'r'}, {"quiet", no_argument, NULL, 'q'}, {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
@@ -273,8 +275,9 @@ int scalecmd_main(int argc, char **argv)
         case 'Y': if (scalecmd_int("--from-layers", optarg, 1, 100000, &from_layers)) return SCALECMD_EXIT_BAD; break;
         case 'e': if (scalecmd_num("--expert-bits", optarg, 1, 64, &ebits)) return SCALECMD_EXIT_BAD; break;
         case 'w': if (scalecmd_num("--weight-bits", optarg, 1, 64, &wbits)) return SCALECMD_EXIT_BAD; break;
-        case 'a': if (scalecmd_attn(optarg, o.attn_x)) return SCALECMD_EXIT_BAD; break;
+        case 'a': if (scalecmd_phase_nums("--attention-x", optarg, 0.01, 1000, o.attn_x)) return SCALECMD_EXIT_BAD; break;
         case 'k': if (scalecmd_kinds(optarg, o.kind_x)) return SCALECMD_EXIT_BAD; break;
+        case 'H': if (scalecmd_phase_nums("--host-gap-us", optarg, 0, 1e7, o.host_add_us)) return SCALECMD_EXIT_BAD; break;
         case 'g': if (scalecmd_phases(optarg, &o.eager_phases)) return SCALECMD_EXIT_BAD; break;
         case 'C': carry_to = optarg; break;
         case 'R': carry_from = optarg; break;
@@ -348,6 +351,9 @@ int scalecmd_main(int argc, char **argv)
         for (int k = 0; k < SCALE_NKINDS; k++)
             if (o.kind_x[k] != 1)
                 printf("; %s x%g", scale_kind_label(k), o.kind_x[k]);
+        for (int p = 0; p < WM_NPHASE; p++)
+            if (o.host_add_us[p] != 0)
+                printf("; %s host gap +%g us", wm_phase_name[p], o.host_add_us[p]);
         printf("; always eager:");
         int any = 0;
         for (int p = 0; p < WM_NPHASE; p++)

@@ -479,6 +479,8 @@ static void what_ifs_touch_their_groups_only(void)
     o.kind_x[scale_kind_find("norm")] = 0.5;
     o.kind_x[scale_kind_find("gemm")] = 2;
     o.eager_phases = 1u << WM_VERIFY;
+    o.host_add_us[WM_VERIFY] = 250;
+    m.phase[WM_VERIFY].host_gap_us = 20;
     int rc = do_scale(&m, &o, err, sizeof err);
     CHECK(rc == 0, "%s", err);
     CHECK_NEAR(va->base_us, 30, 1e-12, 0);
@@ -489,6 +491,8 @@ static void what_ifs_touch_their_groups_only(void)
     CHECK(m.phase[WM_VERIFY].always_eager && !m.phase[WM_DECODE].always_eager, "eager %d %d",
           m.phase[WM_VERIFY].always_eager, m.phase[WM_DECODE].always_eager);
     CHECK(strstr(va->source, "x3 (what-if)") != NULL, "source %s", va->source);
+    CHECK_NEAR(m.phase[WM_VERIFY].host_gap_us, 270, 1e-12, 0);
+    CHECK_NEAR(m.phase[WM_DECODE].host_gap_us, 0, 0, 0);
     CHECK(da->source[0] == 0, "decode attention got a source: %s", da->source);
 }
 
