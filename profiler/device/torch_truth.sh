@@ -1,0 +1,123 @@
+#!/bin/bash
+# torch_truth.sh: one device call (H200) for the PyTorch ground truth (issues 13 and 14):
+# builds specprof, runs torchbench's --check, captures the calibration subset of each
+# preset under specprof (one trace per preset), measures the held-out grid UNPROFILED, and
+# writes the Kineto fixtures (torch.profiler with SGLang's span names, server_args.json,
+# SGLang-format server logs) of one preset's calibration configurations.
+# Results to $OUT (the device tool brings back at most 8 files):
+#   run.log                     everything printed (check, sizes, timings per step)
+#   calib_torch-dense.json.gz   specprof trace of the dense preset's calibration subset
+#   calib_torch-moe.json.gz     the same for the MoE preset
+#   calib_measured.csv          what torchbench measured while being captured
+#   measured.csv                the held-out grid, unprofiled (every repeat one row)
+#   kineto.tar.gz               kineto/<point>/{<id>-TP-0-DECODE.trace.json.gz,server_args.json,
+#                               server.log} and kineto/measured.csv (each point unprofiled
+#                               and then under torch.profiler: Kineto's own cost)
+#   device.txt                  nvidia-smi, torch/CUDA versions
+# usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/torch_truth.sh
+#   env: SMOKE=1: a small subset of everything (finds GPU-only bugs in ~1 min);
+#        GRID_SECONDS (0.12) window per grid point, GRID_REPEATS (3), GRID_BUDGET_S (95) per
+#        preset; CALIB_SECONDS (0.06); PRESETS ("torch-dense torch-moe"); KINETO_PRESET
+#        (torch-dense); SKIP_CHECK=1, SKIP_CALIB=1, SKIP_GRID=1, SKIP_KINETO=1.
+# Time: build ~10 s, check ~20 s, calibration ~2 x 30 s, grid ~2 x 95 s, Kineto ~40 s:
+# ~5.5 min, each section bounded by timeout.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/torch_truth}
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/torch_truth.XXXXXX)
+LOG=$OUT/run.log
+: > "$LOG"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
+TB="python3 profiler/bench/torchbench.py"
+SP=bin/specprof
+PRESETS=${PRESETS:-"torch-dense torch-moe"}
+SMOKE=${SMOKE:-0}
+# The calibration subset: chain steps 2 and 5 at alpha 0.7, five batch sizes: 1 (a captured
+# size), 4 (captured), 15 (pads to 16), 33 (pads to 40), 80 (above the largest graph, 64:
+# eager); and the baselines at the same concurrencies. Every other point of the grid is
+# predicted from these.
+CALIB_STEPS=2,5
+CALIB_CONC=1,4,15,33,80
+# The held-out grid: steps 1..6, alphas 0.5 and 0.8, eleven batch sizes (1, 2, 4, 7 exact;
+# 9 -> 10, 15 -> 16, 24, 33 -> 40, 50 -> 52, 64; 80 eager), baselines at each.
+GRID_STEPS=1,2,3,4,5,6
+GRID_ALPHA=0.5,0.8
+GRID_CONC=1,2,4,7,9,15,24,33,50,64,80
+GRID_SECONDS=${GRID_SECONDS:-0.12}
+GRID_REPEATS=${GRID_REPEATS:-3}
+GRID_BUDGET_S=${GRID_BUDGET_S:-95}
+CALIB_SECONDS=${CALIB_SECONDS:-0.06}
+KINETO_PRESET=${KINETO_PRESET:-torch-dense}
+KSTEPS=5
+if [ "$SMOKE" = 1 ]; then
+  CALIB_STEPS=2; CALIB_CONC=4,80
+  GRID_STEPS=1,5; GRID_ALPHA=0.7; GRID_CONC=1,15,80; GRID_REPEATS=2; GRID_BUDGET_S=25
+  GRID_SECONDS=0.1
+fi
+COMMON="--prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64"
+
+step "device"
+{ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.get_device_name(0), "grouped_mm", hasattr(torch, "_grouped_mm"))'
+  nproc; } > "$OUT/device.txt" 2>&1
+cat "$OUT/device.txt" | tee -a "$LOG"
+
+step "build specprof"
+make -j"$(nproc)" bin/specprof bin/libspecprof.so >> "$LOG" 2>&1 || echo "BUILD FAILED" | tee -a "$LOG"
+ls -la bin 2>&1 | tee -a "$LOG"
+
+[ "${SKIP_CHECK:-0}" = 1 ] || {
+step "check"
+timeout 120 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "$LOG"
+}
+
+[ "${SKIP_CALIB:-0}" = 1 ] || for p in $PRESETS; do
+  step "calibration capture $p (specprof)"
+  rm -rf "$W/calib_$p"
+  timeout 120 $SP -o "$W/calib_$p" --quiet -- $TB --preset "$p" --mode spec,baseline \
+    --steps $CALIB_STEPS --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup 3 \
+    --seconds "$CALIB_SECONDS" --min-iters 6 --repeats 1 --csv "$W/calib_measured.csv" 2>&1 | tee -a "$LOG"
+  f=$(ls "$W/calib_$p"/specprof.rank*.json* 2>/dev/null | head -1)
+  if [ -n "$f" ]; then
+    ls -la "$f" | tee -a "$LOG"
+    $SP check "$f" 2>&1 | head -30 | tee -a "$LOG"
+    gzip -6 -c "$f" > "$OUT/calib_$p.json.gz"
+    ls -la "$OUT/calib_$p.json.gz" | tee -a "$LOG"
+  else echo "NO TRACE for $p" | tee -a "$LOG"; fi
+done
+cp "$W/calib_measured.csv" "$OUT/" 2>/dev/null
+
+# The held-out grid, unprofiled: one process per preset (weights loaded once, graphs
+# captured on first use and reused), repeats outermost so that a configuration's repeats
+# are minutes apart and a cut by the budget loses late repeats, not points; the first
+# point of each process is run once more before the grid and dropped (clocks, caches).
+[ "${SKIP_GRID:-0}" = 1 ] || for p in $PRESETS; do
+  step "grid $p (unprofiled)"
+  timeout $((GRID_BUDGET_S + 60)) $TB --preset "$p" --mode spec,baseline --steps $GRID_STEPS \
+    --alpha $GRID_ALPHA --concurrency $GRID_CONC $COMMON --warmup 3 --seconds "$GRID_SECONDS" \
+    --min-iters 5 --repeats "$GRID_REPEATS" --discard-first --time-budget "$GRID_BUDGET_S" \
+    --csv "$OUT/measured.csv" > "$W/grid_$p.out" 2>&1
+  echo "rc=$?" | tee -a "$LOG"
+  grep '^#' "$W/grid_$p.out" | tee -a "$LOG"
+  tail -5 "$W/grid_$p.out" | tee -a "$LOG"
+done
+
+# Kineto fixtures: the calibration configurations of one preset, each first measured
+# unprofiled and then KSTEPS iterations under torch.profiler (CPU+CUDA, no stacks), with
+# SGLang's span names (record_function), roofline words, server_args.json and the log.
+[ "${SKIP_KINETO:-0}" = 1 ] || {
+step "kineto fixtures $KINETO_PRESET"
+mkdir -p "$W/kineto"
+timeout 150 $TB --preset "$KINETO_PRESET" --mode spec,baseline --steps $CALIB_STEPS --alpha 0.7 \
+  --concurrency $CALIB_CONC $COMMON --warmup 3 --seconds 0.1 --min-iters 6 --spans sglang \
+  --roofline --torch-profile "$W/kineto" --profile-steps $KSTEPS --decode-log-interval 5 \
+  --csv "$W/kineto/measured.csv" 2>&1 | tee -a "$LOG"
+du -a "$W/kineto" | tee -a "$LOG"
+(cd "$W" && tar czf "$OUT/kineto.tar.gz" kineto)
+ls -la "$OUT/kineto.tar.gz" | tee -a "$LOG"
+}
+step "done"
+ls -la "$OUT" | tee -a "$LOG"
