@@ -265,40 +265,46 @@ class Model:
 
     def moe(self, x, lw):
         """Top-k MoE over E experts, the experts' GEMMs grouped as PyTorch does it without
-        custom kernels: assignments sorted by expert, then one grouped GEMM per projection
-        (torch._grouped_mm with per-expert offsets: experts no token chose cost no weight
-        reads) or, where that is missing, one bmm over a fixed per-expert capacity (GShard;
-        assignments past the capacity are dropped). Both have static shapes (CUDA graphs)."""
+        custom kernels. Each (token, expert) assignment's rank within its expert comes from a
+        cumulative sum over a one-hot (no sort, no host sync); then either one grouped GEMM
+        per projection over the assignments ordered by expert (torch._grouped_mm with
+        per-expert offsets: an expert no token chose costs no weight reads), or, where that
+        is missing, one bmm over a fixed per-expert capacity (GShard; assignments past the
+        capacity are dropped). Both have static shapes, so the layer runs in CUDA graphs."""
         E, K = self.c["experts"], self.c["moe_topk"]
         T = x.shape[0]
+        N = T * K
         topw, topi = self.route(x, lw)
-        flat = topi.reshape(-1)
-        sorted_e, perm = torch.sort(flat, stable=True)
-        tok = perm // K
-        counts = (flat[:, None] == self.ar_E[None, :E]).sum(0)
-        offs = torch.cumsum(counts, 0)
-        xs = x[tok]
-        wts = topw.reshape(-1)[perm].to(x.dtype)
+        flat = topi.reshape(-1)                                           # [N]
+        cs = torch.cumsum((flat[:, None] == self.ar_E[None, :E]).to(torch.int32), dim=0)
+        counts = cs[-1]                                                   # [E]
+        rank = cs.gather(1, flat[:, None]).squeeze(1) - 1                 # [N]
+        ar_n = torch.arange(N, device=x.device)
+        wts = topw.reshape(-1).to(x.dtype)
         if self.moe_impl == "grouped":
+            offs = torch.cumsum(counts, dim=0)
+            dest = (offs - counts)[flat] + rank                           # sorted position
+            perm = torch.empty_like(dest).scatter_(0, dest, ar_n)        # position -> assignment
+            tok = perm // K
             o32 = offs.to(torch.int32)
-            h1 = torch._grouped_mm(xs, lw["w13"].transpose(1, 2), offs=o32)
+            h1 = torch._grouped_mm(x[tok], lw["w13"].transpose(1, 2), offs=o32)
             a, b = h1.chunk(2, dim=-1)
             h2 = torch._grouped_mm((F.silu(a) * b).contiguous(), lw["w2"].transpose(1, 2), offs=o32)
+            h2 = h2 * wts[perm][:, None]
         else:   # capacity
             C = self.capacity(T)
-            rank = torch.arange(T * K, device=x.device) - (offs - counts)[sorted_e]
             valid = rank < C
-            slot = torch.where(valid, sorted_e * C + rank, torch.full_like(rank, E * C))
+            slot = torch.where(valid, flat * C + rank, torch.full_like(rank, E * C))
+            tok = ar_n // K
             X = torch.zeros(E * C + 1, x.shape[1], device=x.device, dtype=x.dtype)
-            X.index_copy_(0, slot, xs)
+            X.index_copy_(0, slot, x[tok])
             h1 = torch.bmm(X[:E * C].view(E, C, -1), lw["w13"].transpose(1, 2))
             a, b = h1.chunk(2, dim=-1)
             y = torch.bmm(F.silu(a) * b, lw["w2"].transpose(1, 2)).view(E * C, -1)
             y = torch.cat([y, torch.zeros_like(y[:1])], 0)
-            h2 = y[slot]
-            wts = wts * valid.to(wts.dtype)
+            h2 = y[slot] * (wts * valid.to(wts.dtype))[:, None]
         out = torch.zeros_like(x)
-        out.index_add_(0, tok, h2 * wts[:, None])
+        out.index_add_(0, tok, h2)
         return out
 
     def capacity(self, T):
@@ -838,9 +844,10 @@ def pick_moe_impl(want, device):
 
 
 def moe_selftest(m):
-    """Chooses the MoE implementation that runs here and agrees with the slow reference loop
-    (the capacity one compared with its capacity at T, so that nothing is dropped);
-    returns (impl, max relative error, what failed before it)."""
+    """Chooses the MoE implementation that runs here, agrees with the slow reference loop
+    (the capacity one compared with its capacity at T, so that nothing is dropped) and, on
+    CUDA, captures and replays in a CUDA graph with the same result; returns (impl, max
+    relative error, what failed before it)."""
     if not m.c["experts"]:
         return "none", 0.0, ""
     torch.manual_seed(7)
@@ -851,8 +858,22 @@ def moe_selftest(m):
         m.moe_impl = impl
         m.cap_full = True
         try:
-            err = rel_err(m.moe(x, m.layers[0]), ref)
-        except Exception as ex:     # a missing or refusing kernel: try the next
+            y = m.moe(x, m.layers[0])
+            err = rel_err(y, ref)
+            if m.dev == "cuda":
+                side = torch.cuda.Stream()
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    m.moe(x, m.layers[0])
+                torch.cuda.current_stream().wait_stream(side)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    yg = m.moe(x, m.layers[0])
+                g.replay()
+                torch.cuda.synchronize()
+                err = max(err, rel_err(yg, ref))
+                del g
+        except Exception as ex:     # a missing or refusing kernel, or one not capturable
             msgs.append("%s: %s" % (impl, (str(ex).splitlines() or ["error"])[0][:200]))
             continue
         finally:
