@@ -16,11 +16,14 @@
 #   device.txt                  nvidia-smi, torch/CUDA versions
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/torch_truth.sh
 #   env: SMOKE=1: a small subset of everything (finds GPU-only bugs in ~1 min);
-#        GRID_SECONDS (0.12) window per grid point, GRID_REPEATS (3), GRID_BUDGET_S (95) per
-#        preset; CALIB_SECONDS (0.06); PRESETS ("torch-dense torch-moe"); KINETO_PRESET
-#        (torch-dense); SKIP_CHECK=1, SKIP_CALIB=1, SKIP_GRID=1, SKIP_KINETO=1.
-# Time: build ~10 s, check ~20 s, calibration ~2 x 30 s, grid ~2 x 95 s, Kineto ~40 s:
-# ~5.5 min, each section bounded by timeout.
+#        DEADLINE_S (170): the script ends by then: the grid, last, gets what is left,
+#        split between the presets (repeats outermost, so a cut loses late repeats);
+#        GRID_SECONDS (0.07) window per grid point, GRID_REPEATS (3); CALIB_SECONDS (0.04);
+#        PRESETS ("torch-dense torch-moe"); KINETO_PRESET (torch-dense);
+#        SKIP_CHECK=1, SKIP_CALIB=1, SKIP_GRID=1, SKIP_KINETO=1.
+# Time (H200, smoke run 2026-12-03): build 2 s, check 6 s, calibration ~15 s per preset,
+# Kineto ~20 s, grid ~0.12 s (dense) to ~0.15 s (MoE) per point and repeat: 130 points x 3
+# repeats ~50-60 s per preset.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/torch_truth}
@@ -41,20 +44,20 @@ SMOKE=${SMOKE:-0}
 # predicted from these.
 CALIB_STEPS=2,5
 CALIB_CONC=1,4,15,33,80
-# The held-out grid: steps 1..6, alphas 0.5 and 0.8, eleven batch sizes (1, 2, 4, 7 exact;
-# 9 -> 10, 15 -> 16, 24, 33 -> 40, 50 -> 52, 64; 80 eager), baselines at each.
+# The held-out grid: steps 1..6, alphas 0.5 and 0.8, ten batch sizes (1, 2, 4, 7, 24 exact;
+# 9 -> 10, 15 -> 16, 33 -> 40, 50 -> 52 padded; 80 eager), baselines at each.
 GRID_STEPS=1,2,3,4,5,6
 GRID_ALPHA=0.5,0.8
-GRID_CONC=1,2,4,7,9,15,24,33,50,64,80
-GRID_SECONDS=${GRID_SECONDS:-0.12}
+GRID_CONC=1,2,4,7,9,15,24,33,50,80
+GRID_SECONDS=${GRID_SECONDS:-0.07}
 GRID_REPEATS=${GRID_REPEATS:-3}
-GRID_BUDGET_S=${GRID_BUDGET_S:-95}
-CALIB_SECONDS=${CALIB_SECONDS:-0.06}
+CALIB_SECONDS=${CALIB_SECONDS:-0.04}
+DEADLINE_S=${DEADLINE_S:-170}
 KINETO_PRESET=${KINETO_PRESET:-torch-dense}
 KSTEPS=5
 if [ "$SMOKE" = 1 ]; then
   CALIB_STEPS=2; CALIB_CONC=4,80
-  GRID_STEPS=1,5; GRID_ALPHA=0.7; GRID_CONC=1,15,80; GRID_REPEATS=2; GRID_BUDGET_S=25
+  GRID_STEPS=1,5; GRID_ALPHA=0.7; GRID_CONC=1,15,80; GRID_REPEATS=2; DEADLINE_S=90
   GRID_SECONDS=0.1
 fi
 COMMON="--prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64"
@@ -71,15 +74,15 @@ ls -la bin 2>&1 | tee -a "$LOG"
 
 [ "${SKIP_CHECK:-0}" = 1 ] || {
 step "check"
-timeout 120 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "$LOG"
+timeout 60 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "$LOG"
 }
 
 [ "${SKIP_CALIB:-0}" = 1 ] || for p in $PRESETS; do
   step "calibration capture $p (specprof)"
   rm -rf "$W/calib_$p"
-  timeout 120 $SP -o "$W/calib_$p" --quiet -- $TB --preset "$p" --mode spec,baseline \
-    --steps $CALIB_STEPS --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup 3 \
-    --seconds "$CALIB_SECONDS" --min-iters 6 --repeats 1 --csv "$W/calib_measured.csv" 2>&1 | tee -a "$LOG"
+  timeout 60 $SP -o "$W/calib_$p" --quiet -- $TB --preset "$p" --mode spec,baseline \
+    --steps $CALIB_STEPS --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup 2 \
+    --seconds "$CALIB_SECONDS" --min-iters 5 --repeats 1 --csv "$W/calib_measured.csv" 2>&1 | tee -a "$LOG"
   f=$(ls "$W/calib_$p"/specprof.rank*.json* 2>/dev/null | head -1)
   if [ -n "$f" ]; then
     ls -la "$f" | tee -a "$LOG"
@@ -90,34 +93,40 @@ timeout 120 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "
 done
 cp "$W/calib_measured.csv" "$OUT/" 2>/dev/null
 
-# The held-out grid, unprofiled: one process per preset (weights loaded once, graphs
-# captured on first use and reused), repeats outermost so that a configuration's repeats
-# are minutes apart and a cut by the budget loses late repeats, not points; the first
-# point of each process is run once more before the grid and dropped (clocks, caches).
-[ "${SKIP_GRID:-0}" = 1 ] || for p in $PRESETS; do
-  step "grid $p (unprofiled)"
-  timeout $((GRID_BUDGET_S + 60)) $TB --preset "$p" --mode spec,baseline --steps $GRID_STEPS \
-    --alpha $GRID_ALPHA --concurrency $GRID_CONC $COMMON --warmup 3 --seconds "$GRID_SECONDS" \
-    --min-iters 5 --repeats "$GRID_REPEATS" --discard-first --time-budget "$GRID_BUDGET_S" \
-    --csv "$OUT/measured.csv" > "$W/grid_$p.out" 2>&1
-  echo "rc=$?" | tee -a "$LOG"
-  grep '^#' "$W/grid_$p.out" | tee -a "$LOG"
-  tail -5 "$W/grid_$p.out" | tee -a "$LOG"
-done
-
 # Kineto fixtures: the calibration configurations of one preset, each first measured
 # unprofiled and then KSTEPS iterations under torch.profiler (CPU+CUDA, no stacks), with
 # SGLang's span names (record_function), roofline words, server_args.json and the log.
 [ "${SKIP_KINETO:-0}" = 1 ] || {
 step "kineto fixtures $KINETO_PRESET"
 mkdir -p "$W/kineto"
-timeout 150 $TB --preset "$KINETO_PRESET" --mode spec,baseline --steps $CALIB_STEPS --alpha 0.7 \
-  --concurrency $CALIB_CONC $COMMON --warmup 3 --seconds 0.1 --min-iters 6 --spans sglang \
+timeout 50 $TB --preset "$KINETO_PRESET" --mode spec,baseline --steps $CALIB_STEPS --alpha 0.7 \
+  --concurrency $CALIB_CONC $COMMON --warmup 3 --seconds 0.08 --min-iters 6 --spans sglang \
   --roofline --torch-profile "$W/kineto" --profile-steps $KSTEPS --decode-log-interval 5 \
   --csv "$W/kineto/measured.csv" 2>&1 | tee -a "$LOG"
 du -a "$W/kineto" | tee -a "$LOG"
 (cd "$W" && tar czf "$OUT/kineto.tar.gz" kineto)
 ls -la "$OUT/kineto.tar.gz" | tee -a "$LOG"
 }
+# The held-out grid, unprofiled: one process per preset (weights loaded once, graphs
+# captured on first use and reused), repeats outermost so that a configuration's repeats
+# are minutes apart and a cut by the budget loses late repeats, not points; the first
+# point of each process is run once more before the grid and dropped (clocks, caches).
+np=$(echo $PRESETS | wc -w)
+[ "${SKIP_GRID:-0}" = 1 ] || for p in $PRESETS; do
+  left=$(( DEADLINE_S - SECONDS ))
+  # the MoE preset's points cost more (slower eager warm-up iterations): 45% / 55%
+  if [ $np = 2 ]; then budget=$(( left * 45 / 100 - 4 )); else budget=$(( left / np - 4 )); fi
+  np=$((np - 1))
+  [ $budget -lt 10 ] && budget=10
+  step "grid $p (unprofiled, budget ${budget}s)"
+  timeout $((budget + 20)) $TB --preset "$p" --mode spec,baseline --steps $GRID_STEPS \
+    --alpha $GRID_ALPHA --concurrency $GRID_CONC $COMMON --warmup 2 --seconds "$GRID_SECONDS" \
+    --min-iters 5 --repeats "$GRID_REPEATS" --discard-first --time-budget "$budget" \
+    --csv "$OUT/measured.csv" > "$W/grid_$p.out" 2>&1
+  echo "rc=$?" | tee -a "$LOG"
+  grep '^#' "$W/grid_$p.out" | tee -a "$LOG"
+  tail -5 "$W/grid_$p.out" | tee -a "$LOG"
+done
+
 step "done"
 ls -la "$OUT" | tee -a "$LOG"
