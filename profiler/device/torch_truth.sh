@@ -13,17 +13,18 @@
 #   kineto.tar.gz               kineto/<point>/{<id>-TP-0-DECODE.trace.json.gz,server_args.json,
 #                               server.log} and kineto/measured.csv (each point unprofiled
 #                               and then under torch.profiler: Kineto's own cost)
-#   device.txt                  nvidia-smi, torch/CUDA versions
+#   device.txt                  nvidia-smi (torch's version: the first line of each run)
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/torch_truth.sh
 #   env: SMOKE=1: a small subset of everything (finds GPU-only bugs in ~1 min);
-#        DEADLINE_S (170): the script ends by then: the grid, last, gets what is left,
+#        DEADLINE_S (140): the script ends by then: the grid, last, gets what is left,
 #        split between the presets (repeats outermost, so a cut loses late repeats);
-#        GRID_SECONDS (0.07) window per grid point, GRID_REPEATS (3); CALIB_SECONDS (0.04);
+#        GRID_SECONDS (0.04) window per grid point, GRID_REPEATS (3); CALIB_SECONDS (0.03);
 #        PRESETS ("torch-dense torch-moe"); KINETO_PRESET (torch-dense);
 #        SKIP_CHECK=1, SKIP_CALIB=1, SKIP_GRID=1, SKIP_KINETO=1.
-# Time (H200, smoke run 2026-12-03): build 2 s, check 6 s, calibration ~15 s per preset,
-# Kineto ~20 s, grid ~0.12 s (dense) to ~0.15 s (MoE) per point and repeat: 130 points x 3
-# repeats ~50-60 s per preset.
+# Time (H200, from the smoke run of 2026-12-03): build 2 s, check 6 s, calibration ~12 s
+# per preset, Kineto ~15 s, the grid ~0.06 s (dense) to ~0.07 s (MoE) per point and
+# repeat with 0.04 s windows: 130 points x 3 repeats ~30-35 s per preset. The defaults
+# fit one device call of ~2.5 min (the session's device share).
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/torch_truth}
@@ -49,10 +50,10 @@ CALIB_CONC=1,4,15,33,80
 GRID_STEPS=1,2,3,4,5,6
 GRID_ALPHA=0.5,0.8
 GRID_CONC=1,2,4,7,9,15,24,33,50,80
-GRID_SECONDS=${GRID_SECONDS:-0.07}
+GRID_SECONDS=${GRID_SECONDS:-0.04}
 GRID_REPEATS=${GRID_REPEATS:-3}
-CALIB_SECONDS=${CALIB_SECONDS:-0.04}
-DEADLINE_S=${DEADLINE_S:-170}
+CALIB_SECONDS=${CALIB_SECONDS:-0.03}
+DEADLINE_S=${DEADLINE_S:-140}
 KINETO_PRESET=${KINETO_PRESET:-torch-dense}
 KSTEPS=5
 if [ "$SMOKE" = 1 ]; then
@@ -64,7 +65,6 @@ COMMON="--prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64"
 
 step "device"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
-  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.get_device_name(0), "grouped_mm", hasattr(torch, "_grouped_mm"))'
   nproc; } > "$OUT/device.txt" 2>&1
 cat "$OUT/device.txt" | tee -a "$LOG"
 
@@ -100,7 +100,7 @@ cp "$W/calib_measured.csv" "$OUT/" 2>/dev/null
 step "kineto fixtures $KINETO_PRESET"
 mkdir -p "$W/kineto"
 timeout 50 $TB --preset "$KINETO_PRESET" --mode spec,baseline --steps $CALIB_STEPS --alpha 0.7 \
-  --concurrency $CALIB_CONC $COMMON --warmup 3 --seconds 0.08 --min-iters 6 --spans sglang \
+  --concurrency $CALIB_CONC $COMMON --warmup 2 --seconds 0.05 --min-iters 6 --spans sglang \
   --roofline --torch-profile "$W/kineto" --profile-steps $KSTEPS --decode-log-interval 5 \
   --csv "$W/kineto/measured.csv" 2>&1 | tee -a "$LOG"
 du -a "$W/kineto" | tee -a "$LOG"
@@ -120,7 +120,7 @@ np=$(echo $PRESETS | wc -w)
   [ $budget -lt 10 ] && budget=10
   step "grid $p (unprofiled, budget ${budget}s)"
   timeout $((budget + 20)) $TB --preset "$p" --mode spec,baseline --steps $GRID_STEPS \
-    --alpha $GRID_ALPHA --concurrency $GRID_CONC $COMMON --warmup 2 --seconds "$GRID_SECONDS" \
+    --alpha $GRID_ALPHA --concurrency $GRID_CONC $COMMON --warmup 1 --seconds "$GRID_SECONDS" \
     --min-iters 5 --repeats "$GRID_REPEATS" --discard-first --time-budget "$budget" \
     --csv "$OUT/measured.csv" > "$W/grid_$p.out" 2>&1
   echo "rc=$?" | tee -a "$LOG"
