@@ -16,11 +16,13 @@
 #   device.txt                  nvidia-smi (torch's version: the first line of each run)
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/torch_truth.sh
 #   env: SMOKE=1: a small subset of everything (finds GPU-only bugs in ~1 min);
-#        DEADLINE_S (140): the script ends by then: the grid, last, gets what is left,
-#        split between the presets (repeats outermost, so a cut loses late repeats);
+#        DEADLINE_S (140): a grid step without its own budget gets what is left until
+#        then (repeats outermost, so a cut loses late repeats, not points);
 #        GRID_SECONDS (0.04) window per grid point, GRID_REPEATS (3); CALIB_SECONDS (0.03);
-#        PRESETS ("torch-dense torch-moe"); KINETO_PRESET (torch-dense);
-#        SKIP_CHECK=1, SKIP_CALIB=1, SKIP_GRID=1, SKIP_KINETO=1.
+#        PRESETS ("torch-dense torch-moe"); KINETO_PRESET (torch-dense); CALIB_WARMUP (2);
+#        PLAN: the steps, in order (default "check calib:P... kineto:K grid:P..."):
+#        check, calib:P, kineto:P, grid:P[:S] (S seconds; without: what is left until
+#        DEADLINE_S), e.g. PLAN="check calib:torch-dense grid:torch-dense:24".
 # Time (H200, from the smoke run of 2026-12-03): build 2 s, check 6 s, calibration ~12 s
 # per preset, Kineto ~15 s, the grid ~0.06 s (dense) to ~0.07 s (MoE) per point and
 # repeat with 0.04 s windows: 130 points x 3 repeats ~30-35 s per preset. The defaults
@@ -35,8 +37,8 @@ LOG=$OUT/run.log
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
 step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
-TB="python3 profiler/bench/torchbench.py"
-SP=bin/specprof
+TB=${TB:-"python3 profiler/bench/torchbench.py"}
+SP=${SP:-bin/specprof}
 PRESETS=${PRESETS:-"torch-dense torch-moe"}
 SMOKE=${SMOKE:-0}
 # The calibration subset: chain steps 2 and 5 at alpha 0.7, five batch sizes: 1 (a captured
@@ -53,6 +55,7 @@ GRID_CONC=1,2,4,7,9,15,24,33,50,80
 GRID_SECONDS=${GRID_SECONDS:-0.04}
 GRID_REPEATS=${GRID_REPEATS:-3}
 CALIB_SECONDS=${CALIB_SECONDS:-0.03}
+CALIB_WARMUP=${CALIB_WARMUP:-2}
 DEADLINE_S=${DEADLINE_S:-140}
 KINETO_PRESET=${KINETO_PRESET:-torch-dense}
 KSTEPS=5
@@ -72,16 +75,17 @@ step "build specprof"
 make -j"$(nproc)" bin/specprof bin/libspecprof.so >> "$LOG" 2>&1 || echo "BUILD FAILED" | tee -a "$LOG"
 ls -la bin 2>&1 | tee -a "$LOG"
 
-[ "${SKIP_CHECK:-0}" = 1 ] || {
-step "check"
-timeout 60 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "$LOG"
+do_check() {
+  step "check"
+  timeout 60 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "$LOG"
 }
 
-[ "${SKIP_CALIB:-0}" = 1 ] || for p in $PRESETS; do
+do_calib() {   # do_calib PRESET
+  local p=$1 f
   step "calibration capture $p (specprof)"
   rm -rf "$W/calib_$p"
   timeout 60 $SP -o "$W/calib_$p" --quiet -- $TB --preset "$p" --mode spec,baseline \
-    --steps $CALIB_STEPS --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup 2 \
+    --steps $CALIB_STEPS --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup "$CALIB_WARMUP" \
     --seconds "$CALIB_SECONDS" --min-iters 5 --repeats 1 --csv "$W/calib_measured.csv" 2>&1 | tee -a "$LOG"
   f=$(ls "$W/calib_$p"/specprof.rank*.json* 2>/dev/null | head -1)
   if [ -n "$f" ]; then
@@ -90,43 +94,62 @@ timeout 60 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "$
     gzip -6 -c "$f" > "$OUT/calib_$p.json.gz"
     ls -la "$OUT/calib_$p.json.gz" | tee -a "$LOG"
   else echo "NO TRACE for $p" | tee -a "$LOG"; fi
-done
-cp "$W/calib_measured.csv" "$OUT/" 2>/dev/null
+  cp "$W/calib_measured.csv" "$OUT/" 2>/dev/null
+}
 
 # Kineto fixtures: the calibration configurations of one preset, each first measured
 # unprofiled and then KSTEPS iterations under torch.profiler (CPU+CUDA, no stacks), with
 # SGLang's span names (record_function), roofline words, server_args.json and the log.
-[ "${SKIP_KINETO:-0}" = 1 ] || {
-step "kineto fixtures $KINETO_PRESET"
-mkdir -p "$W/kineto"
-timeout 50 $TB --preset "$KINETO_PRESET" --mode spec,baseline --steps $CALIB_STEPS --alpha 0.7 \
-  --concurrency $CALIB_CONC $COMMON --warmup 2 --seconds 0.05 --min-iters 6 --spans sglang \
-  --roofline --torch-profile "$W/kineto" --profile-steps $KSTEPS --decode-log-interval 5 \
-  --csv "$W/kineto/measured.csv" 2>&1 | tee -a "$LOG"
-du -a "$W/kineto" | tee -a "$LOG"
-(cd "$W" && tar czf "$OUT/kineto.tar.gz" kineto)
-ls -la "$OUT/kineto.tar.gz" | tee -a "$LOG"
+do_kineto() {   # do_kineto PRESET
+  local p=$1
+  step "kineto fixtures $p"
+  mkdir -p "$W/kineto"
+  timeout 50 $TB --preset "$p" --mode spec,baseline --steps $CALIB_STEPS --alpha 0.7 \
+    --concurrency $CALIB_CONC $COMMON --warmup 2 --seconds 0.05 --min-iters 6 --spans sglang \
+    --roofline --torch-profile "$W/kineto" --profile-steps $KSTEPS --decode-log-interval 5 \
+    --csv "$W/kineto/measured.csv" 2>&1 | tee -a "$LOG"
+  du -a "$W/kineto" | tee -a "$LOG"
+  (cd "$W" && tar czf "$OUT/kineto.tar.gz" kineto)
+  ls -la "$OUT/kineto.tar.gz" | tee -a "$LOG"
 }
+
 # The held-out grid, unprofiled: one process per preset (weights loaded once, graphs
-# captured on first use and reused), repeats outermost so that a configuration's repeats
-# are minutes apart and a cut by the budget loses late repeats, not points; the first
-# point of each process is run once more before the grid and dropped (clocks, caches).
-np=$(echo $PRESETS | wc -w)
-[ "${SKIP_GRID:-0}" = 1 ] || for p in $PRESETS; do
-  left=$(( DEADLINE_S - SECONDS ))
-  # the MoE preset's points cost more (slower eager warm-up iterations): 45% / 55%
-  if [ $np = 2 ]; then budget=$(( left * 45 / 100 - 4 )); else budget=$(( left / np - 4 )); fi
-  np=$((np - 1))
-  [ $budget -lt 10 ] && budget=10
+# captured before each point and reused), repeats outermost so that a configuration's
+# repeats are apart in time and a cut by the budget loses late repeats, not points; the
+# first point of each process is run once more before the grid and dropped (clocks).
+do_grid() {   # do_grid PRESET [BUDGET_S]   (no budget: what is left until DEADLINE_S)
+  local p=$1 budget=${2:-}
+  [ -n "$budget" ] || budget=$(( DEADLINE_S - SECONDS - 4 ))
+  [ "$budget" -lt 5 ] && { step "grid $p skipped (no time left)"; return; }
   step "grid $p (unprofiled, budget ${budget}s)"
-  timeout $((budget + 20)) $TB --preset "$p" --mode spec,baseline --steps $GRID_STEPS \
+  timeout $((budget + 15)) $TB --preset "$p" --mode spec,baseline --steps $GRID_STEPS \
     --alpha $GRID_ALPHA --concurrency $GRID_CONC $COMMON --warmup 1 --seconds "$GRID_SECONDS" \
     --min-iters 5 --repeats "$GRID_REPEATS" --discard-first --time-budget "$budget" \
     --csv "$OUT/measured.csv" > "$W/grid_$p.out" 2>&1
   echo "rc=$?" | tee -a "$LOG"
   grep '^#' "$W/grid_$p.out" | tee -a "$LOG"
-  tail -5 "$W/grid_$p.out" | tee -a "$LOG"
-done
+  tail -3 "$W/grid_$p.out" | tee -a "$LOG"
+}
 
+# PLAN: the steps in order; grid:P:S gives preset P's grid S seconds, grid:P what is left.
+if [ -z "${PLAN:-}" ]; then
+  PLAN="check"
+  for p in $PRESETS; do PLAN="$PLAN calib:$p"; done
+  PLAN="$PLAN kineto:$KINETO_PRESET"
+  for p in $PRESETS; do PLAN="$PLAN grid:$p"; done
+fi
+echo "plan: $PLAN (deadline ${DEADLINE_S}s)" | tee -a "$LOG"
+for s in $PLAN; do
+  IFS=: read -r what arg budget <<EOS
+$s
+EOS
+  case "$what" in
+    check) do_check ;;
+    calib) do_calib "$arg" ;;
+    kineto) do_kineto "$arg" ;;
+    grid) do_grid "$arg" "$budget" ;;
+    *) echo "PLAN: step $s: unknown" | tee -a "$LOG" ;;
+  esac
+done
 step "done"
 ls -la "$OUT" | tee -a "$LOG"
