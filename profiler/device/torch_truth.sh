@@ -23,10 +23,10 @@
 #        PLAN: the steps, in order (default "check calib:P... kineto:K grid:P..."):
 #        check, calib:P, kineto:P, grid:P[:S] (S seconds; without: what is left until
 #        DEADLINE_S), e.g. PLAN="check calib:torch-dense grid:torch-dense:24".
-# Time (H200, from the smoke run of 2026-12-03): build 2 s, check 6 s, calibration ~12 s
-# per preset, Kineto ~15 s, the grid ~0.06 s (dense) to ~0.07 s (MoE) per point and
-# repeat with 0.04 s windows: 130 points x 3 repeats ~30-35 s per preset. The defaults
-# fit one device call of ~2.5 min (the session's device share).
+# Time (H200, 2026-12-03, traces/torch/run.log): build 1 s, check 9 s, calibration 6 s
+# (dense) and 8 s (MoE) at 0.02 s windows, the dense grid 24 s for 130 points x 3 repeats
+# at 0.03 s windows (0.06 s a run, graph captures 2.9 s); Kineto of 4 points 8 s (smoke).
+# The defaults (0.04 s grid windows, 15 Kineto points, both grids) take ~2.5 min.
 set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/torch_truth}
