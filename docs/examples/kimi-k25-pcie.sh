@@ -198,7 +198,7 @@ spec_host() { whatif h "$C" --host-gap-us "extend=$(awk -v v="$1" 'BEGIN { print
 spec_veager() { run1 "$W/eagerverify-cal.json" --link pcie5-8gpu $E3 --accept-len $ACC4 --eager-launch-us "$1" | awk '{ print $1 }'; }
 whatif spattn2 "$C" --attention-x draft=2,verify=2,extend=2
 whatif spattn4 "$C" --attention-x draft=4,verify=4,extend=4
-EAGER_US=$(sed -n 's/.*"eager_launch_us":[[:space:]]*\([0-9.]*\).*/\1/p' "$C" | head -n 1)
+EAGER_US=$(sed -n 's/.*"eager_launch_us":[[:space:]]*\([0-9.]*\).*/\1/p' "$C" | head -n 1 | awk '{ printf "%.1f", $1 }')
 {
     echo "# calibrated model (every kernel x$CALF: single-stream baseline $MEAS_BASE_1 tok/s on pcie5-8gpu), concurrency 1, EAGLE-3 steps 3 / 4 draft tokens"
     printf "#%-60s %9s %9s %8s\n" "setting" "e3" "base" "speedup"
@@ -208,7 +208,7 @@ EAGER_US=$(sed -n 's/.*"eager_launch_us":[[:space:]]*\([0-9.]*\).*/\1/p' "$C" | 
     row "NCCL default settings (pcie5-8gpu-default)" "$C" --link pcie5-8gpu-default $E3 --accept-len $ACC4
     row "custom all-reduce (what-if: SGLang keeps it off here)" "$C" --link pcie5-8gpu --allreduce custom $E3 --accept-len $ACC4
     row "draft and extend eager (no CUDA graph)" "$W/eagerdraft-cal.json" --link pcie5-8gpu $E3 --accept-len $ACC4
-    row "verify eager (no CUDA graph), $EAGER_US us per launch" "$W/eagerverify-cal.json" --link pcie5-8gpu $E3 --accept-len $ACC4
+    row "verify eager (no CUDA graph, $EAGER_US us host per launch)" "$W/eagerverify-cal.json" --link pcie5-8gpu $E3 --accept-len $ACC4
     row "nothing captured (--cuda-graph-bs none)" "$C" --link pcie5-8gpu $E3 --accept-len $ACC4 --cuda-graph-bs none
     row "attention x2 in draft, verify, extend (decode as is)" "$W/spattn2.json" --link pcie5-8gpu $E3 --accept-len $ACC4
     row "attention x4 in draft, verify, extend (decode as is)" "$W/spattn4.json" --link pcie5-8gpu $E3 --accept-len $ACC4
