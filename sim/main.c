@@ -406,7 +406,7 @@ static int cmd_presets(void)
     /* workload models run with --model; hardware/LLM presets feed `specsim fit` */
     const char *pats[] = {"models/*.json", "models/presets/*.json"};
     const char *kinds[] = {"model-file", "fit-preset"};
-    const char *uses[] = {"(specsim run --model)", "(specsim fit --llm / --carry-to)"};
+    const char *uses[] = {"(specsim run --model)", "(specsim fit --llm / --carry-to, specsim scale)"};
     for (int i = 0; i < 2; i++) {
         glob_t gl;
         if (glob(pats[i], 0, NULL, &gl) == 0) {

@@ -7,12 +7,34 @@
 #include "check.h"
 #include "scale.h"
 #include "llmshape.h"
+#include "specsim_bin.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[64];
+static char specsim[512];   /* the binary under test (specsim_bin.h) */
+
+/* Runs `specsim ARGS` with stdout and stderr into tmpdir/out.txt; its exit status; *text
+ * gets the output (static buffer). */
+static int cli(const char *args, const char **text)
+{
+    static char buf[1 << 16];
+    char cmd[2048], path[128];
+    snprintf(path, sizeof path, "%s/out.txt", tmpdir);
+    snprintf(cmd, sizeof cmd, "%s %s > %s 2>&1", specsim, args, path);
+    int rc = system(cmd);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    unlink(path);
+    *text = buf;
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
 
 /* Writes an LLM preset file; returns its path (static buffer per call slot). */
 static const char *preset(int slot, const char *json)
@@ -496,6 +518,43 @@ static void what_ifs_touch_their_groups_only(void)
     CHECK(da->source[0] == 0, "decode attention got a source: %s", da->source);
 }
 
+/* The command: writes a loadable model and says what it did; bad input exits 2 naming the
+ * field. */
+static void scale_command_writes_and_refuses(void)
+{
+    const char *out;
+    char args[1024], path[128];
+    snprintf(path, sizeof path, "%s/cli.json", tmpdir);
+    snprintf(args, sizeof args, "scale models/example-llama8b.json --from llama-3.1-8b --llm "
+             "llama-3.1-70b --tp 8 --carry-to rtx-pro-6000 -o %s", path);
+    int rc = cli(args, &out);
+    CHECK(rc == 0, "exit %d: %s", rc, out);
+    CHECK(strstr(out, "# to           llama-3.1-70b") && strstr(out, "# carried      h200-sxm") &&
+          strstr(out, "collective allreduce: 160 per forward, 16384 bytes per token") &&
+          strstr(out, "# wrote "), "%s", out);
+    static wm_model m;
+    char err[512];
+    CHECK(wm_load(&m, path, err, sizeof err) == 0 && m.ranks == 8, "%s (ranks %d)", err, m.ranks);
+    CHECK(strstr(m.source, "carried h200-sxm -> rtx-pro-6000") && strstr(m.source, "scaled llama-3.1-8b"),
+          "source %s", m.source);
+    unlink(path);
+    const char *bad[][2] = {
+        {"scale models/example-llama8b.json --from llama-3.1-8b -o /dev/null", "field --llm"},
+        {"scale models/example-llama8b.json --from llama-3.1-8b --llm kimi-k2.5 -o /dev/null", "field moe.experts"},
+        {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --tp 3 -o /dev/null", "field heads: value 32"},
+        {"scale models/example-llama8b.json --from nope --llm llama-3.1-8b -o /dev/null", "field --from"},
+        {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --bound mid -o /dev/null", "field --bound"},
+        {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --kind-x nrm=2 -o /dev/null", "field --kind-x"},
+        {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --eager verfy -o /dev/null", "field --eager"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rc = cli(bad[i][0], &out);
+        CHECK(rc == 2 && strstr(out, bad[i][1]), "%s: exit %d, expected 2 and \"%s\": %s", bad[i][0],
+              rc, bad[i][1], out);
+    }
+    CHECK(cli("scale --help", &out) == 0 && strstr(out, "usage: specsim scale"), "%s", out);
+}
+
 /* Every committed LLM preset loads and cuts into its TP sizes. */
 static void committed_presets_load(void)
 {
@@ -511,8 +570,10 @@ static void committed_presets_load(void)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    (void)argc;
+    specsim_bin_find(argv[0], specsim, sizeof specsim);
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_scale.XXXXXX");
     if (!mkdtemp(tmpdir)) {
         perror("mkdtemp");
@@ -530,6 +591,7 @@ int main(void)
     RUN(group_sources_round_trip);
     RUN(what_ifs_touch_their_groups_only);
     RUN(committed_presets_load);
+    RUN(scale_command_writes_and_refuses);
     for (int i = 0; i < 8; i++) {
         char p[128];
         snprintf(p, sizeof p, "%s/p%d.json", tmpdir, i);
