@@ -416,10 +416,10 @@ static void scale_widths(const scale_ctx *c, int kind, int draft, double *wd_f, 
     case SK_SAMPLE: {
         /* over the logits the rank holds after the LM head's all-gather: the whole vocab
          * with every rank running, a shard when one process stood in for a rank */
-        int rf = c->o->ranks_from, rt = c->o->ranks_to;
+        int nf = c->o->ranks_from, nt = c->o->ranks_to;
         double vf = draft ? F->draft_vocab : F->vocab, vt = draft ? T->draft_vocab : T->vocab;
-        a = rf >= c->o->tp_from ? vf : ceil(vf / c->o->tp_from) * rf;
-        b = rt >= c->o->tp_to ? vt : ceil(vt / c->o->tp_to) * rt;
+        a = nf >= c->o->tp_from ? vf : ceil(vf / c->o->tp_from) * nf;
+        b = nt >= c->o->tp_to ? vt : ceil(vt / c->o->tp_to) * nt;
         break;
     }
     default:
