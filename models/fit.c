@@ -6,6 +6,7 @@
  * weighted least-squares fit of cost vs tokens, experts and KV context.
  * Workload: 10^4..10^6 GPU records per trace, tens of groups, 10^3..10^5 instances. */
 #include "fit.h"
+#include "fit_int.h"
 #include "ptrace_read.h"
 #include "ptrace_out.h"
 
@@ -39,14 +40,14 @@
  * that a group that is ~0 in one cell (gaps) does not take all the weight. */
 #define FIT_FLOOR_FRAC 0.05
 #define FIT_FLOOR_US 0.01
+
 /* The simulator's jitter truncates at 3 sd and needs (1 + sd*z) > 0: sd_frac < 1/3
  * (sim/jitter.h). Larger measured spreads are capped, with a warning. */
 #define FIT_SD_FRAC_MAX 0.3
 /* An eager instance whose launch calls take this share of its GPU span or more is bound by
  * the host's launches: its GPU idle time is the simulator's launch bound, not a kernel gap. */
 #define FIT_LAUNCH_BOUND_FRAC 0.8
-/* Nested phase ranges searched back from a time (phases do not nest in practice). */
-#define FIT_BACK_SEARCH 64
+
 /* GPU time that CUPTI kernel tracing adds to every kernel it records: the CUDA-event phase
  * times specbench measured while specprof captured the calibration subset
  * (traces/calib/measured_while_captured.csv) exceed those of the same configurations run
@@ -69,7 +70,7 @@ struct fit_strpool {
 
 #define FIT_POOL_CHUNK (64u << 10)
 
-static fit_strpool *pool_create(void)
+fit_strpool *fit_trace_pool_create(void)
 {
     fit_strpool *p = calloc(1, sizeof *p);
     if (!p)
@@ -83,7 +84,7 @@ static fit_strpool *pool_create(void)
     return p;
 }
 
-static void pool_destroy(fit_strpool *p)
+void fit_trace_pool_destroy(fit_strpool *p)
 {
     if (!p)
         return;
@@ -98,7 +99,7 @@ static void pool_destroy(fit_strpool *p)
     free(p);
 }
 
-static uint64_t pool_hash(const char *s, size_t n)
+static uint64_t ft_pool_hash(const char *s, size_t n)
 {
     uint64_t h = 1469598103934665603ull;          /* FNV-1a */
     for (size_t i = 0; i < n; i++)
@@ -106,7 +107,7 @@ static uint64_t pool_hash(const char *s, size_t n)
     return h;
 }
 
-static char *pool_store(fit_strpool *p, const char *s, size_t n)
+static char *ft_pool_store(fit_strpool *p, const char *s, size_t n)
 {
     size_t need = n + 1;
     if (p->used + need > p->cap) {
@@ -127,7 +128,7 @@ static char *pool_store(fit_strpool *p, const char *s, size_t n)
 }
 
 /* The pool's copy of s[0..n) (one copy per distinct string), or NULL when out of memory. */
-static const char *pool_intern_n(fit_strpool *p, const char *s, size_t n)
+const char *fit_trace_intern_n(fit_strpool *p, const char *s, size_t n)
 {
     if (2 * (p->n + 1) > p->nslot) {
         size_t ns = p->nslot * 2;
@@ -137,7 +138,7 @@ static const char *pool_intern_n(fit_strpool *p, const char *s, size_t n)
         for (size_t i = 0; i < p->nslot; i++) {
             if (!p->slot[i])
                 continue;
-            size_t j = pool_hash(p->slot[i], strlen(p->slot[i])) & (ns - 1);
+            size_t j = ft_pool_hash(p->slot[i], strlen(p->slot[i])) & (ns - 1);
             while (t[j])
                 j = (j + 1) & (ns - 1);
             t[j] = p->slot[i];
@@ -146,13 +147,13 @@ static const char *pool_intern_n(fit_strpool *p, const char *s, size_t n)
         p->slot = t;
         p->nslot = ns;
     }
-    size_t j = pool_hash(s, n) & (p->nslot - 1);
+    size_t j = ft_pool_hash(s, n) & (p->nslot - 1);
     while (p->slot[j]) {
         if (strncmp(p->slot[j], s, n) == 0 && p->slot[j][n] == 0)
             return p->slot[j];
         j = (j + 1) & (p->nslot - 1);
     }
-    char *d = pool_store(p, s, n);
+    char *d = ft_pool_store(p, s, n);
     if (!d)
         return NULL;
     p->slot[j] = d;
@@ -160,9 +161,9 @@ static const char *pool_intern_n(fit_strpool *p, const char *s, size_t n)
     return d;
 }
 
-static const char *pool_intern(fit_strpool *p, const char *s)
+const char *fit_trace_intern(fit_strpool *p, const char *s)
 {
-    return pool_intern_n(p, s ? s : "", s ? strlen(s) : 0);
+    return fit_trace_intern_n(p, s ? s : "", s ? strlen(s) : 0);
 }
 
 /* ---- traces ------------------------------------------------------------------------------- */
@@ -171,7 +172,7 @@ int fit_trace_init(fit_trace *t, const char *label)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->file, sizeof t->file, "%s", label ? label : "(trace)");
-    t->pool = pool_create();
+    t->pool = fit_trace_pool_create();
     return t->pool ? 0 : -1;
 }
 
@@ -183,12 +184,12 @@ void fit_trace_free(fit_trace *t)
     free(t->mem);
     free(t->api);
     free(t->rng);
-    pool_destroy(t->pool);
+    fit_trace_pool_destroy(t->pool);
     memset(t, 0, sizeof *t);
 }
 
 /* Grows *arr (elements of size sz) so that one more fits. */
-static int grow(void **arr, size_t *cap, size_t n, size_t sz)
+int fit_trace_grow(void **arr, size_t *cap, size_t n, size_t sz)
 {
     if (n < *cap)
         return 0;
@@ -203,11 +204,11 @@ static int grow(void **arr, size_t *cap, size_t n, size_t sz)
 
 int fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k)
 {
-    if (grow((void **)&t->kern, &t->capkern, t->nkern, sizeof *t->kern))
+    if (fit_trace_grow((void **)&t->kern, &t->capkern, t->nkern, sizeof *t->kern))
         return -1;
     ptrace_kernel c = *k;
-    if (!(c.name = pool_intern(t->pool, k->name)) || !(c.nvtx = pool_intern(t->pool, k->nvtx)) ||
-        !(c.phase = pool_intern(t->pool, k->phase)))
+    if (!(c.name = fit_trace_intern(t->pool, k->name)) || !(c.nvtx = fit_trace_intern(t->pool, k->nvtx)) ||
+        !(c.phase = fit_trace_intern(t->pool, k->phase)))
         return -1;
     t->kern[t->nkern++] = c;
     return 0;
@@ -215,11 +216,11 @@ int fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k)
 
 int fit_trace_add_mem(fit_trace *t, const ptrace_mem *m)
 {
-    if (grow((void **)&t->mem, &t->capmem, t->nmem, sizeof *t->mem))
+    if (fit_trace_grow((void **)&t->mem, &t->capmem, t->nmem, sizeof *t->mem))
         return -1;
     ptrace_mem c = *m;
-    if (!(c.copy_kind = pool_intern(t->pool, m->copy_kind)) ||
-        !(c.nvtx = pool_intern(t->pool, m->nvtx)) || !(c.phase = pool_intern(t->pool, m->phase)))
+    if (!(c.copy_kind = fit_trace_intern(t->pool, m->copy_kind)) ||
+        !(c.nvtx = fit_trace_intern(t->pool, m->nvtx)) || !(c.phase = fit_trace_intern(t->pool, m->phase)))
         return -1;
     t->mem[t->nmem++] = c;
     return 0;
@@ -227,10 +228,10 @@ int fit_trace_add_mem(fit_trace *t, const ptrace_mem *m)
 
 int fit_trace_add_api(fit_trace *t, const ptrace_api *a)
 {
-    if (grow((void **)&t->api, &t->capapi, t->napi, sizeof *t->api))
+    if (fit_trace_grow((void **)&t->api, &t->capapi, t->napi, sizeof *t->api))
         return -1;
     ptrace_api c = *a;
-    if (!(c.name = pool_intern(t->pool, a->name)))
+    if (!(c.name = fit_trace_intern(t->pool, a->name)))
         return -1;
     t->api[t->napi++] = c;
     return 0;
@@ -238,17 +239,17 @@ int fit_trace_add_api(fit_trace *t, const ptrace_api *a)
 
 int fit_trace_add_range(fit_trace *t, const ptrace_range *r)
 {
-    if (grow((void **)&t->rng, &t->caprng, t->nrng, sizeof *t->rng))
+    if (fit_trace_grow((void **)&t->rng, &t->caprng, t->nrng, sizeof *t->rng))
         return -1;
     ptrace_range c = *r;
-    if (!(c.name = pool_intern(t->pool, r->name)) || !(c.domain = pool_intern(t->pool, r->domain)))
+    if (!(c.name = fit_trace_intern(t->pool, r->name)) || !(c.domain = fit_trace_intern(t->pool, r->domain)))
         return -1;
     t->rng[t->nrng++] = c;
     return 0;
 }
 
 /* Scan callback: typed views of the events the fit uses, copied into the trace. */
-static int trace_take(void *user, const ptrace_event *ev, const ptrace_info *info)
+static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
 {
     fit_trace *t = user;
     int64_t t0 = info->header.t0_ns;
@@ -275,7 +276,7 @@ int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
     }
     if (ptrace_slurp(path, &text, &len, err, errlen))
         goto fail;
-    if (ptrace_scan_buf(text, len, path, trace_take, t, &info, err, errlen))
+    if (ptrace_scan_buf(text, len, path, ft_take, t, &info, err, errlen))
         goto fail;
     if (info.merged) {
         snprintf(err, errlen, "%s: a merged trace (specprof merge): give the per-rank files "
@@ -323,17 +324,14 @@ typedef struct {
     double tknee;
 } fg_par;
 
-/* Query tokens per row of a point (attention tiles once q_tile is applied); unknown: 1. */
-static double fg_q(const fit_point *p) { return p->q_per_row > 0 ? p->q_per_row : 1.0; }
-
-static int cmp_double(const void *a, const void *b)
+static int fg_cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 /* qsort_r comparator: point indices by (trace, tokens, index). */
-static int fg_cmp_idx(const void *a, const void *b, void *ctx)
+int fit_group_cmp_idx(const void *a, const void *b, void *ctx)
 {
     const fit_point *pts = ctx;
     const fit_point *p = &pts[*(const size_t *)a], *q = &pts[*(const size_t *)b];
@@ -353,9 +351,9 @@ static double fg_col(int col, const fit_point *p, double knee, const fg_par *fp)
     case COL_TOK:  return p->tokens > knee ? p->tokens - knee : 0.0;
     case COL_EXP:  return fit_experts(fp->E, fp->k, p->tokens);
     case COL_KV:   return p->kv_tokens / 1000.0;
-    case COL_KVQ:  return p->kv_tokens / 1000.0 * fg_q(p);
-    case COL_KVQ2: return fp->tknee > 0 && fg_q(p) > fp->tknee ?
-                          p->kv_tokens / 1000.0 * (fg_q(p) - fp->tknee) : 0.0;
+    case COL_KVQ:  return p->kv_tokens / 1000.0 * fit_point_q(p);
+    case COL_KVQ2: return fp->tknee > 0 && fit_point_q(p) > fp->tknee ?
+                          p->kv_tokens / 1000.0 * (fit_point_q(p) - fp->tknee) : 0.0;
     case COL_WAVE: return p->waves;
     default:       return p->tokens;
     }
@@ -456,7 +454,7 @@ static double fg_fit_knee(const fit_point *pts, const size_t *use, const double 
     size_t nux = 0;
     for (size_t i = 0; i < m; i++)
         ux[nux++] = pts[use[i]].tokens;
-    qsort(ux, nux, sizeof *ux, cmp_double);
+    qsort(ux, nux, sizeof *ux, fg_cmp_double);
     size_t d = 0;
     for (size_t i = 0; i < nux; i++)
         if (i == 0 || ux[i] != ux[d - 1])
@@ -600,7 +598,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
         idx[i] = i;
         ux[i] = pts[i].tokens;
     }
-    qsort(ux, n, sizeof *ux, cmp_double);
+    qsort(ux, n, sizeof *ux, fg_cmp_double);
     size_t nux = 0;
     for (size_t i = 0; i < n; i++)
         if (i == 0 || ux[i] != ux[nux - 1])
@@ -624,7 +622,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
         goto out;
     }
     /* cells */
-    qsort_r(idx, n, sizeof *idx, fg_cmp_idx, (void *)pts);
+    qsort_r(idx, n, sizeof *idx, fit_group_cmp_idx, (void *)pts);
     size_t ncell = 0;
     cstart = malloc((n + 1) * sizeof *cstart);
     if (!cstart)
@@ -673,14 +671,14 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
         cl->trace = pts[idx[cstart[j]]].trace;
         cl->tokens = pts[idx[cstart[j]]].tokens;
         cl->kv_tokens = kv / cl->n;
-        cl->q_per_row = fg_q(&pts[idx[cstart[j]]]);
+        cl->q_per_row = fit_point_q(&pts[idx[cstart[j]]]);
         cl->waves = pts[idx[cstart[j]]].waves;
         cl->us_mean = s / cl->n;
         double var = cl->n > 1 ? (s2 - s * s / cl->n) / (cl->n - 1) : 0;
         cl->us_sd = var > 0 ? sqrt(var) : 0;
         tmp[j] = cl->us_mean;
     }
-    qsort(tmp, ncell, sizeof *tmp, cmp_double);
+    qsort(tmp, ncell, sizeof *tmp, fg_cmp_double);
     double floor_us = FIT_FLOOR_FRAC * tmp[ncell / 2];
     if (floor_us < FIT_FLOOR_US)
         floor_us = FIT_FLOOR_US;
@@ -710,8 +708,8 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     double qmin = INFINITY, qmax = -INFINITY;
     for (size_t i = 0; i < n; i++) {
         if (pts[i].kv_tokens > 0) {
-            qmin = fmin(qmin, fg_q(&pts[i]));
-            qmax = fmax(qmax, fg_q(&pts[i]));
+            qmin = fmin(qmin, fit_point_q(&pts[i]));
+            qmax = fmax(qmax, fit_point_q(&pts[i]));
         }
         double e = fit_experts(c->moe_experts, c->moe_topk, pts[i].tokens);
         emin = fmin(emin, e);
@@ -784,7 +782,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
                 continue;
             const fit_point *p = &pts[idx[i]];
             double f = fg_eval(best, best_knee, &fp, p->tokens,
-                               p->kv_tokens, fg_q(p), p->waves);
+                               p->kv_tokens, fit_point_q(p), p->waves);
             rm += p->us / (f > floor_us ? f : floor_us);
             good++;
         }
@@ -796,7 +794,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
                 continue;
             const fit_point *p = &pts[idx[i]];
             double f = fg_eval(best, best_knee, &fp, p->tokens,
-                               p->kv_tokens, fg_q(p), p->waves);
+                               p->kv_tokens, fit_point_q(p), p->waves);
             double r = p->us / (f > floor_us ? f : floor_us) - rm;
             ss += r * r;
         }
@@ -871,7 +869,7 @@ int fit_blocks_per_sm(double threads, double regs, double smem_bytes)
 
 /* Least-squares line blocks = a + s * tokens over the instances with blocks < below (all:
  * INFINITY). Returns 0, or -1 with fewer than two distinct token counts. */
-static int fg_wave_line(const double *tokens, const double *blocks, size_t n, double below,
+static int fw_line(const double *tokens, const double *blocks, size_t n, double below,
                         double *a, double *s)
 {
     double st = 0, sb = 0, m = 0;
@@ -893,7 +891,7 @@ static int fg_wave_line(const double *tokens, const double *blocks, size_t n, do
     return 0;
 }
 
-static int fg_wave_exact(const double *tokens, const double *blocks, size_t n, double a,
+static int fw_exact(const double *tokens, const double *blocks, size_t n, double a,
                          double s, double bmax)
 {
     for (size_t i = 0; i < n; i++) {
@@ -920,15 +918,15 @@ int fit_wave_geometry(const double *tokens, const double *blocks, const double *
         top = fmax(top, blocks[i]);
     }
     double a = 0, s = 0, cap_blocks = 0;
-    if (fg_wave_line(tokens, blocks, n, INFINITY, &a, &s) ||
-        !(s > 0) || !fg_wave_exact(tokens, blocks, n, a, s, 0)) {
+    if (fw_line(tokens, blocks, n, INFINITY, &a, &s) ||
+        !(s > 0) || !fw_exact(tokens, blocks, n, a, s, 0)) {
         /* not one line: a line up to the largest count, flat from there (MoE slots) */
         double tmin_top = INFINITY, tmax_top = -INFINITY;
         for (size_t i = 0; i < n; i++)
             if (blocks[i] == top)
                 tmin_top = fmin(tmin_top, tokens[i]), tmax_top = fmax(tmax_top, tokens[i]);
-        if (tmax_top <= tmin_top || fg_wave_line(tokens, blocks, n, top, &a, &s) ||
-            !(s > 0) || !fg_wave_exact(tokens, blocks, n, a, s, top))
+        if (tmax_top <= tmin_top || fw_line(tokens, blocks, n, top, &a, &s) ||
+            !(s > 0) || !fw_exact(tokens, blocks, n, a, s, top))
             return 0;   /* another kernel per size, tiles chosen per size */
         cap_blocks = top;
     }
@@ -958,6 +956,7 @@ int fit_wave_geometry(const double *tokens, const double *blocks, const double *
 }
 
 /* The tile counts ceil(q / qt) of the points that read the KV (qt 1: q itself). */
+
 static double fg_tiles(double q, double qt) { return qt > 1 ? ceil(q / qt - 1e-9) : q; }
 
 /* tp = pts with each known query-token count replaced by its tiles at tiling qt. */
@@ -983,7 +982,7 @@ static double fg_tile_knee(const fit_point *pts, size_t n, double qt, int matche
     for (size_t i = 0; i < n; i++) {
         if (!(pts[i].kv_tokens > 0))
             continue;
-        double t = fg_tiles(fg_q(&pts[i]), qt);
+        double t = fg_tiles(fit_point_q(&pts[i]), qt);
         if (t == t1 || t == t2 || t == t3)
             continue;
         if (t > t1)
@@ -1008,7 +1007,7 @@ static int fg_tiles_match_variants(const fit_point *pts, size_t n, double qt)
         int v = pts[i].variant;
         if (!(pts[i].kv_tokens > 0) || v <= 0 || v > NV)
             continue;
-        double t = fg_tiles(fg_q(&pts[i]), qt);
+        double t = fg_tiles(fit_point_q(&pts[i]), qt);
         if (!seen[v]) {
             seen[v] = 1;
             tile_of[v] = t;
@@ -1110,7 +1109,7 @@ static int fg_fit_tiles(const fit_point *pts, size_t n, const fit_group_ctx *c, 
 
 /* Weighted least squares y = X b over the rows r with use[r] (X: n rows of nx columns);
  * 0 and b, or -1. */
-static int fg_small_ls(const double *X, const double *y, const double *w, const int *use,
+static int fw_small_ls(const double *X, const double *y, const double *w, const int *use,
                        size_t n, int nx, double *b)
 {
     size_t m = 0;
@@ -1165,7 +1164,7 @@ static int fg_small_ls(const double *X, const double *y, const double *w, const 
  * tokens or experts interpolates the calibrated counts a little better (such a line cannot
  * step between them; measured on kimi-tp8's k_moe_gemm<4>: docs/fit.md). Returns the
  * per-wave coefficient, or 0 (no wave term). Needs 4 token counts. */
-static double fg_kernel_per_wave(const fit_point *pts, size_t n, const fit_group_ctx *c)
+double fit_waves_kernel_per_wave(const fit_point *pts, size_t n, const fit_group_ctx *c)
 {
     enum { F_W, F_WE, F_WT, NF };   /* columns: 1 tokens, 2 experts, 3 waves */
     static const int fcol[NF][2] = {{3, -1}, {3, 2}, {3, 1}};
@@ -1209,7 +1208,7 @@ static double fg_kernel_per_wave(const fit_point *pts, size_t n, const fit_group
         for (size_t out = 0; out < nc && score >= 0; out++) {
             for (size_t j = 0; j < nc; j++)
                 use[j] = j != out;
-            if (fg_small_ls(X, k, w, use, nc, nx, b) || b[1] < 0 || (nx == 3 && b[2] < 0)) {
+            if (fw_small_ls(X, k, w, use, nc, nx, b) || b[1] < 0 || (nx == 3 && b[2] < 0)) {
                 score = -1;
                 break;
             }
@@ -1220,7 +1219,7 @@ static double fg_kernel_per_wave(const fit_point *pts, size_t n, const fit_group
         }
         for (size_t j = 0; j < nc; j++)
             use[j] = 1;
-        if (score < 0 || fg_small_ls(X, k, w, use, nc, nx, b) || b[1] < 0 || (nx == 3 && b[2] < 0))
+        if (score < 0 || fw_small_ls(X, k, w, use, nc, nx, b) || b[1] < 0 || (nx == 3 && b[2] < 0))
             continue;
         if (best < 0 || score < best * (1 - 0.01) || (score <= best * (1 + 0.01) && nx < best_nx)) {
             best = score;
@@ -1236,17 +1235,15 @@ out:
     return pw;
 }
 
-/* ---- the GEMM sweep alternative ------------------------------------------------------------ */
-
 /* Cells of (trace, tokens, query tokens per row): median us and the sweep's sum. */
 typedef struct {
     int    trace;
     double tokens, q, kv, us, x;
-} fg_scell;
+} fs_cell;
 
-static int fg_scell_cmp(const void *a, const void *b)
+static int fs_cell_cmp(const void *a, const void *b)
 {
-    const fg_scell *p = a, *q = b;
+    const fs_cell *p = a, *q = b;
     if (p->trace != q->trace)
         return p->trace < q->trace ? -1 : 1;
     if (p->tokens != q->tokens)
@@ -1256,21 +1253,21 @@ static int fg_scell_cmp(const void *a, const void *b)
     return p->us < q->us ? -1 : p->us > q->us;
 }
 
-static int fg_scell_same(const fg_scell *p, const fit_point *q)
+static int fs_cell_same(const fs_cell *p, const fit_point *q)
 {
-    return p->trace == q->trace && p->tokens == q->tokens && p->q == fg_q(q);
+    return p->trace == q->trace && p->tokens == q->tokens && p->q == fit_point_q(q);
 }
 
 /* Folds the points into cells (median us, mean kv); returns the count, -1 out of memory. */
-static int fg_scells(const fit_point *pts, size_t n, fg_scell **out)
+static int fs_cells(const fit_point *pts, size_t n, fs_cell **out)
 {
-    fg_scell *v = malloc((n ? n : 1) * sizeof *v);
+    fs_cell *v = malloc((n ? n : 1) * sizeof *v);
     if (!v)
         return -1;
     for (size_t i = 0; i < n; i++)
-        v[i] = (fg_scell){pts[i].trace, pts[i].tokens, fg_q(&pts[i]), pts[i].kv_tokens,
+        v[i] = (fs_cell){pts[i].trace, pts[i].tokens, fit_point_q(&pts[i]), pts[i].kv_tokens,
                           pts[i].us, pts[i].sweep_us};
-    qsort(v, n, sizeof *v, fg_scell_cmp);
+    qsort(v, n, sizeof *v, fs_cell_cmp);
     int nc = 0;
     for (size_t a = 0, b; a < n; a = b) {
         double kv = 0;
@@ -1278,7 +1275,7 @@ static int fg_scells(const fit_point *pts, size_t n, fg_scell **out)
                     v[b].q == v[a].q; b++)
             kv += v[b].kv;
         size_t k = b - a;
-        fg_scell c = v[a];
+        fs_cell c = v[a];
         c.us = k % 2 ? v[a + k / 2].us : 0.5 * (v[a + k / 2 - 1].us + v[a + k / 2].us);
         c.kv = kv / (double)k;
         v[nc++] = c;
@@ -1289,7 +1286,7 @@ static int fg_scells(const fit_point *pts, size_t n, fg_scell **out)
 
 /* us = a + b x over the cells but skip, relative residuals (weights 1/us^2); a < 0 is
  * refitted with a = 0. 0, or -1 when b would not be > 0. */
-static int fg_sweep_ls(const fg_scell *c, int n, int skip, double *a, double *b)
+static int fs_ls(const fs_cell *c, int n, int skip, double *a, double *b)
 {
     double S = 0, Sx = 0, Sy = 0, Sxx = 0, Sxy = 0;
     for (int i = 0; i < n; i++) {
@@ -1314,7 +1311,7 @@ static int fg_sweep_ls(const fg_scell *c, int n, int skip, double *a, double *b)
 
 /* A point less its sweep sum: what the sweep does not time (its wave kernel's time capped
  * at the rest). */
-static fit_point fg_residual(const fit_point *p)
+static fit_point fs_residual(const fit_point *p)
 {
     fit_point r = *p;
     r.us -= p->sweep_us;
@@ -1328,11 +1325,11 @@ static fit_point fg_residual(const fit_point *p)
  * the sweep does not time, e.g. an MoE layer's expert GEMMs; tried when the sweep is below
  * every point). Each left-out cell is predicted by the forms refitted without it; the form
  * with the smallest rms relative error replaces *out when it is a sweep form. */
-static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
+void fit_sweep_try(const fit_point *pts, size_t n, const fit_group_ctx *c,
                          wm_group *out, fit_group_stats *st)
 {
-    fg_scell *cl = NULL;
-    int nc = fg_scells(pts, n, &cl);
+    fs_cell *cl = NULL;
+    int nc = fs_cells(pts, n, &cl);
     fit_point *sub = malloc((n ? n : 1) * sizeof *sub), *res = malloc((n ? n : 1) * sizeof *res);
     wm_model *em = calloc(1, sizeof *em);
     if (nc < 3 || !sub || !res || !em)
@@ -1350,13 +1347,13 @@ static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
     char e2[256];
     for (int j = 0; j < nc; j++) {
         double a, b;
-        if (fg_sweep_ls(cl, nc, j, &a, &b))
+        if (fs_ls(cl, nc, j, &a, &b))
             continue;
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
-            if (!fg_scell_same(&cl[j], &pts[i])) {
+            if (!fs_cell_same(&cl[j], &pts[i])) {
                 sub[m] = pts[i];
-                res[m++] = fg_residual(&pts[i]);
+                res[m++] = fs_residual(&pts[i]);
             }
         wm_group g, r;
         memset(&g, 0, sizeof g);
@@ -1385,14 +1382,14 @@ static void fg_try_sweep(const fit_point *pts, size_t n, const fit_group_ctx *c,
     if (l_rs < l_sw) {
         /* the sweep at its cost plus the rest, fitted on every point */
         for (size_t i = 0; i < n; i++)
-            res[i] = fg_residual(&pts[i]);
+            res[i] = fs_residual(&pts[i]);
         if (fit_group(res, n, &c2, &g, NULL, e2, sizeof e2))
             goto out;
         g.sweep_scale = 1;
         st->sweep_kept = 2;
     } else {
         double a, b;
-        if (fg_sweep_ls(cl, nc, -1, &a, &b))
+        if (fs_ls(cl, nc, -1, &a, &b))
             goto out;
         g.base_us = a;
         g.sweep_scale = b;
@@ -1458,7 +1455,7 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
      * columns cannot tell waves from a slope over a few token counts), the rest of the
      * group fitted without the wave column */
     fit_group_ctx cc = *c;
-    double pw = measured ? fg_kernel_per_wave(wp, n, c) : 0;
+    double pw = measured ? fit_waves_kernel_per_wave(wp, n, c) : 0;
     if (pw > 0)
         for (size_t i = 0; i < n; i++)
             wp[i].us = fmax(0, wp[i].us - pw * wp[i].waves);
@@ -1497,7 +1494,7 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
     sp->loo_sweep = sp->loo_smooth = -1;
     sp->sweep_kept = 0;
     if (rc == 0 && c->sweep)
-        fg_try_sweep(pts, n, c, out, sp);
+        fit_sweep_try(pts, n, c, out, sp);
     if (sp == &local && rc == 0)
         free(local.cell);
     free(wp);
@@ -1506,60 +1503,10 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
 
 /* ---- stage 1: phase instances and their GPU records ----------------------------------------- */
 
-#define FIT_NCCL_OPS 4
-
-typedef struct {
-    const char *op;            /* run pool */
-    int    n;                  /* collectives in the instance */
-    double bytes;              /* summed */
-} fr_nccl;
-
-typedef struct {
-    int     trace, phase;
-    const char *rname;
-    int64_t r0, r1, thread;
-    /* shape, from the range name */
-    double  tokens, kv;
-    int     F, graph, has_graph_key, bs, rows, steps, topk, experts, moe_topk;
-    /* host: the launch calls made inside the range */
-    int64_t lb, le, a1e;       /* first start, last end, end of the earliest call */
-    int     napi;
-    /* GPU */
-    int64_t g0, g1;
-    int     nrec, any_graph_kernel;
-    size_t  e0;                /* elements (kernels after merging) in the run's array */
-    int     ne;
-    double  sum_us, nccl_us;   /* kernels and copies; collectives */
-    double  copy_us;           /* memcpy/memset (in sum_us too) */
-    double  cupti_us;          /* profiler time taken out of the kernels (FIT_CUPTI_KERNEL_US) */
-    double  lwait_us;          /* GPU idle inside the range waiting for a later launch call
-                                  (the simulator charges launches before the phase) */
-    int     ncopy;
-    fr_nccl nc[FIT_NCCL_OPS];
-    int     nnc;
-    /* matching and host results */
-    int     drop;              /* FR_KEEP or why it was left out */
-    int     nfwd;              /* elements per forward; -1: not of the phase's shape */
-    int     busy, has_gap, launch_bound;
-    double  gap_us, inter_us;
-} fr_inst;
-
-enum { FR_KEEP, FR_NOKERNELS, FR_CUT, FR_PARTIAL, FR_EARLY };
-static const char *const fr_drop_why[] = {
+static const char *const fi_drop_why[] = {
     "kept", "no kernels", "cut off at the end of the capture", "partial (kernel count differs "
     "at the edge of the capture)", "started before the capture",
 };
-
-typedef struct {
-    const char *cls, *name;    /* class (run pool), a representative name (trace pool) */
-    double dur_us;
-    int    launches;
-    /* the element's longest kernel (a GEMM and its split-K reduce: the GEMM): thread blocks
-     * per launch and blocks resident at once on the device (fit_blocks_per_sm x SMs; 0:
-     * unknown) */
-    double blocks, cap, dmax_us;
-    const char *dname;         /* that kernel's name (trace pool) */
-} fr_elem;
 
 typedef struct {
     int64_t s, e;
@@ -1571,50 +1518,9 @@ typedef struct {
     const ptrace_nccl *nc;
     int     inst;
     double  blocks, cap;       /* kernels: grid blocks, resident capacity (0: unknown) */
-} fr_rec;
+} fi_rec;
 
-/* One phase's matching: groups and per-instance sums. */
-typedef struct {
-    int    *inst;              /* kept instance indices, ninst */
-    int     ninst;
-    int     by;
-    int     G;                 /* real groups (the gap pseudo-group is index G) */
-    char    name[WM_GROUPS_MAX][WM_NAME_MAX];
-    const char *gcls[WM_GROUPS_MAX];  /* FIT_BY_NAME: the class of each group */
-    int    *pos2g;             /* FIT_BY_POSITION: group of each position (prefix, one
-                                  forward, suffix) */
-    int     A, nfwd, B;        /* FIT_BY_POSITION: prefix, forward and suffix lengths */
-    double *Y, *L;             /* [ninst][G+1]: us and launches per forward */
-    double *WB, *WC;           /* [ninst][G+1]: blocks and resident capacity of the group's
-                                  kernel (its elements agree; else 0: no wave term) */
-    double *WD;                /* [ninst][G+1]: that kernel's us per forward */
-    int    *WV;                /* [ninst][G+1]: the group's kernel variant in the instance
-                                  (fit_point.variant; 0: not known) */
-    int     count[WM_GROUPS_MAX];
-    int     copy_g, other_g;   /* "(copies)", "(other kernels)" groups, or -1 */
-} fr_phase;
-
-typedef struct {
-    const fit_trace *tr;
-    int     nt;
-    const fit_opts *o;
-    fit_result *res;
-    fit_strpool *pool;
-    fr_inst *in;
-    size_t  nin, capin;
-    fr_elem *el;
-    size_t  nel, capel;
-    size_t *tin0;              /* per trace: first instance index; tin0[nt] = nin */
-    fr_phase ph[WM_NPHASE];
-    const char **tnames;
-    int     moe_E, moe_k;
-    int     any_graph_phase;   /* some kept phase instance was replayed from a graph */
-    double  node_us;           /* profiler's extra host time per graph node at launch */
-    char   *err;
-    size_t  errlen;
-} fr_run;
-
-static void fr_warn(fr_run *R, const char *fmt, ...)
+void fit_run_warn(fr_run *R, const char *fmt, ...)
 {
     R->res->nwarnings++;
     if (!R->o || !R->o->log)
@@ -1627,7 +1533,7 @@ static void fr_warn(fr_run *R, const char *fmt, ...)
     va_end(ap);
 }
 
-static int fr_fail(fr_run *R, const char *fmt, ...)
+int fit_run_fail(fr_run *R, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -1636,7 +1542,7 @@ static int fr_fail(fr_run *R, const char *fmt, ...)
     return -1;
 }
 
-static int fr_lower_has(const char *s, const char *needle)
+static int fi_lower_has(const char *s, const char *needle)
 {
     size_t n = strlen(needle);
     for (; *s; s++) {
@@ -1651,23 +1557,23 @@ static int fr_lower_has(const char *s, const char *needle)
 
 /* cuBLAS/CUTLASS GEMM kernels: the name (and the number of kernels, split-K adds a reduce)
  * changes with the problem size, so they are matched by role, not by name. */
-static int fr_is_gemm(const char *name)
+static int fi_is_gemm(const char *name)
 {
     static const char *const pat[] = {"gemm", "gemv", "xmma", "nvjet", "cutlass", "cublas",
                                       "splitkreduce", NULL};
     for (int i = 0; pat[i]; i++)
-        if (fr_lower_has(name, pat[i]))
+        if (fi_lower_has(name, pat[i]))
             return 1;
     return 0;
 }
 
 /* Class of a kernel: "gemm" for GEMMs, else the bare function name (no return type, no
  * template arguments, no parameter list) so that template variants chosen by size match. */
-static const char *fr_class(fit_strpool *p, const char *name, int *gemm)
+static const char *fi_class(fit_strpool *p, const char *name, int *gemm)
 {
-    *gemm = fr_is_gemm(name);
+    *gemm = fi_is_gemm(name);
     if (*gemm)
-        return pool_intern(p, "gemm");
+        return fit_trace_intern(p, "gemm");
     const char *s = name;
     while (*s == ' ')
         s++;
@@ -1679,18 +1585,18 @@ static const char *fr_class(fit_strpool *p, const char *name, int *gemm)
     while (n > 0 && s[n - 1] == ' ')
         n--;
     if (n == 0)
-        return pool_intern(p, name);
-    return pool_intern_n(p, s, n);
+        return fit_trace_intern(p, name);
+    return fit_trace_intern_n(p, s, n);
 }
 
-static int fr_is_nccl_name(const char *name)
+static int fi_is_nccl_name(const char *name)
 {
     return strncmp(name, "nccl", 4) == 0 || strncmp(name, "void nccl", 9) == 0;
 }
 
 /* Parses "verify tokens=64 bs=16 rows=16 ctx=8192 graph=1" into in. Returns the phase or -1
  * when the first word is not a phase. *bad gets a key whose value does not parse. */
-static int fr_parse_range(const char *name, fr_inst *in, const char **bad)
+static int fi_parse_range(const char *name, fr_inst *in, const char **bad)
 {
     char word[32];
     size_t n = 0;
@@ -1747,7 +1653,7 @@ static int fr_parse_range(const char *name, fr_inst *in, const char **bad)
     return p;
 }
 
-static int fr_cmp_inst(const void *a, const void *b)
+static int fi_cmp_inst(const void *a, const void *b)
 {
     const fr_inst *x = a, *y = b;
     if (x->r0 != y->r0)
@@ -1756,7 +1662,7 @@ static int fr_cmp_inst(const void *a, const void *b)
 }
 
 /* Innermost instance of trace segment [a, b) whose range on `thread` holds time t; -1. */
-static int fr_find_inst(const fr_run *R, size_t a, size_t b, int64_t t, int64_t thread)
+static int fi_find_inst(const fr_run *R, size_t a, size_t b, int64_t t, int64_t thread)
 {
     size_t lo = a, hi = b;
     while (lo < hi) {              /* first with r0 > t */
@@ -1775,7 +1681,7 @@ static int fr_find_inst(const fr_run *R, size_t a, size_t b, int64_t t, int64_t 
 }
 
 /* Latest instance of [a, b) named nvtx that started at or before t; -1. */
-static int fr_find_by_name(const fr_run *R, size_t a, size_t b, int64_t t, const char *nvtx)
+static int fi_find_by_name(const fr_run *R, size_t a, size_t b, int64_t t, const char *nvtx)
 {
     size_t lo = a, hi = b;
     while (lo < hi) {
@@ -1791,17 +1697,17 @@ static int fr_find_by_name(const fr_run *R, size_t a, size_t b, int64_t t, const
     return -1;
 }
 
-typedef struct { uint32_t corr; int64_t s, e, thread; } fr_corr;
+typedef struct { uint32_t corr; int64_t s, e, thread; } fi_corr;
 
-static int fr_cmp_corr(const void *a, const void *b)
+static int fi_cmp_corr(const void *a, const void *b)
 {
-    const fr_corr *x = a, *y = b;
+    const fi_corr *x = a, *y = b;
     if (x->corr != y->corr)
         return x->corr < y->corr ? -1 : 1;
     return (x->s > y->s) - (x->s < y->s);
 }
 
-static const fr_corr *fr_corr_find(const fr_corr *c, size_t n, uint32_t corr)
+static const fi_corr *fi_corr_find(const fi_corr *c, size_t n, uint32_t corr)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -1814,9 +1720,9 @@ static const fr_corr *fr_corr_find(const fr_corr *c, size_t n, uint32_t corr)
     return lo < n && c[lo].corr == corr ? &c[lo] : NULL;
 }
 
-static int fr_cmp_rec(const void *a, const void *b)
+static int fi_cmp_rec(const void *a, const void *b)
 {
-    const fr_rec *x = a, *y = b;
+    const fi_rec *x = a, *y = b;
     if (x->inst != y->inst)
         return x->inst < y->inst ? -1 : 1;
     if (x->s != y->s)
@@ -1824,16 +1730,7 @@ static int fr_cmp_rec(const void *a, const void *b)
     return (x->e > y->e) - (x->e < y->e);
 }
 
-static double fr_us(int64_t ns) { return (double)ns / 1000.0; }
-
-/* Query tokens per batch row of an instance: tokens / rows (rows= of the range), else its
- * F-forward draft shape is one per row; 0 when the range has no rows= (unknown). */
-static double fr_qrow(const fr_inst *in)
-{
-    return in->rows > 0 ? in->tokens / in->rows : 0;
-}
-
-static double fit_cupti_kernel_us(void)
+static double fi_cupti_kernel_us(void)
 {
     static double v = -1;
     if (v < 0) {
@@ -1846,43 +1743,43 @@ static double fit_cupti_kernel_us(void)
 }
 
 /* Refuses a record with a negative duration, naming the trace, the record and the value. */
-static int fr_check_dur(fr_run *R, const fit_trace *t, const char *kind, const char *name,
+static int fi_check_dur(fr_run *R, const fit_trace *t, const char *kind, const char *name,
                         int64_t s, int64_t e)
 {
     if (e >= s)
         return 0;
     int64_t t0 = t->has_header ? t->hdr.t0_ns : 0;
-    return fr_fail(R, "%s: %s \"%.80s\" at ts %.3f us: field dur: value %.3f: negative "
-                   "duration", t->file, kind, name, fr_us(s - t0), fr_us(e - s));
+    return fit_run_fail(R, "%s: %s \"%.80s\" at ts %.3f us: field dur: value %.3f: negative "
+                   "duration", t->file, kind, name, fit_us(s - t0), fit_us(e - s));
 }
 
 /* Stage 1 for trace ti: instances, their launch calls, their GPU records and elements. */
-static int fr_trace(fr_run *R, int ti)
+int fit_instances_trace(fr_run *R, int ti)
 {
     const fit_trace *t = &R->tr[ti];
     size_t a = R->nin;
     int rc = -1;
-    fr_corr *cm = NULL;
-    fr_rec *rec = NULL;
+    fi_corr *cm = NULL;
+    fi_rec *rec = NULL;
     /* instances */
     for (size_t i = 0; i < t->nrng; i++) {
         const ptrace_range *r = &t->rng[i];
         fr_inst in;
         const char *bad;
         memset(&in, 0, sizeof in);
-        int p = fr_parse_range(r->name, &in, &bad);
+        int p = fi_parse_range(r->name, &in, &bad);
         if (p < 0)
             continue;
-        if (fr_check_dur(R, t, "NVTX range", r->name, r->start_ns, r->end_ns))
+        if (fi_check_dur(R, t, "NVTX range", r->name, r->start_ns, r->end_ns))
             return -1;
         if (bad)
-            return fr_fail(R, "%s: NVTX range \"%.80s\": field %s: value does not parse "
+            return fit_run_fail(R, "%s: NVTX range \"%.80s\": field %s: value does not parse "
                            "(traces/FORMAT.md: key=number)", t->file, r->name, bad);
         if (in.tokens < 0)
-            return fr_fail(R, "%s: NVTX range \"%.80s\": field tokens: missing: every phase "
+            return fit_run_fail(R, "%s: NVTX range \"%.80s\": field tokens: missing: every phase "
                            "range needs tokens= (traces/FORMAT.md)", t->file, r->name);
         if (!(in.tokens > 0) || in.kv < 0)
-            return fr_fail(R, "%s: NVTX range \"%.80s\": field %s: value %g: must be %s",
+            return fit_run_fail(R, "%s: NVTX range \"%.80s\": field %s: value %g: must be %s",
                            t->file, r->name, in.tokens > 0 ? "ctx" : "tokens",
                            in.tokens > 0 ? in.kv : in.tokens, in.tokens > 0 ? ">= 0" : "> 0");
         in.trace = ti;
@@ -1892,15 +1789,15 @@ static int fr_trace(fr_run *R, int ti)
         in.r1 = r->end_ns;
         in.thread = r->thread;
         in.nfwd = -1;
-        if (grow((void **)&R->in, &R->capin, R->nin, sizeof *R->in))
+        if (fit_trace_grow((void **)&R->in, &R->capin, R->nin, sizeof *R->in))
             goto oom;
         R->in[R->nin++] = in;
     }
     size_t b = R->nin;
-    qsort(R->in + a, b - a, sizeof *R->in, fr_cmp_inst);
+    qsort(R->in + a, b - a, sizeof *R->in, fi_cmp_inst);
     R->tin0[ti] = a;
     if (b == a) {
-        fr_warn(R, "%s: no NVTX range names a phase (%s, ...): the trace adds nothing",
+        fit_run_warn(R, "%s: no NVTX range names a phase (%s, ...): the trace adds nothing",
                 t->file, wm_phase_name[0]);
         return 0;
     }
@@ -1912,18 +1809,18 @@ static int fr_trace(fr_run *R, int ti)
         for (size_t q = a; q < b && !same_ids; q++)
             same_ids = t->api[i].thread == R->in[q].thread;
     if (!same_ids)
-        fr_warn(R, "%s: launch calls and NVTX ranges carry different thread ids: matched by "
+        fit_run_warn(R, "%s: launch calls and NVTX ranges carry different thread ids: matched by "
                 "time only", t->file);
     cm = malloc((t->napi + 1) * sizeof *cm);
     if (!cm)
         goto oom;
     for (size_t i = 0; i < t->napi; i++) {
         const ptrace_api *x = &t->api[i];
-        if (fr_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
+        if (fi_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
             goto out;
         int64_t th = same_ids ? x->thread : 0;
-        cm[i] = (fr_corr){x->corr, x->start_ns, x->end_ns, th};
-        int k = fr_find_inst(R, a, b, x->start_ns, th);
+        cm[i] = (fi_corr){x->corr, x->start_ns, x->end_ns, th};
+        int k = fi_find_inst(R, a, b, x->start_ns, th);
         if (k < 0)
             continue;
         fr_inst *in = &R->in[k];
@@ -1935,7 +1832,7 @@ static int fr_trace(fr_run *R, int ti)
             in->le = x->end_ns;
         in->napi++;
     }
-    qsort(cm, t->napi, sizeof *cm, fr_cmp_corr);
+    qsort(cm, t->napi, sizeof *cm, fi_cmp_corr);
     /* GPU records */
     size_t nrec = t->nkern + t->nmem;
     rec = malloc((nrec + 1) * sizeof *rec);
@@ -1943,13 +1840,13 @@ static int fr_trace(fr_run *R, int ti)
         goto oom;
     int64_t last_end = INT64_MIN, first_start = INT64_MAX;
     for (size_t i = 0; i < nrec; i++) {
-        fr_rec *x = &rec[i];
+        fi_rec *x = &rec[i];
         if (i < t->nkern) {
             const ptrace_kernel *k = &t->kern[i];
-            if (fr_check_dur(R, t, "kernel", k->name, k->start_ns, k->end_ns))
+            if (fi_check_dur(R, t, "kernel", k->name, k->start_ns, k->end_ns))
                 goto out;
-            *x = (fr_rec){k->start_ns, k->end_ns, k->name, k->nvtx, k->corr, k->graph_id != 0,
-                          k->has_nccl || fr_is_nccl_name(k->name), 0, k->has_nccl ? &k->nccl : NULL, -1,
+            *x = (fi_rec){k->start_ns, k->end_ns, k->name, k->nvtx, k->corr, k->graph_id != 0,
+                          k->has_nccl || fi_is_nccl_name(k->name), 0, k->has_nccl ? &k->nccl : NULL, -1,
                           0, 0};
             int sms = t->has_header ? t->hdr.device.sms : 0;
             double blocks = (double)k->grid[0] * k->grid[1] * k->grid[2];
@@ -1962,28 +1859,28 @@ static int fr_trace(fr_run *R, int ti)
             const ptrace_mem *m = &t->mem[i - t->nkern];
             const char *nm = m->kind == PTRACE_MEMSET ? "memset" :
                              *m->copy_kind ? m->copy_kind : "memcpy";
-            if (fr_check_dur(R, t, "memcpy/memset", nm, m->start_ns, m->end_ns))
+            if (fi_check_dur(R, t, "memcpy/memset", nm, m->start_ns, m->end_ns))
                 goto out;
             char buf[64];
             snprintf(buf, sizeof buf, "%s%s", m->kind == PTRACE_MEMSET ? "" : "memcpy ",
                      m->kind == PTRACE_MEMSET ? "memset" : nm);
-            const char *in = pool_intern(R->pool, buf);
+            const char *in = fit_trace_intern(R->pool, buf);
             if (!in)
                 goto oom;
-            *x = (fr_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
+            *x = (fi_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
                           m->has_nccl, 1, m->has_nccl ? &m->nccl : NULL, -1, 0, 0};
         }
         if (x->e > last_end)
             last_end = x->e;
         if (x->s < first_start)
             first_start = x->s;
-        const fr_corr *c = x->corr ? fr_corr_find(cm, t->napi, x->corr) : NULL;
-        int k = c ? fr_find_inst(R, a, b, c->s, c->thread) : -1;
+        const fi_corr *c = x->corr ? fi_corr_find(cm, t->napi, x->corr) : NULL;
+        int k = c ? fi_find_inst(R, a, b, c->s, c->thread) : -1;
         if (k < 0 && c == NULL && x->nvtx && *x->nvtx)
-            k = fr_find_by_name(R, a, b, x->s, x->nvtx);
+            k = fi_find_by_name(R, a, b, x->s, x->nvtx);
         x->inst = k;
     }
-    qsort(rec, nrec, sizeof *rec, fr_cmp_rec);
+    qsort(rec, nrec, sizeof *rec, fi_cmp_rec);
     /* kernels recorded through CUPTI carry its overhead (FIT_CUPTI_KERNEL_US) */
     int cupti = t->has_header && t->hdr.cupti_version > 0;
     /* per instance: span, elements (adjacent GEMM kernels merged), collectives */
@@ -1999,13 +1896,13 @@ static int fr_trace(fr_run *R, int ti)
         in->e0 = R->nel;
         int prev_gemm = 0;
         for (; j < nrec && rec[j].inst == rec[i].inst; j++) {
-            const fr_rec *x = &rec[j];
-            double d = fr_us(x->e - x->s);
+            const fi_rec *x = &rec[j];
+            double d = fit_us(x->e - x->s);
             if (j > i && x->corr != rec[j - 1].corr && x->s > in->g1) {
                 /* idle GPU until this record's launch call returned: host time, not GPU */
-                const fr_corr *c = x->corr ? fr_corr_find(cm, t->napi, x->corr) : NULL;
+                const fi_corr *c = x->corr ? fi_corr_find(cm, t->napi, x->corr) : NULL;
                 if (c && c->e > in->g1)
-                    in->lwait_us += fr_us((c->e < x->s ? c->e : x->s) - in->g1);
+                    in->lwait_us += fit_us((c->e < x->s ? c->e : x->s) - in->g1);
             }
             if (x->e > in->g1)
                 in->g1 = x->e;
@@ -2013,7 +1910,7 @@ static int fr_trace(fr_run *R, int ti)
             in->any_graph_kernel |= x->graph;
             if (x->nccl) {
                 in->nccl_us += d;
-                const char *op = pool_intern(R->pool, x->nc ? x->nc->op : "allreduce");
+                const char *op = fit_trace_intern(R->pool, x->nc ? x->nc->op : "allreduce");
                 if (!op)
                     goto oom;
                 int q = 0;
@@ -2029,7 +1926,7 @@ static int fr_trace(fr_run *R, int ti)
                 continue;
             }
             if (!x->mem && cupti) {
-                double c = fit_cupti_kernel_us();
+                double c = fi_cupti_kernel_us();
                 c = c < 0.5 * d ? c : 0.5 * d;
                 d -= c;
                 in->cupti_us += c;
@@ -2044,7 +1941,7 @@ static int fr_trace(fr_run *R, int ti)
                 continue;
             }
             int gemm;
-            const char *cls = fr_class(R->pool, x->name, &gemm);
+            const char *cls = fi_class(R->pool, x->name, &gemm);
             if (!cls)
                 goto oom;
             if (gemm && prev_gemm) {
@@ -2055,7 +1952,7 @@ static int fr_trace(fr_run *R, int ti)
                     pe->blocks = x->blocks, pe->cap = x->cap, pe->dmax_us = d, pe->dname = x->name;
                 continue;
             }
-            if (grow((void **)&R->el, &R->capel, R->nel, sizeof *R->el))
+            if (fit_trace_grow((void **)&R->el, &R->capel, R->nel, sizeof *R->el))
                 goto oom;
             R->el[R->nel++] = (fr_elem){cls, x->name, d, 1, x->blocks, x->cap, d, x->name};
             in->ne++;
@@ -2064,7 +1961,7 @@ static int fr_trace(fr_run *R, int ti)
         i = j;
     }
     if (unattributed && (size_t)unattributed == nrec)
-        fr_warn(R, "%s: none of its %zu GPU records could be placed in a phase range (no "
+        fit_run_warn(R, "%s: none of its %zu GPU records could be placed in a phase range (no "
                 "launch call with their correlation id inside a range, no args.nvtx)", t->file, nrec);
     /* what cannot be used */
     int ndrop[5] = {0};
@@ -2086,12 +1983,12 @@ static int fr_trace(fr_run *R, int ti)
     for (int d = 1; d < 5; d++)
         if (ndrop[d] && !(d == FR_CUT && ndrop[d] <= 2 * WM_NPHASE) &&
             !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE))
-            fr_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d], fr_drop_why[d]);
+            fit_run_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d], fi_drop_why[d]);
     if (t->truncated)
-        fr_warn(R, "%s: cut off (no specprof_end)%s: %d instances at its end left out", t->file,
+        fit_run_warn(R, "%s: cut off (no specprof_end)%s: %d instances at its end left out", t->file,
                 t->cut_last_line ? ", last line cut mid-write and dropped" : "", ndrop[FR_CUT]);
     if (t->bad_lines)
-        fr_warn(R, "%s: %zu lines did not parse and were skipped", t->file, t->bad_lines);
+        fit_run_warn(R, "%s: %zu lines did not parse and were skipped", t->file, t->bad_lines);
     rc = 0;
     goto out;
 oom:
@@ -2110,7 +2007,7 @@ out:
 
 /* Does instance `in` consist of a prefix of a elements, F identical forwards of n elements
  * and a suffix of b? */
-static int fr_fits_shape(const fr_run *R, const fr_inst *in, int a, int n, int b)
+static int fm_fits_shape(const fr_run *R, const fr_inst *in, int a, int n, int b)
 {
     if (n < 1 || in->ne != a + in->F * n + b)
         return 0;
@@ -2123,14 +2020,14 @@ static int fr_fits_shape(const fr_run *R, const fr_inst *in, int a, int n, int b
 }
 
 /* The shape (a, n, b) of an instance with F >= 2 forwards: the smallest a+b that fits. */
-static int fr_shape(const fr_run *R, const fr_inst *in, int *a, int *n, int *b)
+static int fm_shape(const fr_run *R, const fr_inst *in, int *a, int *n, int *b)
 {
     for (int sum = 0; sum <= 2 * FIT_EDGE_MAX && sum <= in->ne; sum++)
         for (int x = sum < FIT_EDGE_MAX ? sum : FIT_EDGE_MAX; x >= 0 && sum - x <= FIT_EDGE_MAX; x--) {
             int y = sum - x;
             if ((in->ne - sum) % in->F || in->ne - sum < in->F)
                 continue;
-            if (fr_fits_shape(R, in, x, (in->ne - sum) / in->F, y)) {
+            if (fm_fits_shape(R, in, x, (in->ne - sum) / in->F, y)) {
                 *a = x;
                 *n = (in->ne - sum) / in->F;
                 *b = y;
@@ -2142,7 +2039,7 @@ static int fr_shape(const fr_run *R, const fr_inst *in, int *a, int *n, int *b)
 
 /* The repeated layer of a forward: the period P and offset h that cover the most elements
  * with L >= 2 repeats of s[h .. h+P); ties go to the shorter period. No repeat: L = 1. */
-static void fr_layers(const char *const *s, int n, int *h, int *P, int *L)
+static void fm_layers(const char *const *s, int n, int *h, int *P, int *L)
 {
     int best = 0;
     *h = 0;
@@ -2168,13 +2065,13 @@ static void fr_layers(const char *const *s, int n, int *h, int *P, int *L)
     }
 }
 
-static int fr_cmp_int(const void *a, const void *b)
+static int fm_cmp_int(const void *a, const void *b)
 {
     int x = *(const int *)a, y = *(const int *)b;
     return (x > y) - (x < y);
 }
 
-static double fr_median(double *v, size_t n)
+double fit_group_median(double *v, size_t n)
 {
     if (n == 0)
         return 0;
@@ -2184,7 +2081,7 @@ static double fr_median(double *v, size_t n)
 
 /* Mean and sd of v[0..n) without the points beyond FIT_OUTLIER_K robust sd (+ margins)
  * of the median, as fit_group leaves them out. v is reordered. Returns the points left out. */
-static size_t fr_robust(double *v, size_t n, double *mean, double *sd)
+size_t fit_group_robust(double *v, size_t n, double *mean, double *sd)
 {
     *mean = *sd = 0;
     if (n == 0)
@@ -2211,14 +2108,14 @@ static size_t fr_robust(double *v, size_t n, double *mean, double *sd)
 }
 
 /* Group name "<prefix> <class>", cut to fit. */
-static void fr_gname(char *dst, const char *prefix, const char *cls)
+static void fm_gname(char *dst, const char *prefix, const char *cls)
 {
     snprintf(dst, WM_NAME_MAX, "%s%s%.*s", prefix, *prefix ? " " : "",
              (int)(WM_NAME_MAX - 1 - strlen(prefix) - 1), cls);
 }
 
 /* Group of element e of instance in (the phase's matching done). */
-static int fr_elem_group(const fr_phase *P, const fr_inst *in, const fr_elem *el, int e)
+static int fm_elem_group(const fr_phase *P, const fr_inst *in, const fr_elem *el, int e)
 {
     if (P->by == FIT_BY_POSITION) {
         int k = e < P->A ? e : e >= in->ne - P->B ? P->A + P->nfwd + (e - (in->ne - P->B))
@@ -2233,25 +2130,25 @@ static int fr_elem_group(const fr_phase *P, const fr_inst *in, const fr_elem *el
 
 /* Per group, the kernel (by full name) with the most time in the instances q0..q1-1 of the
  * phase (an element's time: its longest kernel's, whose name it carries); NULL: none. Names
- * past the FR_NAMES_MAX-th of a group are rare ones, not counted. */
-#define FR_NAMES_MAX 16
-static void fr_top_kernels(const fr_run *R, const fr_phase *P, int q0, int q1,
+ * past the FM_NAMES_MAX-th of a group are rare ones, not counted. */
+#define FM_NAMES_MAX 16
+static void fm_top_kernels(const fr_run *R, const fr_phase *P, int q0, int q1,
                            const char *top[WM_GROUPS_MAX])
 {
-    struct { const char *name; double us; } k[WM_GROUPS_MAX][FR_NAMES_MAX];
+    struct { const char *name; double us; } k[WM_GROUPS_MAX][FM_NAMES_MAX];
     int nk[WM_GROUPS_MAX] = {0};
     for (int q = q0; q < q1; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         for (int e = 0; e < in->ne; e++) {
             const fr_elem *el = &R->el[in->e0 + (size_t)e];
-            int g = fr_elem_group(P, in, el, e);
+            int g = fm_elem_group(P, in, el, e);
             if (g < 0 || g >= WM_GROUPS_MAX || !el->dname)
                 continue;
             int j = 0;
             while (j < nk[g] && strcmp(k[g][j].name, el->dname) != 0)
                 j++;
             if (j == nk[g]) {
-                if (j == FR_NAMES_MAX)
+                if (j == FM_NAMES_MAX)
                     continue;
                 k[g][nk[g]++].name = el->dname;
                 k[g][j].us = 0;
@@ -2268,32 +2165,32 @@ static void fr_top_kernels(const fr_run *R, const fr_phase *P, int q0, int q1,
     }
 }
 
-/* Per instance and group, the kernel variant it ran: its top kernel (fr_top_kernels),
+/* Per instance and group, the kernel variant it ran: its top kernel (fm_top_kernels),
  * numbered per group in order of appearance (1, 2, ...). An attention kernel compiled per
  * tile count (specbench's k_attn_split<1>, <2>, <3>) tells the fit where the tiles step
- * (fg_fit_tiles). 0: no named kernel, or past FR_NAMES_MAX names. */
-static void fr_variants(const fr_run *R, fr_phase *P)
+ * (fg_fit_tiles). 0: no named kernel, or past FM_NAMES_MAX names. */
+static void fm_variants(const fr_run *R, fr_phase *P)
 {
     int G1 = P->G + 1;
-    const char *seen[WM_GROUPS_MAX][FR_NAMES_MAX];
+    const char *seen[WM_GROUPS_MAX][FM_NAMES_MAX];
     int nseen[WM_GROUPS_MAX] = {0};
     for (int q = 0; q < P->ninst; q++) {
         const char *top[WM_GROUPS_MAX];
-        fr_top_kernels(R, P, q, q + 1, top);
+        fm_top_kernels(R, P, q, q + 1, top);
         for (int g = 0; g < P->G && g < WM_GROUPS_MAX; g++) {
             if (!top[g])
                 continue;
             int v = 0;
             while (v < nseen[g] && strcmp(seen[g][v], top[g]) != 0)
                 v++;
-            if (v == nseen[g] && v < FR_NAMES_MAX)
+            if (v == nseen[g] && v < FM_NAMES_MAX)
                 seen[g][nseen[g]++] = top[g];
-            P->WV[(size_t)q * (size_t)G1 + (size_t)g] = v < FR_NAMES_MAX ? v + 1 : 0;
+            P->WV[(size_t)q * (size_t)G1 + (size_t)g] = v < FM_NAMES_MAX ? v + 1 : 0;
         }
     }
 }
 
-static int fr_group_phase(fr_run *R, int p)
+int fit_match_phase(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
     int n = 0;
@@ -2305,11 +2202,11 @@ static int fr_group_phase(fr_run *R, int p)
      * steps-1 forwards); taken from the instances with F >= 2, the most common one */
     int *sa = malloc(3 * (size_t)n * sizeof *sa), ns = 0;
     if (!sa)
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     for (size_t i = 0; i < R->nin; i++) {
         const fr_inst *in = &R->in[i];
         int a, m, b;
-        if (in->phase == p && !in->drop && in->F >= 2 && fr_shape(R, in, &a, &m, &b) == 0) {
+        if (in->phase == p && !in->drop && in->F >= 2 && fm_shape(R, in, &a, &m, &b) == 0) {
             sa[3 * ns] = a, sa[3 * ns + 1] = m, sa[3 * ns + 2] = b;
             ns++;
         }
@@ -2327,7 +2224,7 @@ static int fr_group_phase(fr_run *R, int p)
         for (size_t i = 0; i < R->nin; i++)
             if (R->in[i].phase == p && !R->in[i].drop)
                 sa[ns++] = R->in[i].ne;
-        qsort(sa, (size_t)ns, sizeof *sa, fr_cmp_int);
+        qsort(sa, (size_t)ns, sizeof *sa, fm_cmp_int);
         for (int a = 0, b; a < ns; a = b) {
             for (b = a; b < ns && sa[b] == sa[a]; b++)
                 ;
@@ -2338,7 +2235,7 @@ static int fr_group_phase(fr_run *R, int p)
     free(sa);
     for (size_t i = 0; i < R->nin; i++)
         if (R->in[i].phase == p && !R->in[i].drop)
-            R->in[i].nfwd = fr_fits_shape(R, &R->in[i], A, N, B) ? N : -1;
+            R->in[i].nfwd = fm_fits_shape(R, &R->in[i], A, N, B) ? N : -1;
     /* an instance at either edge of a trace that does not have the shape was cut by the
      * capture window */
     for (int t = 0; t < R->nt; t++) {
@@ -2358,7 +2255,7 @@ static int fr_group_phase(fr_run *R, int p)
     }
     P->inst = malloc((size_t)n * sizeof *P->inst);
     if (!P->inst)
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     P->ninst = 0;
     int same = 1;
     for (size_t i = 0; i < R->nin; i++) {
@@ -2377,14 +2274,14 @@ static int fr_group_phase(fr_run *R, int p)
         P->pos2g = malloc((size_t)npos * sizeof *P->pos2g);
         if (!s || !P->pos2g) {
             free(s);
-            return fr_fail(R, "out of memory");
+            return fit_run_fail(R, "out of memory");
         }
         for (int k = 0; k < A + N; k++)
             s[k] = R->el[rep->e0 + (size_t)k].cls;
         for (int k = 0; k < B; k++)
             s[A + N + k] = R->el[rep->e0 + (size_t)(rep->ne - B + k)].cls;
         int h, per, L;
-        fr_layers(s + A, N, &h, &per, &L);
+        fm_layers(s + A, N, &h, &per, &L);
         int tail = N - h - L * per;
         int G = A + (L < 2 ? N : h + per + tail) + B;
         if (G <= WM_GROUPS_MAX - 2) {
@@ -2410,7 +2307,7 @@ static int fr_group_phase(fr_run *R, int p)
                     g = A + h + per + (f - h - L * per), snprintf(pre, sizeof pre, "t%d", f - h - L * per);
                 P->pos2g[k] = g;
                 if (k < A || k >= A + N || L < 2 || f < h + per || f >= h + L * per)
-                    fr_gname(P->name[g], pre, s[k]);
+                    fm_gname(P->name[g], pre, s[k]);
             }
         }
         free(s);
@@ -2433,7 +2330,7 @@ static int fr_group_phase(fr_run *R, int p)
                         cl_t *nc = realloc(cl, (size_t)cap * sizeof *cl);
                         if (!nc) {
                             free(cl);
-                            return fr_fail(R, "out of memory");
+                            return fit_run_fail(R, "out of memory");
                         }
                         cl = nc;
                     }
@@ -2451,12 +2348,12 @@ static int fr_group_phase(fr_run *R, int p)
                         cl[a] = cl[b];
                         cl[b] = x;
                     }
-            fr_warn(R, "phase %s: %d kernel names; the %d smallest by time share the group "
+            fit_run_warn(R, "phase %s: %d kernel names; the %d smallest by time share the group "
                     "\"(other kernels)\"", wm_phase_name[p], ncl, ncl - keep);
         }
         for (int k = 0; k < keep; k++) {
             P->gcls[k] = cl[k].cls;
-            fr_gname(P->name[k], "", cl[k].cls);
+            fm_gname(P->name[k], "", cl[k].cls);
         }
         P->G = keep;
         P->other_g = -1;
@@ -2484,12 +2381,12 @@ static int fr_group_phase(fr_run *R, int p)
     P->WD = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WD);
     P->WV = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->WV);
     if (!P->Y || !P->L || !P->WB || !P->WC || !P->WD || !P->WV)
-        return fr_fail(R, "out of memory");
-    fr_variants(R, P);
+        return fit_run_fail(R, "out of memory");
+    fm_variants(R, P);
     /* per group, the kernel whose waves the wave column counts: the one with the most time
      * in the group (by name it holds several: the GEMM class holds every GEMM) */
     const char *wname[WM_GROUPS_MAX];
-    fr_top_kernels(R, P, 0, P->ninst, wname);
+    fm_top_kernels(R, P, 0, P->ninst, wname);
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         double *y = &P->Y[(size_t)q * (size_t)G1], *l = &P->L[(size_t)q * (size_t)G1];
@@ -2499,7 +2396,7 @@ static int fr_group_phase(fr_run *R, int p)
         }
         for (int e = 0; e < in->ne; e++) {
             const fr_elem *el = &R->el[in->e0 + (size_t)e];
-            int g = fr_elem_group(P, in, el, e);
+            int g = fm_elem_group(P, in, el, e);
             assert(g >= 0);
             y[g] += el->dur_us / in->F;
             /* the wave geometry of the group's kernel: its elements alike in an instance */
@@ -2534,7 +2431,7 @@ static int fr_group_phase(fr_run *R, int p)
                     has |= P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0;
                 }
                 if (has_phase && !has)
-                    return fr_fail(R, "%s: phase %s: group %s: absent from this trace (present "
+                    return fit_run_fail(R, "%s: phase %s: group %s: absent from this trace (present "
                                    "in %s); its cost cannot be fitted across traces that differ "
                                    "in their kernels: capture the traces with the same program "
                                    "and settings", R->tr[t].file, wm_phase_name[p], P->name[g],
@@ -2545,11 +2442,11 @@ static int fr_group_phase(fr_run *R, int p)
     /* launches per forward: the median over instances */
     double *v = malloc((size_t)P->ninst * sizeof *v);
     if (!v)
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     for (int g = 0; g < P->G; g++) {
         for (int q = 0; q < P->ninst; q++)
             v[q] = P->L[(size_t)q * (size_t)G1 + (size_t)g];
-        int c = (int)lround(fr_median(v, (size_t)P->ninst));
+        int c = (int)lround(fit_group_median(v, (size_t)P->ninst));
         P->count[g] = c < 1 ? 1 : c;
     }
     P->count[P->G] = 1;
@@ -2561,10 +2458,10 @@ static int fr_group_phase(fr_run *R, int p)
 
 /* Phases after which the host waits for the GPU (it needs the accepted lengths): the
  * simulator's sync_after (sim/sim.c). */
-static int fr_sync_phase(int p) { return p == WM_ACCEPT || p == WM_SAMPLE; }
+static int fh_sync_phase(int p) { return p == WM_ACCEPT || p == WM_SAMPLE; }
 
 /* The phase the simulator runs after p (-1: either of two). */
-static int fr_expected_next(int p, int q)
+static int fh_expected_next(int p, int q)
 {
     switch (p) {
     case WM_DRAFT:  return q == WM_VERIFY;
@@ -2577,7 +2474,7 @@ static int fr_expected_next(int p, int q)
     return 0;
 }
 
-static int fr_kfwd(const fr_phase *P)
+static int fh_kfwd(const fr_phase *P)
 {
     int k = 0;
     for (int g = 0; g <= P->G; g++)
@@ -2592,11 +2489,11 @@ static int fr_kfwd(const fr_phase *P)
  * node_us * nodes, the profiler's own cost, is taken out of the host gaps. With one graph
  * size only, the median launch time is kept. v[i] is instance gi[i]'s launch time. */
 #define FIT_LAUNCH_MIN_N 4   /* launches of one graph size needed to use that size */
-static double fr_graph_launch_fit(fr_run *R, const double *v, size_t n)
+static double fh_graph_launch_fit(fr_run *R, const double *v, size_t n)
 {
     double *x = malloc((n + 1) * sizeof *x), *y = malloc((n + 1) * sizeof *y);
     double *mx = malloc((n + 1) * sizeof *mx), *my = malloc((n + 1) * sizeof *my);
-    double a = fr_median((double *)v, n);
+    double a = fit_group_median((double *)v, n);
     R->node_us = 0;
     if (!x || !y || !mx || !my || n < 2)
         goto out;
@@ -2606,7 +2503,7 @@ static double fr_graph_launch_fit(fr_run *R, const double *v, size_t n)
         if (in->drop || R->ph[in->phase].ninst == 0 || in->napi == 0 || !in->graph)
             continue;
         x[k] = in->nrec;
-        y[k] = fr_us(in->le - in->lb);
+        y[k] = fit_us(in->le - in->lb);
         k++;
     }
     /* one point per graph size: its 10th-percentile launch time. A launch blocks while the
@@ -2648,12 +2545,12 @@ out:
 }
 
 /* The profiler's part of instance in's launch time (0 outside graphs). */
-static double fr_profiler_us(const fr_run *R, const fr_inst *in)
+static double fh_profiler_us(const fr_run *R, const fr_inst *in)
 {
     return in->graph ? R->node_us * in->nrec : 0;
 }
 
-static int fr_launch_costs(fr_run *R, double *graph_us, double *eager_us)
+int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
 {
     double *v = malloc((R->nin + 1) * sizeof *v), *w = malloc((R->nin + 1) * sizeof *w);
     size_t ng = 0, ne = 0, graph_noapi = 0;
@@ -2661,7 +2558,7 @@ static int fr_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     if (!v || !w) {
         free(v);
         free(w);
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     }
     for (size_t i = 0; i < R->nin; i++) {
         const fr_inst *in = &R->in[i];
@@ -2671,40 +2568,40 @@ static int fr_launch_costs(fr_run *R, double *graph_us, double *eager_us)
             graph_noapi += in->graph == 1;
             continue;
         }
-        double host_us = fr_us(in->le - in->lb);
+        double host_us = fit_us(in->le - in->lb);
         if (in->graph) {
             v[ng++] = host_us;
         } else {
             /* ratio of sums: the big eager phases (hundreds of launches, where the launch
              * cost decides) outweigh the many small ones (accept: a few launches) */
             eager_host_us += host_us;
-            eager_launches += (double)fr_kfwd(&R->ph[in->phase]) * in->F;
+            eager_launches += (double)fh_kfwd(&R->ph[in->phase]) * in->F;
             ne++;
         }
     }
-    *graph_us = fr_graph_launch_fit(R, v, ng);
+    *graph_us = fh_graph_launch_fit(R, v, ng);
     *eager_us = eager_launches > 0 ? eager_host_us / eager_launches : 0;
     R->res->graph_launches = (int)ng;
     R->res->eager_instances = (int)ne;
     if (graph_noapi && !ng)
-        fr_warn(R, "no launch API records for %zu CUDA-graph phase instances: graph_launch_us "
+        fit_run_warn(R, "no launch API records for %zu CUDA-graph phase instances: graph_launch_us "
                 "is 0 (was specprof's API recording off?)", graph_noapi);
     if (!ne)
-        fr_warn(R, "no eager phase instance with launch records: eager_launch_us unmeasured "
+        fit_run_warn(R, "no eager phase instance with launch records: eager_launch_us unmeasured "
                 "(0); give --eager-launch-us when simulating batches above the captured sizes");
     free(v);
     free(w);
     return 0;
 }
 
-static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
+int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
 {
     double *d = malloc((R->nin + 1) * sizeof *d);
     double dbar[WM_NPHASE], dall;
     int unexpected[WM_NPHASE][WM_NPHASE];
     memset(unexpected, 0, sizeof unexpected);
     if (!d)
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     /* pass 1: instances the GPU waited for (idle before them): gap from the GPU start */
     for (int t = 0; t < R->nt; t++) {
         size_t a = R->tin0[t], b = R->tin0[t + 1];
@@ -2712,7 +2609,7 @@ static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
         for (size_t i = a; i < b; i++)
             trace_api |= R->in[i].napi > 0;
         if (!trace_api && b > a)
-            fr_warn(R, "%s: no launch API records: host gaps from GPU idle time only",
+            fit_run_warn(R, "%s: no launch API records: host gaps from GPU idle time only",
                     R->tr[t].file);
         for (size_t i = a; i < b; i++) {
             fr_inst *in = &R->in[i];
@@ -2733,26 +2630,26 @@ static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
             if (!found)
                 continue;
             const fr_inst *pj = &R->in[j];
-            if (!in->drop && !fr_expected_next(pj->phase, in->phase))
+            if (!in->drop && !fh_expected_next(pj->phase, in->phase))
                 unexpected[pj->phase][in->phase]++;
-            double first_us = (in->graph ? graph_us : eager_us) + fr_profiler_us(R, in);
+            double first_us = (in->graph ? graph_us : eager_us) + fh_profiler_us(R, in);
             if (!trace_api) {
-                in->gap_us = fr_us(in->g0 - pj->g1) - first_us;
+                in->gap_us = fit_us(in->g0 - pj->g1) - first_us;
                 in->has_gap = 1;
                 continue;
             }
             if (in->napi == 0 || pj->napi == 0)
                 continue;
             int64_t ref = pj->le;
-            if (fr_sync_phase(pj->phase) && pj->g1 > ref)
+            if (fh_sync_phase(pj->phase) && pj->g1 > ref)
                 ref = pj->g1;
             in->busy = in->a1e < pj->g1;
             if (!in->busy) {
-                in->gap_us = fr_us(in->g0 - ref) - first_us;
+                in->gap_us = fit_us(in->g0 - ref) - first_us;
                 in->has_gap = 1;
             } else {
-                in->inter_us = in->g0 > pj->g1 ? fr_us(in->g0 - pj->g1) : 0;
-                in->gap_us = fr_us(in->lb - ref);   /* + dbar in pass 2 */
+                in->inter_us = in->g0 > pj->g1 ? fit_us(in->g0 - pj->g1) : 0;
+                in->gap_us = fit_us(in->lb - ref);   /* + dbar in pass 2 */
             }
         }
     }
@@ -2761,19 +2658,19 @@ static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
     for (size_t i = 0; i < R->nin; i++) {
         const fr_inst *in = &R->in[i];
         if (in->has_gap && !in->busy && in->napi > 0)
-            d[nall++] = fr_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us) -
-                        fr_profiler_us(R, in);
+            d[nall++] = fit_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us) -
+                        fh_profiler_us(R, in);
     }
-    dall = fr_median(d, nall);
+    dall = fit_group_median(d, nall);
     for (int p = 0; p < WM_NPHASE; p++) {
         size_t m = 0;
         for (size_t i = 0; i < R->nin; i++) {
             const fr_inst *in = &R->in[i];
             if (in->phase == p && in->has_gap && !in->busy && in->napi > 0)
-                d[m++] = fr_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us) -
-                         fr_profiler_us(R, in);
+                d[m++] = fit_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us) -
+                         fh_profiler_us(R, in);
         }
-        dbar[p] = m ? fr_median(d, m) : dall;
+        dbar[p] = m ? fit_group_median(d, m) : dall;
     }
     /* pass 2: instances queued behind GPU work: host gap + the usual start latency */
     for (size_t i = 0; i < R->nin; i++) {
@@ -2786,7 +2683,7 @@ static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
     for (int p = 0; p < WM_NPHASE; p++)
         for (int q = 0; q < WM_NPHASE; q++)
             if (unexpected[p][q])
-                fr_warn(R, "%d times phase %s followed %s, which the simulator never does: its "
+                fit_run_warn(R, "%d times phase %s followed %s, which the simulator never does: its "
                         "host gap is measured from the phase that really came before",
                         unexpected[p][q], wm_phase_name[q], wm_phase_name[p]);
     free(d);
@@ -2795,7 +2692,7 @@ static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
 
 /* ---- stage 4: fits and the model ------------------------------------------------------------ */
 
-static int fr_moe(fr_run *R)
+int fit_instances_moe(fr_run *R)
 {
     if (R->o && R->o->moe_experts > 0) {
         R->moe_E = R->o->moe_experts;
@@ -2812,14 +2709,14 @@ static int fr_moe(fr_run *R)
             continue;
         }
         if (in->experts != src->experts || in->moe_topk != src->moe_topk)
-            return fr_fail(R, "%s: NVTX range \"%.60s\": field experts/moe_topk: value %d/%d: "
+            return fit_run_fail(R, "%s: NVTX range \"%.60s\": field experts/moe_topk: value %d/%d: "
                            "differs from %d/%d in %s (give --moe E,K)", R->tr[in->trace].file,
                            in->rname, in->experts, in->moe_topk, src->experts, src->moe_topk,
                            R->tr[src->trace].file);
     }
     if (src) {
         if (src->moe_topk <= 0)
-            return fr_fail(R, "%s: NVTX range \"%.60s\": field moe_topk: missing: experts= "
+            return fit_run_fail(R, "%s: NVTX range \"%.60s\": field moe_topk: missing: experts= "
                            "needs moe_topk=", R->tr[src->trace].file, src->rname);
         R->moe_E = src->experts;
         R->moe_k = src->moe_topk;
@@ -2827,7 +2724,7 @@ static int fr_moe(fr_run *R)
     return 0;
 }
 
-static int fr_fit_phase(fr_run *R, int p)
+int fit_phase_fit(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
     fit_phase_res *pr = &R->res->phase[p];
@@ -2838,25 +2735,25 @@ static int fr_fit_phase(fr_run *R, int p)
     double *wt = malloc((size_t)P->ninst * sizeof *wt), *wb = malloc((size_t)P->ninst * sizeof *wb);
     double *wc = malloc((size_t)P->ninst * sizeof *wc);
     if (!pts || !v || !bv || !wt || !wb || !wc) {
-        fr_fail(R, "out of memory");
+        fit_run_fail(R, "out of memory");
         goto out;
     }
     /* the gap pseudo-group: GPU time in the phase that no kernel fills */
     int noverlap = 0, nlb = 0;
     for (int q = 0; q < P->ninst; q++) {
         fr_inst *in = &R->in[P->inst[q]];
-        double idle = fr_us(in->g1 - in->g0) - in->sum_us - in->nccl_us - in->lwait_us -
+        double idle = fit_us(in->g1 - in->g0) - in->sum_us - in->nccl_us - in->lwait_us -
                       in->cupti_us;
         if (idle < -1e-3)
             noverlap++;
         idle += in->inter_us;
         P->Y[(size_t)q * (size_t)G1 + (size_t)P->G] = (idle > 0 ? idle : 0) / in->F;
         in->launch_bound = !in->graph && in->napi > 0 &&
-                           fr_us(in->le - in->lb) >= FIT_LAUNCH_BOUND_FRAC * fr_us(in->g1 - in->g0);
+                           fit_us(in->le - in->lb) >= FIT_LAUNCH_BOUND_FRAC * fit_us(in->g1 - in->g0);
         nlb += in->launch_bound;
     }
     if (noverlap)
-        fr_warn(R, "phase %s: kernels overlap in %d instances (several streams): the model "
+        fit_run_warn(R, "phase %s: kernels overlap in %d instances (several streams): the model "
                 "runs them one after another", wm_phase_name[p], noverlap);
     pm->present = 1;
     pm->ngroups = G1;
@@ -2870,7 +2767,7 @@ static int fr_fit_phase(fr_run *R, int p)
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         pm->fitted_tokens_max = fmax(pm->fitted_tokens_max, in->tokens);
-        pm->fitted_q_max = fmax(pm->fitted_q_max, fr_qrow(in));   /* 0: rows= unknown */
+        pm->fitted_q_max = fmax(pm->fitted_q_max, fit_inst_q(in));   /* 0: rows= unknown */
     }
     pr->present = 1;
     pr->by = P->by;
@@ -2899,7 +2796,7 @@ static int fr_fit_phase(fr_run *R, int p)
                 continue;
             pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv,
                                    .us = P->Y[(size_t)q * (size_t)G1 + (size_t)g],
-                                   .trace = in->trace, .q_per_row = fr_qrow(in),
+                                   .trace = in->trace, .q_per_row = fit_inst_q(in),
                                    .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g],
                                    .variant = P->WV[(size_t)q * (size_t)G1 + (size_t)g]};
         }
@@ -2914,11 +2811,11 @@ static int fr_fit_phase(fr_run *R, int p)
             const wm_sweep *sw = &R->res->model.sweep;
             double tmax = 0;
             for (size_t i = 0; i < m; i++) {
-                pts[i].sweep_us = wm_sweep_us(&R->res->model, p, pts[i].tokens, fg_q(&pts[i]));
+                pts[i].sweep_us = wm_sweep_us(&R->res->model, p, pts[i].tokens, fit_point_q(&pts[i]));
                 tmax = fmax(tmax, pts[i].tokens);
             }
             if (tmax > sw->tok[sw->ntok - 1])
-                fr_warn(R, "phase %s: the traces reach %g tokens, the GEMM sweep only %g: its "
+                fit_run_warn(R, "phase %s: the traces reach %g tokens, the GEMM sweep only %g: its "
                         "cost beyond is extrapolated from its last two counts (take the sweep "
                         "further: specbench --gemm-sweep ...:%g:8)", wm_phase_name[p], tmax,
                         sw->tok[sw->ntok - 1], 8 * ceil(tmax / 8));
@@ -2955,7 +2852,7 @@ static int fr_fit_phase(fr_run *R, int p)
                     : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
                     100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
         if (wg->sd_frac > FIT_SD_FRAC_MAX) {
-            fr_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
+            fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
                     "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
                     wg->sd_frac, FIT_SD_FRAC_MAX);
             wg->sd_frac = FIT_SD_FRAC_MAX;
@@ -2974,19 +2871,19 @@ static int fr_fit_phase(fr_run *R, int p)
         /* single gaps may be negative (the GPU started sooner after the first launch call
          * than the launch cost the simulator charges); the mean may not */
         double mean, sd;
-        size_t out = fr_robust(v, m, &mean, &sd);
+        size_t out = fit_group_robust(v, m, &mean, &sd);
         if (out > m / 100 + 2)
-            fr_warn(R, "phase %s: %zu of %zu host gaps left out as outliers (graph capture, "
+            fit_run_warn(R, "phase %s: %zu of %zu host gaps left out as outliers (graph capture, "
                     "warm-up, host stalls)", wm_phase_name[p], out, m);
         pr->gap_outliers = (int)out;
         pm->host_gap_sd_us = sd;
         pm->host_gap_us = mean > 0 ? mean : 0;
         if (mean < -0.5)
-            fr_warn(R, "phase %s: host gap %.2f us on average (the GPU starts this phase "
+            fit_run_warn(R, "phase %s: host gap %.2f us on average (the GPU starts this phase "
                     "sooner after its first launch call than the launch cost the simulator "
                     "charges): 0", wm_phase_name[p], mean);
     } else {
-        fr_warn(R, "phase %s: no host gap measured (no instance with a predecessor): 0",
+        fit_run_warn(R, "phase %s: no host gap measured (no instance with a predecessor): 0",
                 wm_phase_name[p]);
     }
     pr->ngaps = (int)m;
@@ -3017,15 +2914,15 @@ static int fr_fit_phase(fr_run *R, int p)
             if (cnt > 0 && bytes > 0)
                 bv[mb++] = bytes / cnt / in->tokens;
         }
-        int cnt = (int)lround(fr_median(v, mc));
+        int cnt = (int)lround(fit_group_median(v, mc));
         if (cnt < 1 || pm->ncolls >= WM_COLLS_MAX)
             continue;
         wm_coll *wc = &pm->colls[pm->ncolls++];
         snprintf(wc->op, sizeof wc->op, "%s", ops[o]);
         wc->count = cnt;
-        wc->bytes_per_token = fr_median(bv, mb);
+        wc->bytes_per_token = fit_group_median(bv, mb);
         if (mb == 0)
-            fr_warn(R, "phase %s: %s kernels without byte counts (args.nccl missing): "
+            fit_run_warn(R, "phase %s: %s kernels without byte counts (args.nccl missing): "
                     "bytes_per_token 0", wm_phase_name[p], ops[o]);
     }
     rc = 0;
@@ -3040,7 +2937,7 @@ out:
 }
 
 /* Per phase and cell (trace, tokens): measured GPU time per forward vs the model's sum. */
-static int fr_totals(fr_run *R, int p)
+int fit_phase_totals(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
     fit_phase_res *pr = &R->res->phase[p];
@@ -3048,14 +2945,14 @@ static int fr_totals(fr_run *R, int p)
     int G1 = P->G + 1;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
     if (!pts)
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         double s = 0;
         for (int g = 0; g < G1; g++)
             s += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
         pts[q] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv, .us = s,
-                             .trace = in->trace, .q_per_row = fr_qrow(in)};
+                             .trace = in->trace, .q_per_row = fit_inst_q(in)};
     }
     /* cells as fit_group makes them: sort by (trace, tokens) */
     size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
@@ -3064,18 +2961,18 @@ static int fr_totals(fr_run *R, int p)
         free(pts);
         free(idx);
         free(cells);
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     }
     for (int q = 0; q < P->ninst; q++)
         idx[q] = (size_t)q;
-    qsort_r(idx, (size_t)P->ninst, sizeof *idx, fg_cmp_idx, pts);
+    qsort_r(idx, (size_t)P->ninst, sizeof *idx, fit_group_cmp_idx, pts);
     int nc = 0;
     double *v = malloc((size_t)P->ninst * sizeof *v);
     if (!v) {
         free(pts);
         free(idx);
         free(cells);
-        return fr_fail(R, "out of memory");
+        return fit_run_fail(R, "out of memory");
     }
     for (int q = 0; q < P->ninst;) {
         int r = q;
@@ -3091,8 +2988,8 @@ static int fr_totals(fr_run *R, int p)
         c->trace = pts[idx[q]].trace;
         c->tokens = pts[idx[q]].tokens;
         c->kv_tokens = kv / (r - q);
-        c->q_per_row = fg_q(&pts[idx[q]]);
-        c->n = (r - q) - (int)fr_robust(v, (size_t)(r - q), &c->us_mean, &c->us_sd);
+        c->q_per_row = fit_point_q(&pts[idx[q]]);
+        c->n = (r - q) - (int)fit_group_robust(v, (size_t)(r - q), &c->us_mean, &c->us_sd);
         c->fit_us = 0;
         for (int g = 0; g < G1; g++)
             c->fit_us += wm_group_us_q(m, &m->phase[p].groups[g], c->tokens, c->kv_tokens,
@@ -3123,7 +3020,7 @@ static void fr_free(fr_run *R)
     free(R->el);
     free(R->tin0);
     free(R->tnames);
-    pool_destroy(R->pool);
+    fit_trace_pool_destroy(R->pool);
 }
 
 void fit_result_free(fit_result *res)
@@ -3159,7 +3056,7 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
         snprintf(err, errlen, "specsim fit: no traces given");
         return -1;
     }
-    R.pool = pool_create();
+    R.pool = fit_trace_pool_create();
     R.tin0 = calloc((size_t)n + 1, sizeof *R.tin0);
     R.tnames = calloc((size_t)n, sizeof *R.tnames);
     if (!R.pool || !R.tin0 || !R.tnames) {
@@ -3171,14 +3068,14 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
     /* GSL must not abort the program on a singular matrix: the caller gets the error */
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     for (int t = 0; t < n; t++)
-        if (fr_trace(&R, t))
+        if (fit_instances_trace(&R, t))
             goto out_gsl;
     R.tin0[n] = R.nin;
-    if (fr_moe(&R))
+    if (fit_instances_moe(&R))
         goto out_gsl;
     int nphases = 0;
     for (int p = 0; p < WM_NPHASE; p++) {
-        if (fr_group_phase(&R, p))
+        if (fit_match_phase(&R, p))
             goto out_gsl;
         nphases += R.ph[p].ninst > 0;
     }
@@ -3190,7 +3087,7 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
         goto out_gsl;
     }
     double graph_us = 0, eager_us = 0;
-    if (fr_launch_costs(&R, &graph_us, &eager_us) || fr_host_gaps(&R, graph_us, eager_us))
+    if (fit_host_launch_costs(&R, &graph_us, &eager_us) || fit_host_gaps(&R, graph_us, eager_us))
         goto out_gsl;
     wm_model *m = &res->model;
     m->graph_launch_us = graph_us;
@@ -3222,7 +3119,7 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
     for (int p = 0; p < WM_NPHASE; p++) {
         if (R.ph[p].ninst == 0)
             continue;
-        if (fr_fit_phase(&R, p) || fr_totals(&R, p))
+        if (fit_phase_fit(&R, p) || fit_phase_totals(&R, p))
             goto out_gsl;
         res->phase[p].forwards_max = 1;
         for (int q = 0; q < R.ph[p].ninst; q++)
@@ -3233,14 +3130,14 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
         if (R.in[i].drop)
             res->phase[R.in[i].phase].ndropped++;
     if (!m->phase[WM_VERIFY].present && !m->phase[WM_DECODE].present)
-        fr_warn(&R, "no verify or decode phase in the traces: the model cannot be simulated");
+        fit_run_warn(&R, "no verify or decode phase in the traces: the model cannot be simulated");
     else if (!m->phase[WM_VERIFY].present)
-        fr_warn(&R, "no verify phase: the model only simulates the baseline");
+        fit_run_warn(&R, "no verify phase: the model only simulates the baseline");
     int ranks_nccl = 0;
     for (int p = 0; p < WM_NPHASE; p++)
         ranks_nccl |= m->phase[p].ncolls > 0;
     if (m->ranks > 1 && !ranks_nccl)
-        fr_warn(&R, "the traces are of %d ranks but hold no NCCL kernels: no collectives in "
+        fit_run_warn(&R, "the traces are of %d ranks but hold no NCCL kernels: no collectives in "
                 "the model", m->ranks);
     rc = 0;
 out_gsl:
@@ -3251,8 +3148,6 @@ out:
         fit_result_free(res);
     return rc;
 }
-
-/* ---- plots ---------------------------------------------------------------------------------- */
 
 static int fp_open(FILE **f, const char *dir, const char *name, char *err, size_t errlen)
 {
@@ -3321,7 +3216,7 @@ int fit_plot(const fit_result *res, const char *dir, char *err, size_t errlen)
                 if (nk < 4096)
                     kvs[nk++] = st->cell[i].kv_tokens;
             }
-            double kv = fr_median(kvs, (size_t)nk);
+            double kv = fit_group_median(kvs, (size_t)nk);
             snprintf(name, sizeof name, "%s_g%02d.dat", wm_phase_name[p], g);
             if (fp_open(&f, dir, name, err, errlen))
                 goto fail;
