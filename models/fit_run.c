@@ -1,30 +1,14 @@
-/* fit: specprof traces -> workload model (docs/fit.md). Three stages: (1) per trace, phase
- * instances from the NVTX ranges, each GPU record attributed to the instance whose range
- * held its launch call; (2) per phase, kernels matched into groups across instances and
- * traces (by position in the forward, repeated layers folded; by name when instances differ
- * in shape), host gaps and launch costs from the launch API records; (3) per group a GSL
- * weighted least-squares fit of cost vs tokens, experts and KV context.
+/* fit_run: specprof traces -> workload model (docs/fit.md): the stages in order, per trace
+ * phase instances (fit_instances.c), per phase the groups (fit_match.c), launch costs and
+ * host gaps (fit_host.c), per phase the fits (fit_phase.c, fit_group.c). In: loaded traces
+ * and options; out: fit_result (the model and what the plots need). Also the run's warnings.
  * Workload: 10^4..10^6 GPU records per trace, tens of groups, 10^3..10^5 instances. */
-#include "fit.h"
 #include "fit_int.h"
-#include "ptrace_read.h"
-#include "ptrace_out.h"
-
-#include <assert.h>
-#include <errno.h>
-#include <math.h>
 #include <stdarg.h>
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_fit.h>
-#include <gsl/gsl_matrix.h>
-#include <gsl/gsl_multifit.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
-#include <gsl/gsl_vector.h>
 
 void fit_run_warn(fr_run *R, const char *fmt, ...)
 {
