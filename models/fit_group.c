@@ -280,26 +280,48 @@ static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_u
     return 0;
 }
 
-static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, double tknee,
-                      wm_group *out, fit_group_stats *st, double *chisq_out, char *err,
-                      size_t errlen)
+/* fg_fit_one's state: the points sorted into cells, the outliers, the regression points. */
+typedef struct {
+    const fit_point *pts;
+    size_t n;
+    const fit_group_ctx *c;
+    fg_par fp;
+    const char *ph, *gn;      /* phase and group, for messages */
+    size_t *idx;              /* point indices by (trace, tokens, q): cells are runs of it */
+    double *ux;               /* distinct token counts, nux */
+    size_t nux;
+    size_t *cstart;           /* cell j: idx[cstart[j] .. cstart[j+1]) */
+    size_t ncell;
+    fit_cell *cells;          /* ncell; handed to the statistics when they are asked for */
+    char *bad;                /* by position in idx: an outlier */
+    size_t nbad;
+    double *tmp;              /* scratch, max(ncell, n) */
+    double floor_us;          /* the weights' floor (FIT_FLOOR_*) */
+    size_t *use;              /* regression points (indices into pts), m */
+    double *w;                /* their weights */
+    size_t m;
+} fg_one;
+
+/* The trace name of point i, for messages. */
+static const char *fg_trn(const fg_one *S, size_t i)
 {
-    const fg_par fp = {c->moe_experts, c->moe_topk, tknee};
-    int rc = -1;
-    size_t *idx = NULL, *use = NULL, *cstart = NULL;
-    double *w = NULL, *ux = NULL, *tmp = NULL;
-    char *bad = NULL;
-    fit_cell *cells = NULL;
-    const char *ph = c->phase ? c->phase : "?", *gn = c->group ? c->group : "?";
-#define TRN(i) ((pts[i].trace >= 0 && pts[i].trace < c->ntraces && c->trace_names) ? \
-                c->trace_names[pts[i].trace] : "(trace)")
-    if (st)
-        memset(st, 0, sizeof *st);
-    if (n == 0) {
-        snprintf(err, errlen, "(no trace): phase %s: group %s: no measurements", ph, gn);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
+    const fit_group_ctx *c = S->c;
+    return S->pts[i].trace >= 0 && S->pts[i].trace < c->ntraces && c->trace_names ?
+           c->trace_names[S->pts[i].trace] : "(trace)";
+}
+
+static int fg_oom(const fg_one *S, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: phase %s: group %s: out of memory (%zu points)", fg_trn(S, 0),
+             S->ph, S->gn, S->n);
+    return -1;
+}
+
+/* Refuses a NaN, infinite or negative value, naming the trace, field and value. */
+static int fg_check_points(const fg_one *S, char *err, size_t errlen)
+{
+    const fit_point *pts = S->pts;
+    for (size_t i = 0; i < S->n; i++) {
         const char *what = NULL, *field = "us";
         double v = pts[i].us;
         if (!isfinite(v))
@@ -312,47 +334,64 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
             field = "kv_tokens", v = pts[i].kv_tokens, what = "KV context must be finite and >= 0";
         if (what) {
             snprintf(err, errlen, "%s: phase %s: group %s: field %s: value %g (instance at "
-                     "tokens %g): %s", TRN(i), ph, gn, field, v, pts[i].tokens, what);
+                     "tokens %g): %s", fg_trn(S, i), S->ph, S->gn, field, v, pts[i].tokens, what);
             return -1;
         }
     }
-    idx = malloc(n * sizeof *idx);
-    ux = malloc(n * sizeof *ux);
-    if (!idx || !ux)
-        goto oom;
+    return 0;
+}
+
+/* The distinct token counts (S->ux); refuses a single one, naming every trace that holds it. */
+static int fg_token_counts(fg_one *S, char *err, size_t errlen)
+{
+    const fit_point *pts = S->pts;
+    size_t n = S->n;
+    S->idx = malloc(n * sizeof *S->idx);
+    S->ux = malloc(n * sizeof *S->ux);
+    if (!S->idx || !S->ux)
+        return fg_oom(S, err, errlen);
     for (size_t i = 0; i < n; i++) {
-        idx[i] = i;
-        ux[i] = pts[i].tokens;
+        S->idx[i] = i;
+        S->ux[i] = pts[i].tokens;
     }
-    qsort(ux, n, sizeof *ux, fg_cmp_double);
+    qsort(S->ux, n, sizeof *S->ux, fg_cmp_double);
     size_t nux = 0;
     for (size_t i = 0; i < n; i++)
-        if (i == 0 || ux[i] != ux[nux - 1])
-            ux[nux++] = ux[i];
-    if (nux < 2) {
-        /* name every trace that holds the single count */
-        char names[400] = "";
-        size_t used = 0;
-        for (int t = 0; t < c->ntraces && c->trace_names; t++) {
-            int has = 0;
-            for (size_t i = 0; i < n && !has; i++)
-                has = pts[i].trace == t;
-            if (has && used < sizeof names - 1)
-                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
-                                         used ? ", " : "", c->trace_names[t]);
-        }
-        snprintf(err, errlen, "%s: phase %s: group %s: field tokens: value %g: only one "
-                 "distinct token count in %zu instances; a cost vs tokens needs at least two "
-                 "(capture another batch size or draft length)", used ? names : "(traces)",
-                 ph, gn, ux[0], n);
-        goto out;
+        if (i == 0 || S->ux[i] != S->ux[nux - 1])
+            S->ux[nux++] = S->ux[i];
+    S->nux = nux;
+    if (nux >= 2)
+        return 0;
+    const fit_group_ctx *c = S->c;
+    char names[400] = "";
+    size_t used = 0;
+    for (int t = 0; t < c->ntraces && c->trace_names; t++) {
+        int has = 0;
+        for (size_t i = 0; i < n && !has; i++)
+            has = pts[i].trace == t;
+        if (has && used < sizeof names - 1)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                     used ? ", " : "", c->trace_names[t]);
     }
-    /* cells */
+    snprintf(err, errlen, "%s: phase %s: group %s: field tokens: value %g: only one "
+             "distinct token count in %zu instances; a cost vs tokens needs at least two "
+             "(capture another batch size or draft length)", used ? names : "(traces)",
+             S->ph, S->gn, S->ux[0], n);
+    return -1;
+}
+
+/* Cells of (trace, tokens, q), their outliers (S->bad), means and spreads, and the weights'
+ * floor. */
+static int fg_cells(fg_one *S, char *err, size_t errlen)
+{
+    const fit_point *pts = S->pts;
+    size_t n = S->n, *idx = S->idx;
     qsort_r(idx, n, sizeof *idx, fit_group_cmp_idx, (void *)pts);
     size_t ncell = 0;
-    cstart = malloc((n + 1) * sizeof *cstart);
-    if (!cstart)
-        goto oom;
+    S->cstart = malloc((n + 1) * sizeof *S->cstart);
+    if (!S->cstart)
+        return fg_oom(S, err, errlen);
+    size_t *cstart = S->cstart;
     for (size_t i = 0; i < n; i++) {
         const fit_point *p = &pts[idx[i]];
         if (i == 0 || p->trace != pts[idx[i - 1]].trace || p->tokens != pts[idx[i - 1]].tokens ||
@@ -360,11 +399,14 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
             cstart[ncell++] = i;
     }
     cstart[ncell] = n;
-    cells = calloc(ncell, sizeof *cells);
-    tmp = malloc((ncell > n ? ncell : n) * sizeof *tmp);
-    bad = calloc(n, 1);
-    if (!cells || !tmp || !bad)
-        goto oom;
+    S->ncell = ncell;
+    S->cells = calloc(ncell, sizeof *S->cells);
+    S->tmp = malloc((ncell > n ? ncell : n) * sizeof *S->tmp);
+    S->bad = calloc(n, 1);
+    if (!S->cells || !S->tmp || !S->bad)
+        return fg_oom(S, err, errlen);
+    double *tmp = S->tmp;
+    char *bad = S->bad;
     size_t nbad = 0;
     for (size_t j = 0; j < ncell; j++) {
         size_t a = cstart[j], cn = cstart[j + 1] - a;
@@ -381,8 +423,9 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
             if (fabs(pts[idx[a + i]].us - med) > lim)
                 bad[a + i] = 1, nbad++;
     }
+    S->nbad = nbad;
     for (size_t j = 0; j < ncell; j++) {
-        fit_cell *cl = &cells[j];
+        fit_cell *cl = &S->cells[j];
         double s = 0, s2 = 0, kv = 0;
         int good = 0;
         for (size_t i = cstart[j]; i < cstart[j + 1]; i++) {
@@ -405,34 +448,48 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
         tmp[j] = cl->us_mean;
     }
     qsort(tmp, ncell, sizeof *tmp, fg_cmp_double);
-    double floor_us = FIT_FLOOR_FRAC * tmp[ncell / 2];
-    if (floor_us < FIT_FLOOR_US)
-        floor_us = FIT_FLOOR_US;
-    /* regression points: at most FIT_CELL_POINTS per cell, each cell weighing the same */
-    use = malloc(n * sizeof *use);
-    w = malloc(n * sizeof *w);
-    if (!use || !w)
-        goto oom;
+    S->floor_us = FIT_FLOOR_FRAC * tmp[ncell / 2];
+    if (S->floor_us < FIT_FLOOR_US)
+        S->floor_us = FIT_FLOOR_US;
+    return 0;
+}
+
+/* Regression points: at most FIT_CELL_POINTS per cell, each cell weighing the same. */
+static int fg_sample(fg_one *S, char *err, size_t errlen)
+{
+    S->use = malloc(S->n * sizeof *S->use);
+    S->w = malloc(S->n * sizeof *S->w);
+    if (!S->use || !S->w)
+        return fg_oom(S, err, errlen);
     size_t m = 0;
-    for (size_t j = 0; j < ncell; j++) {
-        size_t cn = 0, a = cstart[j];
-        for (size_t i = a; i < cstart[j + 1]; i++)
-            if (!bad[i])
-                tmp[cn++] = (double)i;
+    for (size_t j = 0; j < S->ncell; j++) {
+        size_t cn = 0, a = S->cstart[j];
+        for (size_t i = a; i < S->cstart[j + 1]; i++)
+            if (!S->bad[i])
+                S->tmp[cn++] = (double)i;
         size_t take = cn < FIT_CELL_POINTS ? cn : FIT_CELL_POINTS;
-        double ref = cells[j].us_mean > floor_us ? cells[j].us_mean : floor_us;
+        double ref = S->cells[j].us_mean > S->floor_us ? S->cells[j].us_mean : S->floor_us;
         for (size_t q = 0; q < take; q++) {
-            use[m] = idx[(size_t)tmp[q * cn / take]];
-            w[m] = 1.0 / ((double)take * ref * ref);
+            S->use[m] = S->idx[(size_t)S->tmp[q * cn / take]];
+            S->w[m] = 1.0 / ((double)take * ref * ref);
             m++;
         }
     }
-    /* available columns */
-    int avail[NCOL] = {[COL_BASE] = 1, [COL_TOK] = 1, [COL_TOK0] = 1};
+    S->m = m;
+    return 0;
+}
+
+/* The columns the points can tell apart (before cross-validation narrows them). */
+static void fg_avail(const fg_one *S, double tknee, int avail[NCOL])
+{
+    const fit_point *pts = S->pts;
+    const fit_group_ctx *c = S->c;
+    for (int q = 0; q < NCOL; q++)
+        avail[q] = q == COL_BASE || q == COL_TOK || q == COL_TOK0;
     double emin = INFINITY, emax = -INFINITY, kmin = INFINITY, kmax = -INFINITY;
     double wmin = INFINITY, wmax = -INFINITY;
     double qmin = INFINITY, qmax = -INFINITY;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < S->n; i++) {
         if (pts[i].kv_tokens > 0) {
             qmin = fmin(qmin, fit_point_q(&pts[i]));
             qmax = fmax(qmax, fit_point_q(&pts[i]));
@@ -456,31 +513,39 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     /* the slope past the tile knee: its own cost for the last tile counts (the caller sets
      * tknee only with 3 tile counts or more) */
     avail[COL_KVQ2] = avail[COL_KVQ] && tknee > 0 && qmax > tknee;
-    /* which optional columns: the set that predicts left-out cells best (below) */
-    if (fg_choose_columns(cells, ncell, floor_us, &fp, avail) < 0)
-        goto oom;
-    /* knee search: 0 and every distinct token count below the largest */
-    double best_chisq = -1, best_knee = 0, best[NCOL] = {0}, cf[NCOL];
-    for (size_t q = 0; q < nux; q++) {
-        double knee = q == 0 ? 0 : ux[q - 1];
-        double chisq = fg_nonneg(pts, use, w, m, avail, knee, &fp, cf);
+}
+
+/* Knee search: 0 and every distinct token count below the largest; ties go to the larger
+ * knee (flat while weight-bound is the physical shape). Returns chisq, or -1 with err. */
+static double fg_knee_search(const fg_one *S, const int avail[NCOL], double best[NCOL],
+                             double *best_knee, char *err, size_t errlen)
+{
+    double best_chisq = -1, cf[NCOL];
+    *best_knee = 0;
+    for (size_t q = 0; q < S->nux; q++) {
+        double knee = q == 0 ? 0 : S->ux[q - 1];
+        double chisq = fg_nonneg(S->pts, S->use, S->w, S->m, avail, knee, &S->fp, cf);
         if (chisq < 0) {
             snprintf(err, errlen, "%s: phase %s: group %s: the least-squares solver failed "
-                     "(%zu points)", TRN(idx[0]), ph, gn, m);
-            goto out;
+                     "(%zu points)", fg_trn(S, S->idx[0]), S->ph, S->gn, S->m);
+            return -1;
         }
-        /* ties go to the larger knee: flat while weight-bound is the physical shape */
         if (best_chisq < 0 || chisq <= best_chisq * (1 + 1e-9) + 1e-300) {
             best_chisq = chisq;
-            best_knee = knee;
-            memcpy(best, cf, sizeof best);
+            *best_knee = knee;
+            memcpy(best, cf, sizeof cf);
         }
     }
-    if (best[COL_TOK] <= 0)
-        best_knee = 0;
+    return best_chisq;
+}
+
+/* The coefficients into the group (the wave geometry only with a wave term). */
+static void fg_write_group(const fit_group_ctx *c, const double best[NCOL], double knee,
+                           double tknee, wm_group *out)
+{
     out->base_us = best[COL_BASE];
     out->per_token_us = best[COL_TOK];
-    out->knee_tokens = best_knee;
+    out->knee_tokens = knee;
     out->per_expert_us = best[COL_EXP];
     out->per_kv_ktoken_us = best[COL_KV];
     out->per_kvq_ktoken_us = best[COL_KVQ];
@@ -493,77 +558,118 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     out->wave_blocks_max = out->per_wave_us > 0 ? c->wave_blocks_max : 0;
     out->wave_blocks_per_expert = out->per_wave_us > 0 ? c->wave_blocks_per_expert : 0;
     out->wave_capacity = out->per_wave_us > 0 ? c->wave_capacity : 0;
-    *chisq_out = best_chisq;
-    /* spread of repeats around the fit, relative, pooled over cells */
+}
+
+/* Spread of repeats around the fit, relative, pooled over cells. */
+static double fg_sd_frac(const fg_one *S, const double best[NCOL], double knee)
+{
     double ss = 0;
     size_t dof = 0;
-    for (size_t j = 0; j < ncell; j++) {
-        size_t a = cstart[j], b = cstart[j + 1];
+    for (size_t j = 0; j < S->ncell; j++) {
+        size_t a = S->cstart[j], b = S->cstart[j + 1];
         if (b - a < 2)
             continue;
         double rm = 0;
         size_t good = 0;
         for (size_t i = a; i < b; i++) {
-            if (bad[i])
+            if (S->bad[i])
                 continue;
-            const fit_point *p = &pts[idx[i]];
-            double f = fg_eval(best, best_knee, &fp, p->tokens,
-                               p->kv_tokens, fit_point_q(p), p->waves);
-            rm += p->us / (f > floor_us ? f : floor_us);
+            const fit_point *p = &S->pts[S->idx[i]];
+            double f = fg_eval(best, knee, &S->fp, p->tokens, p->kv_tokens, fit_point_q(p),
+                               p->waves);
+            rm += p->us / (f > S->floor_us ? f : S->floor_us);
             good++;
         }
         if (good < 2)
             continue;
         rm /= (double)good;
         for (size_t i = a; i < b; i++) {
-            if (bad[i])
+            if (S->bad[i])
                 continue;
-            const fit_point *p = &pts[idx[i]];
-            double f = fg_eval(best, best_knee, &fp, p->tokens,
-                               p->kv_tokens, fit_point_q(p), p->waves);
-            double r = p->us / (f > floor_us ? f : floor_us) - rm;
+            const fit_point *p = &S->pts[S->idx[i]];
+            double f = fg_eval(best, knee, &S->fp, p->tokens, p->kv_tokens, fit_point_q(p),
+                               p->waves);
+            double r = p->us / (f > S->floor_us ? f : S->floor_us) - rm;
             ss += r * r;
         }
         dof += good - 1;
     }
-    out->sd_frac = dof ? sqrt(ss / (double)dof) : 0;
-    if (st) {
-        double s2 = 0, mx = 0;
-        for (size_t j = 0; j < ncell; j++) {
-            fit_cell *cl = &cells[j];
-            cl->fit_us = fg_eval(best, best_knee, &fp, cl->tokens,
-                                 cl->kv_tokens, cl->q_per_row, cl->waves);
-            double ref = cl->us_mean > floor_us ? cl->us_mean : floor_us;
-            double r = fabs(cl->fit_us - cl->us_mean) / ref;
-            s2 += r * r;
-            if (r > mx)
-                mx = r;
-        }
-        st->chisq = best_chisq;
-        st->rms_rel = sqrt(s2 / (double)ncell);
-        st->max_rel = mx;
-        st->ncols = 0;
-        for (int q = 0; q < NCOL; q++)
-            st->ncols += best[q] > 0;
-        st->ncells = (int)ncell;
-        st->noutliers = (int)nbad;
-        st->cell = cells;
-        cells = NULL;
+    return dof ? sqrt(ss / (double)dof) : 0;
+}
+
+/* The statistics: each cell's fitted cost, the relative errors; the cells move into st. */
+static void fg_stats(fg_one *S, const double best[NCOL], double knee, double chisq,
+                     fit_group_stats *st)
+{
+    double s2 = 0, mx = 0;
+    for (size_t j = 0; j < S->ncell; j++) {
+        fit_cell *cl = &S->cells[j];
+        cl->fit_us = fg_eval(best, knee, &S->fp, cl->tokens, cl->kv_tokens, cl->q_per_row,
+                             cl->waves);
+        double ref = cl->us_mean > S->floor_us ? cl->us_mean : S->floor_us;
+        double r = fabs(cl->fit_us - cl->us_mean) / ref;
+        s2 += r * r;
+        if (r > mx)
+            mx = r;
     }
+    st->chisq = chisq;
+    st->rms_rel = sqrt(s2 / (double)S->ncell);
+    st->max_rel = mx;
+    st->ncols = 0;
+    for (int q = 0; q < NCOL; q++)
+        st->ncols += best[q] > 0;
+    st->ncells = (int)S->ncell;
+    st->noutliers = (int)S->nbad;
+    st->cell = S->cells;
+    S->cells = NULL;
+}
+
+static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, double tknee,
+                      wm_group *out, fit_group_stats *st, double *chisq_out, char *err,
+                      size_t errlen)
+{
+    fg_one S = {.pts = pts, .n = n, .c = c, .fp = {c->moe_experts, c->moe_topk, tknee},
+                .ph = c->phase ? c->phase : "?", .gn = c->group ? c->group : "?"};
+    int rc = -1;
+    if (st)
+        memset(st, 0, sizeof *st);
+    if (n == 0) {
+        snprintf(err, errlen, "(no trace): phase %s: group %s: no measurements", S.ph, S.gn);
+        return -1;
+    }
+    if (fg_check_points(&S, err, errlen))
+        return -1;
+    if (fg_token_counts(&S, err, errlen) || fg_cells(&S, err, errlen) ||
+        fg_sample(&S, err, errlen))
+        goto out;
+    int avail[NCOL];
+    fg_avail(&S, tknee, avail);
+    /* which optional columns: the set that predicts left-out cells best */
+    if (fg_choose_columns(S.cells, S.ncell, S.floor_us, &S.fp, avail) < 0) {
+        fg_oom(&S, err, errlen);
+        goto out;
+    }
+    double best[NCOL] = {0}, best_knee;
+    double best_chisq = fg_knee_search(&S, avail, best, &best_knee, err, errlen);
+    if (best_chisq < 0)
+        goto out;
+    if (best[COL_TOK] <= 0)
+        best_knee = 0;
+    fg_write_group(c, best, best_knee, tknee, out);
+    *chisq_out = best_chisq;
+    out->sd_frac = fg_sd_frac(&S, best, best_knee);
+    if (st)
+        fg_stats(&S, best, best_knee, best_chisq, st);
     rc = 0;
-    goto out;
-oom:
-    snprintf(err, errlen, "%s: phase %s: group %s: out of memory (%zu points)", TRN(0), ph, gn, n);
 out:
-#undef TRN
-    free(idx);
-    free(use);
-    free(cstart);
-    free(w);
-    free(ux);
-    free(tmp);
-    free(bad);
-    free(cells);
+    free(S.idx);
+    free(S.use);
+    free(S.cstart);
+    free(S.w);
+    free(S.ux);
+    free(S.tmp);
+    free(S.bad);
+    free(S.cells);
     return rc;
 }
 
