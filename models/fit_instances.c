@@ -251,15 +251,31 @@ static int fi_check_dur(fr_run *R, const fit_trace *t, const char *kind, const c
                    "duration", t->file, kind, name, fit_us(s - t0), fit_us(e - s));
 }
 
-/* Stage 1 for trace ti: instances, their launch calls, their GPU records and elements. */
-int fit_instances_trace(fr_run *R, int ti)
+/* fit_instances_trace's state for one trace. */
+typedef struct {
+    fr_run *R;
+    const fit_trace *t;
+    int     ti;
+    size_t  a, b;             /* the trace's instances: R->in[a .. b) */
+    fi_corr *cm;              /* its launch calls by correlation id (t->napi) */
+    fi_rec *rec;              /* its GPU records, by instance then time */
+    size_t  nrec;
+    int64_t last_end;         /* the latest record's end */
+    int     cupti;            /* kernels recorded through CUPTI carry its overhead */
+} fi_trace_st;
+
+static int fi_oom(fi_trace_st *S)
 {
-    const fit_trace *t = &R->tr[ti];
-    size_t a = R->nin;
-    int rc = -1;
-    fi_corr *cm = NULL;
-    fi_rec *rec = NULL;
-    /* instances */
+    snprintf(S->R->err, S->R->errlen, "%s: out of memory", S->t->file);
+    return -1;
+}
+
+/* Instances: one per NVTX range that names a phase, sorted by start. */
+static int fi_ranges(fi_trace_st *S)
+{
+    fr_run *R = S->R;
+    const fit_trace *t = S->t;
+    S->a = R->nin;
     for (size_t i = 0; i < t->nrng; i++) {
         const ptrace_range *r = &t->rng[i];
         fr_inst in;
@@ -272,15 +288,15 @@ int fit_instances_trace(fr_run *R, int ti)
             return -1;
         if (bad)
             return fit_run_fail(R, "%s: NVTX range \"%.80s\": field %s: value does not parse "
-                           "(traces/FORMAT.md: key=number)", t->file, r->name, bad);
+                                "(traces/FORMAT.md: key=number)", t->file, r->name, bad);
         if (in.tokens < 0)
-            return fit_run_fail(R, "%s: NVTX range \"%.80s\": field tokens: missing: every phase "
-                           "range needs tokens= (traces/FORMAT.md)", t->file, r->name);
+            return fit_run_fail(R, "%s: NVTX range \"%.80s\": field tokens: missing: every "
+                                "phase range needs tokens= (traces/FORMAT.md)", t->file, r->name);
         if (!(in.tokens > 0) || in.kv < 0)
             return fit_run_fail(R, "%s: NVTX range \"%.80s\": field %s: value %g: must be %s",
-                           t->file, r->name, in.tokens > 0 ? "ctx" : "tokens",
-                           in.tokens > 0 ? in.kv : in.tokens, in.tokens > 0 ? ">= 0" : "> 0");
-        in.trace = ti;
+                                t->file, r->name, in.tokens > 0 ? "ctx" : "tokens",
+                                in.tokens > 0 ? in.kv : in.tokens, in.tokens > 0 ? ">= 0" : "> 0");
+        in.trace = S->ti;
         in.phase = p;
         in.rname = r->name;
         in.r0 = r->start_ns;
@@ -288,36 +304,39 @@ int fit_instances_trace(fr_run *R, int ti)
         in.thread = r->thread;
         in.nfwd = -1;
         if (fit_trace_grow((void **)&R->in, &R->capin, R->nin, sizeof *R->in))
-            goto oom;
+            return fi_oom(S);
         R->in[R->nin++] = in;
     }
-    size_t b = R->nin;
-    qsort(R->in + a, b - a, sizeof *R->in, fi_cmp_inst);
-    R->tin0[ti] = a;
-    if (b == a) {
-        fit_run_warn(R, "%s: no NVTX range names a phase (%s, ...): the trace adds nothing",
-                t->file, wm_phase_name[0]);
-        return 0;
-    }
-    /* launch calls: the instance whose range holds the call; corr -> launch time. The
-     * profiler writes OS thread ids for both; if no call's thread is a range's thread, the
-     * ids are of different kinds and are not compared. */
+    S->b = R->nin;
+    qsort(R->in + S->a, S->b - S->a, sizeof *R->in, fi_cmp_inst);
+    R->tin0[S->ti] = S->a;
+    return 0;
+}
+
+/* Launch calls: the instance whose range holds the call; corr -> launch time. The profiler
+ * writes OS thread ids for both; if no call's thread is a range's thread, the ids are of
+ * different kinds and are not compared. */
+static int fi_calls(fi_trace_st *S)
+{
+    fr_run *R = S->R;
+    const fit_trace *t = S->t;
+    size_t a = S->a, b = S->b;
     int same_ids = t->napi == 0;
     for (size_t i = 0; i < t->napi && !same_ids && i < 4096; i++)
         for (size_t q = a; q < b && !same_ids; q++)
             same_ids = t->api[i].thread == R->in[q].thread;
     if (!same_ids)
-        fit_run_warn(R, "%s: launch calls and NVTX ranges carry different thread ids: matched by "
-                "time only", t->file);
-    cm = malloc((t->napi + 1) * sizeof *cm);
-    if (!cm)
-        goto oom;
+        fit_run_warn(R, "%s: launch calls and NVTX ranges carry different thread ids: matched "
+                     "by time only", t->file);
+    S->cm = malloc((t->napi + 1) * sizeof *S->cm);
+    if (!S->cm)
+        return fi_oom(S);
     for (size_t i = 0; i < t->napi; i++) {
         const ptrace_api *x = &t->api[i];
         if (fi_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
-            goto out;
+            return -1;
         int64_t th = same_ids ? x->thread : 0;
-        cm[i] = (fi_corr){x->corr, x->start_ns, x->end_ns, th};
+        S->cm[i] = (fi_corr){x->corr, x->start_ns, x->end_ns, th};
         int k = fi_find_inst(R, a, b, x->start_ns, th);
         if (k < 0)
             continue;
@@ -330,19 +349,28 @@ int fit_instances_trace(fr_run *R, int ti)
             in->le = x->end_ns;
         in->napi++;
     }
-    qsort(cm, t->napi, sizeof *cm, fi_cmp_corr);
-    /* GPU records */
+    qsort(S->cm, t->napi, sizeof *S->cm, fi_cmp_corr);
+    return 0;
+}
+
+/* GPU records (kernels, then copies), each placed in the instance whose range held its
+ * launch call (else, without a call, by its args.nvtx), sorted by instance and time. */
+static int fi_records(fi_trace_st *S)
+{
+    fr_run *R = S->R;
+    const fit_trace *t = S->t;
     size_t nrec = t->nkern + t->nmem;
-    rec = malloc((nrec + 1) * sizeof *rec);
-    if (!rec)
-        goto oom;
-    int64_t last_end = INT64_MIN, first_start = INT64_MAX;
+    S->nrec = nrec;
+    S->rec = malloc((nrec + 1) * sizeof *S->rec);
+    if (!S->rec)
+        return fi_oom(S);
+    S->last_end = INT64_MIN;
     for (size_t i = 0; i < nrec; i++) {
-        fi_rec *x = &rec[i];
+        fi_rec *x = &S->rec[i];
         if (i < t->nkern) {
             const ptrace_kernel *k = &t->kern[i];
             if (fi_check_dur(R, t, "kernel", k->name, k->start_ns, k->end_ns))
-                goto out;
+                return -1;
             *x = (fi_rec){k->start_ns, k->end_ns, k->name, k->nvtx, k->corr, k->graph_id != 0,
                           k->has_nccl || fi_is_nccl_name(k->name), 0, k->has_nccl ? &k->nccl : NULL, -1,
                           0, 0};
@@ -358,116 +386,144 @@ int fit_instances_trace(fr_run *R, int ti)
             const char *nm = m->kind == PTRACE_MEMSET ? "memset" :
                              *m->copy_kind ? m->copy_kind : "memcpy";
             if (fi_check_dur(R, t, "memcpy/memset", nm, m->start_ns, m->end_ns))
-                goto out;
+                return -1;
             char buf[64];
             snprintf(buf, sizeof buf, "%s%s", m->kind == PTRACE_MEMSET ? "" : "memcpy ",
                      m->kind == PTRACE_MEMSET ? "memset" : nm);
             const char *in = fit_trace_intern(R->pool, buf);
             if (!in)
-                goto oom;
+                return fi_oom(S);
             *x = (fi_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
                           m->has_nccl, 1, m->has_nccl ? &m->nccl : NULL, -1, 0, 0};
         }
-        if (x->e > last_end)
-            last_end = x->e;
-        if (x->s < first_start)
-            first_start = x->s;
-        const fi_corr *c = x->corr ? fi_corr_find(cm, t->napi, x->corr) : NULL;
-        int k = c ? fi_find_inst(R, a, b, c->s, c->thread) : -1;
+        if (x->e > S->last_end)
+            S->last_end = x->e;
+        const fi_corr *c = x->corr ? fi_corr_find(S->cm, t->napi, x->corr) : NULL;
+        int k = c ? fi_find_inst(R, S->a, S->b, c->s, c->thread) : -1;
         if (k < 0 && c == NULL && x->nvtx && *x->nvtx)
-            k = fi_find_by_name(R, a, b, x->s, x->nvtx);
+            k = fi_find_by_name(R, S->a, S->b, x->s, x->nvtx);
         x->inst = k;
     }
-    qsort(rec, nrec, sizeof *rec, fi_cmp_rec);
-    /* kernels recorded through CUPTI carry its overhead (FIT_CUPTI_KERNEL_US) */
-    int cupti = t->has_header && t->hdr.cupti_version > 0;
-    /* per instance: span, elements (adjacent GEMM kernels merged), collectives */
-    size_t i = 0;
-    while (i < nrec && rec[i].inst < 0)
+    qsort(S->rec, nrec, sizeof *S->rec, fi_cmp_rec);
+    return 0;
+}
+
+/* A collective record j of instance in: its time and, per op, its count and bytes. */
+static int fi_add_nccl(fi_trace_st *S, fr_inst *in, const fi_rec *x, double d)
+{
+    in->nccl_us += d;
+    const char *op = fit_trace_intern(S->R->pool, x->nc ? x->nc->op : "allreduce");
+    if (!op)
+        return fi_oom(S);
+    int q = 0;
+    while (q < in->nnc && in->nc[q].op != op)
+        q++;
+    if (q < FIT_NCCL_OPS) {
+        if (q == in->nnc)
+            in->nc[in->nnc++] = (fr_nccl){op, 0, 0};
+        in->nc[q].n++;
+        in->nc[q].bytes += x->nc ? (double)x->nc->bytes : 0;
+    }
+    return 0;
+}
+
+/* Record j (of the records of instance in from i on): the span, the launch waits, the
+ * collectives, the copies, and the kernels as elements (adjacent GEMM kernels merged;
+ * *prev_gemm: the last element is a GEMM). */
+static int fi_add_record(fi_trace_st *S, fr_inst *in, size_t i, size_t j, int *prev_gemm)
+{
+    fr_run *R = S->R;
+    const fi_rec *rec = S->rec, *x = &S->rec[j];
+    double d = fit_us(x->e - x->s);
+    if (j > i && x->corr != rec[j - 1].corr && x->s > in->g1) {
+        /* idle GPU until this record's launch call returned: host time, not GPU */
+        const fi_corr *c = x->corr ? fi_corr_find(S->cm, S->t->napi, x->corr) : NULL;
+        if (c && c->e > in->g1)
+            in->lwait_us += fit_us((c->e < x->s ? c->e : x->s) - in->g1);
+    }
+    if (x->e > in->g1)
+        in->g1 = x->e;
+    in->nrec++;
+    in->any_graph_kernel |= x->graph;
+    if (x->nccl) {
+        *prev_gemm = 0;
+        return fi_add_nccl(S, in, x, d);
+    }
+    if (!x->mem && S->cupti) {
+        double c = fi_cupti_kernel_us();
+        c = c < 0.5 * d ? c : 0.5 * d;
+        d -= c;
+        in->cupti_us += c;
+    }
+    in->sum_us += d;
+    if (x->mem) {
+        /* input staging and result copies: one group per phase, outside the kernels'
+         * positions (specbench copies before verify only at steps 1) */
+        in->copy_us += d;
+        in->ncopy++;
+        *prev_gemm = 0;
+        return 0;
+    }
+    int gemm;
+    const char *cls = fi_class(R->pool, x->name, &gemm);
+    if (!cls)
+        return fi_oom(S);
+    if (gemm && *prev_gemm) {
+        fr_elem *pe = &R->el[R->nel - 1];
+        pe->dur_us += d;
+        pe->launches++;
+        if (d > pe->dmax_us)
+            pe->blocks = x->blocks, pe->cap = x->cap, pe->dmax_us = d, pe->dname = x->name;
+        return 0;
+    }
+    if (fit_trace_grow((void **)&R->el, &R->capel, R->nel, sizeof *R->el))
+        return fi_oom(S);
+    R->el[R->nel++] = (fr_elem){cls, x->name, d, 1, x->blocks, x->cap, d, x->name};
+    in->ne++;
+    *prev_gemm = gemm;
+    return 0;
+}
+
+/* Per instance: span, elements, collectives, from its records. */
+static int fi_elements(fi_trace_st *S)
+{
+    fr_run *R = S->R;
+    size_t nrec = S->nrec, i = 0;
+    S->cupti = S->t->has_header && S->t->hdr.cupti_version > 0;
+    while (i < nrec && S->rec[i].inst < 0)
         i++;
-    int unattributed = (int)i;
+    size_t unattributed = i;
     while (i < nrec) {
-        fr_inst *in = &R->in[rec[i].inst];
+        fr_inst *in = &R->in[S->rec[i].inst];
         size_t j = i;
-        in->g0 = rec[i].s;
-        in->g1 = rec[i].e;
+        in->g0 = S->rec[i].s;
+        in->g1 = S->rec[i].e;
         in->e0 = R->nel;
         int prev_gemm = 0;
-        for (; j < nrec && rec[j].inst == rec[i].inst; j++) {
-            const fi_rec *x = &rec[j];
-            double d = fit_us(x->e - x->s);
-            if (j > i && x->corr != rec[j - 1].corr && x->s > in->g1) {
-                /* idle GPU until this record's launch call returned: host time, not GPU */
-                const fi_corr *c = x->corr ? fi_corr_find(cm, t->napi, x->corr) : NULL;
-                if (c && c->e > in->g1)
-                    in->lwait_us += fit_us((c->e < x->s ? c->e : x->s) - in->g1);
-            }
-            if (x->e > in->g1)
-                in->g1 = x->e;
-            in->nrec++;
-            in->any_graph_kernel |= x->graph;
-            if (x->nccl) {
-                in->nccl_us += d;
-                const char *op = fit_trace_intern(R->pool, x->nc ? x->nc->op : "allreduce");
-                if (!op)
-                    goto oom;
-                int q = 0;
-                while (q < in->nnc && in->nc[q].op != op)
-                    q++;
-                if (q < FIT_NCCL_OPS) {
-                    if (q == in->nnc)
-                        in->nc[in->nnc++] = (fr_nccl){op, 0, 0};
-                    in->nc[q].n++;
-                    in->nc[q].bytes += x->nc ? (double)x->nc->bytes : 0;
-                }
-                prev_gemm = 0;
-                continue;
-            }
-            if (!x->mem && cupti) {
-                double c = fi_cupti_kernel_us();
-                c = c < 0.5 * d ? c : 0.5 * d;
-                d -= c;
-                in->cupti_us += c;
-            }
-            in->sum_us += d;
-            if (x->mem) {
-                /* input staging and result copies: one group per phase, outside the
-                 * kernels' positions (specbench copies before verify only at steps 1) */
-                in->copy_us += d;
-                in->ncopy++;
-                prev_gemm = 0;
-                continue;
-            }
-            int gemm;
-            const char *cls = fi_class(R->pool, x->name, &gemm);
-            if (!cls)
-                goto oom;
-            if (gemm && prev_gemm) {
-                fr_elem *pe = &R->el[R->nel - 1];
-                pe->dur_us += d;
-                pe->launches++;
-                if (d > pe->dmax_us)
-                    pe->blocks = x->blocks, pe->cap = x->cap, pe->dmax_us = d, pe->dname = x->name;
-                continue;
-            }
-            if (fit_trace_grow((void **)&R->el, &R->capel, R->nel, sizeof *R->el))
-                goto oom;
-            R->el[R->nel++] = (fr_elem){cls, x->name, d, 1, x->blocks, x->cap, d, x->name};
-            in->ne++;
-            prev_gemm = gemm;
-        }
+        for (; j < nrec && S->rec[j].inst == S->rec[i].inst; j++)
+            if (fi_add_record(S, in, i, j, &prev_gemm))
+                return -1;
         i = j;
     }
-    if (unattributed && (size_t)unattributed == nrec)
+    if (unattributed && unattributed == nrec)
         fit_run_warn(R, "%s: none of its %zu GPU records could be placed in a phase range (no "
-                "launch call with their correlation id inside a range, no args.nvtx)", t->file, nrec);
-    /* what cannot be used */
+                     "launch call with their correlation id inside a range, no args.nvtx)",
+                     S->t->file, nrec);
+    return 0;
+}
+
+/* What cannot be used: instances without records, cut off at the end, started before the
+ * capture; the graph flag where the range did not say. */
+static void fi_drops(fi_trace_st *S)
+{
+    fr_run *R = S->R;
+    const fit_trace *t = S->t;
     int ndrop[5] = {0};
-    for (size_t q = a; q < b; q++) {
+    for (size_t q = S->a; q < S->b; q++) {
         fr_inst *in = &R->in[q];
         if (in->nrec == 0)
             in->drop = FR_NOKERNELS;
-        else if (nrec && in->r1 > last_end)
+        else if (S->nrec && in->r1 > S->last_end)
             in->drop = FR_CUT;
         else if (t->has_header && in->r0 < t->hdr.t0_ns)
             in->drop = FR_EARLY;
@@ -481,19 +537,34 @@ int fit_instances_trace(fr_run *R, int ti)
     for (int d = 1; d < 5; d++)
         if (ndrop[d] && !(d == FR_CUT && ndrop[d] <= 2 * WM_NPHASE) &&
             !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE))
-            fit_run_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d], fi_drop_why[d]);
+            fit_run_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d],
+                         fi_drop_why[d]);
     if (t->truncated)
-        fit_run_warn(R, "%s: cut off (no specprof_end)%s: %d instances at its end left out", t->file,
-                t->cut_last_line ? ", last line cut mid-write and dropped" : "", ndrop[FR_CUT]);
+        fit_run_warn(R, "%s: cut off (no specprof_end)%s: %d instances at its end left out",
+                     t->file, t->cut_last_line ? ", last line cut mid-write and dropped" : "",
+                     ndrop[FR_CUT]);
     if (t->bad_lines)
         fit_run_warn(R, "%s: %zu lines did not parse and were skipped", t->file, t->bad_lines);
+}
+
+int fit_instances_trace(fr_run *R, int ti)
+{
+    fi_trace_st S = {.R = R, .t = &R->tr[ti], .ti = ti};
+    if (fi_ranges(&S))
+        return -1;
+    if (S.b == S.a) {
+        fit_run_warn(R, "%s: no NVTX range names a phase (%s, ...): the trace adds nothing",
+                     S.t->file, wm_phase_name[0]);
+        return 0;
+    }
+    int rc = -1;
+    if (fi_calls(&S) || fi_records(&S) || fi_elements(&S))
+        goto out;
+    fi_drops(&S);
     rc = 0;
-    goto out;
-oom:
-    snprintf(R->err, R->errlen, "%s: out of memory", t->file);
 out:
-    free(cm);
-    free(rec);
+    free(S.cm);
+    free(S.rec);
     return rc;
 }
 
