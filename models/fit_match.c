@@ -164,16 +164,16 @@ static void fm_variants(const fr_run *R, fr_phase *P)
     }
 }
 
-int fit_match_phase(fr_run *R, int p)
+/* A phase's shape: a prefix of A elements, one forward of N, a suffix of B. */
+typedef struct {
+    int A, N, B;
+} fm_layout;
+
+/* The phase's shape: a prefix, F identical forwards, a suffix (draft instances hold steps-1
+ * forwards); taken from the instances with F >= 2, the most common one; else (one forward
+ * per instance) the most common kernel count. n: the phase's kept instances. */
+static int fm_phase_layout(fr_run *R, int p, int n, fm_layout *lo)
 {
-    fr_phase *P = &R->ph[p];
-    int n = 0;
-    for (size_t i = 0; i < R->nin; i++)
-        n += R->in[i].phase == p && !R->in[i].drop;
-    if (n == 0)
-        return 0;
-    /* the phase's shape: a prefix, F identical forwards, a suffix (draft instances hold
-     * steps-1 forwards); taken from the instances with F >= 2, the most common one */
     int *sa = malloc(3 * (size_t)n * sizeof *sa), ns = 0;
     if (!sa)
         return fit_run_fail(R, "out of memory");
@@ -207,11 +207,19 @@ int fit_match_phase(fr_run *R, int p)
         }
     }
     free(sa);
+    *lo = (fm_layout){A, N, B};
+    return 0;
+}
+
+/* Which instances have the shape (nfwd); one at either edge of a trace that does not was cut
+ * by the capture window (dropped: *n counts down). Then the kept ones into P->inst; *same:
+ * all of them have the shape. */
+static int fm_keep(fr_run *R, int p, const fm_layout *lo, int *n, int *same)
+{
+    fr_phase *P = &R->ph[p];
     for (size_t i = 0; i < R->nin; i++)
         if (R->in[i].phase == p && !R->in[i].drop)
-            R->in[i].nfwd = fm_fits_shape(R, &R->in[i], A, N, B) ? N : -1;
-    /* an instance at either edge of a trace that does not have the shape was cut by the
-     * capture window */
+            R->in[i].nfwd = fm_fits_shape(R, &R->in[i], lo->A, lo->N, lo->B) ? lo->N : -1;
     for (int t = 0; t < R->nt; t++) {
         int first = -1, last = -1;
         for (size_t i = R->tin0[t]; i < R->tin0[t + 1]; i++)
@@ -223,130 +231,137 @@ int fit_match_phase(fr_run *R, int p)
         if (first < 0 || first == last)
             continue;
         if (R->in[first].nfwd < 0)
-            R->in[first].drop = FR_PARTIAL, n--;
+            R->in[first].drop = FR_PARTIAL, (*n)--;
         if (R->in[last].nfwd < 0)
-            R->in[last].drop = FR_PARTIAL, n--;
+            R->in[last].drop = FR_PARTIAL, (*n)--;
     }
-    P->inst = malloc((size_t)n * sizeof *P->inst);
+    P->inst = malloc((size_t)*n * sizeof *P->inst);
     if (!P->inst)
         return fit_run_fail(R, "out of memory");
     P->ninst = 0;
-    int same = 1;
+    *same = 1;
     for (size_t i = 0; i < R->nin; i++) {
         const fr_inst *in = &R->in[i];
         if (in->phase != p || in->drop)
             continue;
         P->inst[P->ninst++] = (int)i;
-        same &= in->nfwd > 0;
+        *same &= in->nfwd > 0;
     }
-    /* by position: every instance has the shape */
-    P->by = FIT_BY_NAME;
-    if (same) {
-        const fr_inst *rep = &R->in[P->inst[0]];
-        int npos = A + N + B;
-        const char **s = malloc((size_t)npos * sizeof *s);
-        P->pos2g = malloc((size_t)npos * sizeof *P->pos2g);
-        if (!s || !P->pos2g) {
-            free(s);
-            return fit_run_fail(R, "out of memory");
-        }
-        for (int k = 0; k < A + N; k++)
-            s[k] = R->el[rep->e0 + (size_t)k].cls;
-        for (int k = 0; k < B; k++)
-            s[A + N + k] = R->el[rep->e0 + (size_t)(rep->ne - B + k)].cls;
-        int h, per, L;
-        fm_layers(s + A, N, &h, &per, &L);
-        int tail = N - h - L * per;
-        int G = A + (L < 2 ? N : h + per + tail) + B;
-        if (G <= WM_GROUPS_MAX - 2) {
-            char pre[16];
-            P->by = FIT_BY_POSITION;
-            P->A = A;
-            P->nfwd = N;
-            P->B = B;
-            P->G = G;
-            for (int k = 0; k < npos; k++) {
-                int g, f = k - A;
-                if (k < A)
-                    g = k, snprintf(pre, sizeof pre, "p%d", k);
-                else if (k >= A + N)
-                    g = G - B + (k - A - N), snprintf(pre, sizeof pre, "s%d", k - A - N);
-                else if (L < 2)   /* no repeated layer: plain positions */
-                    g = A + f, snprintf(pre, sizeof pre, "k%d", f);
-                else if (f < h)
-                    g = A + f, snprintf(pre, sizeof pre, "h%d", f);
-                else if (f < h + L * per)
-                    g = A + h + (f - h) % per, snprintf(pre, sizeof pre, "L%d", (f - h) % per);
-                else
-                    g = A + h + per + (f - h - L * per), snprintf(pre, sizeof pre, "t%d", f - h - L * per);
-                P->pos2g[k] = g;
-                if (k < A || k >= A + N || L < 2 || f < h + per || f >= h + L * per)
-                    fm_gname(P->name[g], pre, s[k]);
-            }
-        }
+    return 0;
+}
+
+/* By position (every instance has the shape): a group per position of the prefix, the
+ * forward's head, one repeated layer, its tail and the suffix, named p/h/L/t/s and the
+ * class; kept when that many groups fit (P->by = FIT_BY_POSITION). */
+static int fm_by_position(fr_run *R, fr_phase *P, const fm_layout *lo)
+{
+    int A = lo->A, N = lo->N, B = lo->B;
+    const fr_inst *rep = &R->in[P->inst[0]];
+    int npos = A + N + B;
+    const char **s = malloc((size_t)npos * sizeof *s);
+    P->pos2g = malloc((size_t)npos * sizeof *P->pos2g);
+    if (!s || !P->pos2g) {
         free(s);
+        return fit_run_fail(R, "out of memory");
     }
-    if (P->by == FIT_BY_NAME) {
-        /* by name: one group per kernel class; the rarest merged when there are too many */
-        typedef struct { const char *cls; double us; } cl_t;
-        cl_t *cl = NULL;
-        int ncl = 0, cap = 0;
-        for (int q = 0; q < P->ninst; q++) {
-            const fr_inst *in = &R->in[P->inst[q]];
-            for (int e = 0; e < in->ne; e++) {
-                const fr_elem *el = &R->el[in->e0 + (size_t)e];
-                int k = 0;
-                while (k < ncl && cl[k].cls != el->cls)
-                    k++;
-                if (k == ncl) {
-                    if (ncl == cap) {
-                        cap = cap ? 2 * cap : 64;
-                        cl_t *nc = realloc(cl, (size_t)cap * sizeof *cl);
-                        if (!nc) {
-                            free(cl);
-                            return fit_run_fail(R, "out of memory");
-                        }
-                        cl = nc;
+    for (int k = 0; k < A + N; k++)
+        s[k] = R->el[rep->e0 + (size_t)k].cls;
+    for (int k = 0; k < B; k++)
+        s[A + N + k] = R->el[rep->e0 + (size_t)(rep->ne - B + k)].cls;
+    int h, per, L;
+    fm_layers(s + A, N, &h, &per, &L);
+    int tail = N - h - L * per;
+    int G = A + (L < 2 ? N : h + per + tail) + B;
+    if (G <= WM_GROUPS_MAX - 2) {
+        char pre[16];
+        P->by = FIT_BY_POSITION;
+        P->A = A;
+        P->nfwd = N;
+        P->B = B;
+        P->G = G;
+        for (int k = 0; k < npos; k++) {
+            int g, f = k - A;
+            if (k < A)
+                g = k, snprintf(pre, sizeof pre, "p%d", k);
+            else if (k >= A + N)
+                g = G - B + (k - A - N), snprintf(pre, sizeof pre, "s%d", k - A - N);
+            else if (L < 2)   /* no repeated layer: plain positions */
+                g = A + f, snprintf(pre, sizeof pre, "k%d", f);
+            else if (f < h)
+                g = A + f, snprintf(pre, sizeof pre, "h%d", f);
+            else if (f < h + L * per)
+                g = A + h + (f - h) % per, snprintf(pre, sizeof pre, "L%d", (f - h) % per);
+            else
+                g = A + h + per + (f - h - L * per), snprintf(pre, sizeof pre, "t%d", f - h - L * per);
+            P->pos2g[k] = g;
+            if (k < A || k >= A + N || L < 2 || f < h + per || f >= h + L * per)
+                fm_gname(P->name[g], pre, s[k]);
+        }
+    }
+    free(s);
+    return 0;
+}
+
+/* By name: one group per kernel class; the rarest merged into "(other kernels)" when there
+ * are too many. */
+static int fm_by_name(fr_run *R, fr_phase *P, int p)
+{
+    typedef struct { const char *cls; double us; } cl_t;
+    cl_t *cl = NULL;
+    int ncl = 0, cap = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        for (int e = 0; e < in->ne; e++) {
+            const fr_elem *el = &R->el[in->e0 + (size_t)e];
+            int k = 0;
+            while (k < ncl && cl[k].cls != el->cls)
+                k++;
+            if (k == ncl) {
+                if (ncl == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    cl_t *nc = realloc(cl, (size_t)cap * sizeof *cl);
+                    if (!nc) {
+                        free(cl);
+                        return fit_run_fail(R, "out of memory");
                     }
-                    cl[ncl++] = (cl_t){el->cls, 0};
+                    cl = nc;
                 }
-                cl[k].us += el->dur_us;
+                cl[ncl++] = (cl_t){el->cls, 0};
             }
+            cl[k].us += el->dur_us;
         }
-        int keep = ncl <= WM_GROUPS_MAX - 2 ? ncl : WM_GROUPS_MAX - 3;
-        if (keep < ncl) {   /* the largest by time keep their own group */
-            for (int a = 0; a < keep; a++)
-                for (int b = a + 1; b < ncl; b++)
-                    if (cl[b].us > cl[a].us) {
-                        cl_t x = cl[a];
-                        cl[a] = cl[b];
-                        cl[b] = x;
-                    }
-            fit_run_warn(R, "phase %s: %d kernel names; the %d smallest by time share the group "
-                    "\"(other kernels)\"", wm_phase_name[p], ncl, ncl - keep);
-        }
-        for (int k = 0; k < keep; k++) {
-            P->gcls[k] = cl[k].cls;
-            fm_gname(P->name[k], "", cl[k].cls);
-        }
-        P->G = keep;
-        P->other_g = -1;
-        if (keep < ncl) {
-            P->gcls[P->G] = NULL;
-            P->other_g = P->G;
-            snprintf(P->name[P->G++], WM_NAME_MAX, "(other kernels)");
-        }
-        free(cl);
     }
-    /* the copies of the phase, if any instance has some */
-    P->copy_g = -1;
-    for (int q = 0; q < P->ninst && P->copy_g < 0; q++)
-        if (R->in[P->inst[q]].ncopy > 0) {
-            P->copy_g = P->G;
-            snprintf(P->name[P->G++], WM_NAME_MAX, "(copies)");
-        }
-    snprintf(P->name[P->G], WM_NAME_MAX, "(gpu idle in phase)");
-    /* per instance and group: microseconds and launches per forward */
+    int keep = ncl <= WM_GROUPS_MAX - 2 ? ncl : WM_GROUPS_MAX - 3;
+    if (keep < ncl) {   /* the largest by time keep their own group */
+        for (int a = 0; a < keep; a++)
+            for (int b = a + 1; b < ncl; b++)
+                if (cl[b].us > cl[a].us) {
+                    cl_t x = cl[a];
+                    cl[a] = cl[b];
+                    cl[b] = x;
+                }
+        fit_run_warn(R, "phase %s: %d kernel names; the %d smallest by time share the group "
+                     "\"(other kernels)\"", wm_phase_name[p], ncl, ncl - keep);
+    }
+    for (int k = 0; k < keep; k++) {
+        P->gcls[k] = cl[k].cls;
+        fm_gname(P->name[k], "", cl[k].cls);
+    }
+    P->G = keep;
+    P->other_g = -1;
+    if (keep < ncl) {
+        P->gcls[P->G] = NULL;
+        P->other_g = P->G;
+        snprintf(P->name[P->G++], WM_NAME_MAX, "(other kernels)");
+    }
+    free(cl);
+    return 0;
+}
+
+/* Per instance and group: microseconds and launches per forward, the wave kernel's blocks,
+ * capacity and time, the kernel variants. */
+static int fm_sums(fr_run *R, fr_phase *P)
+{
     int G1 = P->G + 1;
     P->Y = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->Y);
     P->L = calloc((size_t)P->ninst * (size_t)G1, sizeof *P->L);
@@ -387,33 +402,43 @@ int fit_match_phase(fr_run *R, int p)
             l[g] += (double)el->launches / in->F;
         }
     }
-    /* by name, a group must be in every trace where its phase is */
-    if (P->by == FIT_BY_NAME) {
-        for (int g = 0; g < P->G; g++) {
-            if (g == P->copy_g)
-                continue;
-            int present_in = -1;
-            for (int q = 0; q < P->ninst && present_in < 0; q++)
-                if (P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0)
-                    present_in = R->in[P->inst[q]].trace;
-            for (int t = 0; t < R->nt; t++) {
-                int has_phase = 0, has = 0;
-                for (int q = 0; q < P->ninst; q++) {
-                    if (R->in[P->inst[q]].trace != t)
-                        continue;
-                    has_phase = 1;
-                    has |= P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0;
-                }
-                if (has_phase && !has)
-                    return fit_run_fail(R, "%s: phase %s: group %s: absent from this trace (present "
-                                   "in %s); its cost cannot be fitted across traces that differ "
-                                   "in their kernels: capture the traces with the same program "
-                                   "and settings", R->tr[t].file, wm_phase_name[p], P->name[g],
-                                   present_in >= 0 ? R->tr[present_in].file : "another trace");
+    return 0;
+}
+
+/* By name, a group must be in every trace where its phase is. */
+static int fm_check_traces(fr_run *R, const fr_phase *P, int p)
+{
+    int G1 = P->G + 1;
+    for (int g = 0; g < P->G; g++) {
+        if (g == P->copy_g)
+            continue;
+        int present_in = -1;
+        for (int q = 0; q < P->ninst && present_in < 0; q++)
+            if (P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0)
+                present_in = R->in[P->inst[q]].trace;
+        for (int t = 0; t < R->nt; t++) {
+            int has_phase = 0, has = 0;
+            for (int q = 0; q < P->ninst; q++) {
+                if (R->in[P->inst[q]].trace != t)
+                    continue;
+                has_phase = 1;
+                has |= P->L[(size_t)q * (size_t)G1 + (size_t)g] > 0;
             }
+            if (has_phase && !has)
+                return fit_run_fail(R, "%s: phase %s: group %s: absent from this trace (present "
+                                    "in %s); its cost cannot be fitted across traces that differ "
+                                    "in their kernels: capture the traces with the same program "
+                                    "and settings", R->tr[t].file, wm_phase_name[p], P->name[g],
+                                    present_in >= 0 ? R->tr[present_in].file : "another trace");
         }
     }
-    /* launches per forward: the median over instances */
+    return 0;
+}
+
+/* Launches per forward of each group: the median over instances. */
+static int fm_counts(fr_run *R, fr_phase *P)
+{
+    int G1 = P->G + 1;
     double *v = malloc((size_t)P->ninst * sizeof *v);
     if (!v)
         return fit_run_fail(R, "out of memory");
@@ -426,4 +451,34 @@ int fit_match_phase(fr_run *R, int p)
     P->count[P->G] = 1;
     free(v);
     return 0;
+}
+
+int fit_match_phase(fr_run *R, int p)
+{
+    fr_phase *P = &R->ph[p];
+    int n = 0;
+    for (size_t i = 0; i < R->nin; i++)
+        n += R->in[i].phase == p && !R->in[i].drop;
+    if (n == 0)
+        return 0;
+    fm_layout lo = {0, -1, 0};
+    int same = 0;
+    if (fm_phase_layout(R, p, n, &lo) || fm_keep(R, p, &lo, &n, &same))
+        return -1;
+    P->by = FIT_BY_NAME;
+    if (same && fm_by_position(R, P, &lo))
+        return -1;
+    if (P->by == FIT_BY_NAME && fm_by_name(R, P, p))
+        return -1;
+    /* the copies of the phase, if any instance has some */
+    P->copy_g = -1;
+    for (int q = 0; q < P->ninst && P->copy_g < 0; q++)
+        if (R->in[P->inst[q]].ncopy > 0) {
+            P->copy_g = P->G;
+            snprintf(P->name[P->G++], WM_NAME_MAX, "(copies)");
+        }
+    snprintf(P->name[P->G], WM_NAME_MAX, "(gpu idle in phase)");
+    if (fm_sums(R, P) || (P->by == FIT_BY_NAME && fm_check_traces(R, P, p)))
+        return -1;
+    return fm_counts(R, P);
 }
