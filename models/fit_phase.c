@@ -14,24 +14,18 @@
  * the host's launches: its GPU idle time is the simulator's launch bound, not a kernel gap. */
 #define FIT_LAUNCH_BOUND_FRAC 0.8
 
-/* ---- stage 4: fits and the model ------------------------------------------------------------ */
+/* fit_phase_fit's buffers, one slot per instance of the phase. */
+typedef struct {
+    fit_point *pts;
+    double *v, *bv;            /* host gaps, collectives' counts; bytes per token */
+    double *wt, *wb, *wc;      /* wave kernel: tokens, blocks, capacity */
+} fph_buf;
 
-int fit_phase_fit(fr_run *R, int p)
+/* The gap pseudo-group: GPU time in the phase that no kernel fills; the eager instances
+ * bound by their launch calls. Returns how many are. */
+static int fph_idle(fr_run *R, fr_phase *P, int p)
 {
-    fr_phase *P = &R->ph[p];
-    fit_phase_res *pr = &R->res->phase[p];
-    wm_phase_model *pm = &R->res->model.phase[p];
-    int G1 = P->G + 1, rc = -1;
-    fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
-    double *v = malloc((size_t)P->ninst * sizeof *v), *bv = malloc((size_t)P->ninst * sizeof *bv);
-    double *wt = malloc((size_t)P->ninst * sizeof *wt), *wb = malloc((size_t)P->ninst * sizeof *wb);
-    double *wc = malloc((size_t)P->ninst * sizeof *wc);
-    if (!pts || !v || !bv || !wt || !wb || !wc) {
-        fit_run_fail(R, "out of memory");
-        goto out;
-    }
-    /* the gap pseudo-group: GPU time in the phase that no kernel fills */
-    int noverlap = 0, nlb = 0;
+    int G1 = P->G + 1, noverlap = 0, nlb = 0;
     for (int q = 0; q < P->ninst; q++) {
         fr_inst *in = &R->in[P->inst[q]];
         double idle = fit_us(in->g1 - in->g0) - in->sum_us - in->nccl_us - in->lwait_us -
@@ -46,9 +40,17 @@ int fit_phase_fit(fr_run *R, int p)
     }
     if (noverlap)
         fit_run_warn(R, "phase %s: kernels overlap in %d instances (several streams): the model "
-                "runs them one after another", wm_phase_name[p], noverlap);
+                     "runs them one after another", wm_phase_name[p], noverlap);
+    return nlb;
+}
+
+/* The phase's facts in the model and the result: present, always eager, the range fitted. */
+static void fph_present(fr_run *R, const fr_phase *P, int p)
+{
+    fit_phase_res *pr = &R->res->phase[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
     pm->present = 1;
-    pm->ngroups = G1;
+    pm->ngroups = P->G + 1;
     /* a phase the program never replayed from a graph while others were (specbench's
      * accept/sample) is launched eagerly by the simulator at every batch size */
     int graphed = 0;
@@ -64,8 +66,12 @@ int fit_phase_fit(fr_run *R, int p)
     pr->present = 1;
     pr->by = P->by;
     pr->ninst = P->ninst;
-    /* launch-bound eager instances stay out of the gap group (the simulator's launch bound
-     * covers them) unless that leaves fewer than two token counts to fit */
+}
+
+/* Launch-bound eager instances stay out of the gap group (the simulator's launch bound
+ * covers them) unless that leaves fewer than two token counts to fit. */
+static int fph_skip_launch_bound(const fr_run *R, const fr_phase *P, int nlb)
+{
     int skip_lb = 0;
     if (nlb > 0 && nlb < P->ninst) {
         double x0 = -1;
@@ -79,78 +85,106 @@ int fit_phase_fit(fr_run *R, int p)
                 skip_lb = 1;
         }
     }
-    for (int g = 0; g < G1; g++) {
-        size_t m = 0;
-        int gap = g == P->G;
-        for (int q = 0; q < P->ninst; q++) {
-            const fr_inst *in = &R->in[P->inst[q]];
-            if (gap && in->launch_bound && skip_lb)
-                continue;
-            pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv,
-                                   .us = P->Y[(size_t)q * (size_t)G1 + (size_t)g],
-                                   .trace = in->trace, .q_per_row = fit_inst_q(in),
-                                   .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g],
-                                   .variant = P->WV[(size_t)q * (size_t)G1 + (size_t)g]};
-        }
-        fit_group_ctx c = {.trace_names = R->tnames, .ntraces = R->nt,
-                           .phase = wm_phase_name[p], .group = P->name[g],
-                           .moe_experts = R->moe_E, .moe_topk = R->moe_k};
-        /* all of the phase's GEMMs in one group, and a GEMM sweep with sites in the phase */
-        if (!gap && P->by == FIT_BY_NAME && P->gcls[g] && strcmp(P->gcls[g], "gemm") == 0 &&
-            wm_sweep_covers(&R->res->model, p)) {
-            c.sweep = 1;
-            c.sweep_phase = p;
-            const wm_sweep *sw = &R->res->model.sweep;
-            double tmax = 0;
-            for (size_t i = 0; i < m; i++) {
-                pts[i].sweep_us = wm_sweep_us(&R->res->model, p, pts[i].tokens, fit_point_q(&pts[i]));
-                tmax = fmax(tmax, pts[i].tokens);
-            }
-            if (tmax > sw->tok[sw->ntok - 1])
-                fit_run_warn(R, "phase %s: the traces reach %g tokens, the GEMM sweep only %g: its "
-                        "cost beyond is extrapolated from its last two counts (take the sweep "
-                        "further: specbench --gemm-sweep ...:%g:8)", wm_phase_name[p], tmax,
-                        sw->tok[sw->ntok - 1], 8 * ceil(tmax / 8));
-        }
-        /* CUDA waves of the group's dominant kernel, when its blocks follow the tokens */
-        if (!gap) {
-            size_t nw = 0;
-            for (int q = 0; q < P->ninst; q++) {
-                const fr_inst *in = &R->in[P->inst[q]];
-                double bl = P->WB[(size_t)q * (size_t)G1 + (size_t)g];
-                if (bl < 0) {   /* its kernels differ in one instance */
-                    nw = 0;
-                    break;
-                }
-                if (bl == 0)
-                    continue;
-                wt[nw] = in->tokens;
-                wb[nw] = bl;
-                wc[nw++] = P->WC[(size_t)q * (size_t)G1 + (size_t)g];
-            }
-            fit_wave_geometry(wt, wb, wc, nw, R->moe_E, R->moe_k, &c);
-        }
-        wm_group *wg = &pm->groups[g];
-        memset(wg, 0, sizeof *wg);
-        snprintf(wg->name, sizeof wg->name, "%s", P->name[g]);
-        wg->count = P->count[g];
-        if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
-            goto out;
-        pr->grp[g].gap = gap;
-        if (c.sweep && R->o && R->o->log && pr->grp[g].st.loo_sweep >= 0)
-            fprintf(R->o->log, "specsim fit: phase %s: group %s: %s (left-out cells: %.1f%% rms "
-                    "with the sweep, %.1f%% with the smooth fit alone)\n", wm_phase_name[p],
-                    wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
-                    : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
-                    100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
-        if (wg->sd_frac > FIT_SD_FRAC_MAX) {
-            fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
-                    "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
-                    wg->sd_frac, FIT_SD_FRAC_MAX);
-            wg->sd_frac = FIT_SD_FRAC_MAX;
-        }
+    return skip_lb;
+}
+
+/* All of the phase's GEMMs in one group, and a GEMM sweep with sites in the phase: each
+ * point's sweep sum, and the sweep alternative in c. */
+static void fph_sweep(fr_run *R, int p, fit_point *pts, size_t m, fit_group_ctx *c)
+{
+    c->sweep = 1;
+    c->sweep_phase = p;
+    const wm_sweep *sw = &R->res->model.sweep;
+    double tmax = 0;
+    for (size_t i = 0; i < m; i++) {
+        pts[i].sweep_us = wm_sweep_us(&R->res->model, p, pts[i].tokens, fit_point_q(&pts[i]));
+        tmax = fmax(tmax, pts[i].tokens);
     }
-    /* host gap */
+    if (tmax > sw->tok[sw->ntok - 1])
+        fit_run_warn(R, "phase %s: the traces reach %g tokens, the GEMM sweep only %g: its "
+                     "cost beyond is extrapolated from its last two counts (take the sweep "
+                     "further: specbench --gemm-sweep ...:%g:8)", wm_phase_name[p], tmax,
+                     sw->tok[sw->ntok - 1], 8 * ceil(tmax / 8));
+}
+
+/* CUDA waves of group g's dominant kernel, when its blocks follow the tokens. */
+static void fph_waves(const fr_run *R, const fr_phase *P, int g, fph_buf *b, fit_group_ctx *c)
+{
+    int G1 = P->G + 1;
+    size_t nw = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        double bl = P->WB[(size_t)q * (size_t)G1 + (size_t)g];
+        if (bl < 0) {   /* its kernels differ in one instance */
+            nw = 0;
+            break;
+        }
+        if (bl == 0)
+            continue;
+        b->wt[nw] = in->tokens;
+        b->wb[nw] = bl;
+        b->wc[nw++] = P->WC[(size_t)q * (size_t)G1 + (size_t)g];
+    }
+    fit_wave_geometry(b->wt, b->wb, b->wc, nw, R->moe_E, R->moe_k, c);
+}
+
+/* Group g of phase p: its points, the GEMM sweep and the waves where they apply, fit_group,
+ * the spread capped. */
+static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
+{
+    fr_phase *P = &R->ph[p];
+    fit_phase_res *pr = &R->res->phase[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    int G1 = P->G + 1;
+    fit_point *pts = b->pts;
+    size_t m = 0;
+    int gap = g == P->G;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        if (gap && in->launch_bound && skip_lb)
+            continue;
+        pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv,
+                               .us = P->Y[(size_t)q * (size_t)G1 + (size_t)g],
+                               .trace = in->trace, .q_per_row = fit_inst_q(in),
+                               .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g],
+                               .variant = P->WV[(size_t)q * (size_t)G1 + (size_t)g]};
+    }
+    fit_group_ctx c = {.trace_names = R->tnames, .ntraces = R->nt,
+                       .phase = wm_phase_name[p], .group = P->name[g],
+                       .moe_experts = R->moe_E, .moe_topk = R->moe_k};
+    if (!gap && P->by == FIT_BY_NAME && P->gcls[g] && strcmp(P->gcls[g], "gemm") == 0 &&
+        wm_sweep_covers(&R->res->model, p))
+        fph_sweep(R, p, pts, m, &c);
+    if (!gap)
+        fph_waves(R, P, g, b, &c);
+    wm_group *wg = &pm->groups[g];
+    memset(wg, 0, sizeof *wg);
+    snprintf(wg->name, sizeof wg->name, "%s", P->name[g]);
+    wg->count = P->count[g];
+    if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
+        return -1;
+    pr->grp[g].gap = gap;
+    if (c.sweep && R->o && R->o->log && pr->grp[g].st.loo_sweep >= 0)
+        fprintf(R->o->log, "specsim fit: phase %s: group %s: %s (left-out cells: %.1f%% rms "
+                "with the sweep, %.1f%% with the smooth fit alone)\n", wm_phase_name[p],
+                wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
+                : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
+                100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
+    if (wg->sd_frac > FIT_SD_FRAC_MAX) {
+        fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
+                     "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
+                     wg->sd_frac, FIT_SD_FRAC_MAX);
+        wg->sd_frac = FIT_SD_FRAC_MAX;
+    }
+    return 0;
+}
+
+/* The phase's host gap: the robust mean and sd of its instances' gaps. */
+static void fph_host_gap(fr_run *R, int p, double *v)
+{
+    fr_phase *P = &R->ph[p];
+    fit_phase_res *pr = &R->res->phase[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
     size_t m = 0, nb = 0;
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
@@ -166,22 +200,28 @@ int fit_phase_fit(fr_run *R, int p)
         size_t out = fit_group_robust(v, m, &mean, &sd);
         if (out > m / 100 + 2)
             fit_run_warn(R, "phase %s: %zu of %zu host gaps left out as outliers (graph capture, "
-                    "warm-up, host stalls)", wm_phase_name[p], out, m);
+                         "warm-up, host stalls)", wm_phase_name[p], out, m);
         pr->gap_outliers = (int)out;
         pm->host_gap_sd_us = sd;
         pm->host_gap_us = mean > 0 ? mean : 0;
         if (mean < -0.5)
             fit_run_warn(R, "phase %s: host gap %.2f us on average (the GPU starts this phase "
-                    "sooner after its first launch call than the launch cost the simulator "
-                    "charges): 0", wm_phase_name[p], mean);
+                         "sooner after its first launch call than the launch cost the simulator "
+                         "charges): 0", wm_phase_name[p], mean);
     } else {
         fit_run_warn(R, "phase %s: no host gap measured (no instance with a predecessor): 0",
-                wm_phase_name[p]);
+                     wm_phase_name[p]);
     }
     pr->ngaps = (int)m;
     pr->nbusy = (int)nb;
     pr->gap_sd_us = pm->host_gap_sd_us;
-    /* collectives: count per forward and bytes per token, medians over the instances */
+}
+
+/* Collectives: count per forward and bytes per token, medians over the instances. */
+static void fph_colls(fr_run *R, int p, double *v, double *bv)
+{
+    fr_phase *P = &R->ph[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
     const char *ops[WM_COLLS_MAX];
     int nops = 0;
     for (int q = 0; q < P->ninst; q++) {
@@ -215,16 +255,37 @@ int fit_phase_fit(fr_run *R, int p)
         wc->bytes_per_token = fit_group_median(bv, mb);
         if (mb == 0)
             fit_run_warn(R, "phase %s: %s kernels without byte counts (args.nccl missing): "
-                    "bytes_per_token 0", wm_phase_name[p], ops[o]);
+                         "bytes_per_token 0", wm_phase_name[p], ops[o]);
     }
+}
+
+int fit_phase_fit(fr_run *R, int p)
+{
+    fr_phase *P = &R->ph[p];
+    size_t ni = (size_t)P->ninst;
+    int rc = -1;
+    fph_buf b = {malloc(ni * sizeof *b.pts), malloc(ni * sizeof *b.v), malloc(ni * sizeof *b.bv),
+                 malloc(ni * sizeof *b.wt), malloc(ni * sizeof *b.wb), malloc(ni * sizeof *b.wc)};
+    if (!b.pts || !b.v || !b.bv || !b.wt || !b.wb || !b.wc) {
+        fit_run_fail(R, "out of memory");
+        goto out;
+    }
+    int nlb = fph_idle(R, P, p);
+    fph_present(R, P, p);
+    int skip_lb = fph_skip_launch_bound(R, P, nlb);
+    for (int g = 0; g < P->G + 1; g++)
+        if (fph_group(R, p, g, skip_lb, &b))
+            goto out;
+    fph_host_gap(R, p, b.v);
+    fph_colls(R, p, b.v, b.bv);
     rc = 0;
 out:
-    free(pts);
-    free(v);
-    free(bv);
-    free(wt);
-    free(wb);
-    free(wc);
+    free(b.pts);
+    free(b.v);
+    free(b.bv);
+    free(b.wt);
+    free(b.wb);
+    free(b.wc);
     return rc;
 }
 
