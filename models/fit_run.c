@@ -63,6 +63,62 @@ void fit_result_free(fit_result *res)
     memset(res, 0, sizeof *res);
 }
 
+/* The model's facts from the run and the traces' headers: launch costs, MoE shape, device,
+ * ranks, name and source. */
+static void fr_model_facts(fr_run *R, double graph_us, double eager_us)
+{
+    const fit_trace *traces = R->tr;
+    const fit_opts *o = R->o;
+    int n = R->nt;
+    wm_model *m = &R->res->model;
+    m->graph_launch_us = graph_us;
+    m->eager_launch_us = eager_us;
+    m->moe_experts = R->moe_E;
+    m->moe_topk = R->moe_k;
+    for (int t = 0; t < n; t++) {
+        if (!traces[t].has_header)
+            continue;
+        if (!m->device[0])
+            snprintf(m->device, sizeof m->device, "%s", traces[t].hdr.device.name);
+        if (traces[t].hdr.world_size > m->ranks)
+            m->ranks = traces[t].hdr.world_size;
+    }
+    if (o && o->name && *o->name) {
+        snprintf(m->name, sizeof m->name, "%s", o->name);
+    } else {
+        snprintf(m->name, sizeof m->name, "fit-%.80s-tp%d", m->device[0] ? m->device : "gpu", m->ranks);
+        for (char *c = m->name; *c; c++)
+            if (*c == ' ')
+                *c = '-';
+    }
+    size_t used = (size_t)snprintf(m->source, sizeof m->source, "specsim fit of %d trace%s:",
+                                   n, n > 1 ? "s" : "");
+    for (int t = 0; t < n && used < sizeof m->source; t++) {
+        const char *b = strrchr(traces[t].file, '/');
+        used += (size_t)snprintf(m->source + used, sizeof m->source - used, " %s", b ? b + 1 : traces[t].file);
+    }
+}
+
+/* The instances left out per phase, and what the model cannot do. */
+static void fr_finish(fr_run *R)
+{
+    fit_result *res = R->res;
+    const wm_model *m = &res->model;
+    for (size_t i = 0; i < R->nin; i++)
+        if (R->in[i].drop)
+            res->phase[R->in[i].phase].ndropped++;
+    if (!m->phase[WM_VERIFY].present && !m->phase[WM_DECODE].present)
+        fit_run_warn(R, "no verify or decode phase in the traces: the model cannot be simulated");
+    else if (!m->phase[WM_VERIFY].present)
+        fit_run_warn(R, "no verify phase: the model only simulates the baseline");
+    int ranks_nccl = 0;
+    for (int p = 0; p < WM_NPHASE; p++)
+        ranks_nccl |= m->phase[p].ncolls > 0;
+    if (m->ranks > 1 && !ranks_nccl)
+        fit_run_warn(R, "the traces are of %d ranks but hold no NCCL kernels: no collectives in "
+                "the model", m->ranks);
+}
+
 int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
             char *err, size_t errlen)
 {
@@ -117,33 +173,7 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
     double graph_us = 0, eager_us = 0;
     if (fit_host_launch_costs(&R, &graph_us, &eager_us) || fit_host_gaps(&R, graph_us, eager_us))
         goto out_gsl;
-    wm_model *m = &res->model;
-    m->graph_launch_us = graph_us;
-    m->eager_launch_us = eager_us;
-    m->moe_experts = R.moe_E;
-    m->moe_topk = R.moe_k;
-    for (int t = 0; t < n; t++) {
-        if (!traces[t].has_header)
-            continue;
-        if (!m->device[0])
-            snprintf(m->device, sizeof m->device, "%s", traces[t].hdr.device.name);
-        if (traces[t].hdr.world_size > m->ranks)
-            m->ranks = traces[t].hdr.world_size;
-    }
-    if (o && o->name && *o->name) {
-        snprintf(m->name, sizeof m->name, "%s", o->name);
-    } else {
-        snprintf(m->name, sizeof m->name, "fit-%.80s-tp%d", m->device[0] ? m->device : "gpu", m->ranks);
-        for (char *c = m->name; *c; c++)
-            if (*c == ' ')
-                *c = '-';
-    }
-    size_t used = (size_t)snprintf(m->source, sizeof m->source, "specsim fit of %d trace%s:",
-                                   n, n > 1 ? "s" : "");
-    for (int t = 0; t < n && used < sizeof m->source; t++) {
-        const char *b = strrchr(traces[t].file, '/');
-        used += (size_t)snprintf(m->source + used, sizeof m->source - used, " %s", b ? b + 1 : traces[t].file);
-    }
+    fr_model_facts(&R, graph_us, eager_us);
     for (int p = 0; p < WM_NPHASE; p++) {
         if (R.ph[p].ninst == 0)
             continue;
@@ -154,19 +184,7 @@ int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,
             if (R.in[R.ph[p].inst[q]].F > res->phase[p].forwards_max)
                 res->phase[p].forwards_max = R.in[R.ph[p].inst[q]].F;
     }
-    for (size_t i = 0; i < R.nin; i++)
-        if (R.in[i].drop)
-            res->phase[R.in[i].phase].ndropped++;
-    if (!m->phase[WM_VERIFY].present && !m->phase[WM_DECODE].present)
-        fit_run_warn(&R, "no verify or decode phase in the traces: the model cannot be simulated");
-    else if (!m->phase[WM_VERIFY].present)
-        fit_run_warn(&R, "no verify phase: the model only simulates the baseline");
-    int ranks_nccl = 0;
-    for (int p = 0; p < WM_NPHASE; p++)
-        ranks_nccl |= m->phase[p].ncolls > 0;
-    if (m->ranks > 1 && !ranks_nccl)
-        fit_run_warn(&R, "the traces are of %d ranks but hold no NCCL kernels: no collectives in "
-                "the model", m->ranks);
+    fr_finish(&R);
     rc = 0;
 out_gsl:
     gsl_set_error_handler(old);
