@@ -560,6 +560,13 @@ static void fg_write_group(const fit_group_ctx *c, const double best[NCOL], doub
     out->wave_capacity = out->per_wave_us > 0 ? c->wave_capacity : 0;
 }
 
+/* A point's cost relative to the fit at it (the fit floored at S->floor_us). */
+static double fg_rel(const fg_one *S, const double best[NCOL], double knee, const fit_point *p)
+{
+    double f = fg_eval(best, knee, &S->fp, p->tokens, p->kv_tokens, fit_point_q(p), p->waves);
+    return p->us / (f > S->floor_us ? f : S->floor_us);
+}
+
 /* Spread of repeats around the fit, relative, pooled over cells. */
 static double fg_sd_frac(const fg_one *S, const double best[NCOL], double knee)
 {
@@ -574,10 +581,7 @@ static double fg_sd_frac(const fg_one *S, const double best[NCOL], double knee)
         for (size_t i = a; i < b; i++) {
             if (S->bad[i])
                 continue;
-            const fit_point *p = &S->pts[S->idx[i]];
-            double f = fg_eval(best, knee, &S->fp, p->tokens, p->kv_tokens, fit_point_q(p),
-                               p->waves);
-            rm += p->us / (f > S->floor_us ? f : S->floor_us);
+            rm += fg_rel(S, best, knee, &S->pts[S->idx[i]]);
             good++;
         }
         if (good < 2)
@@ -586,10 +590,7 @@ static double fg_sd_frac(const fg_one *S, const double best[NCOL], double knee)
         for (size_t i = a; i < b; i++) {
             if (S->bad[i])
                 continue;
-            const fit_point *p = &S->pts[S->idx[i]];
-            double f = fg_eval(best, knee, &S->fp, p->tokens, p->kv_tokens, fit_point_q(p),
-                               p->waves);
-            double r = p->us / (f > S->floor_us ? f : S->floor_us) - rm;
+            double r = fg_rel(S, best, knee, &S->pts[S->idx[i]]) - rm;
             ss += r * r;
         }
         dof += good - 1;
