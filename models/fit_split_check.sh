@@ -2,7 +2,7 @@
 # fit_split_check.sh: regenerates everything the fit's output reaches (issue 12: models/fit.c
 # split into stage files, behaviour unchanged byte for byte) and, given a reference folder,
 # diffs against it. Workload: five `make validate` runs, one `make report`, three printed fits;
-# ~3-6 minutes on 2 shared cores (measured: see the final lines it prints).
+# 2-5 minutes on 2 shared cores (measured; each run prints its times). docs/validation.md.
 #
 # usage: sh models/fit_split_check.sh OUTDIR [REFDIR]   (SPECSIM=bin/specsim by default)
 #   OUTDIR  (outside the repository) gets:
