@@ -141,10 +141,10 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     R->res->eager_instances = (int)ne;
     if (graph_noapi && !ng)
         fit_run_warn(R, "no launch API records for %zu CUDA-graph phase instances: graph_launch_us "
-                "is 0 (was specprof's API recording off?)", graph_noapi);
+                     "is 0 (was specprof's API recording off?)", graph_noapi);
     if (!ne)
         fit_run_warn(R, "no eager phase instance with launch records: eager_launch_us unmeasured "
-                "(0); give --eager-launch-us when simulating batches above the captured sizes");
+                     "(0); give --eager-launch-us when simulating batches above the captured sizes");
     free(v);
     free(w);
     return 0;
@@ -166,7 +166,7 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
             trace_api |= R->in[i].napi > 0;
         if (!trace_api && b > a)
             fit_run_warn(R, "%s: no launch API records: host gaps from GPU idle time only",
-                    R->tr[t].file);
+                         R->tr[t].file);
         for (size_t i = a; i < b; i++) {
             fr_inst *in = &R->in[i];
             in->has_gap = in->busy = 0;
@@ -239,9 +239,10 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
     for (int p = 0; p < WM_NPHASE; p++)
         for (int q = 0; q < WM_NPHASE; q++)
             if (unexpected[p][q])
-                fit_run_warn(R, "%d times phase %s followed %s, which the simulator never does: its "
-                        "host gap is measured from the phase that really came before",
-                        unexpected[p][q], wm_phase_name[q], wm_phase_name[p]);
+                fit_run_warn(R, "%d times phase %s followed %s, which the simulator never "
+                             "does: its host gap is measured from the phase that really came "
+                             "before",
+                             unexpected[p][q], wm_phase_name[q], wm_phase_name[p]);
     free(d);
     return 0;
 }

@@ -248,7 +248,7 @@ static int fi_check_dur(fr_run *R, const fit_trace *t, const char *kind, const c
         return 0;
     int64_t t0 = t->has_header ? t->hdr.t0_ns : 0;
     return fit_run_fail(R, "%s: %s \"%.80s\" at ts %.3f us: field dur: value %.3f: negative "
-                   "duration", t->file, kind, name, fit_us(s - t0), fit_us(e - s));
+                        "duration", t->file, kind, name, fit_us(s - t0), fit_us(e - s));
 }
 
 /* fit_instances_trace's state for one trace. */
@@ -586,14 +586,14 @@ int fit_instances_moe(fr_run *R)
         }
         if (in->experts != src->experts || in->moe_topk != src->moe_topk)
             return fit_run_fail(R, "%s: NVTX range \"%.60s\": field experts/moe_topk: value %d/%d: "
-                           "differs from %d/%d in %s (give --moe E,K)", R->tr[in->trace].file,
-                           in->rname, in->experts, in->moe_topk, src->experts, src->moe_topk,
-                           R->tr[src->trace].file);
+                                "differs from %d/%d in %s (give --moe E,K)", R->tr[in->trace].file,
+                                in->rname, in->experts, in->moe_topk, src->experts, src->moe_topk,
+                                R->tr[src->trace].file);
     }
     if (src) {
         if (src->moe_topk <= 0)
             return fit_run_fail(R, "%s: NVTX range \"%.60s\": field moe_topk: missing: experts= "
-                           "needs moe_topk=", R->tr[src->trace].file, src->rname);
+                                "needs moe_topk=", R->tr[src->trace].file, src->rname);
         R->moe_E = src->experts;
         R->moe_k = src->moe_topk;
     }

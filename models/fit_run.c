@@ -116,7 +116,7 @@ static void fr_finish(fr_run *R)
         ranks_nccl |= m->phase[p].ncolls > 0;
     if (m->ranks > 1 && !ranks_nccl)
         fit_run_warn(R, "the traces are of %d ranks but hold no NCCL kernels: no collectives in "
-                "the model", m->ranks);
+                     "the model", m->ranks);
 }
 
 int fit_run(const fit_trace *traces, int n, const fit_opts *o, fit_result *res,

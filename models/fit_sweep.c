@@ -98,7 +98,7 @@ static fit_point fs_residual(const fit_point *p)
  * every point). Each left-out cell is predicted by the forms refitted without it; the form
  * with the smallest rms relative error replaces *out when it is a sweep form. */
 void fit_sweep_try(const fit_point *pts, size_t n, const fit_group_ctx *c,
-                         wm_group *out, fit_group_stats *st)
+                   wm_group *out, fit_group_stats *st)
 {
     fs_cell *cl = NULL;
     int nc = fs_cells(pts, n, &cl);

@@ -40,7 +40,7 @@ int fit_blocks_per_sm(double threads, double regs, double smem_bytes)
 /* Least-squares line blocks = a + s * tokens over the instances with blocks < below (all:
  * INFINITY). Returns 0, or -1 with fewer than two distinct token counts. */
 static int fw_line(const double *tokens, const double *blocks, size_t n, double below,
-                        double *a, double *s)
+                   double *a, double *s)
 {
     double st = 0, sb = 0, m = 0;
     for (size_t i = 0; i < n; i++)
@@ -62,7 +62,7 @@ static int fw_line(const double *tokens, const double *blocks, size_t n, double 
 }
 
 static int fw_exact(const double *tokens, const double *blocks, size_t n, double a,
-                         double s, double bmax)
+                    double s, double bmax)
 {
     for (size_t i = 0; i < n; i++) {
         double b = a + s * tokens[i];
