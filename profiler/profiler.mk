@@ -20,11 +20,11 @@ profiler: $(BIN)/specprof
 	@echo "  NOTE    nvcc not found at $(NVCC): building the simulator only (no libspecprof.so, no specbench)"
 endif
 
-# libc only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
+# libc and zlib only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
 $(BIN)/specprof: $(BUILD)/profiler/specprof.o $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread -ldl -lm
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lz -lpthread -ldl -lm
 
 $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 	@mkdir -p $(dir $@)
@@ -36,7 +36,7 @@ $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 $(BIN)/libspecprof.so: $(INJ_OBJ) $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lpthread -ldl
+	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lz -lpthread -ldl
 
 # specbench: one object per .cu (make -j compiles them in parallel); NCCL found by
 # profiler/bench/nccl_flags.sh (CUDA tree, system, or the nvidia-nccl pip package), or the

@@ -75,34 +75,6 @@ static long parse_long(const char *opt, const char *s, long lo, long hi) {
 
 /* ---------- check ---------- */
 
-static int read_input(const char *path, char **text, size_t *len, char *err, size_t errlen) {
-    size_t n = strlen(path);
-    if (n > 3 && !strcmp(path + n - 3, ".gz")) {
-        char cmd[PATH_MAX + 64];
-        if (strchr(path, '\'')) { snprintf(err, errlen, "%s: quote in file name", path); return -1; }
-        snprintf(cmd, sizeof cmd, "gzip -dc -- '%s'", path);
-        FILE *p = popen(cmd, "r");
-        if (!p) { snprintf(err, errlen, "%s: cannot run gzip: %s", path, strerror(errno)); return -1; }
-        size_t cap = 1 << 20, used = 0;
-        char *buf = malloc(cap + 1);
-        while (buf) {
-            size_t r = fread(buf + used, 1, cap - used, p);
-            used += r;
-            if (used < cap) break;
-            char *nb = realloc(buf, cap * 2 + 1);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb; cap *= 2;
-        }
-        int st = pclose(p);
-        if (!buf) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
-        if (st != 0 && used == 0) { free(buf); snprintf(err, errlen, "%s: gzip -dc failed", path); return -1; }
-        buf[used] = 0;
-        *text = buf; *len = used;
-        return 0;
-    }
-    return ptrace_slurp(path, text, len, err, errlen);
-}
-
 static int sum_cb(void *user, const ptrace_event *e, const ptrace_info *info) {
     (void)info;
     ptrace_sum_add(user, e);
@@ -120,17 +92,11 @@ static int cmd_check(int argc, char **argv) {
     }
     if (optind >= argc) { usage(stderr); return 2; }
     for (int i = optind; i < argc; i++) {
-        char *text; size_t len; char err[1024];
-        if (read_input(argv[i], &text, &len, err, sizeof err)) {
-            fprintf(stderr, "specprof check: %s\n", err);
-            worst = 2;
-            continue;
-        }
+        char err[1024];
         ptrace_sum s;
         ptrace_info info;
         ptrace_sum_init(&s);
-        int rc = ptrace_scan_buf(text, len, argv[i], sum_cb, &s, &info, err, sizeof err);
-        free(text);
+        int rc = ptrace_scan_file(argv[i], sum_cb, &s, &info, err, sizeof err);
         if (rc) {
             fprintf(stderr, "specprof check: %s\n", err);
             worst = 2;
@@ -140,7 +106,7 @@ static int cmd_check(int argc, char **argv) {
         ptrace_sum_finish(&s);
         if (json) ptrace_sum_print_json(stdout, &s, &info, argv[i]);
         else ptrace_sum_print(stdout, &s, &info, argv[i]);
-        if ((!info.complete || info.bad_lines) && worst < 1) worst = 1;
+        if ((!info.complete || info.bad_lines || info.cut_compressed) && worst < 1) worst = 1;
         ptrace_sum_free(&s);
     }
     return worst;
@@ -160,7 +126,16 @@ static int cmd_merge(int argc, char **argv) {
     if (optind != argc - 1) { usage(stderr); return 2; }
     const char *dir = argv[optind];
     char def[PATH_MAX];
-    if (!out) { snprintf(def, sizeof def, "%s/merged.json", dir); out = def; }
+    if (!out) {   /* compressed when the rank files are */
+        int gz = 0;
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+            if (!strncmp(de->d_name, "specprof.rank", 13) && strstr(de->d_name, ".json.gz")) gz = 1;
+        if (d) closedir(d);
+        snprintf(def, sizeof def, "%s/merged.json%s", dir, gz ? ".gz" : "");
+        out = def;
+    }
     fprintf(stderr, "# specprof merge: dir %s -> %s\n", dir, out);
     ptrace_merge_result r;
     char err[1024];

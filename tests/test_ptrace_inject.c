@@ -12,6 +12,7 @@
 #include "precord.c"
 #include "pdevice.c"
 #include "pncclshim.c"
+#include "pcalib.c"
 #include "ptrace_read.h"
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -279,6 +280,10 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
         setenv("SPECPROF_DURATION_S", duration, 1);
         setenv("SPECPROF_START_SIGNAL", signals ? "10" : "0", 1);   /* SIGUSR1 */
         setenv("SPECPROF_STOP_SIGNAL", signals ? "12" : "0", 1);    /* SIGUSR2 */
+        /* the signals scenario records 80 ms after the start: past the default 50 ms start
+         * window, so its window is made long enough to hold everything */
+        setenv("SPECPROF_WINDOW_MS", signals ? "2000" : "50", 1);
+        setenv("SPECPROF_PERIOD_MS", signals ? "4000" : "1000", 1);
         if (how == NCCL_SHIM) scenario_nccl();
         scenario(how, signals);
         _exit(5);
