@@ -6,6 +6,7 @@
 #include "pcalib.h"
 #include "pinject.h"
 #include <cuda.h>
+#include <cupti.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,8 @@ static CUresult pcalib_graph(pcalib_api *a, CUfunction fn, CUstream st, int node
     CUgraph got = NULL;
     CUresult r2 = a->cap_end(st, &got);   /* always ends the capture, also after a failed launch */
     if (r == CUDA_SUCCESS) r = r2;
+    uint32_t gid = 0;
+    if (got && cuptiGetGraphId(got, &gid) == CUPTI_SUCCESS) precord_skip_graph(gid);   /* not the program's */
     if (r == CUDA_SUCCESS) r = a->instantiate(e, got, 0);
     *g = got;
     return r;

@@ -900,6 +900,7 @@ static void pinj_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, cons
  * capture calls run the driver's inside them: a depth per thread counts each once. */
 static void pinj_capture_api(int begin, int enter) {
     pinject_tls *t = pinject_thread();
+    if (t->calib) return;   /* the calibration's own captures */
     if (enter) {
         if (t->cap_depth++ == 0 && begin) { t->captures++; atomic_fetch_add(&g.captures, 1); }
     } else {

@@ -34,6 +34,21 @@ static uint32_t precord_launch_exec(uint32_t corr) {
 
 void precord_skip_thread(int64_t tid) { atomic_store(&precord_skip_tid, tid); }
 
+static _Atomic uint32_t precord_skip_graphs[4];
+
+void precord_skip_graph(uint32_t graph_id) {
+    for (int i = 0; i < 4; i++) {
+        uint32_t z = 0;
+        if (atomic_compare_exchange_strong(&precord_skip_graphs[i], &z, graph_id) || z == graph_id) return;
+    }
+}
+
+static int precord_skipped_graph(uint32_t graph_id) {
+    for (int i = 0; i < 4 && graph_id; i++)
+        if (atomic_load_explicit(&precord_skip_graphs[i], memory_order_relaxed) == graph_id) return 1;
+    return 0;
+}
+
 typedef char *(*precord_cxa_fn)(const char *, char *, size_t *, int *);
 static struct { char *mangled, *demangled; } precord_dm[PRECORD_DEMANGLED];
 
@@ -182,6 +197,7 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
         }
         case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
             const CUpti_ActivityGraphTrace2 *r = (const CUpti_ActivityGraphTrace2 *)rec;
+            if (precord_skipped_graph(r->graphId)) { st->calib_dropped++; continue; }
             if (!r->start || r->end < r->start) { st->incomplete++; continue; }
             ptrace_graphlaunch gl;
             memset(&gl, 0, sizeof gl);
