@@ -50,7 +50,8 @@ static void usage(FILE *f) {
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
         "      --window-max-ms N   no window longer than this (default 1000)\n"
         "      --shape-ignore k,.. range-name keys whose values do not make a new shape (default ctx)\n"
-        "      --between B         graph (default): one graph-level record per graph launch between windows; none\n"
+        "      --between B         none (default); graph: one graph-level record per graph launch between windows\n"
+        "                          (experimental: processes capturing graphs crashed with it on the H200, CUPTI 13.0.1)\n"
         "      --records R         fit (default): launch, copy and sync API records; all: every runtime/driver API\n"
         "      --gz-level N        zlib level of the .json.gz trace (default 6); --no-compress: plain .json\n"
         "      --no-calibrate      skip the launch-cost calibration at the start\n");
@@ -274,7 +275,7 @@ static int cmd_run(int argc, char **argv) {
     int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
     long flush_ms = 500, buffer_mb = 64;
     /* recording mode (docs/profiler.md); the defaults are the library's */
-    const char *mode = "windows", *between = "graph", *records = "fit", *shape_ignore = NULL;
+    const char *mode = "windows", *between = "none", *records = "fit", *shape_ignore = NULL;
     long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,

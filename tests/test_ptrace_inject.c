@@ -111,6 +111,7 @@ CUptiResult cuptiGetDeviceId(CUcontext c, uint32_t *d) { (void)c; *d = 3; return
 CUptiResult cuptiGetGraphNodeId(CUgraphNode n, uint64_t *id) { *id = (uint64_t)(uintptr_t)n; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetGraphId(CUgraph g, uint32_t *id) { *id = (uint32_t)(uintptr_t)g; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetGraphExecId(CUgraphExec e, uint32_t *id) { *id = (uint32_t)(uintptr_t)e; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t p, uint32_t *id) { (void)c; (void)s; (void)p; *id = 0; return CUPTI_SUCCESS; }
 
 /* ---------- a fake NCCL and the driver calls the interposer uses (found by dlsym:
  * the test is linked with -rdynamic) ---------- */
@@ -346,6 +347,22 @@ static void scenario_windows(void) {
     /* the time window: 600 ms after the start */
     if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 1500)) _exit(30);
     if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 400)) _exit(31);
+    /* a slow loop (an iteration longer than the window): the window waits for its replays */
+    push_pop("extend bs=1 ctx=1");
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 200)) _exit(32);
+    sleep_ms(100);                                                                /* > window_ms */
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(33);
+    push_pop("extend bs=1 ctx=2");
+    sleep_ms(90);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(34);
+    push_pop("extend bs=1 ctx=3");                                                /* the 2nd replay */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(35);
+    /* a shape that never comes back holds a window until SPECPROF_WINDOW_MAX_MS (300) */
+    push_pop("sample bs=7");
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 200)) _exit(36);
+    sleep_ms(200);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(37);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 400)) _exit(38);
     exit(0);
 }
 
@@ -373,6 +390,7 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
             setenv("SPECPROF_WINDOW_MS", "60", 1);
             setenv("SPECPROF_PERIOD_MS", "600", 1);
             setenv("SPECPROF_SHAPE_REPLAYS", "2", 1);
+            setenv("SPECPROF_WINDOW_MAX_MS", "300", 1);
             setenv("SPECPROF_BETWEEN", "graph", 1);
             scenario_windows();
         }
@@ -584,12 +602,13 @@ static void inject_windows_follow_shapes_and_time(void) {
     pid_t p = run_child(WINDOWS, "win", "0", "0", 0);
     int st;
     waitpid(p, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 20..31: the step that failed)",
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 20..38: the step that failed)",
           WIFEXITED(st) ? WEXITSTATUS(st) : -st);
     ptrace_file f; int part = 1;
     if (load("win", &f, &part)) { CHECK(0, "no trace"); return; }
     const ptrace_header *h = &f.info.header;
     CHECK(!strcmp(h->mode, "windows") && !strcmp(h->between, "graph") && h->window_ms == 60 && h->period_ms == 600 &&
+          h->window_max_ms == 300 &&
           h->shape_replays == 2 && h->compressed && !h->calib.ok && h->calib.why[0],
           "header mode '%s' between '%s' window %d period %d replays %d compressed %d calib %d '%s'", h->mode, h->between,
           h->window_ms, h->period_ms, h->shape_replays, h->compressed, h->calib.ok, h->calib.why);
@@ -611,11 +630,14 @@ static void inject_windows_follow_shapes_and_time(void) {
                   "graph-level record exec %u corr %u graph %u phase '%s'", g.graph_exec_id, g.corr, g.graph_id, g.phase);
         }
     }
-    /* start, shape (decode), shape (graph exec), time; the order in the file is the close order */
-    CHECK(!strcmp(reasons, "start shape shape time "), "window reasons '%s'", reasons);
+    /* start, shape (decode), shape (graph exec), time, shape (slow extend), shape (sample, closed
+     * at the maximum); the order in the file is the close order */
+    /* (a second time window may follow: the run lasts past 1200 ms) */
+    CHECK(!strncmp(reasons, "start shape shape time shape shape ", 35), "window reasons '%s'", reasons);
     CHECK(windows == f.info.end.windows, "windows %d, end says %lld", windows, (long long)f.info.end.windows);
-    /* setup, decode ctx=10,11,12, verify ctx=9 (3) inside windows; ctx=13 and verify ctx=10 outside */
-    CHECK(ranges == 7 && ctx13 == 0, "ranges written %d (ctx=13 %d)", ranges, ctx13);
+    /* setup, decode ctx=10,11,12, verify ctx=9 (3), extend ctx=2,3 inside windows; decode ctx=13,
+     * verify ctx=10, extend ctx=1 and sample bs=7 (pushed before their window opened) outside */
+    CHECK(ranges == 9 && ctx13 == 0, "ranges written %d (ctx=13 %d)", ranges, ctx13);
     CHECK(gl == 1 && f.info.end.graph_trace_records == 1, "graph-level records %d (end %lld)", gl,
           (long long)f.info.end.graph_trace_records);
     ptrace_file_free(&f);

@@ -45,6 +45,9 @@ typedef struct {
     double graph_node_us;        /* per node of a launched graph */
     double graph_between_us;     /* per graph launch with graph-level records only */
     double switch_on_us, switch_off_us;   /* opening and closing a window */
+    /* the off configuration again after the window: whether what a window switched on
+     * stays in a launch (docs/profiler.md) */
+    double launch_after_us, graphn_after_us;
 } ptrace_calib;
 
 typedef struct {

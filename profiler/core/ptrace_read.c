@@ -89,6 +89,8 @@ static void pr_header(const pjson *a, ptrace_header *h) {
     c->graph_node_us = pjson_get_num(k, "graph_node_us", 0);
     c->switch_on_us = pjson_get_num(k, "switch_on_us", 0);
     c->switch_off_us = pjson_get_num(k, "switch_off_us", 0);
+    c->launch_after_us = pjson_get_num(k, "launch_after_us", 0);
+    c->graphn_after_us = pjson_get_num(k, "graphn_after_us", 0);
     c->has_between = pjson_get(k, "graph_between_us") != NULL;
     c->graph1_between_us = pjson_get_num(k, "graph1_between_us", 0);
     c->graphn_between_us = pjson_get_num(k, "graphn_between_us", 0);

@@ -256,10 +256,11 @@ void ptrace_sum_print_json(FILE *f, const ptrace_sum *s, const ptrace_info *info
             info->complete ? info->end.end_ns : -1, h->t0_ns, info->cut_compressed ? "true" : "false");
     fprintf(f, ",\"calibration\":{\"ok\":%s,\"kernel_launch_us\":%.3f,\"graph_launch_us\":%.3f,\"graph_node_us\":%.3f"
                ",\"graph_between_us\":%.3f,\"launch_off_us\":%.3f,\"launch_on_us\":%.3f,\"graphn_off_us\":%.3f"
-               ",\"graphn_on_us\":%.3f,\"graphn_between_us\":%.3f,\"switch_on_us\":%.1f,\"switch_off_us\":%.1f,\"why\":",
+               ",\"graphn_on_us\":%.3f,\"graphn_between_us\":%.3f,\"switch_on_us\":%.1f,\"switch_off_us\":%.1f"
+               ",\"launch_after_us\":%.3f,\"graphn_after_us\":%.3f,\"why\":",
             k->ok ? "true" : "false", k->kernel_launch_us, k->graph_launch_us, k->graph_node_us, k->graph_between_us,
             k->launch_off_us, k->launch_on_us, k->graphn_off_us, k->graphn_on_us, k->graphn_between_us,
-            k->switch_on_us, k->switch_off_us);
+            k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
     sum_json_str(f, k->why);
     fprintf(f, "}");
     sum_json_items(f, "graphs", s->graphs, s->n_graphs);

@@ -143,10 +143,10 @@ int ptrace_write_header(char *buf, size_t cap, const ptrace_ctx *c, const ptrace
         sb_f(&sb, ",\"launches\":%d,\"graph_nodes\":%d,\"launch_off_us\":%.3f,\"launch_on_us\":%.3f,"
                   "\"graph1_off_us\":%.3f,\"graph1_on_us\":%.3f,\"graphn_off_us\":%.3f,\"graphn_on_us\":%.3f,"
                   "\"kernel_launch_us\":%.3f,\"graph_launch_us\":%.3f,\"graph_node_us\":%.3f,"
-                  "\"switch_on_us\":%.1f,\"switch_off_us\":%.1f",
+                  "\"switch_on_us\":%.1f,\"switch_off_us\":%.1f,\"launch_after_us\":%.3f,\"graphn_after_us\":%.3f",
              k->launches, k->graph_nodes, k->launch_off_us, k->launch_on_us, k->graph1_off_us, k->graph1_on_us,
              k->graphn_off_us, k->graphn_on_us, k->kernel_launch_us, k->graph_launch_us, k->graph_node_us,
-             k->switch_on_us, k->switch_off_us);
+             k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
     if (k->ok && k->has_between)
         sb_f(&sb, ",\"graph1_between_us\":%.3f,\"graphn_between_us\":%.3f,\"graph_between_us\":%.3f",
              k->graph1_between_us, k->graphn_between_us, k->graph_between_us);

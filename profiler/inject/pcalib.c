@@ -126,8 +126,6 @@ static CUresult pcalib_graph(pcalib_api *a, CUfunction fn, CUstream st, int node
     CUgraph got = NULL;
     CUresult r2 = a->cap_end(st, &got);   /* always ends the capture, also after a failed launch */
     if (r == CUDA_SUCCESS) r = r2;
-    uint32_t gid = 0;
-    if (got && cuptiGetGraphId(got, &gid) == CUPTI_SUCCESS) precord_skip_graph(gid);   /* not the program's */
     if (r == CUDA_SUCCESS) r = a->instantiate(e, got, 0);
     *g = got;
     return r;
@@ -163,6 +161,8 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     CUfunction fn = NULL;
     if (r == CUDA_SUCCESS) r = a.mod_fn(&fn, mod, PCALIB_KERNEL_NAME);
     if (r == CUDA_SUCCESS) r = a.st_create(&st, CU_STREAM_NON_BLOCKING);
+    uint32_t sid = 0;
+    if (r == CUDA_SUCCESS && cuptiGetStreamIdEx(ctx, st, 0, &sid) == CUPTI_SUCCESS) precord_skip_stream(sid);   /* not the program's */
     if (r == CUDA_SUCCESS) r = pcalib_graph(&a, fn, st, 1, &g1, &e1);
     if (r == CUDA_SUCCESS) r = pcalib_graph(&a, fn, st, PCALIB_GRAPH_NODES, &gn, &en);
     if (r != CUDA_SUCCESS) { snprintf(c->why, sizeof c->why, "setting up (module, stream, graphs): CUresult %d", (int)r); goto done; }
@@ -186,6 +186,12 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     h->window_off();
     struct timespec t3;
     clock_gettime(CLOCK_MONOTONIC, &t3);
+    if (!bad) {   /* off again: does the window leave something behind in a launch? */
+        if (h->graph_trace) h->graph_trace(0);
+        double g1;
+        bad = pcalib_measure(&x, &c->launch_after_us, &g1, &c->graphn_after_us);
+        if (h->graph_trace) h->graph_trace(1);
+    }
     c->switch_on_us = (double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3;
     c->switch_off_us = (double)(t3.tv_sec - t2.tv_sec) * 1e6 + (double)(t3.tv_nsec - t2.tv_nsec) / 1e3;
     if (bad) goto done;

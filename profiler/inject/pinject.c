@@ -154,6 +154,9 @@ static struct {
     int graph_trace_on;
     _Atomic uint64_t shape_key[PINJ_SHAPES];
     atomic_int shape_seen[PINJ_SHAPES];      /* sightings inside windows, saturating at shape_replays */
+    atomic_uint shape_req[PINJ_SHAPES];      /* generation in which the shape asked for a window */
+    atomic_int shape_pending;                /* shapes of this generation that asked and are not recorded yet */
+    atomic_uint shape_gen;                   /* starts at 1; a window closed at its maximum starts the next */
     atomic_int captures;                     /* graph captures in progress in the program */
     ptrace_calib calib;
     int calibrated;
@@ -259,7 +262,9 @@ static void pinj_read_config(pinj_config *c) {
     c->window_max_ms = (int)pinj_env_d("SPECPROF_WINDOW_MAX_MS", 1000);
     if (c->window_max_ms < c->window_ms) c->window_max_ms = c->window_ms;
     const char *b = getenv("SPECPROF_BETWEEN");
-    c->between_graph = c->mode == PINJ_MODE_WINDOWS && !(b && !strcmp(b, "none"));
+    /* graph-level records between windows only when asked: with them on, 3 of 4 specbench
+     * processes that captured graphs died by SIGSEGV on the H200 (CUPTI 13.0.1, docs/profiler.md) */
+    c->between_graph = c->mode == PINJ_MODE_WINDOWS && b && !strcmp(b, "graph");
     const char *r = getenv("SPECPROF_RECORDS");
     c->records_all = r && !strcmp(r, "all");
     c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
@@ -651,12 +656,20 @@ static int64_t pinj_schedule(int64_t now) {
     if (g.win_open) {
         int64_t last = atomic_load(&g.novel_last_ms);
         if (last + g.cfg.window_ms > g.win_until_ms) g.win_until_ms = last + g.cfg.window_ms;
+        int pending = atomic_load(&g.shape_pending) > 0;
+        if (pending && g.win_until_ms < now + 1) g.win_until_ms = now + 1;   /* a shape still short of its replays */
         int forced = g.win_until_ms > g.win_open_ms + g.cfg.window_max_ms;
         if (forced) g.win_until_ms = g.win_open_ms + g.cfg.window_max_ms;
         if (now >= g.win_until_ms) {
             pinj_window_close();
-            /* a shape that stays new (a name that changes every time) gets no window for a period */
-            if (forced) g.quiet_until_ms = now + g.cfg.period_ms;
+            if (forced) {
+                /* shapes that never come back (a graph captured and not launched) or names that
+                 * change every time: forget who asked, and no shape window for a period */
+                atomic_fetch_add(&g.shape_gen, 1);
+                atomic_store(&g.shape_pending, 0);
+                atomic_store(&g.novel_wanted, 0);
+                g.quiet_until_ms = now + g.cfg.period_ms;
+            }
         }
     }
     if (!g.win_open) {
@@ -669,6 +682,7 @@ static int64_t pinj_schedule(int64_t now) {
         }
     }
     int64_t next = g.win_open ? g.win_until_ms : g.next_time_ms;
+    if (g.win_open && atomic_load(&g.shape_pending) > 0 && next > now + PINJ_NOVEL_WAKE_MS * 5) next = now + PINJ_NOVEL_WAKE_MS * 5;
     if (!g.win_open && atomic_load(&g.novel_wanted) && g.quiet_until_ms < next) next = g.quiet_until_ms;
     return next > now ? next - now : 1;
 }
@@ -819,8 +833,10 @@ static void pinj_atfork_child(void) {
 /* ---------- shapes: graph executables and NVTX phase shapes seen so far ---------- */
 
 /* A graph executable or a phase shape was seen (program thread; lock-free). While it has
- * been recorded at node level fewer than shape_replays times it asks for a window (or,
- * inside one, keeps it open). */
+ * been recorded at node level fewer than shape_replays times it asks for a window, and a
+ * window stays open while a shape that asked is still short of its replays (at most
+ * window_max_ms): a loop whose iteration is longer than window_ms still gets its replays.
+ * A sighting counts only inside a window (its records are in the trace). */
 static void pinj_shape_seen(uint64_t key) {
     if (!key || g.cfg.mode != PINJ_MODE_WINDOWS || !g.cfg.shape_replays || !pinject_capturing() || pinject_thread()->calib)
         return;
@@ -835,11 +851,18 @@ static void pinj_shape_seen(uint64_t key) {
         }
         if (k != key) continue;
         if (atomic_load_explicit(&g.shape_seen[i], memory_order_relaxed) >= g.cfg.shape_replays) return;
+        unsigned gen = atomic_load(&g.shape_gen);
         if (atomic_load_explicit(&g.win_live, memory_order_relaxed)) {
-            atomic_fetch_add(&g.shape_seen[i], 1);
             atomic_store(&g.novel_last_ms, pinj_mono_ms());
-        } else if (!atomic_exchange(&g.novel_wanted, 1))
-            pinj_wake();
+            if (atomic_fetch_add(&g.shape_seen[i], 1) + 1 >= g.cfg.shape_replays) {
+                unsigned want = gen;   /* recorded enough: no longer holds the window open */
+                if (atomic_compare_exchange_strong(&g.shape_req[i], &want, 0)) atomic_fetch_sub(&g.shape_pending, 1);
+            } else if (atomic_exchange(&g.shape_req[i], gen) != gen)
+                atomic_fetch_add(&g.shape_pending, 1);
+        } else {
+            if (atomic_exchange(&g.shape_req[i], gen) != gen) atomic_fetch_add(&g.shape_pending, 1);
+            if (!atomic_exchange(&g.novel_wanted, 1)) pinj_wake();
+        }
         return;
     }
     /* table full near this slot: no window for this shape */
@@ -1162,6 +1185,7 @@ static void pinj_init(void) {
     pinj_read_config(&g.cfg);
     g.pid = getpid();
     g.wake[0] = g.wake[1] = -1;
+    atomic_store(&g.shape_gen, 1);
     pthread_mutex_init(&g.mu, NULL);
     pthread_mutex_init(&g.host_mu, NULL);
     char err[256];

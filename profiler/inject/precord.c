@@ -34,20 +34,11 @@ static uint32_t precord_launch_exec(uint32_t corr) {
 
 void precord_skip_thread(int64_t tid) { atomic_store(&precord_skip_tid, tid); }
 
-static _Atomic uint32_t precord_skip_graphs[4];
+/* The calibration's stream: its graph-level records are dropped (their graphId is not the
+ * captured graph's, and launches outside windows pass no callback, so the stream tells). */
+static _Atomic uint32_t precord_skip_stream_id = UINT32_MAX;
 
-void precord_skip_graph(uint32_t graph_id) {
-    for (int i = 0; i < 4; i++) {
-        uint32_t z = 0;
-        if (atomic_compare_exchange_strong(&precord_skip_graphs[i], &z, graph_id) || z == graph_id) return;
-    }
-}
-
-static int precord_skipped_graph(uint32_t graph_id) {
-    for (int i = 0; i < 4 && graph_id; i++)
-        if (atomic_load_explicit(&precord_skip_graphs[i], memory_order_relaxed) == graph_id) return 1;
-    return 0;
-}
+void precord_skip_stream(uint32_t stream_id) { atomic_store(&precord_skip_stream_id, stream_id); }
 
 typedef char *(*precord_cxa_fn)(const char *, char *, size_t *, int *);
 static struct { char *mangled, *demangled; } precord_dm[PRECORD_DEMANGLED];
@@ -185,6 +176,8 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
         case CUPTI_ACTIVITY_KIND_DRIVER: {
             const CUpti_ActivityAPI *r = (const CUpti_ActivityAPI *)rec;
             if ((int64_t)r->threadId == atomic_load(&precord_skip_tid)) { st->calib_dropped++; continue; }
+            /* a call in flight when its records were switched on or off has no start (seen on the H200) */
+            if (!r->start || r->end < r->start) { st->incomplete++; continue; }
             ptrace_api a;
             memset(&a, 0, sizeof a);
             a.domain_driver = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
@@ -197,7 +190,7 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
         }
         case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
             const CUpti_ActivityGraphTrace2 *r = (const CUpti_ActivityGraphTrace2 *)rec;
-            if (precord_skipped_graph(r->graphId)) { st->calib_dropped++; continue; }
+            if (r->streamId == atomic_load_explicit(&precord_skip_stream_id, memory_order_relaxed)) { st->calib_dropped++; continue; }
             if (!r->start || r->end < r->start) { st->incomplete++; continue; }
             ptrace_graphlaunch gl;
             memset(&gl, 0, sizeof gl);

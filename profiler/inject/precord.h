@@ -32,8 +32,8 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
 void precord_note_graph_launch(uint32_t corr, uint32_t graph_exec_id);
 /* API records of this OS thread (specprof's calibrating control thread) are dropped. */
 void precord_skip_thread(int64_t tid);
-/* Graph-level records of this graph (the calibration's, at most 4) are dropped. */
-void precord_skip_graph(uint32_t graph_id);
+/* Graph-level records on this CUPTI stream id (the calibration's) are dropped. */
+void precord_skip_stream(uint32_t stream_id);
 
 /* Demangled kernel name (cached); the mangled name when no demangler is loaded. */
 const char *precord_demangle(const char *mangled);
