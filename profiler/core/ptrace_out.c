@@ -136,7 +136,7 @@ int ptrace_out_write(ptrace_out *o, const char *buf, size_t n) {
         size_t take = n > (1u << 30) ? (1u << 30) : n;
         z->s.next_in = (Bytef *)(uintptr_t)buf;
         z->s.avail_in = (uInt)take;
-        if (po_deflate(o, Z_NO_FLUSH)) return -1;
+        if (po_deflate(o, Z_FULL_FLUSH)) return -1;
         buf += take; n -= take;
     }
     return 0;
