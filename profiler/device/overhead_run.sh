@@ -13,7 +13,11 @@
 #   floor.txt    libfloor's record counts       calib.tar.gz   the calibration capture (traces/calib-windowed)
 #   samples.tar.gz  one default-mode trace of each loop
 # usage (GPU machine, repo root): OUT=/tmp/x RUN_LIMIT_S=330 bash profiler/device/overhead_run.sh
-#   env: ROUNDS (default 2), SKIP_CALIB=1, LOOPS (default "eager_plain eager_spec sb_decode_c1 sb_spec_c16")
+#   env: ROUNDS (default 3), SKIP_CALIB=1, LOOPS (default "eager_plain eager_spec sb_decode_c1 sb_spec_c16")
+# modes: none; floor (bin/libfloor.so: kernel activity only), floor_api / floor_cb (plus every
+# runtime API record / an empty callback on every runtime API); specprof (the default);
+# nograph (--between none: the default since call 1, kept for old tables); always (--mode always).
+# A call takes ~400 s with ROUNDS=3 (call 1: 325 s for 2 rounds of the old mode list).
 set -u
 OUT=${OUT:-/tmp/overhead}
 mkdir -p "$OUT"
@@ -51,6 +55,7 @@ run_one() {
     floor_cb) pre="env CUDA_INJECTION64_PATH=$FLOOR FLOOR_OUT=$OUT/floor.txt FLOOR_CB=1" ;;
     specprof) pre="$SP -o $tdir --quiet --" ;;
     nograph) pre="$SP -o $tdir --quiet --between none --" ;;
+    graph) pre="$SP -o $tdir --quiet --between graph --" ;;
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
   esac
   [ "${mode#floor}" != "$mode" ] && echo "$loop $mode $round" >> "$OUT/floor.txt"
@@ -98,13 +103,13 @@ tail -40 $W/calib/run.log | tee -a "$LOG"
 }
 
 LOOPS=${LOOPS:-eager_plain eager_spec sb_decode_c1 sb_spec_c16}
-for round in $(seq 1 ${ROUNDS:-2}); do
+for round in $(seq 1 ${ROUNDS:-3}); do
   step "round $round"
   for loop in $LOOPS; do
     case $loop in
       eager_plain) [ $EAGER_OK = 1 ] || continue; modes="none floor specprof always floor_api floor_cb"; cost=8 ;;
       eager_spec) [ $EAGER_OK = 1 ] || continue; modes="none specprof"; cost=8 ;;
-      *) modes="none specprof nograph always"; cost=7 ;;
+      *) modes="none specprof floor always"; cost=7 ;;
     esac
     for mode in $modes; do
       [ "$(left)" -gt $cost ] || { echo "time: skipped $loop $mode round $round" | tee -a "$LOG"; continue; }
