@@ -12,7 +12,7 @@ WERROR    := $(if $(CI),-Werror,)
 CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -fPIC
 CPPFLAGS  += -Isim -Imodels -Iprofiler/core -MMD -MP \
              $(shell pkg-config --cflags gsl libcjson 2>/dev/null)
-LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lpthread -lm
+LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lz -lpthread -lm
 
 Q := $(if $(V),,@)
 
