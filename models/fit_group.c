@@ -834,23 +834,32 @@ double fit_group_median(double *v, size_t n)
 
 /* Mean and sd of v[0..n) without the points beyond FIT_OUTLIER_K robust sd (+ margins)
  * of the median, as fit_group leaves them out. v is reordered. Returns the points left out. */
+double fit_group_robust_lim(double *v, size_t n, double *med)
+{
+    *med = 0;
+    if (n == 0)
+        return 0;
+    gsl_sort(v, 1, n);
+    *med = gsl_stats_median_from_sorted_data(v, 1, n);
+    double *d = malloc(n * sizeof *d);
+    double mad = 0;
+    if (d) {
+        for (size_t i = 0; i < n; i++)
+            d[i] = fabs(v[i] - *med);
+        gsl_sort(d, 1, n);
+        mad = gsl_stats_median_from_sorted_data(d, 1, n);
+        free(d);
+    }
+    return FIT_OUTLIER_K * 1.4826 * mad + FIT_OUTLIER_FRAC * fabs(*med) + FIT_OUTLIER_US;
+}
+
 size_t fit_group_robust(double *v, size_t n, double *mean, double *sd)
 {
     *mean = *sd = 0;
     if (n == 0)
         return 0;
-    gsl_sort(v, 1, n);
-    double med = gsl_stats_median_from_sorted_data(v, 1, n);
-    double *d = malloc(n * sizeof *d);
-    double mad = 0;
-    if (d) {
-        for (size_t i = 0; i < n; i++)
-            d[i] = fabs(v[i] - med);
-        gsl_sort(d, 1, n);
-        mad = gsl_stats_median_from_sorted_data(d, 1, n);
-        free(d);
-    }
-    double lim = FIT_OUTLIER_K * 1.4826 * mad + FIT_OUTLIER_FRAC * fabs(med) + FIT_OUTLIER_US;
+    double med;
+    double lim = fit_group_robust_lim(v, n, &med);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (fabs(v[i] - med) <= lim)

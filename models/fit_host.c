@@ -3,6 +3,7 @@
  * profiler's per-node cost taken out) and per instance the host gap before it (fr_inst.gap_us).
  * Workload: 10^3..10^5 instances. */
 #include "fit_int.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,15 @@ static int fh_expected_next(int p, int q)
     case WM_SAMPLE: return q == WM_DECODE;
     }
     return 0;
+}
+
+/* The host time an instance spends launching: from its first launch call's start to its last
+ * call's end, without the time its blocking calls waited for the GPU (fr_inst.sync_wait_us:
+ * a blocking copy or a synchronize is a sync, not launch cost). */
+static double fh_launch_us(const fr_inst *in)
+{
+    double us = fit_us(in->le - in->lb) - in->sync_wait_us;
+    return us > 0 ? us : 0;
 }
 
 static int fh_kfwd(const fr_phase *P)
@@ -59,7 +69,7 @@ static double fh_graph_launch_fit(fr_run *R, const double *v, size_t n)
         if (in->drop || R->ph[in->phase].ninst == 0 || in->napi == 0 || !in->graph)
             continue;
         x[k] = in->nrec;
-        y[k] = fit_us(in->le - in->lb);
+        y[k] = fh_launch_us(in);
         k++;
     }
     /* one point per graph size: its 10th-percentile launch time. A launch blocks while the
@@ -106,37 +116,76 @@ static double fh_profiler_us(const fr_run *R, const fr_inst *in)
     return in->graph ? R->node_us * in->nrec : 0;
 }
 
+/* Eager launch cost per kernel: over eager instances i of one phase, their launch time h[i]
+ * over their launches k[i], a ratio of sums (the big instances, where the launch cost
+ * decides, outweigh the small ones) over the instances whose rate h/k is not an outlier by
+ * the fit's rule (fit_group_robust: the first eager forward after a graph capture stalls for
+ * milliseconds: 305 us a launch in torchbench's first 80-row draft, 16-21 us in the next
+ * ones). Adds the kept sums to *hs, *ks; returns the phase's rate (0: none). */
+static double fh_eager_rate(const double *h, const double *k, size_t n, double *tmp,
+                            double *hs, double *ks)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] > 0)
+            tmp[m++] = h[i] / k[i];
+    if (m == 0)
+        return 0;
+    double med, lim = fit_group_robust_lim(tmp, m, &med), ph = 0, pk = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] > 0 && fabs(h[i] / k[i] - med) <= lim) {
+            ph += h[i];
+            pk += k[i];
+        }
+    *hs += ph;
+    *ks += pk;
+    return pk > 0 ? ph / pk : 0;
+}
+
 int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
 {
-    double *v = malloc((R->nin + 1) * sizeof *v), *w = malloc((R->nin + 1) * sizeof *w);
+    size_t cap = R->nin + 1;
+    double *v = malloc(cap * sizeof *v), *eh = malloc(cap * sizeof *eh);
+    double *ek = malloc(cap * sizeof *ek), *tmp = malloc(cap * sizeof *tmp);
     size_t ng = 0, ne = 0, graph_noapi = 0;
-    double eager_host_us = 0, eager_launches = 0;
-    if (!v || !w) {
+    if (!v || !eh || !ek || !tmp) {
         free(v);
-        free(w);
+        free(eh);
+        free(ek);
+        free(tmp);
         return fit_run_fail(R, "out of memory");
     }
     for (size_t i = 0; i < R->nin; i++) {
         const fr_inst *in = &R->in[i];
         if (in->drop || R->ph[in->phase].ninst == 0)
             continue;
-        if (in->napi == 0) {
+        if (in->napi == 0)
             graph_noapi += in->graph == 1;
-            continue;
-        }
-        double host_us = fit_us(in->le - in->lb);
-        if (in->graph) {
-            v[ng++] = host_us;
-        } else {
-            /* ratio of sums: the big eager phases (hundreds of launches, where the launch
-             * cost decides) outweigh the many small ones (accept: a few launches) */
-            eager_host_us += host_us;
-            eager_launches += (double)fh_kfwd(&R->ph[in->phase]) * in->F;
+        else if (in->graph)
+            v[ng++] = fh_launch_us(in);
+        else
             ne++;
-        }
     }
     *graph_us = fh_graph_launch_fit(R, v, ng);
-    *eager_us = eager_launches > 0 ? eager_host_us / eager_launches : 0;
+    /* per phase (each its own op mix: torchbench's eager verify launches a kernel every
+     * 15-16 us, its draft every 17-21 us, its sample every ~30 us), and over all phases */
+    double hs = 0, ks = 0;
+    for (int p = 0; p < WM_NPHASE; p++) {
+        size_t m = 0;
+        for (size_t i = 0; i < R->nin; i++) {
+            const fr_inst *in = &R->in[i];
+            if (in->phase != p || in->drop || R->ph[p].ninst == 0 || in->napi == 0 || in->graph)
+                continue;
+            eh[m] = fh_launch_us(in);
+            ek[m++] = (double)fh_kfwd(&R->ph[p]) * in->F;
+            if (getenv("FIT_DEBUG"))
+                fprintf(stderr, "eager %s tokens %g: launch %.1f us (waits %.1f) over %g "
+                        "launches: %.2f us\n", wm_phase_name[p], in->tokens, eh[m - 1],
+                        in->sync_wait_us, ek[m - 1], eh[m - 1] / ek[m - 1]);
+        }
+        R->res->model.phase[p].eager_launch_us = fh_eager_rate(eh, ek, m, tmp, &hs, &ks);
+    }
+    *eager_us = ks > 0 ? hs / ks : 0;
     R->res->graph_launches = (int)ng;
     R->res->eager_instances = (int)ne;
     if (graph_noapi && !ng)
@@ -146,8 +195,24 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
         fit_run_warn(R, "no eager phase instance with launch records: eager_launch_us unmeasured "
                      "(0); give --eager-launch-us when simulating batches above the captured sizes");
     free(v);
-    free(w);
+    free(eh);
+    free(ek);
+    free(tmp);
     return 0;
+}
+
+/* The GPU's start latency after an idle instance's first launch beyond the launch cost the
+ * simulator charges (graph_us or eager_us, with the profiler's part): the GPU start minus the
+ * call's start minus that cost. A CUDA graph whose GPU work started before its launch call
+ * returned carries profiler work after the submission (under CUPTI torchbench's 324-node
+ * decode graph launch takes 486-511 us and its kernels start 9 us before it returns; its
+ * 348-node one 531-606 us, 490 us before): its GPU start says nothing of the launch and
+ * the latency is 0. */
+static double fh_start_latency(const fr_run *R, const fr_inst *in, double graph_us, double eager_us)
+{
+    if (in->graph && in->g0 < in->a1e)
+        return 0;
+    return fit_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us) - fh_profiler_us(R, in);
 }
 
 int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
@@ -171,6 +236,7 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
             fr_inst *in = &R->in[i];
             in->has_gap = in->busy = 0;
             in->inter_us = 0;
+            in->gap_prev = -1;
             if (in->nrec == 0)
                 continue;
             size_t j = i;
@@ -186,6 +252,7 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
             if (!found)
                 continue;
             const fr_inst *pj = &R->in[j];
+            in->gap_prev = pj->phase;
             /* a windowed capture: the predecessor must be in the same window (the time
              * between windows is not a host gap) */
             if (R->tr[t].nwin && fit_trace_window_of(&R->tr[t], pj->r1) != fit_trace_window_of(&R->tr[t], in->r0))
@@ -200,12 +267,26 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
             }
             if (in->napi == 0 || pj->napi == 0)
                 continue;
+            /* host free after the predecessor: its last launch call; after accept/sample
+             * (the simulator's host waits there) or any blocking call, the GPU end it
+             * waited for. A blocking call released the host at the end of its wait; the GPU
+             * work launched after that (a second read, the next copy) is the predecessor's
+             * GPU time in the simulator, and the host's own time after the wait (the call's
+             * return, the Python after it) belongs to this gap */
             int64_t ref = pj->le;
-            if (fh_sync_phase(pj->phase) && pj->g1 > ref)
+            if (pj->nsync > 0)
+                ref = pj->sync0_e + (int64_t)(pj->post_sync_us * 1000.0);
+            else if (fh_sync_phase(pj->phase) && pj->g1 > ref)
                 ref = pj->g1;
             in->busy = in->a1e < pj->g1;
+            if (getenv("FIT_DEBUG"))
+                fprintf(stderr, "raw %s bs %d graph %d: host %.1f us, gpu start %.1f us after "
+                        "the call, %.1f after it returned%s\n", wm_phase_name[in->phase], in->bs,
+                        in->graph, fit_us(in->lb - ref), fit_us(in->g0 - in->lb),
+                        fit_us(in->g0 - in->a1e), in->busy ? " queued" : "");
             if (!in->busy) {
-                in->gap_us = fit_us(in->g0 - ref) - first_us;
+                /* the simulator then starts the GPU when the trace did */
+                in->gap_us = fit_us(in->lb - ref) + fh_start_latency(R, in, graph_us, eager_us);
                 in->has_gap = 1;
             } else {
                 in->inter_us = in->g0 > pj->g1 ? fit_us(in->g0 - pj->g1) : 0;
@@ -218,8 +299,7 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
     for (size_t i = 0; i < R->nin; i++) {
         const fr_inst *in = &R->in[i];
         if (in->has_gap && !in->busy && in->napi > 0)
-            d[nall++] = fit_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us) -
-                        fh_profiler_us(R, in);
+            d[nall++] = fh_start_latency(R, in, graph_us, eager_us);
     }
     dall = fit_group_median(d, nall);
     for (int p = 0; p < WM_NPHASE; p++) {
@@ -227,8 +307,7 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
         for (size_t i = 0; i < R->nin; i++) {
             const fr_inst *in = &R->in[i];
             if (in->phase == p && in->has_gap && !in->busy && in->napi > 0)
-                d[m++] = fit_us(in->g0 - in->lb) - (in->graph ? graph_us : eager_us) -
-                         fh_profiler_us(R, in);
+                d[m++] = fh_start_latency(R, in, graph_us, eager_us);
         }
         dbar[p] = m ? fit_group_median(d, m) : dall;
     }
@@ -239,6 +318,10 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
             in->gap_us += dbar[in->phase];
             in->has_gap = 1;
         }
+        if (in->has_gap && getenv("FIT_DEBUG"))
+            fprintf(stderr, "gap %s bs %d tokens %g graph %d: %.1f us%s (after %s)\n",
+                    wm_phase_name[in->phase], in->bs, in->tokens, in->graph, in->gap_us,
+                    in->busy ? " queued" : "", in->gap_prev >= 0 ? wm_phase_name[in->gap_prev] : "-");
     }
     for (int p = 0; p < WM_NPHASE; p++)
         for (int q = 0; q < WM_NPHASE; q++)

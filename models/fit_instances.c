@@ -186,6 +186,31 @@ static int fi_find_by_name(const fr_run *R, size_t a, size_t b, int64_t t, const
 
 typedef struct { uint32_t corr; int64_t s, e, thread; } fi_corr;
 
+/* A launch-API call that returns only when the GPU has finished the work before it: a
+ * synchronize by name (cudaStreamSynchronize, cudaDeviceSynchronize, cudaEventSynchronize,
+ * cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize; specprof records them, docs/
+ * specprof.md). A copy to host memory is one when its call ends after the copy did (to
+ * pageable memory cudaMemcpyAsync waits for the GPU: what torch's .tolist(), .item() and
+ * .cpu() do; docs/torchbench.md): see fi_records. */
+static int fi_is_sync_api(const char *name)
+{
+    return strstr(name, "Synchronize") != NULL;
+}
+
+/* A blocking call [s, e] of instance in whose wait for the GPU ended at w: the host time
+ * until w is GPU time it waited for (not launch cost); after w, its own overhead is host
+ * time. */
+static void fi_add_wait(fr_inst *in, int64_t s, int64_t e, int64_t w)
+{
+    int64_t we = w < e ? w : e;
+    if (we <= s)
+        return;                    /* the GPU was done before the call: nothing waited */
+    in->sync_wait_us += fit_us(we - s);
+    if (in->nsync == 0 || we < in->sync0_e)
+        in->sync0_e = we;
+    in->nsync++;
+}
+
 static int fi_cmp_corr(const void *a, const void *b)
 {
     const fi_corr *x = a, *y = b;
@@ -214,6 +239,7 @@ typedef struct {
     int     graph;
     int     nccl;
     int     mem;               /* a memcpy or memset */
+    int     to_host;           /* a copy from the device to the host (DtoH, AtoH) */
     const ptrace_nccl *nc;
     int     inst;
     double  blocks, cap;       /* kernels: grid blocks, resident capacity (0: unknown) */
@@ -263,6 +289,7 @@ typedef struct {
     size_t  nrec;
     int64_t last_end;         /* the latest record's end */
     int     cupti;            /* kernels recorded through CUPTI carry its overhead */
+    int     same_ids;         /* launch calls and ranges carry the same kind of thread id */
 } fi_trace_st;
 
 static int fi_oom(fi_trace_st *S)
@@ -329,6 +356,7 @@ static int fi_calls(fi_trace_st *S)
     if (!same_ids)
         fit_run_warn(R, "%s: launch calls and NVTX ranges carry different thread ids: matched "
                      "by time only", t->file);
+    S->same_ids = same_ids;
     S->cm = malloc((t->napi + 1) * sizeof *S->cm);
     if (!S->cm)
         return fi_oom(S);
@@ -373,8 +401,8 @@ static int fi_records(fi_trace_st *S)
             if (fi_check_dur(R, t, "kernel", k->name, k->start_ns, k->end_ns))
                 return -1;
             *x = (fi_rec){k->start_ns, k->end_ns, k->name, k->nvtx, k->corr, k->graph_id != 0,
-                          k->has_nccl || fi_is_nccl_name(k->name), 0, k->has_nccl ? &k->nccl : NULL, -1,
-                          0, 0};
+                          k->has_nccl || fi_is_nccl_name(k->name), 0, 0,
+                          k->has_nccl ? &k->nccl : NULL, -1, 0, 0};
             int sms = t->has_header ? t->hdr.device.sms : 0;
             double blocks = (double)k->grid[0] * k->grid[1] * k->grid[2];
             double threads = (double)k->block[0] * k->block[1] * k->block[2];
@@ -394,8 +422,10 @@ static int fi_records(fi_trace_st *S)
             const char *in = fit_trace_intern(R->pool, buf);
             if (!in)
                 return fi_oom(S);
+            int to_host = m->kind == PTRACE_MEMCPY && m->copy_kind &&
+                          (strcmp(m->copy_kind, "DtoH") == 0 || strcmp(m->copy_kind, "AtoH") == 0);
             *x = (fi_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
-                          m->has_nccl, 1, m->has_nccl ? &m->nccl : NULL, -1, 0, 0};
+                          m->has_nccl, 1, to_host, m->has_nccl ? &m->nccl : NULL, -1, 0, 0};
         }
         if (x->e > S->last_end)
             S->last_end = x->e;
@@ -404,8 +434,56 @@ static int fi_records(fi_trace_st *S)
         if (k < 0 && c == NULL && x->nvtx && *x->nvtx)
             k = fi_find_by_name(R, S->a, S->b, x->s, x->nvtx);
         x->inst = k;
+        /* a copy to the host whose call returned after the copy ended: the call waited for
+         * the GPU (pageable memory); a pinned cudaMemcpyAsync returns before its copy runs */
+        if (k >= 0 && c && x->to_host && c->e >= x->e && c->s <= x->s)
+            fi_add_wait(&R->in[k], c->s, c->e, x->e);
     }
     qsort(S->rec, nrec, sizeof *S->rec, fi_cmp_rec);
+    return 0;
+}
+
+static int fi_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Synchronize calls (by name): each waited until the latest GPU record that ended before it
+ * returned (fi_add_wait). */
+static int fi_syncs(fi_trace_st *S)
+{
+    const fit_trace *t = S->t;
+    size_t nsync = 0;
+    for (size_t i = 0; i < t->napi; i++)
+        nsync += fi_is_sync_api(t->api[i].name);
+    if (nsync == 0 || S->nrec == 0)
+        return 0;
+    int64_t *ends = malloc(S->nrec * sizeof *ends);
+    if (!ends)
+        return fi_oom(S);
+    for (size_t i = 0; i < S->nrec; i++)
+        ends[i] = S->rec[i].e;
+    qsort(ends, S->nrec, sizeof *ends, fi_cmp_i64);
+    for (size_t i = 0; i < t->napi; i++) {
+        const ptrace_api *x = &t->api[i];
+        if (!fi_is_sync_api(x->name))
+            continue;
+        int k = fi_find_inst(S->R, S->a, S->b, x->start_ns, S->same_ids ? x->thread : 0);
+        if (k < 0)
+            continue;
+        size_t lo = 0, hi = S->nrec;      /* first end > the call's end */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (ends[mid] <= x->end_ns)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo > 0)
+            fi_add_wait(&S->R->in[k], x->start_ns, x->end_ns, ends[lo - 1]);
+    }
+    free(ends);
     return 0;
 }
 
@@ -457,6 +535,8 @@ static int fi_add_record(fi_trace_st *S, fr_inst *in, size_t i, size_t j, int *p
         in->cupti_us += c;
     }
     in->sum_us += d;
+    if (in->nsync && x->s >= in->sync0_e)
+        in->post_sync_us += d;     /* launched after the host's wait: host-driven */
     if (x->mem) {
         /* input staging and result copies: one group per phase, outside the kernels'
          * positions (specbench copies before verify only at steps 1) */
@@ -562,7 +642,7 @@ int fit_instances_trace(fr_run *R, int ti)
         return 0;
     }
     int rc = -1;
-    if (fi_calls(&S) || fi_records(&S) || fi_elements(&S))
+    if (fi_calls(&S) || fi_records(&S) || fi_syncs(&S) || fi_elements(&S))
         goto out;
     fi_drops(&S);
     rc = 0;

@@ -36,6 +36,12 @@ typedef struct {
     /* host: the launch calls made inside the range */
     int64_t lb, le, a1e;       /* first start, last end, end of the earliest call */
     int     napi;
+    /* calls that block until the GPU is done (a copy to pageable host memory, a synchronize):
+     * the host time they spend waiting, how many waited, the end of the first wait (the GPU
+     * time the host was released at) and the GPU time of the instance's records after it */
+    double  sync_wait_us, post_sync_us;
+    int     nsync;
+    int64_t sync0_e;
     /* GPU */
     int64_t g0, g1;
     int     nrec, any_graph_kernel;
@@ -53,6 +59,7 @@ typedef struct {
     int     drop;              /* FR_KEEP or why it was left out */
     int     nfwd;              /* elements per forward; -1: not of the phase's shape */
     int     busy, has_gap, launch_bound;
+    int     gap_prev;          /* the phase of the instance the gap is measured from; -1 */
     double  gap_us, inter_us;
 } fr_inst;
 
@@ -173,6 +180,9 @@ double fit_group_median(double *v, size_t n);
 /* Mean and sd of v[0..n) without the points fit_group leaves out (FIT_OUTLIER_K robust sd
  * and margins from the median). v is reordered. Returns the points left out. */
 size_t fit_group_robust(double *v, size_t n, double *mean, double *sd);
+/* The outlier limit of that rule: a value further than it from *med (the median of v) is
+ * left out. v is sorted. */
+double fit_group_robust_lim(double *v, size_t n, double *med);
 
 /* ---- fit_waves.c ---- */
 /* Cost per wave of a group's wave kernel from its own measured time (kernel_us); 0: none. */

@@ -5,7 +5,10 @@
 #include "fit_int.h"
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <gsl/gsl_fit.h>
+#include <gsl/gsl_sort.h>
 
 /* The simulator's jitter truncates at 3 sd and needs (1 + sd*z) > 0: sd_frac < 1/3
  * (sim/jitter.h). Larger measured spreads are capped, with a warning. */
@@ -18,6 +21,7 @@
 typedef struct {
     fit_point *pts;
     double *v, *bv;            /* host gaps, collectives' counts; bytes per token */
+    double *vx;                /* the host gaps' running requests */
     double *wt, *wb, *wc;      /* wave kernel: tokens, blocks, capacity */
 } fph_buf;
 
@@ -34,8 +38,10 @@ static int fph_idle(fr_run *R, fr_phase *P, int p)
             noverlap++;
         idle += in->inter_us;
         P->Y[(size_t)q * (size_t)G1 + (size_t)P->G] = (idle > 0 ? idle : 0) / in->F;
+        /* the launch calls' time without the waits of blocking calls (fit_host.c) */
         in->launch_bound = !in->graph && in->napi > 0 &&
-                           fit_us(in->le - in->lb) >= FIT_LAUNCH_BOUND_FRAC * fit_us(in->g1 - in->g0);
+                           fit_us(in->le - in->lb) - in->sync_wait_us >=
+                           FIT_LAUNCH_BOUND_FRAC * fit_us(in->g1 - in->g0);
         nlb += in->launch_bound;
     }
     if (noverlap)
@@ -163,6 +169,16 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
     wg->count = P->count[g];
     if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
         return -1;
+    /* a KV x tiles term fitted at q >= its smallest q says nothing below it (torchbench's
+     * attention, cuBLAS batched GEMMs over the KV, costs 6.5% less at q 2 than at 3 in verify
+     * at 40 rows, most of it the GEMMs' tokens; q_tile 2 alone would halve its KV term) */
+    if (wg->per_kvq_ktoken_us != 0 || wg->per_kvq2_ktoken_us != 0) {
+        double qmin = 0;
+        for (size_t i = 0; i < m; i++)
+            if (pts[i].q_per_row > 0 && (qmin == 0 || pts[i].q_per_row < qmin))
+                qmin = pts[i].q_per_row;
+        wg->q_min = qmin;
+    }
     pr->grp[g].gap = gap;
     if (c.sweep && R->o && R->o->log && pr->grp[g].st.loo_sweep >= 0)
         fprintf(R->o->log, "specsim fit: phase %s: group %s: %s (left-out cells: %.1f%% rms "
@@ -179,25 +195,171 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
     return 0;
 }
 
-/* The phase's host gap: the robust mean and sd of its instances' gaps. */
-static void fph_host_gap(fr_run *R, int p, double *v)
+/* A host gap that grows with the running requests (a scheduler's Python per request: torchbench
+ * measures 33 us at 1 request and 83 us at 80 for its baseline, docs/torchbench.md) is kept as a
+ * slope when it is significant: t = slope / its standard error >= FIT_GAP_SLOPE_T (3: a slope
+ * that noise alone gives less than 0.3% of the time), over at least 3 request counts. */
+#define FIT_GAP_SLOPE_T 3.0
+#define FIT_GAP_SLOPE_CELLS 3
+
+/* The requests an instance's host work scales with: the range's bs= (real rows), else rows=;
+ * 0 when neither is known. */
+static double fph_gap_rows(const fr_inst *in)
+{
+    return in->bs > 0 ? in->bs : in->rows > 0 ? in->rows : 0;
+}
+
+/* Weighted least squares y = a + b x over n points (weights w), b >= 0 and a >= 0 (a line
+ * through the origin when the free intercept is negative). *se: b's standard error from the
+ * residuals. Returns 0, or -1 when the points do not determine a slope. */
+static int fph_line(const double *x, const double *y, const double *w, size_t n, double *a,
+                    double *b, double *se)
+{
+    double c0, c1, cov00, cov01, cov11, chisq;
+    if (n < 3 || gsl_fit_wlinear(x, 1, w, 1, y, 1, n, &c0, &c1, &cov00, &cov01, &cov11, &chisq))
+        return -1;
+    double sw = 0;
+    for (size_t i = 0; i < n; i++)
+        sw += w[i];
+    /* gsl's covariance assumes weights 1/sigma^2; scale it by the residual variance */
+    double s2 = chisq / (double)(n - 2) / (sw / (double)n);
+    if (c0 < 0) {
+        double sxy = 0, sxx = 0;
+        for (size_t i = 0; i < n; i++) {
+            sxy += w[i] * x[i] * y[i];
+            sxx += w[i] * x[i] * x[i];
+        }
+        if (!(sxx > 0))
+            return -1;
+        c0 = 0;
+        c1 = sxy / sxx;
+        double r2 = 0;
+        for (size_t i = 0; i < n; i++)
+            r2 += w[i] * (y[i] - c1 * x[i]) * (y[i] - c1 * x[i]);
+        s2 = r2 / (double)(n - 1) / (sw / (double)n);
+        cov11 = 1.0 / sxx;
+    }
+    *a = c0;
+    *b = c1;
+    *se = sqrt(cov11 * s2 * (sw / (double)n));
+    return 0;
+}
+
+/* Points (x = requests, y = gap) of one phase: the host gap as a line in the requests when
+ * its slope is significant. Outliers are taken against the line through the median gap of
+ * each request count (the fit's rule, fit_group_robust), then the line is refitted on the
+ * rest, every request count weighing the same. Returns 1 and *a, *b, *sd (of the residuals),
+ * *out (points left out) when a slope is kept; 0: none (a constant gap). x, y are reordered. */
+static int fph_gap_slope(fr_run *R, int p, double *x, double *y, size_t m, double *a, double *b,
+                         double *sd, size_t *out)
+{
+    if (m < 2 * FIT_GAP_SLOPE_CELLS)
+        return 0;
+    for (size_t i = 0; i < m; i++)
+        if (!(x[i] > 0))
+            return 0;
+    double *w = malloc(m * sizeof *w), *cx = malloc(m * sizeof *cx), *cy = malloc(m * sizeof *cy);
+    double *cw = malloc(m * sizeof *cw), *r = malloc(m * sizeof *r);
+    int kept = 0;
+    if (!w || !cx || !cy || !cw || !r)
+        goto done;
+    gsl_sort2(x, 1, y, 1, m);
+    /* cells: the median gap of each request count */
+    size_t nc = 0;
+    for (size_t i = 0; i < m;) {
+        size_t j = i;
+        while (j < m && x[j] == x[i])
+            j++;
+        for (size_t k = i; k < j; k++)
+            r[k - i] = y[k];
+        cx[nc] = x[i];
+        gsl_sort(r, 1, j - i);
+        cy[nc] = fit_group_median(r, j - i);
+        cw[nc] = 1;
+        for (size_t k = i; k < j; k++)
+            w[k] = 1.0 / (double)(j - i);
+        nc++;
+        i = j;
+    }
+    double a0, b0, se0;
+    if (nc < FIT_GAP_SLOPE_CELLS || fph_line(cx, cy, cw, nc, &a0, &b0, &se0))
+        goto done;
+    for (size_t i = 0; i < m; i++)
+        r[i] = y[i] - (a0 + b0 * x[i]);
+    double med, lim = fit_group_robust_lim(r, m, &med);
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++) {
+        double res = y[i] - (a0 + b0 * x[i]);
+        if (fabs(res - med) <= lim) {
+            x[k] = x[i];
+            y[k] = y[i];
+            w[k] = w[i];
+            k++;
+        }
+    }
+    double se;
+    if (fph_line(x, y, w, k, a, b, &se))
+        goto done;
+    if (getenv("FIT_DEBUG"))
+        fprintf(stderr, "phase %s: host gap %.2f + %.4f us per request (se %.4f, t %.1f) over %zu "
+                "request counts\n", wm_phase_name[p], *a, *b, se, se > 0 ? *b / se : 0, nc);
+    if (!(*b > 0) || !(se >= 0) || *b < FIT_GAP_SLOPE_T * se)
+        goto done;
+    double s2 = 0;
+    for (size_t i = 0; i < k; i++)
+        s2 += (y[i] - (*a + *b * x[i])) * (y[i] - (*a + *b * x[i]));
+    *sd = k > 2 ? sqrt(s2 / (double)(k - 2)) : 0;
+    *out = m - k;
+    kept = 1;
+done:
+    (void)R;
+    free(w);
+    free(cx);
+    free(cy);
+    free(cw);
+    free(r);
+    return kept;
+}
+
+/* The phase's host gap: the robust mean and sd of its instances' gaps, or a line in the
+ * running requests (fph_gap_slope). Verify's gaps are taken after draft where the traces have
+ * both kinds: after extend (steps 1) the gap also holds the host work between iterations,
+ * which the model keeps in the draft's gap (the simulator moves it before verify when there
+ * is no draft phase). */
+static void fph_host_gap(fr_run *R, int p, double *v, double *vx)
 {
     fr_phase *P = &R->ph[p];
     fit_phase_res *pr = &R->res->phase[p];
     wm_phase_model *pm = &R->res->model.phase[p];
     size_t m = 0, nb = 0;
+    int after_draft = 0;
+    for (int q = 0; q < P->ninst && p == WM_VERIFY; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        after_draft |= in->has_gap && in->gap_prev == WM_DRAFT;
+    }
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
-        if (in->has_gap) {
+        if (in->has_gap && (!after_draft || in->gap_prev == WM_DRAFT)) {
+            vx[m] = fph_gap_rows(in);
             v[m++] = in->gap_us;
             nb += in->busy;
         }
     }
+    pm->host_gap_per_row_us = 0;
     if (m) {
         /* single gaps may be negative (the GPU started sooner after the first launch call
          * than the launch cost the simulator charges); the mean may not */
-        double mean, sd;
-        size_t out = fit_group_robust(v, m, &mean, &sd);
+        double mean, sd, a, b, lsd;
+        size_t out, lout;
+        int slope = fph_gap_slope(R, p, vx, v, m, &a, &b, &lsd, &lout);
+        if (slope) {
+            mean = a;
+            sd = lsd;
+            out = lout;
+            pm->host_gap_per_row_us = b;
+        } else {
+            out = fit_group_robust(v, m, &mean, &sd);
+        }
         if (out > m / 100 + 2)
             fit_run_warn(R, "phase %s: %zu of %zu host gaps left out as outliers (graph capture, "
                          "warm-up, host stalls)", wm_phase_name[p], out, m);
@@ -265,8 +427,9 @@ int fit_phase_fit(fr_run *R, int p)
     size_t ni = (size_t)P->ninst;
     int rc = -1;
     fph_buf b = {malloc(ni * sizeof *b.pts), malloc(ni * sizeof *b.v), malloc(ni * sizeof *b.bv),
-                 malloc(ni * sizeof *b.wt), malloc(ni * sizeof *b.wb), malloc(ni * sizeof *b.wc)};
-    if (!b.pts || !b.v || !b.bv || !b.wt || !b.wb || !b.wc) {
+                 malloc(ni * sizeof *b.vx), malloc(ni * sizeof *b.wt), malloc(ni * sizeof *b.wb),
+                 malloc(ni * sizeof *b.wc)};
+    if (!b.pts || !b.v || !b.bv || !b.vx || !b.wt || !b.wb || !b.wc) {
         fit_run_fail(R, "out of memory");
         goto out;
     }
@@ -276,13 +439,14 @@ int fit_phase_fit(fr_run *R, int p)
     for (int g = 0; g < P->G + 1; g++)
         if (fph_group(R, p, g, skip_lb, &b))
             goto out;
-    fph_host_gap(R, p, b.v);
+    fph_host_gap(R, p, b.v, b.vx);
     fph_colls(R, p, b.v, b.bv);
     rc = 0;
 out:
     free(b.pts);
     free(b.v);
     free(b.bv);
+    free(b.vx);
     free(b.wt);
     free(b.wb);
     free(b.wc);

@@ -222,7 +222,7 @@ static const char *const wm_group_keys[] = {
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
     "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
-    "q_tile_knee", "source", NULL,
+    "q_tile_knee", "source", "q_min", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -242,6 +242,7 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "q_tile", base, 0, 0, 0, 0, &out->q_tile) != 0 ||
         wm_num(c, g, "per_kvq2_ktoken_us", base, 0, 0, 0, 0, &out->per_kvq2_ktoken_us) != 0 ||
         wm_num(c, g, "q_tile_knee", base, 0, 0, 0, 0, &out->q_tile_knee) != 0 ||
+        wm_num(c, g, "q_min", base, 0, 0, 0, 0, &out->q_min) != 0 ||
         wm_num(c, g, "per_token_all_us", base, 0, 0, 0, 0, &out->per_token_all_us) != 0 ||
         wm_num(c, g, "wave_blocks0", base, 0, 0, 0, 0, &out->wave_blocks0) != 0 ||
         wm_num(c, g, "wave_blocks_per_token", base, 0, 0, 0, 0, &out->wave_blocks_per_token) != 0 ||
@@ -291,7 +292,7 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 
 static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
-    "fitted_tokens_max", "fitted_q_max", NULL,
+    "fitted_tokens_max", "fitted_q_max", "host_gap_per_row_us", "eager_launch_us", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -303,7 +304,9 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "host_gap_us", base, 0, 0, 0, 0, &ph->host_gap_us) != 0 ||
         wm_num(c, j, "host_gap_sd_us", base, 0, 0, 0, 0, &ph->host_gap_sd_us) != 0 ||
         wm_num(c, j, "fitted_tokens_max", base, 0, 0, 0, 0, &ph->fitted_tokens_max) != 0 ||
-        wm_num(c, j, "fitted_q_max", base, 0, 0, 0, 0, &ph->fitted_q_max) != 0)
+        wm_num(c, j, "fitted_q_max", base, 0, 0, 0, 0, &ph->fitted_q_max) != 0 ||
+        wm_num(c, j, "host_gap_per_row_us", base, 0, 0, 0, 0, &ph->host_gap_per_row_us) != 0 ||
+        wm_num(c, j, "eager_launch_us", base, 0, 0, 0, 0, &ph->eager_launch_us) != 0)
         return -1;
     const cJSON *ae = cJSON_GetObjectItemCaseSensitive(j, "always_eager");
     if (ae != NULL && !cJSON_IsBool(ae)) {
@@ -648,6 +651,8 @@ static cJSON *wm_group_json(const wm_group *g)
     }
     if (g->per_token_all_us != 0)
         cJSON_AddNumberToObject(o, "per_token_all_us", g->per_token_all_us);
+    if (g->q_min > 0)
+        cJSON_AddNumberToObject(o, "q_min", g->q_min);
     if (g->per_wave_us != 0 || g->wave_capacity != 0) {   /* the wave term, when fitted */
         cJSON_AddNumberToObject(o, "wave_blocks0", g->wave_blocks0);
         cJSON_AddNumberToObject(o, "wave_blocks_per_token", g->wave_blocks_per_token);
@@ -712,6 +717,10 @@ static cJSON *wm_to_json(const wm_model *m)
         cJSON *po = cJSON_AddObjectToObject(phases, wm_phase_name[p]);
         cJSON_AddNumberToObject(po, "host_gap_us", ph->host_gap_us);
         cJSON_AddNumberToObject(po, "host_gap_sd_us", ph->host_gap_sd_us);
+        if (ph->host_gap_per_row_us > 0)
+            cJSON_AddNumberToObject(po, "host_gap_per_row_us", ph->host_gap_per_row_us);
+        if (ph->eager_launch_us > 0)
+            cJSON_AddNumberToObject(po, "eager_launch_us", ph->eager_launch_us);
         if (ph->always_eager)
             cJSON_AddBoolToObject(po, "always_eager", 1);
         if (ph->fitted_tokens_max > 0)
@@ -826,6 +835,8 @@ int wm_beyond_fit(const wm_model *m, int p, double tokens, double q, char *buf, 
 
 double wm_kv_per_ktoken(const wm_group *g, double q_per_row)
 {
+    if (q_per_row < g->q_min)
+        q_per_row = g->q_min;
     double t = wm_q_tiles(g, q_per_row), over = t - g->q_tile_knee;
     return g->per_kv_ktoken_us + g->per_kvq_ktoken_us * t +
            g->per_kvq2_ktoken_us * (over > 0 ? over : 0);

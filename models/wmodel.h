@@ -78,6 +78,10 @@ typedef struct {
     /* how the group's terms were derived when not fitted directly (specsim scale writes its
      * factors and their uncertainty here); "" in fitted and hand-written files */
     char   source[WM_GSRC_MAX];
+    /* the fewest query tokens per row the group's KV x tiles terms were fitted at: below it
+     * a row is priced at q_min's tiles (nothing measured says a tile holds fewer); 0: no
+     * floor (files without the key) */
+    double q_min;
 } wm_group;
 
 /* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):
@@ -124,6 +128,13 @@ typedef struct {
      * extrapolated (wm_beyond_fit) */
     double   fitted_tokens_max;
     double   fitted_q_max;
+    /* added later; 0 in files that do not have them (the behaviour before them):
+     * host work that grows with the running requests (a scheduler's Python per request): the
+     * gap before the phase is host_gap_us + host_gap_per_row_us * requests */
+    double   host_gap_per_row_us;
+    /* this phase's host cost per kernel launched eagerly (its own op mix: Python per op
+     * differs between phases); 0: the model's launch.eager_launch_us */
+    double   eager_launch_us;
 } wm_phase_model;
 
 typedef struct {

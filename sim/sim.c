@@ -54,6 +54,8 @@ typedef struct {
     int    always_eager;           /* the model says: never from a CUDA graph */
     const char *name;
     double gap_us, gap_sd_us;
+    double gap_row_us;             /* host gap per running request (wm host_gap_per_row_us) */
+    double eager_us;               /* host cost per eager kernel launch of this phase */
     sim_cost *cache;               /* indexed by padded (or eager) batch size */
     /* this iteration */
     int    bs, padded, eager;
@@ -228,6 +230,8 @@ static void sim_make_plan(sim_state *S, long it)
     for (int s = 0; s < S->nslots; s++) {
         sim_phase *ph = &pl->ph[s];
         *ph = S->proto[s];
+        /* host work that grows with the running requests (scheduling per request) */
+        ph->gap_us += ph->gap_row_us * bs;
         int ph_eager = eager || ph->always_eager;
         int ph_key = ph_eager ? bs : key;
         sim_cost *c = &ph->cache[ph_key];
@@ -253,8 +257,8 @@ static void sim_make_plan(sim_state *S, long it)
         ph->nseg = c->ncoll < p->sync_segments ? c->ncoll : p->sync_segments;
         ph->kernels = ph->kernels_fwd * ph->forwards;
         if (ph_eager) {
-            ph->launch_us = ph->kernels * p->eager_launch_us;
-            ph->first_us = p->eager_launch_us;
+            ph->launch_us = ph->kernels * ph->eager_us;
+            ph->first_us = ph->eager_us;
         } else {
             ph->launch_us = ph->first_us = p->graph_launch_us;
         }
@@ -604,7 +608,24 @@ static void sim_proto(sim_state *S, int s, int wm, int rows, int forwards, int s
     ph->kernels_fwd = wm_phase_kernels(S->p->model, wm);
     ph->gap_us = pm->host_gap_us;
     ph->gap_sd_us = pm->host_gap_sd_us;
+    ph->gap_row_us = pm->host_gap_per_row_us;
     ph->always_eager = pm->always_eager;
+    ph->eager_us = !S->p->eager_launch_override && pm->eager_launch_us > 0 ? pm->eager_launch_us
+                                                                           : S->p->eager_launch_us;
+}
+
+/* Without a draft phase (steps 1) verify opens the iteration: the host work measured before
+ * the draft, the first phase of the traces' iterations (the scheduler between iterations
+ * and the draft's own preparation), runs before verify instead (docs/simulator.md). */
+static void sim_proto_first(sim_state *S, int s)
+{
+    const wm_phase_model *d = &S->p->model->phase[WM_DRAFT];
+    if (!d->present)
+        return;
+    sim_phase *ph = &S->proto[s];
+    ph->gap_us += d->host_gap_us;
+    ph->gap_row_us += d->host_gap_per_row_us;
+    ph->gap_sd_us = sqrt(ph->gap_sd_us * ph->gap_sd_us + d->host_gap_sd_us * d->host_gap_sd_us);
 }
 
 static double sim_quantile(const double *sorted, size_t n, double q)
@@ -722,6 +743,8 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
         if (p->steps > 1)
             sim_proto(S, s++, WM_DRAFT, p->topk, p->steps - 1, 0);
         sim_proto(S, s++, WM_VERIFY, p->draft_tokens, 1, 0);
+        if (p->steps == 1)
+            sim_proto_first(S, s - 1);
         sim_proto(S, s++, WM_ACCEPT, p->draft_tokens, 1, 1);
         sim_proto(S, s++, WM_EXTEND, p->steps + 1, 1, 0);
         S->nslots = s;

@@ -39,6 +39,9 @@ typedef struct {
     int    sync_segments;             /* collective segments per phase (>= 1) */
     unsigned long seed;
     long   timeline_iterations;       /* spans for this many iterations after warmup */
+    int    eager_launch_override;     /* 1: eager_launch_us for every phase (a what-if);
+                                         0: a phase's own cost where the model has one
+                                         (wm_phase_model.eager_launch_us) */
 } sim_params;
 
 enum { SIM_TRACK_HOST, SIM_TRACK_GPU };

@@ -467,6 +467,7 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     p->stagger = c->requests ? 0 : c->stagger;   /* a finite benchmark starts from zero */
     p->graph_launch_us = c->graph_launch_us >= 0 ? c->graph_launch_us : m->graph_launch_us;
     p->eager_launch_us = c->eager_launch_us >= 0 ? c->eager_launch_us : m->eager_launch_us;
+    p->eager_launch_override = c->eager_launch_us >= 0;
     p->jitter_scale = c->jitter_scale;
     p->sync_segments = c->sync_segments;
     p->seed = (unsigned long)c->seed;
