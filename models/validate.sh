@@ -16,6 +16,12 @@
 #   VALIDATE_PRESETS   only these presets of the measured grid (space-separated; default all)
 #   VALIDATE_ARGS      extra specsim run knobs for every prediction, e.g. the what-ifs of
 #                      issue 7: "--ranks 4 --link h200x4-p2p-off.json" (docs/multigpu.md)
+#   VALIDATE_TARGET_MEDIAN, VALIDATE_TARGET_MAX   the targets in % (default 3 and 8, issue 5's;
+#                      torchbench's are 2 and 6, issue 13's)
+# $VALIDATE_CALIB/fit.env, when present: FIT_*=VALUE lines (# comments) set for `specsim fit`,
+# e.g. the profiler's GPU cost per kernel measured for that program (FIT_CUPTI_KERNEL_US).
+# A preset with calibration traces but no measured row is listed as "no measured grid" and
+# is not a miss.
 # exit: 0 targets met; 1 inputs missing; 2 a fit or a simulation failed; 3 targets missed.
 set -u
 SPECSIM=${1:-bin/specsim}
@@ -25,8 +31,8 @@ MEASURED=${VALIDATE_MEASURED:-traces/validation/measured.csv}
 OUT=${VALIDATE_OUT:-traces/validation/validation.txt}
 WORK=${VALIDATE_WORK:-build/validate}
 # issue 5's acceptance: per preset, over configurations not in the calibration subset
-TARGET_MEDIAN_PCT=3
-TARGET_MAX_PCT=8
+TARGET_MEDIAN_PCT=${VALIDATE_TARGET_MEDIAN:-3}
+TARGET_MAX_PCT=${VALIDATE_TARGET_MAX:-8}
 
 die() { echo "make validate: $*" >&2; exit "${2:-2}"; }
 
@@ -111,6 +117,18 @@ else
 fi
 
 # ---- 2. one model per preset, from its calibration traces only ---------------------------------
+# the calibration's fit environment (FIT_* variables only)
+if [ -f "$CALIB/fit.env" ]; then
+  while IFS= read -r l; do
+    l=${l%%#*}
+    l=$(echo "$l" | tr -d ' \t')
+    [ -n "$l" ] || continue
+    case "$l" in
+      FIT_[A-Z_]*=*) export "$l" ;;
+      *) die "$CALIB/fit.env: line \"$l\": not FIT_NAME=VALUE" 1 ;;
+    esac
+  done < "$CALIB/fit.env"
+fi
 presets=$(cut -f2 "$WORK/traces.tsv" | sort -u)
 for pre in $presets; do
   files=$(awk -F'\t' -v p="$pre" '$2 == p && !seen[$1]++ { print $1 }' "$WORK/traces.tsv")
@@ -132,7 +150,8 @@ done
 # ---- 3. the measured grid: repeats folded into their mean ----------------------------------------
 # configs.tsv: preset mode steps topk draft_tokens alpha concurrency graphs output_len prompt_len
 #              reps mean min max calib accept_len(mean over the repeats; spec rows of a grid
-#              that records it)
+#              that records it) iter_spread((max - min) / mean of iter_us over the repeats, %;
+#              "" without the column)
 awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$CSV_AWK"'
   BEGIN { FS = "\t"
     while ((getline l < traces) > 0) { split(l, t, "\t"); cal[t[2] SUBSEP t[3] SUBSEP t[4] SUBSEP t[5] SUBSEP t[6]] = 1 } }
@@ -150,7 +169,9 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$C
     if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
     x = v[col["tok_s"]] + 0; cnt[key]++; tsum[key] += x
     if ("accept_len" in col && v[col["accept_len"]] != "") { asum[key] += v[col["accept_len"]]; acnt[key]++ }
-    if (!(key in mn) || x < mn[key]) mn[key] = x; if (!(key in mx) || x > mx[key]) mx[key] = x }
+    if (!(key in mn) || x < mn[key]) mn[key] = x; if (!(key in mx) || x > mx[key]) mx[key] = x
+    if ("iter_us" in col && v[col["iter_us"]] != "") { y = v[col["iter_us"]] + 0; isum[key] += y; icnt[key]++
+      if (!(key in imn) || y < imn[key]) imn[key] = y; if (!(key in imx) || y > imx[key]) imx[key] = y } }
   END { if (bad) exit 2
     for (i = 1; i <= nk; i++) { k = order[i]; split(k, c, "\t")
       spec = c[2] == "spec"; topk = (c[4] == "" || c[4] == 0) ? 1 : c[4]
@@ -158,7 +179,8 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$C
       # token counts; acceptance does not change the costs)
       ck = c[1] SUBSEP c[2] SUBSEP (spec ? c[3] : "") SUBSEP (spec ? topk : "") SUBSEP c[7]
       print k, cnt[k], tsum[k] / cnt[k], mn[k], mx[k], (ck in cal) ? "yes" : "no", \
-            (spec && acnt[k] > 0) ? sprintf("%.4f", asum[k] / acnt[k]) : "" } }
+            (spec && acnt[k] > 0) ? sprintf("%.4f", asum[k] / acnt[k]) : "", \
+            (icnt[k] > 0 && isum[k] > 0) ? sprintf("%.2f", (imx[k] - imn[k]) / (isum[k] / icnt[k]) * 100) : "" } }
 ' "$MEASURED" > "$WORK/configs.tsv" || die "$MEASURED: could not be read" 1
 [ -s "$WORK/configs.tsv" ] || die "$MEASURED: no rows" 1
 
@@ -176,7 +198,7 @@ launch() {
   { "$SPECSIM" "$@" > "$WORK/runs/$r.csv" 2> "$WORK/runs/$r.err"; echo $? > "$WORK/runs/$r.rc"; } &
   jobs_n=$((jobs_n + 1))
 }
-while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc; do
+while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc isp; do
   i=$((i + 1))
   model="$WORK/$pre.json"
   [ -f "$model" ] || die "$MEASURED: preset $pre: no calibration trace of it in $CALIB"
@@ -262,11 +284,18 @@ awk -F'\t' -v runs="$WORK/runs" '
     print $0 "\t" pn "\t" pr "\t" beyond }' "$WORK/configs.tsv" > "$WORK/pred.tsv" || die "reading the simulator outputs failed"
 
 # ---- 5. the table and the verdict ---------------------------------------------------------------
+# the calibrated presets the table is about (VALIDATE_PRESETS, when given, selects)
+cpresets=""
+for pre in $presets; do
+  if [ -z "${VALIDATE_PRESETS:-}" ] || echo " $VALIDATE_PRESETS " | grep -q " $pre "; then
+    cpresets="$cpresets $pre"
+  fi
+done
 # The verdict takes the prediction at the realized acceptance (the GPU's tok/s against the
 # simulator given the workload the GPU ran); the nominal-alpha error is shown beside it.
 mkdir -p "$(dirname "$OUT")"
 awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$MEASURED" \
-    -v calib="$CALIB" '
+    -v calib="$CALIB" -v cpresets="$cpresets" '
   function abs(x) { return x < 0 ? -x : x }
   function median(arr, n,    i, j, t) {
     for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
@@ -282,14 +311,24 @@ awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$
       "acc", "nominal", "error", "predicted", "error", "calib"
     printf "# %-10s %-8s %5s %4s %3s %5s %5s %-14s %7s %4s %10s %7s %6s %10s %8s %10s %8s %5s\n", "-", "-", "-",
       "-", "tok", "-", "req", "-", "tok", "-", "tok/s", "%", "tok", "tok/s", "%", "tok/s", "%", "-" }
-  { en = ($17 - $12) / $12 * 100; e = ($18 - $12) / $12 * 100; sp = $12 > 0 ? ($14 - $13) / $12 * 100 : 0
+  # a configuration runs eagerly above its largest captured batch (or with none captured)
+  function kind(graphs, conc, mode,    g, n, i, mx) {
+    mx = 0
+    if (graphs != "" && graphs != "0" && graphs != "none") {
+      n = split(graphs, g, ";"); for (i = 1; i <= n; i++) if (g[i] + 0 > mx) mx = g[i] + 0
+    }
+    return (mode == "spec" ? "spec" : "baseline") " " ((mx > 0 && conc + 0 <= mx) ? "graph" : "eager") }
+  { en = ($18 - $12) / $12 * 100; e = ($19 - $12) / $12 * 100; sp = $12 > 0 ? ($14 - $13) / $12 * 100 : 0
     g = length($8) > 14 ? substr($8, 1, 11) "..." : $8
     printf "  %-10s %-8s %5s %4s %3s %5s %5s %-14s %7s %4s %10.2f %7.2f %6s %10.2f %+8.2f %10.2f %+8.2f %5s\n", $1, $2,
-      $3, $4, $5, $6, $7, (g == "" ? "-" : g), $9, $11, $12, sp, ($16 == "" ? "-" : $16), $17, en, $18, e, $15
+      $3, $4, $5, $6, $7, (g == "" ? "-" : g), $9, $11, $12, sp, ($16 == "" ? "-" : $16), $18, en, $19, e, $15
     if (!($1 in seen)) { seen[$1] = 1; pres[++np] = $1 }
     if ($15 == "no") { n[$1]++; errs[$1, n[$1]] = abs(e); nerrs[$1, n[$1]] = abs(en)
+      sps[$1, n[$1]] = sp; if ($17 != "") { ni[$1]++; isps[$1, ni[$1]] = $17 + 0 }
       if (abs(e) > mx[$1]) mx[$1] = abs(e); if (abs(en) > nmx[$1]) nmx[$1] = abs(en)
-      if ($19 == 1) { nb[$1]++; berrs[$1, nb[$1]] = abs(e); if (abs(e) > bmx[$1]) bmx[$1] = abs(e) } }
+      k = $1 SUBSEP kind($8, $7, $2); if (!(k in kseen)) { kseen[k] = 1; kinds[$1, ++nks[$1]] = kind($8, $7, $2) }
+      kn[k]++; kerr[k, kn[k]] = abs(e); ksum[k] += e; if (abs(e) > kmx[k]) kmx[k] = abs(e)
+      if ($20 == 1) { nb[$1]++; berrs[$1, nb[$1]] = abs(e); if (abs(e) > bmx[$1]) bmx[$1] = abs(e) } }
     else nc[$1]++ }
   END {
     printf "#\n# per preset, over configurations NOT in the calibration subset (targets: median <= %s%%, max <= %s%%)\n", tmed, tmax
@@ -300,6 +339,24 @@ awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$
       for (j = 1; j <= n[p]; j++) { a[j] = errs[p, j]; b[j] = nerrs[p, j] }
       md = median(a, n[p]); nmd = median(b, n[p]); ok = md <= tmed && mx[p] <= tmax; if (!ok) miss = 1
       printf "  %-10s %6d %6d %9.2f%% %9.2f%% %-7s (%.2f%%, %.2f%%)\n", p, n[p], nc[p], md, mx[p], ok ? "met" : "MISSED", nmd, nmx[p] }
+    # a preset calibrated but not measured: nothing to check, not a miss
+    nq = split(cpresets, cq, " ")
+    for (i = 1; i <= nq; i++) if (!(cq[i] in seen))
+      printf "  %-10s %6s %6s %10s %10s %s\n", cq[i], "-", "-", "-", "-", "no measured grid (its calibration traces are fitted; nothing to compare)"
+    printf "# by kind (held out): eager = above the largest captured batch; median |e|, max |e|, mean e\n"
+    for (i = 1; i <= np; i++) { p = pres[i]
+      for (q = 1; q <= nks[p]; q++) { k = p SUBSEP kinds[p, q]
+        for (j = 1; j <= kn[k]; j++) a[j] = kerr[k, j]
+        printf "  %-10s %-15s %4d %9.2f%% %9.2f%% %+9.2f%%\n", p, kinds[p, q], kn[k], median(a, kn[k]), kmx[k], ksum[k] / kn[k] } }
+    printf "# measured spread between repeats of the held-out configurations, (max - min) / mean: median, max\n"
+    printf "# of tok/s (acceptance draws and timing) and of iter_us (timing alone; - : not recorded)\n"
+    for (i = 1; i <= np; i++) { p = pres[i]
+      if (n[p] == 0) continue
+      sm = 0; for (j = 1; j <= n[p]; j++) { a[j] = sps[p, j]; if (a[j] > sm) sm = a[j] }
+      s1 = median(a, n[p])
+      if (ni[p] > 0) { im = 0; for (j = 1; j <= ni[p]; j++) { b[j] = isps[p, j]; if (b[j] > im) im = b[j] }
+        printf "  %-10s tok/s %7.2f%% %7.2f%%   iter_us %7.2f%% %7.2f%%\n", p, s1, sm, median(b, ni[p]), im }
+      else printf "  %-10s tok/s %7.2f%% %7.2f%%   iter_us       -        -\n", p, s1, sm }
     printf "# of them priced past the calibration traces (more query tokens per row or tokens a\n"
     printf "# forward than any calibration trace has; specsim warned): median, max\n"
     for (i = 1; i <= np; i++) { p = pres[i]

@@ -235,6 +235,45 @@ static void sim_above_max_runs_eagerly(void)
     CHECK(g.iter_us < r.iter_us / 10, "graph %.1f us vs eager %.1f us", g.iter_us, r.iter_us);
 }
 
+/* The host terms of issue 13, in the closed form of sim_above_max_runs_eagerly (host-bound,
+ * eager, steps 1): a phase's own eager launch cost replaces the model's for its kernels
+ * (verify at 10 us a launch: nV * (10 - e) less), unless the run overrides the launch cost
+ * for every phase; a host gap per running request adds requests * per_row to the iteration
+ * (17 requests, 2 us each before verify, whose gap also holds the draft's at steps 1). */
+static void sim_prices_host_terms_per_phase_and_request(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[256];
+    const int n = 40;
+    const double e = 30;
+    model_tokens(&m, e, n);
+    for (int ph = 0; ph < WM_NPHASE; ph++) {
+        m.phase[ph].groups[0].base_us = 20;
+        m.phase[ph].groups[0].per_token_us = 0;
+        m.phase[ph].groups[0].per_kv_ktoken_us = 0;
+        m.phase[ph].host_gap_us = 3;
+    }
+    m.phase[WM_VERIFY].eager_launch_us = 10;
+    m.phase[WM_DRAFT].host_gap_per_row_us = 2;
+    params_base(&p, &m, 1);
+    CHECK(cg_parse(&p.graphs, "8,16", err, sizeof err) == 0, "%s", err);
+    p.steps = 1;
+    p.draft_tokens = 2;
+    p.iterations = 20;
+    p.concurrency = 17;
+    if (run(&p, NULL, &r))
+        return;
+    double want = (2 * n * e + n * 10.0) + 4 * 3.0 + 17 * 2.0 + 20.0 / n;
+    CHECK_NEAR(r.iter_us, want, 0.002, 0);
+    CHECK_NEAR(r.launch_us, 2 * n * e + n * 10.0, 1e-6, 0);
+    p.eager_launch_override = 1;   /* --eager-launch-us: every phase at e */
+    if (run(&p, NULL, &r))
+        return;
+    CHECK_NEAR(r.launch_us, 3 * n * e, 1e-6, 0);
+}
+
 static void sim_eager_gpu_bound_when_launches_are_cheap(void)
 {
     /* eager with cheap launches: the stream, not the host, sets the pace:
@@ -548,6 +587,7 @@ int main(void)
     RUN(sim_speedup_matches_leviathan);
     RUN(sim_batch_of_9_costs_the_same_as_16);
     RUN(sim_above_max_runs_eagerly);
+    RUN(sim_prices_host_terms_per_phase_and_request);
     RUN(sim_eager_gpu_bound_when_launches_are_cheap);
     RUN(sim_allgather_costs_half_an_allreduce);
     RUN(sim_allgather_goes_through_nccl);

@@ -47,7 +47,9 @@ static void check_same_model(const wm_model *a, const wm_model *b)
         const wm_phase_model *x = &a->phase[p], *y = &b->phase[p];
         CHECK(x->present == y->present && x->ngroups == y->ngroups && x->ncolls == y->ncolls &&
               x->host_gap_us == y->host_gap_us && x->host_gap_sd_us == y->host_gap_sd_us &&
-              x->fitted_tokens_max == y->fitted_tokens_max && x->fitted_q_max == y->fitted_q_max,
+              x->fitted_tokens_max == y->fitted_tokens_max && x->fitted_q_max == y->fitted_q_max &&
+              x->host_gap_per_row_us == y->host_gap_per_row_us &&
+              x->eager_launch_us == y->eager_launch_us,
               "phase %s header differs", wm_phase_name[p]);
         for (int i = 0; i < x->ngroups && i < y->ngroups; i++) {
             const wm_group *g = &x->groups[i], *h = &y->groups[i];
@@ -63,7 +65,8 @@ static void check_same_model(const wm_model *a, const wm_model *b)
                   g->wave_blocks_per_token == h->wave_blocks_per_token &&
                   g->wave_blocks_per_expert == h->wave_blocks_per_expert &&
                   g->wave_blocks_max == h->wave_blocks_max &&
-                  g->wave_capacity == h->wave_capacity && g->per_wave_us == h->per_wave_us,
+                  g->wave_capacity == h->wave_capacity && g->per_wave_us == h->per_wave_us &&
+                  g->q_min == h->q_min,
                   "phase %s group %d (%s) differs", wm_phase_name[p], i, g->name);
         }
         for (int i = 0; i < x->ncolls && i < y->ncolls; i++)
@@ -103,6 +106,9 @@ static void wmodel_save_round_trips(void)
             ph->groups[i].per_expert_us = 0.1 * (i + 1);
         }
         ph->fitted_tokens_max = 480;   /* the range fitted */
+        ph->host_gap_per_row_us = 1.0 / 3.0;   /* the host terms of issue 13 */
+        ph->eager_launch_us = 15.5;
+        ph->groups[1].q_min = 3;
         ph->fitted_q_max = 6;
         ph->groups[1].per_kvq_ktoken_us = 2.0 / 3.0;   /* the optional keys of a group */
         ph->groups[1].q_tile = 4;
@@ -270,8 +276,17 @@ static void wmodel_tile_and_token_terms_follow_formula(void)
     CHECK(v->per_kvq_ktoken_us == 2 && v->q_tile == 4 && v->per_token_all_us == 0.5,
           "keys read %g %g %g", v->per_kvq_ktoken_us, v->q_tile, v->per_token_all_us);
     CHECK(a->per_kvq_ktoken_us == 0 && a->q_tile == 0 && a->per_token_all_us == 0 &&
-          a->per_kvq2_ktoken_us == 0 && a->q_tile_knee == 0, "defaults");
+          a->per_kvq2_ktoken_us == 0 && a->q_tile_knee == 0 && a->q_min == 0 &&
+          m.phase[WM_VERIFY].host_gap_per_row_us == 0 && m.phase[WM_VERIFY].eager_launch_us == 0,
+          "defaults");
     CHECK_NEAR(wm_group_us_q(&m, v, 12, 2000, 6), 5 + 0.5 * 12 + 2 * 2 * 2, 0, 1e-12);
+    /* q_min: below the fewest query tokens the group was fitted at, a row is priced at q_min's
+     * tiles (q_tile 4: q 2 would be 1 tile, q_min 5 makes it 2); above it, as before */
+    m.phase[WM_VERIFY].groups[0].q_min = 5;
+    CHECK_NEAR(wm_group_us_q(&m, v, 12, 2000, 2), 5 + 0.5 * 12 + 2 * 2 * 2, 0, 1e-12);
+    CHECK_NEAR(wm_group_us_q(&m, v, 12, 2000, 9), 5 + 0.5 * 12 + 2 * 2 * 3, 0, 1e-12);
+    m.phase[WM_VERIFY].groups[0].q_min = 0;
+    CHECK_NEAR(wm_group_us_q(&m, v, 12, 2000, 2), 5 + 0.5 * 12 + 2 * 2 * 1, 0, 1e-12);
     const char *neg = "{\"specsim_model\": 1, \"name\": \"t\", \"phases\": {\"verify\": "
                       "{\"groups\": [{\"name\": \"g\", \"count\": 1, \"base_us\": 5, "
                       "\"q_tile\": -1}]}, \"accept\": {\"groups\": []}}}";
