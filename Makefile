@@ -1,4 +1,4 @@
-# specsim: simulator and models build everywhere (GSL + cJSON through pkg-config);
+# specsim: simulator and models build everywhere (GSL, cJSON, zlib through pkg-config);
 # the CUPTI profiler library and the GPU workload only where nvcc is found.
 # Targets: all, test, asan, bench, validate, report, clean.  V=1 shows commands.
 
@@ -11,8 +11,8 @@ OPT       ?= -O2 -g
 WERROR    := $(if $(CI),-Werror,)
 CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -fPIC
 CPPFLAGS  += -Isim -Imodels -Iprofiler/core -MMD -MP \
-             $(shell pkg-config --cflags gsl libcjson 2>/dev/null)
-LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lpthread -lm
+             $(shell pkg-config --cflags gsl libcjson zlib 2>/dev/null)
+LDLIBS    += $(shell pkg-config --libs gsl libcjson zlib 2>/dev/null) -lpthread -lm
 
 Q := $(if $(V),,@)
 
@@ -30,8 +30,8 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 all: check-deps $(BIN)/specsim profiler
 
 check-deps:
-	$(Q)pkg-config --exists gsl libcjson || { \
-	  echo "missing GSL or cJSON: apt-get install libgsl-dev libcjson-dev (or run ./quickstart.sh)"; exit 1; }
+	$(Q)pkg-config --exists gsl libcjson zlib || { \
+	  echo "missing GSL, cJSON or zlib: apt-get install libgsl-dev libcjson-dev zlib1g-dev (or run make quickstart)"; exit 1; }
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -8,6 +8,9 @@ CUDA_LIBD  := $(CUDA_HOME)/targets/x86_64-linux/lib
 NCCL_LIBD  ?= /usr/lib/x86_64-linux-gnu
 NVCCFLAGS  ?= -O2 -g -arch=sm_90 -std=c++17
 INJ_SRC    := $(wildcard profiler/inject/*.c)
+# profiler/core without the zlib file source (pgz.c): specprof and libspecprof.so need
+# nothing but libc (and CUPTI), so that they build on a GPU box without zlib headers
+CORE_OBJ   := $(filter-out $(BUILD)/profiler/core/pgz.o,$(filter $(BUILD)/profiler/core/%,$(LIB_OBJ)))
 INJ_OBJ    := $(INJ_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC  := $(filter-out profiler/bench/arsweep.cu,$(wildcard profiler/bench/*.cu))
 
@@ -21,7 +24,7 @@ profiler: $(BIN)/specprof
 endif
 
 # libc only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
-$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
+$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread -ldl -lm
@@ -33,7 +36,7 @@ $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 
 # The injection library carries its own copy of the trace writer (profiler/core) so that
 # it depends on nothing but libcupti and libc at run time.
-$(BIN)/libspecprof.so: $(INJ_OBJ) $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
+$(BIN)/libspecprof.so: $(INJ_OBJ) $(CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lpthread -ldl

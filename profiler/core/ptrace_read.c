@@ -10,8 +10,7 @@
 
 static int64_t pr_us_to_ns(const pjson *v) {
     if (!v || v->type != PJSON_NUM) return 0;
-    if (v->is_int) return v->i * 1000;
-    return (int64_t)llround(v->num * 1000.0);
+    return v->milli;   /* exact for up to 3 decimals (pjson.h) */
 }
 
 static void pr_copy(char *dst, size_t cap, const char *src) {
@@ -80,44 +79,53 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->graph_nodes_cloned = pjson_get_int(a, "graph_nodes_cloned", 0);
 }
 
-/* 1 when only whitespace follows position p. */
-static int pr_rest_blank(const char *p, const char *end) {
-    for (; p < end; p++) if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') return 0;
-    return 1;
-}
+/* The longest line a specprof trace can hold: a kernel name is cut at 4096 bytes
+ * (ptrace_write.c), its args are a few hundred; anything near this is not a trace. */
+#define PR_MAX_LINE_BYTES ((size_t)16 << 20)
 
-static int pr_scan(const char *text, size_t len, const char *label, pjson_arena *keep,
-                   ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen) {
+static int pr_scan(psrc *src, const char *label, pjson_arena *keep, ptrace_scan_fn fn,
+                   void *user, ptrace_info *info, char *err, size_t errlen) {
     memset(info, 0, sizeof *info);
     pjson_arena *scratch = keep ? NULL : pjson_arena_create();
     pjson_arena *a = keep ? keep : scratch;
-    if (!a) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
-    const char *p = text, *end = text + len;
-    int rc = 0, started = 0;
-    size_t line_no = 0;
-    char perr[128];
-    while (p < end) {
-        const char *s = p, *e = memchr(p, '\n', (size_t)(end - p));
-        if (!e) e = end;
-        p = e < end ? e + 1 : end;
+    psrc_lines L;
+    if (!a || psrc_lines_init(&L, src, PR_MAX_LINE_BYTES)) {
+        pjson_arena_destroy(scratch);
+        snprintf(err, errlen, "%s: out of memory", label);
+        return -1;
+    }
+    int rc = 0, started = 0, pending_bad = 0, any_text = 0;
+    size_t line_no = 0, pending_line = 0;
+    char perr[128], pending_err[160] = "";
+    const char *s0;
+    size_t n0;
+    int got;
+    while ((got = psrc_lines_next(&L, &s0, &n0, err, errlen)) == 1) {
+        const char *s = s0, *e = s0 + n0;
         line_no++;
         info->lines = line_no;
         while (s < e && (*s == ' ' || *s == '\t')) s++;
         const char *t = e;
         while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
         if (t == s) continue;
+        any_text = 1;
+        /* a line that did not parse is the cut last line unless more text follows */
+        if (pending_bad) {
+            if (!info->bad_lines) {
+                info->first_bad_line = pending_line;
+                snprintf(info->first_bad_err, sizeof info->first_bad_err, "%s", pending_err);
+            }
+            info->bad_lines++;
+            pending_bad = 0;
+        }
         if (t - s == 1 && (*s == '[' || *s == ']')) { started = 1; continue; }
         if (!started && *s == '[') { s++; started = 1; }   /* "[{...}," on one line */
         if (!keep) pjson_arena_reset(a);
         pjson *ev = NULL;
         if (pjson_parse(a, s, (size_t)(t - s), 1, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
-            if (pr_rest_blank(p, end)) { info->cut_last_line = 1; break; }
-            if (!info->bad_lines) {
-                info->first_bad_line = line_no;
-                snprintf(info->first_bad_err, sizeof info->first_bad_err, "%s",
-                         ev && ev->type != PJSON_OBJ ? "not an object" : perr);
-            }
-            info->bad_lines++;
+            pending_bad = 1;
+            pending_line = line_no;
+            snprintf(pending_err, sizeof pending_err, "%s", ev && ev->type != PJSON_OBJ ? "not an object" : perr);
             continue;
         }
         ptrace_event x;
@@ -161,22 +169,54 @@ static int pr_scan(const char *text, size_t len, const char *label, pjson_arena 
         info->events++;
         if (fn && fn(user, &x, info)) break;
     }
+    if (got < 0) rc = -1;
+    if (!rc && pending_bad) info->cut_last_line = 1;
     if (!rc && !info->has_header && !info->merged) {
-        if (info->bad_lines)
+        if (info->bad_lines || info->cut_last_line)
             snprintf(err, errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", label,
-                     info->first_bad_line, info->first_bad_err);
+                     info->bad_lines ? info->first_bad_line : pending_line,
+                     info->bad_lines ? info->first_bad_err : pending_err);
         else
             snprintf(err, errlen, "%s: not a specprof trace: no specprof_header line%s", label,
-                     len ? " (empty or cut off before its header was written)" : " (empty file)");
+                     any_text ? " (empty or cut off before its header was written)" : " (empty file)");
         rc = -1;
     }
+    psrc_lines_free(&L);
     pjson_arena_destroy(scratch);
     return rc;
 }
 
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen) {
-    return pr_scan(text, len, label, NULL, fn, user, info, err, errlen);
+    psrc_mem m;
+    psrc_mem_init(&m, text, len, label);
+    return pr_scan(&m.base, label, NULL, fn, user, info, err, errlen);
+}
+
+int ptrace_scan_src(psrc *src, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                    char *err, size_t errlen) {
+    return pr_scan(src, src->label, NULL, fn, user, info, err, errlen);
+}
+
+int ptrace_probe(const char *head, size_t len) {
+    static const char *names[] = {"\"specprof_header\"", "\"specprof_merged\""};
+    const char *e = memchr(head, '\n', len);
+    const char *first = head;
+    /* the first event: line 1 is "[" then the event, or "[{...}," on one line */
+    size_t i = 0;
+    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n')) i++;
+    if (i >= len || head[i] != '[') return 0;
+    first = head + i;
+    e = memchr(first, '\n', len - i);
+    if (e && (size_t)(e - first) <= 2) {     /* "[" alone: the event is the next line */
+        const char *f2 = e + 1, *e2 = memchr(f2, '\n', len - (size_t)(f2 - head));
+        first = f2;
+        e = e2;
+    }
+    size_t n = e ? (size_t)(e - first) : len - (size_t)(first - head);
+    for (size_t k = 0; k < 2; k++)
+        if (memmem(first, n, names[k], strlen(names[k]))) return 1;
+    return 0;
 }
 
 static int pr_keep(void *user, const ptrace_event *ev, const ptrace_info *info) {
@@ -197,7 +237,9 @@ int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file
     memset(f, 0, sizeof *f);
     f->arena = pjson_arena_create();
     if (!f->arena) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
-    if (pr_scan(text, len, label, f->arena, pr_keep, f, &f->info, err, errlen)) {
+    psrc_mem m;
+    psrc_mem_init(&m, text, len, label);
+    if (pr_scan(&m.base, label, f->arena, pr_keep, f, &f->info, err, errlen)) {
         ptrace_file_free(f);
         return -1;
     }

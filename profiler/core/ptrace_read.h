@@ -7,6 +7,7 @@
 #define PTRACE_READ_H
 #include <stddef.h>
 #include "pjson.h"
+#include "psrc.h"
 #include "ptrace.h"
 
 typedef struct {
@@ -40,6 +41,15 @@ typedef int (*ptrace_scan_fn)(void *user, const ptrace_event *ev, const ptrace_i
  * file: see info), or -1 with err when the input is not a specprof trace at all. */
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen);
+
+/* The same from a byte source (a file, possibly gzip: pgz.h), in bounded memory: one line
+ * and one read chunk at a time. */
+int ptrace_scan_src(psrc *src, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                    char *err, size_t errlen);
+
+/* 1 when the first bytes of a file look like a specprof trace: the first event (line 1 "["
+ * and line 2, or "[{...}," on line 1) is specprof_header or specprof_merged. */
+int ptrace_probe(const char *head, size_t len);
 
 /* Every event kept in memory. Caller-owned; ptrace_file_free releases it. */
 typedef struct {
