@@ -63,8 +63,8 @@ asan:
 # workload need nvcc (profiler/profiler.mk).
 include profiler/profiler.mk
 
-bench: $(BIN)/specsim
-	$(Q)sh sim/bench.sh $(BIN)/specsim
+bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto
+	$(Q)sh sim/bench.sh $(BIN)/specsim $(BUILD)/tests/test_pkineto
 
 validate: $(BIN)/specsim
 	$(Q)sh models/validate.sh $(BIN)/specsim

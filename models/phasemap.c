@@ -857,3 +857,83 @@ int phasemap_apply(const phasemap *pm, fit_trace *t, pm_stats *stp, char *err, s
     }
     return 0;
 }
+
+/* ---- the CLI options ------------------------------------------------------------------------ */
+
+const char phasemap_options_help[] =
+    "      --profile P       how spans name phases: auto (default), specprof, sglang\n"
+    "      --phase-map M     a file or inline rules PHASE=PATTERN;... (docs/importers.md)\n"
+    "      --server-args F   SGLang's server_args.json (default: beside each trace, or its\n"
+    "                        parent directory)\n"
+    "      --spec-shape S,K,D  speculative_num_steps, _eagle_topk, _num_draft_tokens\n"
+    "      --cuda-graph-bs L captured batch sizes (1,2,4,8 | max:N | off) for padded rows\n"
+    "      --ctx N           KV tokens per row where spans carry none (g_sk=): e.g. #token /\n"
+    "                        #running-req of the server log\n";
+
+int phasemap_option(phasemap *pm, const char *name, const char *v, char *err, size_t errlen)
+{
+    if (!strcmp(name, "profile"))
+        return phasemap_set_profile(pm, v, err, errlen) ? -1 : 1;
+    if (!strcmp(name, "phase-map"))
+        return phasemap_load_map(pm, v, err, errlen) ? -1 : 1;
+    if (!strcmp(name, "server-args")) {
+        char e2[1024];
+        int keep_graph = pm->shape.ngraph_bs;
+        pm_shape s;
+        if (phasemap_shape_load(&s, v, e2, sizeof e2)) {
+            snprintf(err, errlen, "field --server-args: %s", e2);
+            return -1;
+        }
+        if (keep_graph) {   /* a --cuda-graph-bs given before wins */
+            s.ngraph_bs = pm->shape.ngraph_bs;
+            memcpy(s.graph_bs, pm->shape.graph_bs, sizeof s.graph_bs);
+            s.cuda_graph = pm->shape.cuda_graph;
+        }
+        pm->shape = s;
+        pm->shape_given = 1;
+        return 1;
+    }
+    if (!strcmp(name, "spec-shape")) {
+        pm->shape_given = 1;
+        return phasemap_shape_flag(&pm->shape, v, err, errlen) ? -1 : 1;
+    }
+    if (!strcmp(name, "cuda-graph-bs"))
+        return phasemap_graph_flag(&pm->shape, v, err, errlen) ? -1 : 1;
+    if (!strcmp(name, "ctx")) {
+        char *e;
+        double x = strtod(v, &e);
+        if (e == v || *e || !(x >= 0) || x > 1e9) {
+            snprintf(err, errlen, "field --ctx: value %s: expected KV tokens per row >= 0", v);
+            return -1;
+        }
+        pm->ctx_per_row = x;
+        snprintf(pm->ctx_source, sizeof pm->ctx_source, "--ctx %s", v);
+        return 1;
+    }
+    return 0;
+}
+
+int phasemap_shape_for(phasemap *pm, const char *trace_path, char *err, size_t errlen)
+{
+    if (pm->shape_given || pm->profile == PM_SPECPROF)
+        return 0;
+    pm_shape s;
+    char found[700];
+    int r = phasemap_shape_find(&s, trace_path, found, sizeof found, err, errlen);
+    if (r < 0)
+        return -1;
+    if (r == 1) {
+        if (pm->shape.ngraph_bs && !s.ngraph_bs) {
+            s.ngraph_bs = pm->shape.ngraph_bs;
+            memcpy(s.graph_bs, pm->shape.graph_bs, sizeof s.graph_bs);
+        }
+        if (pm->shape.known && !s.known) {   /* a map's own steps=/topk= */
+            s.known = 1;
+            s.steps = pm->shape.steps;
+            s.topk = pm->shape.topk;
+            s.draft_tokens = pm->shape.draft_tokens;
+        }
+        pm->shape = s;
+    }
+    return 0;
+}

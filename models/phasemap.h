@@ -44,6 +44,7 @@ typedef struct {
     /* defaults of a phase map (captures win): < 0 not set; per phase for forwards */
     double     map_rows, map_ctx, map_graph;
     int        map_forwards[WM_NPHASE];
+    int        shape_given;     /* server-args or spec-shape was given: no search */
 } phasemap;
 
 /* What an apply did, for the report. */
@@ -90,6 +91,17 @@ void phasemap_sglang_graph_bs(pm_shape *s, int max_bs);
 /* Rows after padding: the smallest captured size >= bs when graphs are on and bs is not
  * above the largest (*graph 1), else bs (*graph 0, eager). */
 int  phasemap_pad(const pm_shape *s, int bs, int *graph);
+
+/* The naming options shared by `specsim fit` and `specsim import`: name is one of
+ * "profile", "phase-map", "server-args", "spec-shape", "cuda-graph-bs", "ctx" (KV tokens
+ * per row). 1 when name is one of them and value applied, 0 when it is not one, -1 with err
+ * for a bad value. */
+int  phasemap_option(phasemap *pm, const char *name, const char *value, char *err, size_t errlen);
+/* Lines of help for those options, for the CLIs' usage texts. */
+extern const char phasemap_options_help[];
+/* The shape for trace path: the one given (server-args / spec-shape options) or, when none
+ * was, server_args.json beside the trace (phasemap_shape_find). 0 or -1 with err. */
+int  phasemap_shape_for(phasemap *pm, const char *trace_path, char *err, size_t errlen);
 
 /* Rewrites t's ranges into phase instances in specprof's words (the others are dropped).
  * Profile auto: sglang when a span is named like SGLang's (step[...], draft, verify,

@@ -14,7 +14,7 @@
 
 /* ---- specprof ------------------------------------------------------------------------------ */
 
-typedef struct { fit_trace *t; int oom; } ti_sp;
+typedef struct { fit_trace *t; int oom; timport_stats *st; } ti_sp;
 
 static int ti_sp_take(void *user, const ptrace_event *ev, const ptrace_info *info)
 {
@@ -22,15 +22,20 @@ static int ti_sp_take(void *user, const ptrace_event *ev, const ptrace_info *inf
     fit_trace *t = u->t;
     int64_t t0 = info->header.t0_ns;
     union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; } x;
-    int rc = 0;
-    if (ptrace_read_kernel(ev, t0, &x.k) == 0)
-        rc = fit_trace_add_kernel(t, &x.k);
-    else if (ptrace_read_mem(ev, t0, &x.m) == 0)
-        rc = fit_trace_add_mem(t, &x.m);
-    else if (ptrace_read_api(ev, t0, &x.a) == 0)
-        rc = fit_trace_add_api(t, &x.a);
-    else if (ptrace_read_range(ev, t0, &x.r) == 0)
-        rc = fit_trace_add_range(t, &x.r);
+    int rc = 0, keep = !u->st->discard;
+    if (ptrace_read_kernel(ev, t0, &x.k) == 0) {
+        u->st->kernels++;
+        rc = keep ? fit_trace_add_kernel(t, &x.k) : 0;
+    } else if (ptrace_read_mem(ev, t0, &x.m) == 0) {
+        u->st->mems++;
+        rc = keep ? fit_trace_add_mem(t, &x.m) : 0;
+    } else if (ptrace_read_api(ev, t0, &x.a) == 0) {
+        u->st->apis++;
+        rc = keep ? fit_trace_add_api(t, &x.a) : 0;
+    } else if (ptrace_read_range(ev, t0, &x.r) == 0) {
+        u->st->ranges++;
+        rc = keep ? fit_trace_add_range(t, &x.r) : 0;
+    }
     if (rc)
         u->oom = 1;
     return rc;
@@ -38,7 +43,7 @@ static int ti_sp_take(void *user, const ptrace_event *ev, const ptrace_info *inf
 
 static int ti_sp_load(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen)
 {
-    ti_sp u = {t, 0};
+    ti_sp u = {t, 0, st};
     ptrace_info info;
     if (ptrace_scan_src(src, ti_sp_take, &u, &info, err, errlen))
         return -1;
@@ -58,30 +63,34 @@ static int ti_sp_load(psrc *src, fit_trace *t, timport_stats *st, char *err, siz
     t->cut_last_line = info.cut_last_line;
     t->bad_lines = info.bad_lines;
     st->events = info.events;
-    st->skipped = info.events - (t->nkern + t->nmem + t->napi + t->nrng);
+    st->skipped = info.events - (st->kernels + st->mems + st->apis + st->ranges);
     st->complete = info.complete;
     return 0;
 }
 
 /* ---- Kineto -------------------------------------------------------------------------------- */
 
-typedef struct { fit_trace *t; int oom; } ti_kn;
+typedef struct { fit_trace *t; int oom, discard; } ti_kn;
 
 static int ti_kn_kernel(void *u, const ptrace_kernel *k)
 {
-    return ((ti_kn *)u)->oom = fit_trace_add_kernel(((ti_kn *)u)->t, k) != 0;
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_kernel(x->t, k) != 0);
 }
 static int ti_kn_mem(void *u, const ptrace_mem *m)
 {
-    return ((ti_kn *)u)->oom = fit_trace_add_mem(((ti_kn *)u)->t, m) != 0;
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_mem(x->t, m) != 0);
 }
 static int ti_kn_api(void *u, const ptrace_api *a)
 {
-    return ((ti_kn *)u)->oom = fit_trace_add_api(((ti_kn *)u)->t, a) != 0;
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_api(x->t, a) != 0);
 }
 static int ti_kn_range(void *u, const ptrace_range *r)
 {
-    return ((ti_kn *)u)->oom = fit_trace_add_range(((ti_kn *)u)->t, r) != 0;
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_range(x->t, r) != 0);
 }
 
 static int ti_cmp_u32(const void *a, const void *b)
@@ -120,7 +129,7 @@ static size_t ti_kn_graphs(fit_trace *t)
 
 static int ti_kn_load(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen)
 {
-    ti_kn u = {t, 0};
+    ti_kn u = {t, 0, st->discard};
     pkineto_cb cb = {ti_kn_kernel, ti_kn_mem, ti_kn_api, ti_kn_range, NULL, &u};
     pkineto_info info;
     if (pkineto_scan(src, &cb, &info, err, errlen))
@@ -131,6 +140,10 @@ static int ti_kn_load(psrc *src, fit_trace *t, timport_stats *st, char *err, siz
         return -1;
     }
     st->events = info.events;
+    st->kernels = info.kernels;
+    st->mems = info.mems;
+    st->apis = info.apis;
+    st->ranges = info.ranges;
     st->json_bytes = info.json_bytes;
     st->skipped = info.events - info.kernels - info.mems - info.apis - info.ranges;
     st->gpu_ranges = info.gpu_ranges;
@@ -187,7 +200,9 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
 {
     timport_stats dummy;
     timport_stats *st = stp ? stp : &dummy;
+    int discard = stp ? stp->discard : 0;
     memset(st, 0, sizeof *st);
+    st->discard = discard;
     if (fit_trace_init(t, path)) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;

@@ -12,6 +12,8 @@
 
 /* What a load saw, for the report and for the phase naming step (phasemap.h). */
 typedef struct {
+    int    discard;                /* in: records are read and counted, not kept (measures
+                                      the reader alone: specsim import --scan-only) */
     const char *importer;          /* the importer's name ("specprof", "kineto") */
     int    compressed;             /* gzip */
     unsigned long long file_bytes, json_bytes;
@@ -21,6 +23,7 @@ typedef struct {
     size_t graph_inferred;         /* GPU records marked as graph work by their launch's
                                       correlation id (Kineto without graph ids) */
     size_t nccl_kernels;
+    size_t kernels, mems, apis, ranges;   /* records read (also when discarded) */
     int    complete;               /* the file ended as its writer ends it */
 } timport_stats;
 
@@ -39,7 +42,7 @@ const timport_ops *timport_find(const char *name);
 
 /* Loads path into t (fit_trace_init'ed here; fit_trace_free releases it) with the importer
  * whose probe accepts the file's first bytes, or the one named by force (NULL: by content).
- * st may be NULL. Returns 0, or -1 with err naming the file, the field and the value: not a
+ * st may be NULL (else its discard is read). Returns 0, or -1 with err naming the file, the field and the value: not a
  * known format (and what its first bytes are), a Kineto trace without GPU events (a
  * CPU-only profile), a merged specprof file. */
 int timport_load(fit_trace *t, const char *path, const char *force, timport_stats *st,

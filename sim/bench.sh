@@ -1,11 +1,15 @@
 #!/bin/sh
-# sim/bench.sh BIN: how fast the simulator runs (`make bench`). Prints, for single runs on
+# sim/bench.sh BIN [GEN]: how fast the simulator runs (`make bench`). Prints, for single runs on
 # one core, events per second (events popped from the queue) and simulated seconds per wall
 # second, then times a 10,000-configuration sweep (TP=8, 2,000 iterations each) on every
 # core. BENCH_QUICK=1 runs a 1,000-configuration sweep instead; BENCH_NOREUSE=1 also times
-# the sweep with every baseline run separately (--baseline-reuse 0).
+# the sweep with every baseline run separately (--baseline-reuse 0). With GEN (the
+# test_pkineto binary, which writes synthetic Kineto traces), first the trace importer: MB/s
+# of JSON per CPU second and peak memory on two sizes (the reader's memory must not grow with
+# the file; BENCH_IMPORT_MB sets the larger size, default 400; BENCH_IMPORT=0 skips it).
 set -eu
 bin=${1:-bin/specsim}
+gen=${2:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
@@ -39,6 +43,25 @@ cat > "$tmp/tp8.json" <<'JSON'
 JSON
 
 echo "# specsim bench on $(nproc) CPUs ($(uname -m)); wall times vary with load: $(cut -d' ' -f1-3 /proc/loadavg) (loadavg)"
+if [ -n "$gen" ] && [ "${BENCH_IMPORT:-1}" = 1 ]; then
+    big=${BENCH_IMPORT_MB:-400}
+    echo "# trace importer (models/timport.c, profiler/core/pkineto.c): synthetic Kineto traces in"
+    echo "# Kineto's layout (cpu_op, launches, kernels, flows, step spans; tests/test_pkineto.c"
+    echo "# --write-big), read on one core; --scan-only: the reader alone, records counted not kept"
+    for mb in 50 "$big"; do
+        "$gen" --write-big "$tmp/k$mb.json" "$mb"
+        echo "## ${mb} MB plain"
+        "$bin" import "$tmp/k$mb.json" --scan-only | grep '^# perf' | sed 's/^# perf /   /'
+        "$bin" import "$tmp/k$mb.json" --perf | grep '^# perf' | sed 's/^# perf /   /'
+        if [ "$mb" = "$big" ]; then
+            gzip -1 -c "$tmp/k$mb.json" > "$tmp/k$mb.json.gz"
+            echo "## ${mb} MB as .json.gz ($(($(wc -c < "$tmp/k$mb.json.gz") / 1000000)) MB compressed)"
+            "$bin" import "$tmp/k$mb.json.gz" --scan-only | grep '^# perf' | sed 's/^# perf /   /'
+            rm -f "$tmp/k$mb.json.gz"
+        fi
+        rm -f "$tmp/k$mb.json"
+    done
+fi
 echo "# single runs, one core, 100,000 measured iterations each (spec run, then its baseline)"
 run() {
     label=$1; shift

@@ -11,6 +11,7 @@
 #include "arfit.h"
 #include "fit.h"
 #include "logcmd.h"
+#include "importcmd.h"
 
 #include <math.h>
 #include <getopt.h>
@@ -40,6 +41,7 @@ static void usage_main(FILE *f)
         "  specsim fit TRACES... -o MODEL.json  fit a workload model from specprof traces "
         "(docs/fit.md)\n"
         "  specsim fit-allreduce SWEEP.csv... -o LINK.json  fit a link to arsweep CSVs (docs/allreduce.md)\n"
+        "  specsim import TRACE...             what the fit reads from specprof or Kineto traces\n"
         "  specsim log SERVER.log... [--model M.json]  acceptance per batch size from SGLang logs,\n"
         "                                      and each logged interval predicted (docs/sglang.md)\n"
         "  specsim help                        this text; `specsim run --help` lists the knobs\n"
@@ -440,10 +442,12 @@ int main(int argc, char **argv)
         return arfit_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "log") == 0)          /* sim/logcmd.c (docs/sglang.md) */
         return logcmd_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "import") == 0)       /* models/importcmd.c (docs/importers.md) */
+        return importcmd_main(argc - 1, argv + 1);
     int sweep = strcmp(argv[1], "sweep") == 0;
     if (!sweep && strcmp(argv[1], "run") != 0) {
         fprintf(stderr, "specsim: field command: value \"%s\": unknown command (run, sweep, "
-                "presets, fit, fit-allreduce, log, help)\n", argv[1]);
+                "presets, fit, fit-allreduce, import, log, help)\n", argv[1]);
         return EXIT_BAD_INPUT;
     }
     simcfg_defaults(&s);

@@ -418,7 +418,7 @@ static void timport_chooses_the_importer_by_content(void)
     size_t flen;
     char *fix = slurp(FIXTURE, &flen);
     fit_trace t;
-    timport_stats st;
+    timport_stats st = {0};
     /* Kineto, plain and gzip (named .json: the content decides) */
     CHECK(timport_load(&t, FIXTURE, NULL, &st, err, sizeof err) == 0, "%s", err);
     CHECK(st.importer && !strcmp(st.importer, "kineto") && !st.compressed && t.nkern == 16 && t.nmem == 4 &&
@@ -465,8 +465,73 @@ static void timport_chooses_the_importer_by_content(void)
     free(fix);
 }
 
-int main(void)
+/* ---- a large synthetic Kineto trace for make bench ------------------------------------------ */
+
+/* Writes about mb megabytes of Kineto JSON in Kineto's own layout (one key per line pair, as
+ * output_json.cpp prints): per SGLang decode step a step span, 6 cpu_op per launch, a
+ * cudaLaunchKernel, its kernel and its ac2g flow pair (an eager PyTorch loop's mix:
+ * shared/FACTS.md counts 117k cpu_op for 33k kernels). Streams: memory does not grow. */
+static int write_big(const char *path, double mb)
 {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\n      \"id\": 0, \"name\": "
+            "\"NVIDIA H200\", \"totalGlobalMem\": 150110011392,\n      \"computeMajor\": 9, \"computeMinor\": 0,\n"
+            "      \"numSms\": 132\n    }\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": "
+            "1759000000000000000,\n  \"traceEvents\": [");
+    long long t = 1000000, corr = 1;
+    double target = mb * 1e6;
+    int step = 0;
+    while (ftell(f) < (long)target) {
+        long long s0 = t;
+        for (int k = 0; k < 40; k++) {
+            for (int c = 0; c < 6; c++) {
+                fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::%s\", \"pid\": 4242, "
+                        "\"tid\": 4242,\n    \"ts\": %lld.%03lld, \"dur\": 2.%03d,\n    \"args\": {\n      "
+                        "\"External id\": %lld,\"Record function id\": 0, \"Ev Idx\": %d\n    }\n  },",
+                        c % 3 == 0 ? "linear" : c % 3 == 1 ? "matmul" : "empty_strided",
+                        t / 1000, t % 1000, c * 7, corr * 8 + c, c);
+                t += 2500;
+            }
+            fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                    "\"pid\": 4242, \"tid\": 4242,\n    \"ts\": %lld.%03lld, \"dur\": 4.125,\n    \"args\": {\n"
+                    "      \"External id\": %lld, \"cbid\": 211, \"correlation\": %lld\n    }\n  },",
+                    t / 1000, t % 1000, corr * 8, corr);
+            fprintf(f, "\n  {\n    \"ph\": \"s\", \"id\": %lld, \"pid\": 4242, \"tid\": 4242, \"ts\": %lld.%03lld,\n"
+                    "    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  },", corr, t / 1000, t % 1000);
+            long long g = t + 6000;
+            fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void at::native::elementwise_kernel"
+                    "<128, 4, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<c10::BFloat16> >(at::"
+                    "TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1}>(int, "
+                    "at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, "
+                    "at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1})\", \"pid\": 0, \"tid\": 7,\n"
+                    "    \"ts\": %lld.%03lld, \"dur\": 3.%03d,\n    \"args\": {\n      \"External id\": %lld,\n"
+                    "      \"queued\": 0, \"device\": 0, \"context\": 1,\n      \"stream\": 7, \"correlation\": %lld,\n"
+                    "      \"registers per thread\": 32, \"shared memory\": 0,\n      \"blocks per SM\": 0.5, "
+                    "\"warps per SM\": 2,\n      \"grid\": [66, 1, 1], \"block\": [128, 1, 1],\n      \"est. achieved "
+                    "occupancy %%\": 3\n    }\n  },", g / 1000, g % 1000, (int)(corr % 1000), corr * 8, corr);
+            fprintf(f, "\n  {\n    \"ph\": \"f\", \"id\": %lld, \"pid\": 0, \"tid\": 7, \"ts\": %lld.%03lld,\n"
+                    "    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  },", corr, g / 1000, g % 1000);
+            corr++;
+            t += 5000;
+        }
+        fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"step[DECODE bs=%d]\", "
+                "\"pid\": 4242, \"tid\": 4242,\n    \"ts\": %lld.%03lld, \"dur\": %lld.%03lld,\n    \"args\": {\n"
+                "      \"External id\": %lld\n    }\n  },", 1 + step % 8, s0 / 1000, s0 % 1000, (t - s0) / 1000,
+                (t - s0) % 1000, corr * 8);
+        step++;
+        t += 20000;
+    }
+    fprintf(f, "\n  {\n    \"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "
+            "\"ts\": %lld.%03lld\n  }\n  ],\n  \"traceName\": \"%s\"\n}\n", t / 1000, t % 1000, path);
+    return fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "--write-big"))   /* sim/bench.sh */
+        return write_big(argv[2], atof(argv[3])) ? 1 : 0;
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_pkineto.XXXXXX");
     if (!mkdtemp(tmpdir))
         return 1;

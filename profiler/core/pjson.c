@@ -129,6 +129,21 @@ static const char *pjson_string(pjson_parser *ps, size_t *len_out) {
     char *out = pjson_arena_alloc(ps->a, (size_t)(q - ps->p) + 1);
     if (!out) { pjson_fail(ps, "out of memory"); return NULL; }
     size_t n = 0;
+    if (!memchr(ps->p, '\\', (size_t)(q - ps->p))) {   /* no escapes (most strings): one copy */
+        size_t len = (size_t)(q - ps->p);
+        unsigned char bad = 0;
+        for (size_t k = 0; k < len; k++) bad |= (unsigned char)ps->p[k] < 0x20;
+        if (bad) {
+            while ((unsigned char)*ps->p >= 0x20) ps->p++;
+            pjson_fail(ps, "control character in string");
+            return NULL;
+        }
+        memcpy(out, ps->p, len);
+        out[len] = 0;
+        ps->p = q + 1;
+        *len_out = len;
+        return out;
+    }
     while (ps->p < ps->end && *ps->p != '"') {
         unsigned char c = (unsigned char)*ps->p;
         if (c < 0x20) { pjson_fail(ps, "control character in string"); return NULL; }

@@ -166,6 +166,29 @@ static int pk_is(const char *cat, const char *a, const char *b)
     return strcmp(cat, a) == 0 || (b && strcasecmp(cat, b) == 0);
 }
 
+/* The value of "key": "..." when it lies in the first bytes of an event (Kineto writes ph
+ * and cat first), into buf; 0 when not found there (the caller parses the event). */
+static int pk_peek(const char *text, size_t len, const char *key, char *buf, size_t cap)
+{
+    size_t lim = len < 160 ? len : 160, kl = strlen(key);
+    const char *k = memmem(text, lim, key, kl);
+    if (!k)
+        return 0;
+    const char *p = k + kl, *end = text + lim;
+    while (p < end && (*p == ' ' || *p == ':'))
+        p++;
+    if (p >= end || *p != '"')
+        return 0;
+    p++;
+    size_t n = 0;
+    while (p < end && *p != '"' && *p != '\\' && n + 1 < cap)
+        buf[n++] = *p++;
+    if (p >= end || *p != '"')
+        return 0;
+    buf[n] = 0;
+    return 1;
+}
+
 static int pk_event(void *user, const char *text, size_t len)
 {
     pk *P = user;
@@ -173,6 +196,25 @@ static int pk_event(void *user, const char *text, size_t len)
     const pkineto_cb *cb = P->cb;
     I->events++;
     P->seen_event = 1;
+    /* the kinds the fit does not read (an eager PyTorch loop's trace is mostly cpu_op and
+     * flows) are counted from the first bytes, not parsed */
+    char qph[8], qcat[24];
+    if (pk_peek(text, len, "\"ph\"", qph, sizeof qph)) {
+        if (qph[0] == 's' || qph[0] == 'f' || qph[0] == 't') {
+            I->flows++;
+            return 0;
+        }
+        if (qph[0] == 'X' && pk_peek(text, len, "\"cat\"", qcat, sizeof qcat)) {
+            if (!strcmp(qcat, "cpu_op") || !strcmp(qcat, "Operator")) {
+                I->cpu_ops++;
+                return 0;
+            }
+            if (!strcmp(qcat, "python_function")) {
+                I->python_functions++;
+                return 0;
+            }
+        }
+    }
     pjson_arena_reset(P->a);
     pjson *ev = NULL;
     char perr[128];
