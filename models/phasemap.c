@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "pgz.h"
+#include "sglog.h"
 
 /* server_args.json is the /get_server_info reply: kilobytes. */
 #define PM_ARGS_MAX_BYTES ((size_t)16 << 20)
@@ -545,10 +546,11 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
         if (x->has_gsk) {
             ctx = x->gsk;
             st->ctx_from = 1;
-        } else if (pm->ctx_per_row >= 0) {
-            ctx = pm->ctx_per_row * x->bs;
-            if (!st->ctx_from)
-                st->ctx_from = 2;
+        } else {
+            int from;
+            ctx = phasemap_ctx(pm, x->bs, &from);
+            if (from > st->ctx_from)
+                st->ctx_from = from;
         }
         if (pm_emit(o, &t->rng[x->idx], x->phase, tokens, x->bs, rows, ctx, graph, &pm->shape, 0)) {
             snprintf(err, errlen, "%s: out of memory", t->file);
@@ -781,12 +783,15 @@ static int pm_map(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, cha
                      t->file, r->name, wm_phase_name[p], pm->rules[rule].pat);
             return -1;
         }
+        int from = 0;
         double ctx = set[CAP_CTX] ? cap[CAP_CTX] : pm->map_ctx >= 0 ? pm->map_ctx * bs :
-                     pm->ctx_per_row >= 0 ? pm->ctx_per_row * bs : 0;
+                     phasemap_ctx(pm, (int)bs, &from);
         if (set[CAP_CTX])
             st->ctx_from = 1;
-        else if (pm->map_ctx >= 0 || pm->ctx_per_row >= 0)
+        else if (pm->map_ctx >= 0)
             st->ctx_from = 2;
+        else if (from > st->ctx_from)
+            st->ctx_from = from;
         int fwd = set[CAP_FORWARDS] ? (int)cap[CAP_FORWARDS] : pm->map_forwards[p];
         if (pm_emit(o, r, p, tokens, (int)bs, rows, ctx, graph, &sh, fwd > 0 ? fwd : 0)) {
             snprintf(err, errlen, "%s: out of memory", t->file);
@@ -795,6 +800,66 @@ static int pm_map(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, cha
         st->instances++;
         st->per_phase[p]++;
     }
+    return 0;
+}
+
+double phasemap_ctx(const phasemap *pm, int bs, int *from)
+{
+    *from = 0;
+    if (bs >= 0 && bs < PM_CTX_BS_MAX && pm->ctx_log_bs[bs] > 0) {
+        *from = 3;
+        return pm->ctx_log_bs[bs] * bs;
+    }
+    if (pm->ctx_log_mean > 0) {
+        *from = 3;
+        return pm->ctx_log_mean * bs;
+    }
+    if (pm->ctx_per_row >= 0) {
+        *from = 2;
+        return pm->ctx_per_row * bs;
+    }
+    return 0;
+}
+
+/* Mean #token / #running-req per batch size from SGLang logs. */
+static int pm_ctx_log(phasemap *pm, const char *path, char *err, size_t errlen)
+{
+    sglog g;
+    sglog_init(&g);
+    char e2[1024];
+    if (sglog_read(&g, path, 0, e2, sizeof e2)) {
+        snprintf(err, errlen, "field --ctx-log: %s", e2);
+        sglog_free(&g);
+        return -1;
+    }
+    static double sum[PM_CTX_BS_MAX];
+    static size_t n[PM_CTX_BS_MAX];
+    memset(sum, 0, sizeof sum);
+    memset(n, 0, sizeof n);
+    double all = 0;
+    size_t nall = 0;
+    for (size_t i = 0; i < g.n; i++) {
+        const sglog_interval *x = &g.iv[i];
+        if (x->running_req < 1 || x->kv_tokens < 0)
+            continue;
+        double per = x->kv_tokens / x->running_req;
+        all += per;
+        nall++;
+        if (x->running_req < PM_CTX_BS_MAX) {
+            sum[x->running_req] += per;
+            n[x->running_req]++;
+        }
+    }
+    sglog_free(&g);
+    if (!nall) {
+        snprintf(err, errlen, "field --ctx-log: %s: no Decode batch line with #token and "
+                 "#running-req", path);
+        return -1;
+    }
+    for (int b = 0; b < PM_CTX_BS_MAX; b++)
+        pm->ctx_log_bs[b] = n[b] ? sum[b] / (double)n[b] : 0;
+    pm->ctx_log_mean = all / (double)nall;
+    snprintf(pm->ctx_log_source, sizeof pm->ctx_log_source, "%.150s (%zu intervals)", path, nall);
     return 0;
 }
 
@@ -867,8 +932,9 @@ const char phasemap_options_help[] =
     "                        parent directory)\n"
     "      --spec-shape S,K,D  speculative_num_steps, _eagle_topk, _num_draft_tokens\n"
     "      --cuda-graph-bs L captured batch sizes (1,2,4,8 | max:N | off) for padded rows\n"
-    "      --ctx N           KV tokens per row where spans carry none (g_sk=): e.g. #token /\n"
-    "                        #running-req of the server log\n";
+    "      --ctx-log LOG     KV tokens per row where spans carry none (g_sk=): the server log's\n"
+    "                        #token / #running-req at each batch size (docs/sglang.md)\n"
+    "      --ctx N           KV tokens per row where neither spans nor a log give it\n";
 
 int phasemap_option(phasemap *pm, const char *name, const char *v, char *err, size_t errlen)
 {
@@ -899,6 +965,8 @@ int phasemap_option(phasemap *pm, const char *name, const char *v, char *err, si
     }
     if (!strcmp(name, "cuda-graph-bs"))
         return phasemap_graph_flag(&pm->shape, v, err, errlen) ? -1 : 1;
+    if (!strcmp(name, "ctx-log"))
+        return pm_ctx_log(pm, v, err, errlen) ? -1 : 1;
     if (!strcmp(name, "ctx")) {
         char *e;
         double x = strtod(v, &e);

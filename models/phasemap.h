@@ -13,6 +13,7 @@
 
 #define PM_GRAPH_BS_MAX 512
 #define PM_RULES_MAX 16
+#define PM_CTX_BS_MAX 1024          /* batch sizes with their own KV per row from a log */
 
 /* The speculative shape and CUDA-graph batch sizes of the server that wrote the trace. */
 typedef struct {
@@ -39,6 +40,11 @@ typedef struct {
     pm_shape   shape;
     double     ctx_per_row;     /* KV tokens per row where a span carries none; < 0: none */
     char       ctx_source[200];
+    /* from an SGLang server log (--ctx-log): mean #token / #running-req per batch size
+     * (0: none logged at that size) and over all lines (0: no log) */
+    double     ctx_log_bs[PM_CTX_BS_MAX];
+    double     ctx_log_mean;
+    char       ctx_log_source[200];
     int        nrules;
     pm_rule    rules[PM_RULES_MAX];
     /* defaults of a phase map (captures win): < 0 not set; per phase for forwards */
@@ -57,7 +63,8 @@ typedef struct {
     size_t borrowed;            /* stage spans that took their batch from a neighbour step */
     size_t ignored;             /* spans that name no phase (IDLE, EXTEND prefill, ...) */
     size_t no_batch;            /* stage spans with no step span to take a batch from */
-    int    ctx_from;            /* 0: none, 1: g_sk= of the spans, 2: ctx_per_row */
+    int    ctx_from;            /* 0: none, 1: g_sk= of the spans, 2: ctx_per_row,
+                                   3: the server log's #token per running request */
     char   ignored_names[200];  /* a few of them, for messages */
 } pm_stats;
 
@@ -94,7 +101,7 @@ int  phasemap_pad(const pm_shape *s, int bs, int *graph);
 
 /* The naming options shared by `specsim fit` and `specsim import`: name is one of
  * "profile", "phase-map", "server-args", "spec-shape", "cuda-graph-bs", "ctx" (KV tokens
- * per row). 1 when name is one of them and value applied, 0 when it is not one, -1 with err
+ * per row), "ctx-log" (an SGLang server log: #token / #running-req per batch size). 1 when name is one of them and value applied, 0 when it is not one, -1 with err
  * for a bad value. */
 int  phasemap_option(phasemap *pm, const char *name, const char *value, char *err, size_t errlen);
 /* Lines of help for those options, for the CLIs' usage texts. */
@@ -102,6 +109,11 @@ extern const char phasemap_options_help[];
 /* The shape for trace path: the one given (server-args / spec-shape options) or, when none
  * was, server_args.json beside the trace (phasemap_shape_find). 0 or -1 with err. */
 int  phasemap_shape_for(phasemap *pm, const char *trace_path, char *err, size_t errlen);
+
+/* KV context summed over the rows of an instance of bs rows without g_sk=: from the log's
+ * #token per running request at that batch size (or over the whole log), else ctx_per_row,
+ * else 0. *from gets 3, 2 or 0. */
+double phasemap_ctx(const phasemap *pm, int bs, int *from);
 
 /* Rewrites t's ranges into phase instances in specprof's words (the others are dropped).
  * Profile auto: sglang when a span is named like SGLang's (step[...], draft, verify,

@@ -89,6 +89,15 @@ static void sglang_spans_become_phase_instances(void)
     CHECK(phasemap_apply(&pm, &t, &st, err, sizeof err) == 0 && st.ctx_from == 2 &&
           has_range(&t, "verify tokens=16 bs=3 rows=4 ctx=3000 graph=1 steps=3 topk=1"), "ctx: %s", err);
     fit_trace_free(&t);
+    /* the server log's #token per running request wins over --ctx: bs 3 is not logged, so
+     * the mean over its lines, (58/1 + 182/1 + 900/4 + 1100/4 + 40000/200) / 5 = 188, x 3 */
+    CHECK(phasemap_option(&pm, "ctx-log", "tests/data/sglang/server-eagle.log", err, sizeof err) == 1, "%s", err);
+    CHECK(fabs(pm.ctx_log_bs[4] - (225 + 275) / 2.0) < 1e-9 && fabs(pm.ctx_log_mean - 188) < 1e-9,
+          "log ctx per row: bs 4 %g, mean %g", pm.ctx_log_bs[4], pm.ctx_log_mean);
+    timport_load(&t, FIXTURE, NULL, NULL, err, sizeof err);
+    CHECK(phasemap_apply(&pm, &t, &st, err, sizeof err) == 0 && st.ctx_from == 3 &&
+          has_range(&t, "verify tokens=16 bs=3 rows=4 ctx=564 graph=1 steps=3 topk=1"), "log ctx: %s", err);
+    fit_trace_free(&t);
 }
 
 static void sglang_padding_follows_the_captured_sizes(void)
