@@ -20,6 +20,9 @@
 #define PM_ARGS_MAX_BYTES ((size_t)16 << 20)
 /* Stage spans looked at back from a step span's start (stages do not nest in SGLang). */
 #define PM_BACK_SEARCH 8
+/* Instances either side searched for a round's g_sk= (a round is 4 stage spans: draft,
+ * verify, verify_sample, draft_extend). */
+#define PM_ROUND_SPANS 3
 
 void phasemap_init(phasemap *pm)
 {
@@ -353,7 +356,7 @@ typedef struct {
     int kind, phase;           /* phase: the instance's, -1 none */
     int bs, has_bs;
     double gsk;
-    int has_gsk;
+    int has_gsk, gsk_own;      /* gsk_own: from its own step span, not borrowed */
     int drop;
     int64_t s, e, th;
     size_t idx;                /* into t->rng */
@@ -396,7 +399,7 @@ static int sg_parse_step(const char *n, sg_span *x)
                 x->has_bs = 1;
             } else if (kl == 4 && !strncmp(k, "g_sk", 4)) {
                 x->gsk = v;
-                x->has_gsk = 1;
+                x->has_gsk = x->gsk_own = 1;
             }
         }
         p = end != p + 1 ? end : p + 1;
@@ -491,7 +494,7 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
             }
             if (!holder->has_gsk && x->has_gsk) {
                 holder->gsk = x->gsk;
-                holder->has_gsk = 1;
+                holder->has_gsk = holder->gsk_own = 1;
             }
             x->drop = 1;
             st->folded++;
@@ -527,6 +530,23 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
             x->has_bs = 1;
             st->borrowed++;
         }
+    }
+    /* g_sk= (KV summed over the rows) rides on DECODE step spans only: an eager draft's
+     * forwards carry it, the verify and draft-extend of the same round (same rows, same
+     * requests) take it from the nearest instance of their thread with the same batch */
+    for (size_t k = 0; k < ninst; k++) {
+        sg_span *x = inst[k];
+        if (x->has_gsk || !x->has_bs)
+            continue;
+        for (int q = 0; q < 2 && !x->has_gsk; q++)       /* the round's earlier spans first */
+            for (int d = 1; d <= PM_ROUND_SPANS && !x->has_gsk; d++) {
+                const sg_span *c = q == 0 ? (k >= (size_t)d ? inst[k - (size_t)d] : NULL)
+                                          : (k + (size_t)d < ninst ? inst[k + (size_t)d] : NULL);
+                if (c && c->th == x->th && c->has_bs && c->bs == x->bs && c->gsk_own) {
+                    x->gsk = c->gsk;
+                    x->has_gsk = 1;
+                }
+            }
     }
     for (size_t k = 0; k < ninst; k++) {
         sg_span *x = inst[k];

@@ -100,6 +100,36 @@ static void sglang_spans_become_phase_instances(void)
     fit_trace_free(&t);
 }
 
+/* g_sk= rides on DECODE step spans only (an eager draft's forwards): the verify and the
+ * draft-extend of the same round take it; the next round's own value is not borrowed back */
+static void sglang_round_shares_its_kv_context(void)
+{
+    char err[512];
+    fit_trace t;
+    phasemap pm;
+    pm_stats st;
+    phasemap_init(&pm);
+    phasemap_shape_flag(&pm.shape, "2,1,3", err, sizeof err);
+    fit_trace_init(&t, "round.json");
+    static const struct { int64_t a, b; const char *n; } sp[] = {
+        {1000, 2000, "draft"}, {1100, 1900, "step[DECODE bs=2 g_sqsq=2 g_sqsk=500 g_sk=500]"},
+        {2000, 3000, "verify"}, {2100, 2900, "step[TARGET_VERIFY bs=2]"},
+        {3000, 4000, "draft_extend"}, {3100, 3900, "step[DRAFT_EXTEND bs=2]"},
+        {4000, 5000, "draft"}, {4100, 4900, "step[DECODE bs=2 g_sqsq=2 g_sqsk=504 g_sk=504]"},
+        {5000, 6000, "verify"}, {5100, 5900, "step[TARGET_VERIFY bs=2]"},
+    };
+    for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
+        ptrace_range r = {sp[i].a, sp[i].b, sp[i].n, "", 5, 1};
+        fit_trace_add_range(&t, &r);
+    }
+    CHECK(phasemap_apply(&pm, &t, &st, err, sizeof err) == 0 && st.instances == 5 && st.folded == 5, "%s", err);
+    CHECK(t.nrng == 5 && strstr(t.rng[1].name, "verify ") && strstr(t.rng[1].name, " ctx=500 ") &&
+          strstr(t.rng[2].name, "extend ") && strstr(t.rng[2].name, " ctx=500 ") &&
+          strstr(t.rng[4].name, " ctx=504 "), "names: %s | %s | %s", t.nrng > 1 ? t.rng[1].name : "",
+          t.nrng > 2 ? t.rng[2].name : "", t.nrng > 4 ? t.rng[4].name : "");
+    fit_trace_free(&t);
+}
+
 static void sglang_padding_follows_the_captured_sizes(void)
 {
     pm_shape s;
@@ -436,6 +466,7 @@ int main(void)
     if (!mkdtemp(tmpdir))
         return 1;
     RUN(sglang_spans_become_phase_instances);
+    RUN(sglang_round_shares_its_kv_context);
     RUN(sglang_padding_follows_the_captured_sizes);
     RUN(refusals_name_file_field_and_value);
     RUN(phase_map_rules_capture_shapes);
