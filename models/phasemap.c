@@ -354,6 +354,7 @@ enum { SG_IGNORE, SG_STAGE, SG_STEP };
 
 typedef struct {
     int kind, phase;           /* phase: the instance's, -1 none */
+    int64_t step_e;            /* a verify stage: the end of its TARGET_VERIFY step span */
     int bs, has_bs;
     double gsk;
     int has_gsk, gsk_own;      /* gsk_own: from its own step span, not borrowed */
@@ -423,7 +424,7 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
     sg_span *sp = calloc(t->nrng + 1, sizeof *sp);
     sg_span **stg = malloc((t->nrng + 1) * sizeof *stg), **inst = malloc((t->nrng + 1) * sizeof *inst);
     size_t nstg = 0, ninst = 0;
-    int rc = -1;
+    int rc = -1, has_sample = 0;
     const sg_span *spec_span = NULL;
     if (!sp || !stg || !inst) {
         snprintf(err, errlen, "%s: out of memory", t->file);
@@ -442,6 +443,7 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
             continue;
         }
         int p = sg_stage_phase(r->name);
+        has_sample |= p == WM_ACCEPT;
         if (p >= 0) {
             x->kind = SG_STAGE;
             x->phase = p;
@@ -496,6 +498,8 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
                 holder->gsk = x->gsk;
                 holder->has_gsk = holder->gsk_own = 1;
             }
+            if (holder->phase == WM_VERIFY && x->phase == WM_VERIFY && x->e > holder->step_e)
+                holder->step_e = x->e;
             x->drop = 1;
             st->folded++;
         } else if (x->phase >= 0 && x->has_bs) {
@@ -559,8 +563,11 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
             continue;
         }
         int graph = -1, rows = x->bs;
-        if (pm->shape.ngraph_bs > 0 || !pm->shape.cuda_graph)
+        /* sampling runs eagerly over the real rows (CUDA graphs hold the forwards) */
+        if (x->phase != WM_ACCEPT && (pm->shape.ngraph_bs > 0 || !pm->shape.cuda_graph))
             rows = phasemap_pad(&pm->shape, x->bs, &graph);
+        if (x->phase == WM_ACCEPT)
+            graph = 0;
         double tokens = pm_tokens(x->phase, rows, &pm->shape);
         double ctx = 0;
         if (x->has_gsk) {
@@ -572,12 +579,31 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
             if (from > st->ctx_from)
                 st->ctx_from = from;
         }
-        if (pm_emit(o, &t->rng[x->idx], x->phase, tokens, x->bs, rows, ctx, graph, &pm->shape, 0)) {
+        /* releases without verify_sample spans sample inside the verify stage, after its
+         * step span: that rest of the stage is the accept instance */
+        ptrace_range r = t->rng[x->idx];
+        int split = !has_sample && x->kind == SG_STAGE && x->phase == WM_VERIFY && x->step_e > r.start_ns &&
+                    x->step_e < r.end_ns;
+        if (split)
+            r.end_ns = x->step_e;
+        if (pm_emit(o, &r, x->phase, tokens, x->bs, rows, ctx, graph, &pm->shape, 0)) {
             snprintf(err, errlen, "%s: out of memory", t->file);
             goto out;
         }
         st->instances++;
         st->per_phase[x->phase]++;
+        if (split) {
+            ptrace_range a = t->rng[x->idx];
+            a.start_ns = x->step_e;
+            if (pm_emit(o, &a, WM_ACCEPT, pm_tokens(WM_ACCEPT, x->bs, &pm->shape), x->bs, x->bs, ctx, 0,
+                        &pm->shape, 0)) {
+                snprintf(err, errlen, "%s: out of memory", t->file);
+                goto out;
+            }
+            st->instances++;
+            st->per_phase[WM_ACCEPT]++;
+            st->split++;
+        }
     }
     rc = 0;
 out:

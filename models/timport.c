@@ -6,6 +6,7 @@
 #include "pkineto.h"
 #include "ptrace_read.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,4 +258,61 @@ fail:
     free(head);
     fit_trace_free(t);
     return -1;
+}
+
+/* ---- joining captures ---------------------------------------------------------------------- */
+
+int timport_append(fit_trace *dst, const fit_trace *src, char *err, size_t errlen)
+{
+    uint32_t cmax = 0;
+    int64_t dmax = INT64_MIN, smin = INT64_MAX;
+#define SPAN(arr, n, lo, hi) for (size_t i = 0; i < (n); i++) { \
+        if ((arr)[i].end_ns > (hi)) (hi) = (arr)[i].end_ns; \
+        if ((arr)[i].start_ns < (lo)) (lo) = (arr)[i].start_ns; }
+    int64_t dmin = INT64_MAX, smax = INT64_MIN;
+    SPAN(dst->kern, dst->nkern, dmin, dmax) SPAN(dst->mem, dst->nmem, dmin, dmax)
+    SPAN(dst->api, dst->napi, dmin, dmax) SPAN(dst->rng, dst->nrng, dmin, dmax)
+    SPAN(src->kern, src->nkern, smin, smax) SPAN(src->mem, src->nmem, smin, smax)
+    SPAN(src->api, src->napi, smin, smax) SPAN(src->rng, src->nrng, smin, smax)
+#undef SPAN
+    for (size_t i = 0; i < dst->nkern; i++) cmax = dst->kern[i].corr > cmax ? dst->kern[i].corr : cmax;
+    for (size_t i = 0; i < dst->nmem; i++) cmax = dst->mem[i].corr > cmax ? dst->mem[i].corr : cmax;
+    for (size_t i = 0; i < dst->napi; i++) cmax = dst->api[i].corr > cmax ? dst->api[i].corr : cmax;
+    /* 1 ms after the last record when the two overlap (captures of one process do not) */
+    int64_t shift = dmax != INT64_MIN && smin != INT64_MAX && smin <= dmax ? dmax - smin + 1000000 : 0;
+    uint32_t coff = cmax;
+    int rc = 0;
+    for (size_t i = 0; i < src->nkern && !rc; i++) {
+        ptrace_kernel k = src->kern[i];
+        k.start_ns += shift;
+        k.end_ns += shift;
+        k.corr += k.corr ? coff : 0;
+        rc = fit_trace_add_kernel(dst, &k);
+    }
+    for (size_t i = 0; i < src->nmem && !rc; i++) {
+        ptrace_mem m = src->mem[i];
+        m.start_ns += shift;
+        m.end_ns += shift;
+        m.corr += m.corr ? coff : 0;
+        rc = fit_trace_add_mem(dst, &m);
+    }
+    for (size_t i = 0; i < src->napi && !rc; i++) {
+        ptrace_api a = src->api[i];
+        a.start_ns += shift;
+        a.end_ns += shift;
+        a.corr += a.corr ? coff : 0;
+        rc = fit_trace_add_api(dst, &a);
+    }
+    for (size_t i = 0; i < src->nrng && !rc; i++) {
+        ptrace_range r = src->rng[i];
+        r.start_ns += shift;
+        r.end_ns += shift;
+        rc = fit_trace_add_range(dst, &r);
+    }
+    if (rc) {
+        snprintf(err, errlen, "%s: out of memory joining %s", dst->file, src->file);
+        return -1;
+    }
+    dst->truncated |= src->truncated;
+    return 0;
 }

@@ -47,4 +47,9 @@ const timport_ops *timport_find(const char *name);
  * CPU-only profile), a merged specprof file. */
 int timport_load(fit_trace *t, const char *path, const char *force, timport_stats *st,
                  char *err, size_t errlen);
+/* Appends src's records to dst as if one capture held both (several captures of one
+ * program: a kernel group may then be missing from some of them, as in one trace that holds
+ * several batch sizes). src's correlation ids are shifted past dst's, and its times past
+ * dst's last record when they overlap. dst keeps its header. 0, or -1 when out of memory. */
+int timport_append(fit_trace *dst, const fit_trace *src, char *err, size_t errlen);
 #endif

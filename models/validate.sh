@@ -16,6 +16,8 @@
 #   VALIDATE_PRESETS   only these presets of the measured grid (space-separated; default all)
 #   VALIDATE_ARGS      extra specsim run knobs for every prediction, e.g. the what-ifs of
 #                      issue 7: "--ranks 4 --link h200x4-p2p-off.json" (docs/multigpu.md)
+#   VALIDATE_FIT_ARGS  extra specsim fit options for every model, e.g. the naming options of
+#                      Kineto captures: "--join --spec-shape 2,1,3" (models/kineto_validate.sh)
 # exit: 0 targets met; 1 inputs missing; 2 a fit or a simulation failed; 3 targets missed.
 set -u
 SPECSIM=${1:-bin/specsim}
@@ -125,7 +127,7 @@ for pre in $presets; do
   gs=""
   [ -f "$SWEEP/gemm_$pre.csv" ] && gs="--gemm-sweep $SWEEP/gemm_$pre.csv"
   # shellcheck disable=SC2086
-  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe $gs \
+  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe $gs ${VALIDATE_FIT_ARGS:-} \
     > "$WORK/fit-$pre.log" 2>&1 || { cat "$WORK/fit-$pre.log" >&2; die "specsim fit failed for preset $pre"; }
 done
 

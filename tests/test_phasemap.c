@@ -71,7 +71,8 @@ static void sglang_spans_become_phase_instances(void)
     CHECK(has_range(&t, "verify tokens=16 bs=3 rows=4 ctx=0 graph=1 steps=3 topk=1"), "verify name: %s",
           t.nrng ? t.rng[1].name : "");
     CHECK(has_range(&t, "draft tokens=4 bs=3 rows=4 ctx=0 graph=1 steps=3 topk=1"), "draft name");
-    CHECK(has_range(&t, "accept tokens=16 bs=3 rows=4 ctx=0 graph=1 steps=3 topk=1"), "accept name");
+    /* sampling is eager over the real rows */
+    CHECK(has_range(&t, "accept tokens=12 bs=3 rows=3 ctx=0 graph=0 steps=3 topk=1"), "accept name");
     CHECK(has_range(&t, "extend tokens=16 bs=3 rows=4 ctx=0 graph=1 steps=3 topk=1"), "extend name");
     /* the verify instance is the stage span (it holds the step span and its launch) */
     int64_t base = 1759000000000000000LL;
@@ -122,11 +123,18 @@ static void sglang_round_shares_its_kv_context(void)
         ptrace_range r = {sp[i].a, sp[i].b, sp[i].n, "", 5, 1};
         fit_trace_add_range(&t, &r);
     }
-    CHECK(phasemap_apply(&pm, &t, &st, err, sizeof err) == 0 && st.instances == 5 && st.folded == 5, "%s", err);
-    CHECK(t.nrng == 5 && strstr(t.rng[1].name, "verify ") && strstr(t.rng[1].name, " ctx=500 ") &&
-          strstr(t.rng[2].name, "extend ") && strstr(t.rng[2].name, " ctx=500 ") &&
-          strstr(t.rng[4].name, " ctx=504 "), "names: %s | %s | %s", t.nrng > 1 ? t.rng[1].name : "",
-          t.nrng > 2 ? t.rng[2].name : "", t.nrng > 4 ? t.rng[4].name : "");
+    /* no verify_sample spans: each verify stage is split at its step span's end into verify
+     * and accept (draft, verify, accept, extend, draft, verify, accept) */
+    CHECK(phasemap_apply(&pm, &t, &st, err, sizeof err) == 0 && st.instances == 7 && st.folded == 5 &&
+          st.split == 2, "%s (%zu instances, %zu split)", err, st.instances, st.split);
+    CHECK(t.nrng == 7 && strstr(t.rng[1].name, "verify ") && strstr(t.rng[1].name, " ctx=500 ") &&
+          strstr(t.rng[3].name, "extend ") && strstr(t.rng[3].name, " ctx=500 ") &&
+          strstr(t.rng[5].name, " ctx=504 "), "names: %s | %s | %s", t.nrng > 1 ? t.rng[1].name : "",
+          t.nrng > 3 ? t.rng[3].name : "", t.nrng > 5 ? t.rng[5].name : "");
+    CHECK(t.nrng == 7 && strncmp(t.rng[2].name, "accept tokens=6 bs=2 rows=2 ctx=500 graph=0", 43) == 0 &&
+          t.rng[1].end_ns == 2900 && t.rng[2].start_ns == 2900 && t.rng[2].end_ns == 3000,
+          "accept %s %lld..%lld", t.nrng > 2 ? t.rng[2].name : "", t.nrng > 2 ? (long long)t.rng[2].start_ns : 0LL,
+          t.nrng > 2 ? (long long)t.rng[2].end_ns : 0LL);
     fit_trace_free(&t);
 }
 
@@ -381,7 +389,7 @@ static int e2e_write(const char *path, fit_trace *t, int bs, int iters, uint64_t
         e_phase(&s, 0, 2, an, ab, as, rows * 4.0, &rng);
         if (s.host < s.gpu + 2000)
             s.host = s.gpu + 2000;
-        snprintf(sname, sizeof sname, "accept tokens=%d bs=%d rows=%d ctx=0 graph=1 steps=3 topk=1", rows * 4, bs, rows);
+        snprintf(sname, sizeof sname, "accept tokens=%d bs=%d rows=%d ctx=0 graph=0 steps=3 topk=1", bs * 4, bs, bs);
         e_range(&s, "verify_sample", sname, r0, s.host);
         /* draft_extend with its step span */
         r0 = s.host;
