@@ -1,9 +1,9 @@
-/* fit_trace: specprof trace files -> fit_trace (fit.h): the kernels, copies, launch calls and
+/* fit_trace: trace files -> fit_trace (fit.h): the kernels, copies, launch calls and
  * NVTX ranges the fit reads, their strings interned in the trace's pool. In: a path (through
- * ptrace_read.h) or records added one by one; out: a fit_trace, and the string pool and array
+ * the importers of timport.h) or records added one by one; out: a fit_trace, and the string pool and array
  * growth the later stages use (fit_int.h). Workload: 10^4..10^6 records per trace. */
 #include "fit_int.h"
-#include "ptrace_read.h"
+#include "timport.h"
 #include "ptrace_out.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -198,57 +198,10 @@ int fit_trace_add_range(fit_trace *t, const ptrace_range *r)
     return 0;
 }
 
-/* Scan callback: typed views of the events the fit uses, copied into the trace. */
-static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
-{
-    fit_trace *t = user;
-    int64_t t0 = info->header.t0_ns;
-    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; } u;
-    if (ptrace_read_kernel(ev, t0, &u.k) == 0)
-        return fit_trace_add_kernel(t, &u.k);
-    if (ptrace_read_mem(ev, t0, &u.m) == 0)
-        return fit_trace_add_mem(t, &u.m);
-    if (ptrace_read_api(ev, t0, &u.a) == 0)
-        return fit_trace_add_api(t, &u.a);
-    if (ptrace_read_range(ev, t0, &u.r) == 0)
-        return fit_trace_add_range(t, &u.r);
-    return 0;
-}
-
+/* Any trace format the importers know (models/timport.h: specprof or Kineto, plain or gzip,
+ * chosen by content, streamed). Phase naming of foreign traces is the caller's
+ * (models/phasemap.h; specsim fit applies it). */
 int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
 {
-    char *text = NULL;
-    size_t len = 0;
-    ptrace_info info;
-    if (fit_trace_init(t, path)) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
-    if (ptrace_slurp(path, &text, &len, err, errlen))
-        goto fail;
-    if (ptrace_scan_buf(text, len, path, ft_take, t, &info, err, errlen))
-        goto fail;
-    if (info.merged) {
-        snprintf(err, errlen, "%s: a merged trace (specprof merge): give the per-rank files "
-                 "to specsim fit", path);
-        goto fail;
-    }
-    if (info.lines && info.events && !info.complete && !info.cut_last_line &&
-        (t->nkern + t->nmem + t->napi + t->nrng) < info.events / 2) {
-        /* the callback stopped early: only out of memory does that */
-        snprintf(err, errlen, "%s: out of memory after %zu records", path,
-                 t->nkern + t->nmem + t->napi + t->nrng);
-        goto fail;
-    }
-    t->has_header = info.has_header;
-    t->hdr = info.header;
-    t->truncated = !info.complete;
-    t->cut_last_line = info.cut_last_line;
-    t->bad_lines = info.bad_lines;
-    free(text);
-    return 0;
-fail:
-    free(text);
-    fit_trace_free(t);
-    return -1;
+    return timport_load(t, path, NULL, NULL, err, errlen);
 }
