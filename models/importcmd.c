@@ -155,8 +155,8 @@ int importcmd_main(int argc, char **argv)
                 first = 0;
             }
         printf("; %zu step spans folded into stages, %zu verify stages split into verify and "
-               "accept, %zu stages took a neighbour's batch, %zu "
-               "without one, %zu spans ignored%s%s%s; KV context %s\n", ps.folded, ps.split, ps.borrowed,
+               "accept, %zu sample instances after decode steps, %zu stages took a neighbour's batch, %zu "
+               "without one, %zu spans ignored%s%s%s; KV context %s\n", ps.folded, ps.split, ps.sample_after, ps.borrowed,
                ps.no_batch, ps.ignored, ps.ignored ? " (" : "", ps.ignored_names,
                ps.ignored ? ")" : "", ps.ctx_from == 1 ? "from g_sk=" : ps.ctx_from == 2 ?
                "from --ctx" : ps.ctx_from == 3 ? "from the server log's #token" : ps.profile[0] == 's' && ps.profile[1] == 'p' ? "from ctx= words" : "none (0)");

@@ -592,6 +592,27 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
         }
         st->instances++;
         st->per_phase[x->phase]++;
+        /* SGLang samples a plain decode step outside its step span (model_runner.sample):
+         * the time from the step's end to the next instance of its thread is the sample
+         * instance (its argmax and the blocking read of the tokens) */
+        if (x->kind == SG_STEP && x->phase == WM_DECODE) {
+            int64_t next = -1;
+            for (size_t j = k + 1; j < ninst && next < 0; j++)
+                if (inst[j]->th == x->th && inst[j]->s >= x->e)
+                    next = inst[j]->s;
+            if (next > x->e) {
+                ptrace_range a = t->rng[x->idx];
+                a.start_ns = x->e;
+                a.end_ns = next;
+                if (pm_emit(o, &a, WM_SAMPLE, x->bs, x->bs, x->bs, ctx, 0, &pm->shape, 0)) {
+                    snprintf(err, errlen, "%s: out of memory", t->file);
+                    goto out;
+                }
+                st->instances++;
+                st->per_phase[WM_SAMPLE]++;
+                st->sample_after++;
+            }
+        }
         if (split) {
             ptrace_range a = t->rng[x->idx];
             a.start_ns = x->step_e;

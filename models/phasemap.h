@@ -65,6 +65,8 @@ typedef struct {
     size_t no_batch;            /* stage spans with no step span to take a batch from */
     size_t split;               /* verify stages split at their step span's end into verify
                                    and accept (a trace without verify_sample spans) */
+    size_t sample_after;        /* sample instances made of the time after a plain decode
+                                   step span, up to the next span (SGLang samples there) */
     int    ctx_from;            /* 0: none, 1: g_sk= of the spans, 2: ctx_per_row,
                                    3: the server log's #token per running request */
     char   ignored_names[200];  /* a few of them, for messages */

@@ -307,7 +307,7 @@ static void pkineto_reads_the_fixture_fields(void)
     CHECK(pkineto_probe(fix, flen > 4096 ? 4096 : flen), "probe");
     seen s;
     memset(&s, 0, sizeof s);
-    pkineto_cb cb = {s_kernel, s_mem, s_api, s_range, s_grange, &s};
+    pkineto_cb cb = {s_kernel, s_mem, s_api, s_range, s_grange, NULL, &s};
     pkineto_info I;
     psrc_mem m;
     psrc_mem_init(&m, fix, flen, FIXTURE);
@@ -465,6 +465,53 @@ static void timport_chooses_the_importer_by_content(void)
     free(fix);
 }
 
+/* The profiler's host cost taken out (timport.c ti_kn_unprofile), at 3 us per recorded host
+ * event, worked by hand: thread 7 records an annotation at 0, cpu_ops at 10 and 50, launches
+ * at 20 and 60 (4 us each); each event's cost is taken out of the time right after it. So the
+ * launches start 6 and 12 us earlier and last 1 us; kernel 1 (GPU waited for its launch)
+ * moves with it; kernel 2 moves with its launch, not onto kernel 1; the annotation ends 15 us
+ * earlier; GPU durations stay. */
+static void timport_takes_the_profiler_host_cost_out(void)
+{
+    char path[160], err[512];
+    snprintf(path, sizeof path, "%s/cost.json", tmpdir);
+    write_file(path, "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 0, \"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": 1, \"tid\": 7, \"ts\": 0.000, \"dur\": 100.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, \"ts\": 10.000, \"dur\": 2.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 20.000, \"dur\": 4.000, \"args\": {\"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 5, \"ts\": 30.000, \"dur\": 10.000, \"args\": {\"correlation\": 1, \"stream\": 5}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, \"ts\": 50.000, \"dur\": 2.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 60.000, \"dur\": 4.000, \"args\": {\"correlation\": 2}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 5, \"ts\": 66.000, \"dur\": 10.000, \"args\": {\"correlation\": 2, \"stream\": 5}}\n"
+        "]}\n");
+    setenv("KINETO_HOST_EVENT_US", "3", 1);
+    fit_trace t;
+    timport_stats st = {0};
+    int rc = timport_load(&t, path, NULL, &st, err, sizeof err);
+    unsetenv("KINETO_HOST_EVENT_US");
+    CHECK(rc == 0, "%s", err);
+    if (rc)
+        return;
+    CHECK(st.host_events == 5 && st.host_cost_per_event_us == 3, "host events %zu cost %g", st.host_events,
+          st.host_cost_per_event_us);
+    CHECK(t.napi == 2 && t.api[0].start_ns == 14000 && t.api[0].end_ns == 15000 && t.api[1].start_ns == 48000 &&
+          t.api[1].end_ns == 49000, "launches %lld..%lld %lld..%lld", (long long)t.api[0].start_ns,
+          (long long)t.api[0].end_ns, (long long)t.api[1].start_ns, (long long)t.api[1].end_ns);
+    CHECK(t.nkern == 2 && t.kern[0].start_ns == 24000 && t.kern[0].end_ns == 34000 && t.kern[1].start_ns == 54000 &&
+          t.kern[1].end_ns == 64000, "kernels %lld..%lld %lld..%lld", (long long)t.kern[0].start_ns,
+          (long long)t.kern[0].end_ns, (long long)t.kern[1].start_ns, (long long)t.kern[1].end_ns);
+    CHECK(t.nrng == 1 && t.rng[0].start_ns == 0 && t.rng[0].end_ns == 85000, "annotation %lld..%lld",
+          (long long)t.rng[0].start_ns, (long long)t.rng[0].end_ns);
+    fit_trace_free(&t);
+    /* without the cost (KINETO_HOST_EVENT_US=0) the times are the file's */
+    setenv("KINETO_HOST_EVENT_US", "0", 1);
+    rc = timport_load(&t, path, NULL, &st, err, sizeof err);
+    unsetenv("KINETO_HOST_EVENT_US");
+    CHECK(rc == 0 && t.kern[1].start_ns == 66000 && t.api[0].start_ns == 20000 && st.host_events == 0, "off");
+    if (rc == 0)
+        fit_trace_free(&t);
+}
+
 /* ---- a large synthetic Kineto trace for make bench ------------------------------------------ */
 
 /* Writes about mb megabytes of Kineto JSON in Kineto's own layout (one key per line pair, as
@@ -541,6 +588,7 @@ int main(int argc, char **argv)
     RUN(pkineto_reads_the_fixture_fields);
     RUN(pkineto_maps_torch_dtypes_and_collectives);
     RUN(timport_chooses_the_importer_by_content);
+    RUN(timport_takes_the_profiler_host_cost_out);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}

@@ -189,6 +189,53 @@ static int pk_peek(const char *text, size_t len, const char *key, char *buf, siz
     return 1;
 }
 
+/* The integer (int64, exact) or x1000 value (milli: us -> ns) of "key": in an event's text,
+ * without parsing the event: for the cpu_op events whose times only are needed. */
+static int pk_peek_num(const char *text, size_t len, const char *key, int milli, int64_t *out)
+{
+    size_t kl = strlen(key);
+    const char *k = memmem(text, len, key, kl), *end = text + len;
+    if (!k)
+        return 0;
+    const char *p = k + kl;
+    while (p < end && (*p == ' ' || *p == ':'))
+        p++;
+    int neg = p < end && *p == '-';
+    p += neg;
+    int64_t v = 0;
+    int nd = 0, frac = -1;
+    for (; p < end && ((*p >= '0' && *p <= '9') || (*p == '.' && frac < 0)); p++) {
+        if (*p == '.') {
+            frac = 0;
+            continue;
+        }
+        if (frac >= 0 && frac >= 3) {
+            continue;          /* digits below the ns are dropped */
+        }
+        v = v * 10 + (*p - '0');
+        nd++;
+        if (frac >= 0)
+            frac++;
+    }
+    if (!nd)
+        return 0;
+    if (milli)
+        for (int f = frac < 0 ? 0 : frac; f < 3; f++)
+            v *= 10;
+    *out = neg ? -v : v;
+    return 1;
+}
+
+static int pk_host(pk *P, const char *text, size_t len)
+{
+    int64_t tid = 0, ts = 0, dur = 0;
+    if (!P->cb->host || !pk_peek_num(text, len, "\"ts\"", 1, &ts))
+        return 0;
+    pk_peek_num(text, len, "\"tid\"", 0, &tid);
+    pk_peek_num(text, len, "\"dur\"", 1, &dur);
+    return P->cb->host(P->cb->user, tid, P->base_ns + ts, P->base_ns + ts + dur);
+}
+
 static int pk_event(void *user, const char *text, size_t len)
 {
     pk *P = user;
@@ -207,11 +254,11 @@ static int pk_event(void *user, const char *text, size_t len)
         if (qph[0] == 'X' && pk_peek(text, len, "\"cat\"", qcat, sizeof qcat)) {
             if (!strcmp(qcat, "cpu_op") || !strcmp(qcat, "Operator")) {
                 I->cpu_ops++;
-                return 0;
+                return pk_host(P, text, len);
             }
             if (!strcmp(qcat, "python_function")) {
                 I->python_functions++;
-                return 0;
+                return pk_host(P, text, len);
             }
         }
     }
@@ -308,6 +355,8 @@ static int pk_event(void *user, const char *text, size_t len)
         char nm[96];
         if (!I->hdr.pid_os)
             I->hdr.pid_os = pid;
+        if (cb->host && cb->host(cb->user, tid, s, s + d))
+            return 1;
         if (!pk_keep_api(name, nm, sizeof nm)) {
             I->apis_other++;
             return 0;
@@ -344,13 +393,19 @@ static int pk_event(void *user, const char *text, size_t len)
                 rc = cb->gpu_range(cb->user, &r);
         } else {
             I->ranges++;
+            if (cb->host && cb->host(cb->user, tid, s, s + d))
+                return 1;
             if (cb->range)
                 rc = cb->range(cb->user, &r);
         }
     } else if (pk_is(cat, "cpu_op", "Operator")) {
         I->cpu_ops++;
+        if (cb->host)
+            rc = cb->host(cb->user, tid, s, s + d);
     } else if (pk_is(cat, "python_function", NULL)) {
         I->python_functions++;
+        if (cb->host)
+            rc = cb->host(cb->user, tid, s, s + d);
     } else {
         I->other++;
     }
