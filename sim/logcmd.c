@@ -18,6 +18,10 @@
 /* Simulated iterations per distinct interval: 1,000 (simcfg's default) keep the mean
  * tokens per iteration within ~1% at alpha 0.7 and a few hundred runs under a minute. */
 #define LOG_MAX_FILES 256
+/* An interval whose logged throughput is below this share of the prediction spent most of
+ * its time idle (the server waiting for requests, the first interval after start-up): it is
+ * listed, flagged, and left out of the summary. */
+#define LOG_IDLE_FRAC 0.2
 
 static void log_usage(FILE *f)
 {
@@ -244,7 +248,7 @@ int logcmd_main(int argc, char **argv)
     }
     keys = calloc(g.n + 1, sizeof *keys);
     errs = calloc(g.n + 1, sizeof *errs);
-    size_t nkeys = 0, npred = 0;
+    size_t nkeys = 0, npred = 0, nidle = 0;
     static simcfg_model mc;
     if (!keys || !errs) {
         fprintf(stderr, "specsim log: out of memory\n");
@@ -253,7 +257,7 @@ int logcmd_main(int argc, char **argv)
     char gl[SIMCFG_STR];
     log_graph_knob(&sh, gl, sizeof gl);
     if (csv)
-        printf("file,line,bs,cuda_graph,accept_len,logged_tok_s,predicted_tok_s,error_pct\n");
+        printf("file,line,bs,cuda_graph,accept_len,logged_tok_s,predicted_tok_s,error_pct,idle\n");
     else {
         printf("#\n# every logged interval predicted by %s (%ld iterations each; intervals that "
                "share bs, graph and accept len share a run)\n", model, base.cfg.iterations);
@@ -309,16 +313,20 @@ int logcmd_main(int argc, char **argv)
             k->tok_s = res.tok_s;
         }
         double e = 100.0 * (k->tok_s - x->gen_tok_s) / x->gen_tok_s;
-        errs[npred++] = e;
+        int idle = x->gen_tok_s < LOG_IDLE_FRAC * k->tok_s;
+        if (idle)
+            nidle++;
+        else
+            errs[npred++] = e;
         char fl[40];
         const char *bn = strrchr(files[x->file], '/');
         snprintf(fl, sizeof fl, "%.24s:%zu", bn ? bn + 1 : files[x->file], x->line);
         if (csv)
-            printf("%s,%zu,%d,%d,%.2f,%.2f,%.2f,%.2f\n", files[x->file], x->line, x->running_req, graph,
-                   x->accept_len, x->gen_tok_s, k->tok_s, e);
+            printf("%s,%zu,%d,%d,%.2f,%.2f,%.2f,%.2f,%d\n", files[x->file], x->line, x->running_req, graph,
+                   x->accept_len, x->gen_tok_s, k->tok_s, e, idle);
         else
-            printf("  %-28s %5d %5d %10.2f %12.2f %12.2f %8.2f\n", fl, x->running_req, graph,
-                   x->accept_len, x->gen_tok_s, k->tok_s, e);
+            printf("  %-28s %5d %5d %10.2f %12.2f %12.2f %8.2f%s\n", fl, x->running_req, graph,
+                   x->accept_len, x->gen_tok_s, k->tok_s, e, idle ? "  idle" : "");
     }
     if (npred) {
         double *ab = malloc(npred * sizeof *ab), mean = 0;
@@ -331,9 +339,11 @@ int logcmd_main(int argc, char **argv)
         if (ab) {
             qsort(ab, npred, sizeof *ab, log_cmp_dbl);
             fprintf(csv ? stderr : stdout, "# %zu intervals predicted (%zu simulations): median |error| "
-                    "%.2f%%, mean error %+.2f%%, %zu within 10%% (logged gen throughput includes "
-                    "prefill batches and queueing between decode steps; the model does not)\n",
-                    npred, nkeys, ab[npred / 2], mean / (double)npred, within);
+                    "%.2f%%, mean error %+.2f%%, %zu within 10%%; %zu idle intervals (logged below "
+                    "%.0f%% of the prediction) left out (logged gen throughput includes prefill "
+                    "batches and queueing between decode steps; the model does not)\n",
+                    npred, nkeys, ab[npred / 2], mean / (double)npred, within, nidle,
+                    100 * LOG_IDLE_FRAC);
         }
         free(ab);
     } else {

@@ -165,6 +165,25 @@ static void log_predictions_match_specsim_run(void)
     free(run);
 }
 
+/* An interval that logged a small share of the prediction was mostly idle: flagged, and
+ * left out of the summary. */
+static void log_flags_idle_intervals(void)
+{
+    const char *path = "/tmp/test_sglog_idle.log";
+    FILE *f = fopen(path, "w");
+    fputs("[t TP0] Decode batch, #running-req: 1, #token: 100, token usage: 0.00, accept len: 3.10, "
+          "cuda graph: True, gen throughput (token/s): 700.00, #queue-req: 0\n"
+          "[t TP0] Decode batch, #running-req: 1, #token: 140, token usage: 0.00, accept len: 3.10, "
+          "cuda graph: True, gen throughput (token/s): 3.00, #queue-req: 0\n", f);
+    fclose(f);
+    char *out, cmd[512];
+    snprintf(cmd, sizeof cmd, "log %s --spec-shape 3,1,4 --model models/example-llama8b.json --iterations 300", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "1 intervals predicted") && strstr(out, "1 idle intervals") &&
+          strstr(out, "  idle"), "output: %s", out ? out : "");
+    free(out);
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -173,5 +192,6 @@ int main(int argc, char **argv)
     RUN(sglog_counts_lines_and_refuses_a_log_without_decode_lines);
     RUN(log_alpha_reproduces_the_accept_length);
     RUN(log_predictions_match_specsim_run);
+    RUN(log_flags_idle_intervals);
     return check_done();
 }
