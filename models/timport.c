@@ -222,21 +222,26 @@ static void ti_debts(ti_host *h, size_t lo, size_t hi, int64_t cost_ns)
     }
 }
 
-/* The events of one thread in sorted h: [lo, hi). */
-static void ti_thread_span(const ti_host *h, size_t n, int64_t thread, size_t *lo, size_t *hi)
+/* The threads of sorted h, each with its events h[lo..hi): a few entries (the process's
+ * threads), looked up by binary search. */
+typedef struct { int64_t thread; size_t lo, hi; } ti_thr;
+
+static void ti_thread_span(const ti_thr *th, size_t nth, int64_t thread, size_t *lo, size_t *hi)
 {
-    size_t a = 0, b = n;
+    size_t a = 0, b = nth;
     while (a < b) {
         size_t m = a + (b - a) / 2;
-        if (h[m].thread < thread)
+        if (th[m].thread < thread)
             a = m + 1;
         else
             b = m;
     }
-    *lo = a;
-    while (a < n && h[a].thread == thread)
-        a++;
-    *hi = a;
+    if (a < nth && th[a].thread == thread) {
+        *lo = th[a].lo;
+        *hi = th[a].hi;
+    } else {
+        *lo = *hi = 0;
+    }
 }
 
 typedef struct { uint32_t corr; int64_t shift; } ti_cs;
@@ -282,25 +287,35 @@ static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, t
     }
     /* per thread: the profiler time to take out; the thread with the most events is the one
      * GPU records without a launch follow */
-    int64_t main_th = n ? h[0].thread : 0;
-    size_t best = 0;
-    for (size_t i = 0; i < n;) {
-        size_t lo, hi;
-        ti_thread_span(h, n, h[i].thread, &lo, &hi);
-        ti_debts(h, lo, hi, (int64_t)llround(cost_ns));
-        if (hi - lo > best) {
-            best = hi - lo;
-            main_th = h[i].thread;
-        }
-        i = hi;
+    size_t nth = 0;
+    for (size_t i = 0; i < n; i++)
+        nth += i == 0 || h[i].thread != h[i - 1].thread;
+    ti_thr *th = malloc((nth + 1) * sizeof *th);
+    if (!th) {
+        free(cs);
+        free(g);
+        return -1;
     }
-    size_t mlo, mhi;
-    ti_thread_span(h, n, main_th, &mlo, &mhi);
+    nth = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && h[j].thread == h[i].thread)
+            j++;
+        th[nth++] = (ti_thr){h[i].thread, i, j};
+        ti_debts(h, i, j, (int64_t)llround(cost_ns));
+        i = j;
+    }
+    size_t mlo = 0, mhi = 0;
+    for (size_t k = 0; k < nth; k++)
+        if (th[k].hi - th[k].lo > mhi - mlo) {
+            mlo = th[k].lo;
+            mhi = th[k].hi;
+        }
     /* host records */
     for (size_t i = 0; i < t->napi; i++) {
         ptrace_api *a = &t->api[i];
         size_t lo, hi;
-        ti_thread_span(h, n, a->thread, &lo, &hi);
+        ti_thread_span(th, nth, a->thread, &lo, &hi);
         int64_t s0 = ti_shift(h, lo, hi, a->start_ns, cost_ns);
         int64_t s1 = ti_shift(h, lo, hi, a->end_ns, cost_ns);
         cs[i] = (ti_cs){a->corr, s0};
@@ -310,7 +325,7 @@ static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, t
     for (size_t i = 0; i < t->nrng; i++) {
         ptrace_range *r = &t->rng[i];
         size_t lo, hi;
-        ti_thread_span(h, n, r->thread, &lo, &hi);
+        ti_thread_span(th, nth, r->thread, &lo, &hi);
         int64_t s0 = ti_shift(h, lo, hi, r->start_ns, cost_ns);
         int64_t s1 = ti_shift(h, lo, hi, r->end_ns, cost_ns);
         r->start_ns -= s0;
@@ -360,6 +375,7 @@ static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, t
     }
     st->host_cost_us = mhi > mlo ? (double)(h[mhi - 1].shift_ns + h[mhi - 1].debt_ns) / 1000.0 : 0;
     st->host_cost_per_event_us = cost_us;
+    free(th);
     free(cs);
     free(g);
     return 0;
