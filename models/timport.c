@@ -414,6 +414,7 @@ static int ti_kn_load(psrc *src, fit_trace *t, timport_stats *st, char *err, siz
                  "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] "
                  "(SGLang: activities [\"CPU\", \"GPU\"])", t->file, info.events, info.cpu_ops,
                  info.ranges);
+        free(u.host);
         return -1;
     }
     t->has_header = 1;
