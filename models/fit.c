@@ -2795,6 +2795,20 @@ static int fr_host_gaps(fr_run *R, double graph_us, double eager_us)
 
 /* ---- stage 4: fits and the model ------------------------------------------------------------ */
 
+/* A group's relative error at a configuration its traces did not hold, for the prediction
+ * intervals (docs/fit.md, "Residuals"): the leave-one-cell-out rms of the form kept when
+ * the GEMM sweep was compared, else the rms over the cells with the columns fitted taken
+ * out (sqrt(cells / (cells - columns)), the unbiased residual variance of least squares);
+ * the plain rms when there are no more cells than columns. */
+static double fr_resid_frac(const fit_group_stats *st)
+{
+    if (st->loo_sweep >= 0 && st->loo_smooth >= 0)
+        return st->sweep_kept ? st->loo_sweep : st->loo_smooth;
+    if (st->ncells > st->ncols && st->ncols > 0)
+        return st->rms_rel * sqrt((double)st->ncells / (double)(st->ncells - st->ncols));
+    return st->rms_rel;
+}
+
 static int fr_moe(fr_run *R)
 {
     if (R->o && R->o->moe_experts > 0) {
@@ -2954,6 +2968,7 @@ static int fr_fit_phase(fr_run *R, int p)
                     wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
                     : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
                     100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
+        wg->resid_frac = fr_resid_frac(&pr->grp[g].st);
         if (wg->sd_frac > FIT_SD_FRAC_MAX) {
             fr_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
                     "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
