@@ -8,6 +8,7 @@
 #include "carry.h"
 
 #include <math.h>
+#include <string.h>
 
 void interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
                       double kv_tokens, double q_per_row, double weight)
@@ -32,6 +33,7 @@ void interval_model(const interval_acc *a, const wm_model *m, double window_us,
 {
     for (int p = 0; p < WM_NPHASE; p++)
         out->phase_var[p] = 0;
+    memset(out->group_sd, 0, sizeof out->group_sd);
     for (int k = 0; k < INTERVAL_NKIND; k++)
         out->kind_sd[k] = 0;
     if (!(window_us > 0))
@@ -40,6 +42,8 @@ void interval_model(const interval_acc *a, const wm_model *m, double window_us,
         for (int i = 0; i < m->phase[p].ngroups; i++) {
             double sd = m->phase[p].groups[i].resid_frac * a->group_us[p][i] / window_us;
             out->phase_var[p] += sd * sd;
+            if (p == WM_VERIFY || p == WM_ACCEPT)
+                out->group_sd[p == WM_ACCEPT][i] = (float)sd;
         }
     const double u[INTERVAL_NKIND] = {m->unc.memory_frac, m->unc.compute_frac,
                                       m->unc.latency_frac};
@@ -73,8 +77,15 @@ double interval_speedup_var(const interval_parts *s, const interval_parts *b)
 {
     double v = s->run_var + b->run_var + s->est_var + b->est_var;
     for (int i = 0; i < WM_NPHASE; i++) {
-        double d = sqrt(s->phase_var[i]) - sqrt(b->phase_var[i]);
-        v += d * d;
+        if (i == WM_VERIFY || i == WM_ACCEPT) {
+            /* shared phases: group by group */
+            for (int g = 0; g < WM_GROUPS_MAX; g++) {
+                double d = (double)s->group_sd[i == WM_ACCEPT][g] - b->group_sd[i == WM_ACCEPT][g];
+                v += d * d;
+            }
+        } else {
+            v += s->phase_var[i] + b->phase_var[i];   /* only one of the two runs has it */
+        }
     }
     for (int k = 0; k < INTERVAL_NKIND; k++) {
         double d = s->kind_sd[k] - b->kind_sd[k];

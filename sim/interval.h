@@ -20,6 +20,10 @@ typedef struct {
      * back to verify shares verify's errors): sum over its groups of
      * (resid_frac * the group's GPU time in the window / the window)^2 */
     double phase_var[WM_NPHASE];
+    /* the same per group for the two phases a baseline may share with a speculative run
+     * (decode falls back to verify, sample to accept): their groups' errors cancel in a
+     * speedup one by one */
+    float  group_sd[2][WM_GROUPS_MAX];
     /* a carried model, per kind of term (memory, compute, latency): unc * the GPU time of
      * that kind in the window / the window; one error shared by every group */
     double kind_sd[INTERVAL_NKIND];

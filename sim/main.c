@@ -351,8 +351,13 @@ static int cmd_sweep(simcfg_set_t *s, sweep_grid *g)
         return EXIT_BAD_INPUT;
     }
     if (!s->cfg.quiet) {
-        fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION,
-                sweep_grid_size(g));
+        long lo, hi, n = sweep_grid_size(g);
+        sweep_shard(s->cfg.shard, n, &lo, &hi, err, sizeof err);   /* checked above */
+        if (s->cfg.shard[0])
+            fprintf(out, "# specsim %s sweep: configurations %ld..%ld (part %s) of %ld;",
+                    SPECSIM_VERSION, lo + 1, hi, s->cfg.shard, n);
+        else
+            fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION, n);
         for (int a = 0; a < g->naxes; a++)
             fprintf(out, " %s (%d values)", g->axis[a].knob->name, g->axis[a].nvals);
         fputc('\n', out);

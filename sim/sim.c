@@ -117,6 +117,8 @@ typedef struct {
     /* the window's batch means (--precision, intervals) and the groups' GPU time in it */
     bmeans    bm;
     double    gain_mean;           /* expected tokens per request and iteration */
+    double    turn_m2;             /* E[overshoot^2] / E[output length]: the variance per
+                                      token of the tokens lost when requests finish */
     int       precise;
     interval_acc ia;
 } sim_state;
@@ -506,6 +508,16 @@ static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
 
 /* ---- iterations ------------------------------------------------------------------------ */
 
+/* Standard error of a ratio r (tokens/us) over a window of `tokens` tokens: the batch means'
+ * se_bm, and the variance of the tokens requests lose when they finish (their last gain is
+ * capped), which a window with few request ends does not show in its batches: per token
+ * E[overshoot^2] / E[output length] (Poisson request ends; batch.h). */
+static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
+{
+    double turn = tokens > 0 ? r * r * S->turn_m2 / tokens : 0;
+    return sqrt(se_bm * se_bm + turn);
+}
+
 /* --precision: the window holds SIM_PREC_MIN_ITERS iterations and a request that joined and
  * finished in it (the per-request metrics need one), and its tok/s is known to
  * +-precision: SIM_PREC_Z standard errors of the batch means (with the acceptance control
@@ -518,7 +530,8 @@ static int sim_precise(const sim_state *S)
     bmeans_estimate(&S->bm, &e);
     if (e.nb < BMEANS_MAX / 2)
         return 0;
-    double r = S->p->spec ? e.ratio_cv : e.ratio, se = S->p->spec ? e.se_cv : e.se;
+    double r = S->p->spec ? e.ratio_cv : e.ratio;
+    double se = sim_se(S, S->p->spec ? e.se_cv : e.se, r, (double)S->b.win_tokens);
     return r > 0 && SIM_PREC_Z * se <= S->p->precision * r;
 }
 
@@ -668,7 +681,10 @@ static void sim_interval(sim_state *S, sim_result *res, const bmeans_est *e, dou
     }
     interval_model(&S->ia, p->model, res->window_us, &res->iv);
     double bench_us = p->bench_s > 0 ? p->bench_s * 1e6 : p->requests ? res->window_us : 0;
-    res->iv.run_var = bench_us > 0 && e->ratio > 0 ? e->lambda / bench_us / (e->ratio * e->ratio) : 0;
+    /* a benchmark of bench_us: the batch means' variance per unit time, and the request ends
+     * it would see (sim_se) */
+    res->iv.run_var = bench_us > 0 && e->ratio > 0
+        ? e->lambda / bench_us / (e->ratio * e->ratio) + S->turn_m2 / (e->ratio * bench_us) : 0;
     res->iv.est_var = res->tok_s > 0 ? (se_s / res->tok_s) * (se_s / res->tok_s) : 0;
     res->unc_model = sqrt(interval_model_var(&res->iv));
     res->unc_run = sqrt(res->iv.run_var);
@@ -740,7 +756,8 @@ static void sim_results(sim_state *S, sim_result *res)
     int cv = p->precision > 0 && p->spec && e.nb >= 3;
     if (cv)
         res->tok_s = e.ratio_cv * 1e6;
-    double se_s = (cv ? e.se_cv : e.se) * 1e6;      /* tok/s */
+    double se_s = sim_se(S, cv ? e.se_cv : e.se, cv ? e.ratio_cv : e.ratio,
+                         (double)S->b.win_tokens) * 1e6;     /* tok/s */
     res->precision = res->tok_s > 0 && e.nb >= 3 ? SIM_PREC_Z * se_s / res->tok_s : 0;
     res->precise = S->precise;
     if (p->intervals)
@@ -833,6 +850,7 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
     if (p->spec)
         batch_accdist_init(&S->acc, &p->acc, p->steps, p->topk, p->draft_tokens);
     S->gain_mean = p->spec ? 1 + accept_expected(&p->acc, p->steps, p->topk, p->draft_tokens) : 1;
+    S->turn_m2 = p->spec ? batch_accdist_overshoot_m2(&S->acc) / batch_lendist_mean(&p->out_len) : 0;
     bmeans_init(&S->bm);
     if (batch_init(&S->b, p->concurrency, p->requests, &p->out_len, p->prompt_tokens,
                    p->stagger, p->seed))

@@ -51,9 +51,12 @@ typedef struct {
     int    intervals;                 /* 1: compute tok_s_p10/p90 and their parts */
 } sim_params;
 
-/* --precision's half-width in standard errors of the batch-means estimate: 1.96, a 95%
- * interval of the long-run tok/s (docs/simulator.md, "Precision"). */
-#define SIM_PREC_Z 1.96
+/* --precision's half-width in standard errors of the batch-means estimate: 4, so that a
+ * sweep of 10^4 configurations has every one within +-precision of its long-run tok/s
+ * (a normal error passes 4 sd once in 16,000; the batch means' own error in the standard
+ * error, ~15% with 20-40 batches, is what the margin over 3 sd is for; docs/simulator.md,
+ * "Precision", and sim/precision_check.sh measure it). */
+#define SIM_PREC_Z 4.0
 /* The fewest measured iterations a --precision run stops at: the batch means need
  * BMEANS_MAX/2 batches of a few iterations to estimate a variance. */
 #define SIM_PREC_MIN_ITERS 64

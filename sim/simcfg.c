@@ -47,7 +47,7 @@ const simcfg_knob simcfg_knobs[] = {
       "decides (with --precision 0: 1000, and at least 20000/concurrency for a speculative "
       "closed loop); with --requests, a cap (0 = none)"),
     K("precision", SK_DBL, precision, 0, 0.999, 0, "fraction", "end a closed-loop run once "
-      "its tok/s is known to +-P (0.01 = 1%; 95% confidence from batch means, with the "
+      "its tok/s is known to +-P (0.01 = 1%: 4 standard errors of batch means, with the "
       "acceptance draws as a control variate); 0 = a fixed --iterations; off when "
       "--iterations is given without it"),
     K("seconds", SK_DBL, seconds, 0, 1e9, 0, "s", "the prediction interval (p10/p90) is for "

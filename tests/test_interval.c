@@ -3,7 +3,7 @@
  * against the groups' stated residuals, a benchmark's part against the acceptance
  * distribution's variance), and the whole interval by coverage: a synthetic model whose
  * groups carry stated spreads, a "true" model drawn from those spreads per seed, a benchmark
- * of a given length run on it, and the share of seeds whose benchmark lands inside the
+ * of a given length run on it, and the share of 1000 seeds whose benchmark lands inside the
  * nominal model's 80% interval, which must be within 5 points of 80%. */
 #include "check.h"
 #include "sim.h"
@@ -113,13 +113,20 @@ static void interval_quantiles_and_speedup_sharing(void)
     memset(&s, 0, sizeof s);
     memset(&b, 0, sizeof b);
     s.phase_var[WM_VERIFY] = 0.03 * 0.03;
-    b.phase_var[WM_VERIFY] = 0.02 * 0.02;                /* the same phase: shared error */
+    s.group_sd[0][0] = 0.03f;
+    b.phase_var[WM_VERIFY] = 0.02 * 0.02;                /* the same group: shared error */
+    b.group_sd[0][0] = 0.02f;
+    s.phase_var[WM_ACCEPT] = 0.01 * 0.01;                /* one group each: independent */
+    s.group_sd[1][0] = 0.01f;
+    b.phase_var[WM_ACCEPT] = 0.01 * 0.01;
+    b.group_sd[1][1] = 0.01f;
     b.phase_var[WM_DECODE] = 0.01 * 0.01;                /* its own phase: independent */
     s.kind_sd[INTERVAL_MEM] = 0.05;
     b.kind_sd[INTERVAL_MEM] = 0.05;                      /* one carry error: cancels */
     s.run_var = b.run_var = 1e-4;
-    CHECK_NEAR(interval_speedup_var(&s, &b), 0.01 * 0.01 + 0.01 * 0.01 + 2e-4, 1e-15, 1e-9);
-    CHECK_NEAR(interval_var(&s), 0.03 * 0.03 + 0.05 * 0.05 + 1e-4, 1e-15, 1e-9);
+    CHECK_NEAR(interval_speedup_var(&s, &b), 0.01 * 0.01 + 2 * 0.01 * 0.01 + 0.01 * 0.01 + 2e-4,
+               1e-9, 1e-5);
+    CHECK_NEAR(interval_var(&s), 0.03 * 0.03 + 0.01 * 0.01 + 0.05 * 0.05 + 1e-4, 1e-15, 1e-9);
 }
 
 /* Constant costs, no jitter, no host: the model part is sqrt(sum_g (r_g * T_g))/W with T_g
@@ -206,10 +213,10 @@ static void interval_run_part_is_the_acceptance_variance(void)
 }
 
 /* Coverage with a known truth: per seed, the truth is drawn from the stated residuals
- * (model_truth) and measured by a benchmark of `bench_iters` iterations (0: a long run of
- * 5000); the nominal model predicts with --precision 0.01 and --seconds as long as that
- * benchmark. Returns the share of seeds inside [p10, p90] of tok/s (and of the speedup, a
- * baseline benchmarked the same way, in *spd). */
+ * (model_truth) and measured by a benchmark of `bench_iters` iterations; the nominal model
+ * predicts with --precision 0.01 and --seconds as long as that benchmark. Returns the share
+ * of seeds inside [p10, p90] of tok/s (and of the speedup, a baseline benchmarked the same
+ * way, in *spd). */
 static double coverage(double resid, long bench_iters, int trials, double *spd)
 {
     wm_model m, t;
@@ -226,7 +233,7 @@ static double coverage(double resid, long bench_iters, int trials, double *spd)
         gsl_rng_free(rng);
         return -1;
     }
-    double bench_s = bench_iters ? bench_iters * r.iter_us / 1e6 : 0;
+    double bench_s = bench_iters * r.iter_us / 1e6;
     params(&p, &m, 0, 4);
     p.precision = 0.01;
     p.iterations = 100000;
@@ -234,20 +241,20 @@ static double coverage(double resid, long bench_iters, int trials, double *spd)
         gsl_rng_free(rng);
         return -1;
     }
-    double bench_base_s = bench_iters ? bench_iters * rb.iter_us / 1e6 : 0;
+    double bench_base_s = bench_iters * rb.iter_us / 1e6;
     int in = 0, in_spd = 0;
     for (int i = 0; i < trials; i++) {
         model_truth(&t, &m, rng);
         sim_result ts, tb, ps, pb;
         /* the truth's benchmarks */
         params(&p, &t, 1, 4);
-        p.iterations = bench_iters ? bench_iters : 5000;
+        p.iterations = bench_iters;
         p.seed = 100000 + (unsigned long)i;
         p.intervals = 0;
         if (run(&p, &ts))
             break;
         params(&p, &t, 0, 4);
-        p.iterations = bench_iters ? bench_iters : 5000;
+        p.iterations = bench_iters;
         p.seed = 200000 + (unsigned long)i;
         p.intervals = 0;
         if (run(&p, &tb))
@@ -279,14 +286,14 @@ static double coverage(double resid, long bench_iters, int trials, double *spd)
 
 static void interval_coverage_matches_nominal_with_known_truth(void)
 {
-    /* 400 seeds: the share's binomial sd is 2 points at 80%, so 5 points is 2.5 sd */
+    /* 1000 seeds: the share's binomial sd is 1.3 points at 80%, so 5 points is 4 sd */
     static const struct { const char *what; double resid; long bench; } cases[] = {
-        {"model residuals only (a long benchmark)", 1, 0},
+        {"model residuals only (a 5000-iteration benchmark)", 1, 5000},
         {"a 150-iteration benchmark only (exact model)", 0, 150},
         {"both", 1, 150},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        double spd, cov = coverage(cases[i].resid, cases[i].bench, 400, &spd);
+        double spd, cov = coverage(cases[i].resid, cases[i].bench, 1000, &spd);
         printf("     %s: %.1f%% of tok/s and %.1f%% of speedups inside their 80%% interval\n",
                cases[i].what, 100 * cov, 100 * spd);
         CHECK_NEAR(cov, 0.80, 0.05, 0);
