@@ -345,15 +345,16 @@ rc=$?
 awk -F'\t' -v truth="$TRUTH" '
   BEGIN {
     printf "#\n# prediction intervals of the nominal predictions (specsim p10/p90; --seconds = the measured\n"
-    printf "# window, when the grid has one): inside = measured runs of the configuration within [p10, p90]\n"
-    printf "# %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10s %10s %10s %7s %6s %5s\n", "preset", "mode", "steps",
-      "topk", "dt", "alpha", "conc", "seconds", "reps", "p10", "p50", "p90", "width", "inside", "calib"
-    printf "# %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10s %10s %10s %7s %6s %5s\n", "-", "-", "-", "-",
-      "tok", "-", "req", "s", "-", "tok/s", "tok/s", "tok/s", "%", "runs", "-" }
+    printf "# window, when the grid has one): inside = measured runs of the configuration within [p10, p90];\n"
+    printf "# runs = each measured run'"'"'s tok/s\n"
+    printf "# %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10s %10s %10s %7s %6s %5s %s\n", "preset", "mode", "steps",
+      "topk", "dt", "alpha", "conc", "seconds", "reps", "p10", "p50", "p90", "width", "inside", "calib", "runs"
+    printf "# %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10s %10s %10s %7s %6s %5s %s\n", "-", "-", "-", "-",
+      "tok", "-", "req", "s", "-", "tok/s", "tok/s", "tok/s", "%", "runs", "-", "tok/s" }
   { n = split($21, r, ";"); k = 0
     for (i = 1; i <= n; i++) k += (r[i] + 0 >= $22 + 0 && r[i] + 0 <= $23 + 0)
-    printf "  %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10.2f %10.2f %10.2f %7.2f %6d %5s\n", $1, $2, $3,
-      $4, $5, $6, $7, $20, $11, $22, $17, $23, ($17 > 0 ? 100 * ($23 - $22) / $17 : 0), k, $15
+    printf "  %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10.2f %10.2f %10.2f %7.2f %6d %5s %s\n", $1, $2, $3,
+      $4, $5, $6, $7, $20, $11, $22, $17, $23, ($17 > 0 ? 100 * ($23 - $22) / $17 : 0), k, $15, $21
     printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", truth, $1, $15, $22, $17, $23, $21 > cov }
 ' cov="$WORK/coverage.tsv" "$WORK/pred.tsv" >> "$WORK/validation.txt"
 awk -F'\t' -v lo="$TARGET_COVERAGE_LO" -v hi="$TARGET_COVERAGE_HI" -f "$(dirname "$0")/coverage.awk" \
