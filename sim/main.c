@@ -261,6 +261,15 @@ static int cmd_run(simcfg_set_t *s)
         }
         sim_warn_beyond_fit(stderr, "run", ps.model, &far, "");
     }
+    for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++) {   /* --precision not reached */
+        const sim_params *pp = m ? &pb : &ps;
+        const sim_result *rr = m ? &rb : &rs;
+        if (pp->precision > 0 && !rr->precise)
+            fprintf(stderr, "specsim run: warning: %s: tok/s known to +-%.3g%% after %ld "
+                    "iterations, not the --precision %.3g%% asked (--iterations caps it)\n",
+                    m ? "baseline" : "spec", 100 * rr->precision, rr->iterations,
+                    100 * pp->precision);
+    }
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -292,6 +301,13 @@ static int cmd_run(simcfg_set_t *s)
             free(m);
             snprintf(buf, sizeof buf, "%.4f", report_speedup(&rs, base));
             cJSON_AddNumberToObject(o, "speedup", strtod(buf, NULL));
+            double lo, hi;
+            report_speedup_interval(&rs, base, &lo, &hi);
+            snprintf(buf, sizeof buf, "%.4f", lo);
+            cJSON_AddNumberToObject(o, "speedup_p10", strtod(buf, NULL));
+            cJSON_AddNumberToObject(o, "speedup_p50", cJSON_GetObjectItem(o, "speedup")->valuedouble);
+            snprintf(buf, sizeof buf, "%.4f", hi);
+            cJSON_AddNumberToObject(o, "speedup_p90", strtod(buf, NULL));
         }
         char *txt = cJSON_Print(o);
         puts(txt);

@@ -5,8 +5,10 @@
 # took and the same estimator (--precision 1e-9: never reached, so the run goes to
 # --iterations), and compares: every tok/s must lie within the precision of its 10x longer
 # run. Writes the comparison table to OUT (default docs/precision_check.txt) and prints it.
-# Workload: ~10,100 reference runs of ~300-15,000 iterations, on every core: ~1-3 min on
-# the 2-core machine. PRECISION_QUICK=1: BENCH_QUICK's 1,000-configuration grid.
+# (The reference runs warn that they did not reach --precision 1e-9: their stderr is dropped.)
+# Workload: ~10,100 reference runs of ~600-15,000 iterations, on every core: 1.7 min on
+# the 2-core machine under load (docs/precision_check.txt). PRECISION_QUICK=1: BENCH_QUICK's
+# 1,000-configuration grid.
 set -eu
 bin=${1:-bin/specsim}
 out=${2:-docs/precision_check.txt}
@@ -29,12 +31,12 @@ awk -F, -v bin="$bin" -v model="$tmp/tp8.json" -v dir="$tmp" '
   NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
   { common = sprintf("%s run --model %s --link %s --allreduce %s --concurrency %s --quiet --csv --precision 1e-9", \
                      bin, model, $c["link"], $c["allreduce"], $c["concurrency"])
-    printf "%s --steps %s --alpha %s --no-baseline --iterations %d | awk -F, -v id=%d %s > %s/ref.%d\n", \
+    printf "%s --steps %s --alpha %s --no-baseline --iterations %d 2>/dev/null | awk -F, -v id=%d %s > %s/ref.%d\n", \
       common, $c["steps"], $c["alpha"], 10 * $c["iterations"], NR - 1, \
       "\047NR == 1 { for (i = 1; i <= NF; i++) if ($i == \"tok_s\") k = i; next } { print \"spec\", id, $k }\047", dir, NR - 1
     b = $c["link"] SUBSEP $c["allreduce"] SUBSEP $c["concurrency"]
     if (!(b in seen)) { seen[b] = 1
-      printf "%s --iterations %d | awk -F, -v id=%d %s > %s/base.%d\n", common, 10 * $c["base_iterations"], NR - 1, \
+      printf "%s --iterations %d 2>/dev/null | awk -F, -v id=%d %s > %s/base.%d\n", common, 10 * $c["base_iterations"], NR - 1, \
         "\047NR == 1 { for (i = 1; i <= NF; i++) if ($i == \"base_tok_s\") k = i; next } { print \"base\", id, $k }\047", dir, NR - 1 } }
 ' "$tmp/sweep.csv" > "$tmp/cmds"
 tr '\n' '\0' < "$tmp/cmds" | xargs -0 -P "$(nproc)" -n 1 sh -c

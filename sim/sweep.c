@@ -199,6 +199,7 @@ typedef struct {
     long                njobs;
     sim_result         *spec, *bres;   /* results: speculative (config lo+j), baselines */
     atomic_long         next, done;
+    atomic_long         imprecise;   /* runs that stopped at --iterations short of --precision */
     atomic_int          failed;
     pthread_mutex_t     lock;
     char                err[1024];
@@ -256,6 +257,8 @@ static void *sweep_worker(void *arg)
             rc = sim_run(p, NULL, res, err, sizeof err);
         if (!rc)
             sweep_note_beyond(c, p->model, res);
+        if (!rc && p->precision > 0 && !res->precise)
+            atomic_fetch_add(&c->imprecise, 1);
         if (rc) {
             pthread_mutex_lock(&c->lock);
             if (!atomic_load(&c->failed))
@@ -435,6 +438,10 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
         snprintf(err, errlen, "sweep: writing the CSV failed");
         goto out;
     }
+    if (atomic_load(&c.imprecise))
+        fprintf(stderr, "specsim sweep: warning: %ld of %ld runs stopped at --iterations before "
+                "their tok/s was known to +-%.3g%% (the precision column says how well)\n",
+                (long)atomic_load(&c.imprecise), c.njobs, 100 * base->cfg.precision);
     if (c.beyond_model) {
         char note[96];
         snprintf(note, sizeof note, "in %ld of %ld runs, up to ", c.nbeyond, c.njobs);
