@@ -222,7 +222,7 @@ static const char *const wm_group_keys[] = {
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
     "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
-    "q_tile_knee", "resid_frac", "latency_bound", NULL,
+    "q_tile_knee", "resid_frac", "latency_bound", "source", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -251,7 +251,8 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "per_wave_us", base, 0, 0, 0, 0, &out->per_wave_us) != 0 ||
         wm_num(c, g, "sd_frac", base, 0, 0, 0, 0, &out->sd_frac) != 0 ||
         wm_num(c, g, "resid_frac", base, 0, 0, 0, 0, &out->resid_frac) != 0 ||
-        wm_num(c, g, "sweep_scale", base, 0, 0, 0, 0, &out->sweep_scale) != 0)
+        wm_num(c, g, "sweep_scale", base, 0, 0, 0, 0, &out->sweep_scale) != 0 ||
+        wm_str(c, g, "source", base, 0, out->source, sizeof out->source) != 0)
         return -1;
     const cJSON *lb = cJSON_GetObjectItemCaseSensitive(g, "latency_bound");
     if (lb != NULL && !cJSON_IsBool(lb)) {
@@ -688,6 +689,8 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddNumberToObject(o, "resid_frac", g->resid_frac);
     if (g->latency_bound)
         cJSON_AddBoolToObject(o, "latency_bound", 1);
+    if (g->source[0])   /* derived groups only: fitted files stay as they were */
+        cJSON_AddStringToObject(o, "source", g->source);
     return o;
 }
 

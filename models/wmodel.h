@@ -21,6 +21,7 @@ extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
 #define WM_NAME_MAX 96
 #define WM_GROUPS_MAX 64
 #define WM_COLLS_MAX 8
+#define WM_GSRC_MAX 224  /* a group's source, with its terminating 0 */
 
 /* Cost of one kernel group for one forward, in microseconds:
  *   base_us + per_token_us * max(0, tokens - knee_tokens) + per_token_all_us * tokens
@@ -81,6 +82,9 @@ typedef struct {
     int    latency_bound;         /* 1: a carried model kept this group's base as measured
                                      (latency-bound kernels, models/carry.c): its base takes
                                      the model's unc.latency_frac, else unc.memory_frac */
+    /* how the group's terms were derived when not fitted directly (specsim scale writes its
+     * factors and their uncertainty here); "" in fitted and hand-written files */
+    char   source[WM_GSRC_MAX];
 } wm_group;
 
 /* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):
