@@ -522,13 +522,15 @@ static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
     return sqrt(se_bm * se_bm + turn);
 }
 
-/* --precision: the window holds SIM_PREC_MIN_ITERS iterations and a request that joined and
- * finished in it (the per-request metrics need one), and its tok/s is known to
+/* --precision: the window holds SIM_PREC_MIN_ITERS iterations and SIM_PREC_MIN_REQS requests
+ * (one per slot when fewer) that joined and finished in it (the per-request metrics come
+ * from them), and its tok/s is known to
  * +-precision: SIM_PREC_Z standard errors of the batch means (with the acceptance control
  * variate for a speculative run). */
 static int sim_precise(const sim_state *S)
 {
-    if (S->iters_measured < SIM_PREC_MIN_ITERS || S->b.ntpot < 1)
+    int reqs = S->p->concurrency < SIM_PREC_MIN_REQS ? S->p->concurrency : SIM_PREC_MIN_REQS;
+    if (S->iters_measured < SIM_PREC_MIN_ITERS || S->b.ntpot < (size_t)reqs)
         return 0;
     bmeans_est e;
     bmeans_estimate(&S->bm, &e);
