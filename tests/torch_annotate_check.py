@@ -157,7 +157,7 @@ def autoload():
     sp.set_sink(rec.push, rec.pop)
     FakeCache, _, Tiny, _ = _tiny_classes(torch)
     a, b, c = Tiny(), Tiny(), Tiny()       # #1 target, #2 draft, #3 not named
-    for m, q in ((a, 5), (b, 1), (c, 1)):
+    for m, q in ((a, 5), (b, 2), (c, 3)):
         m(input_ids=torch.zeros((1, q), dtype=torch.long), past_key_values=FakeCache(9))
     for n in rec.names:
         print("pushed: %s" % n)

@@ -40,14 +40,15 @@ def _matches(pat, cls):
 
 def on_module_init(module):
     """Annotates module if an item of the installed spec picks it (called after
-    Module.__init__). The first item whose pattern matches decides; its count goes up
-    whether or not it is the instance the item names."""
+    Module.__init__). Each item counts the modules its pattern matches, in construction
+    order; the first item that matches and names this instance (or every instance) decides."""
     st = _state
     cls = type(module)
-    for i, (pat, nth, role) in enumerate(st.items):
-        if not _matches(pat, cls):
-            continue
+    hits = [i for i, (pat, _, _) in enumerate(st.items) if _matches(pat, cls)]
+    for i in hits:                       # every item counts the modules its pattern matches
         st.seen[i] += 1
+    for i in hits:
+        pat, nth, role = st.items[i]
         if nth and st.seen[i] != nth:
             continue
         from . import annotate

@@ -60,8 +60,8 @@ def parse_spec(spec):
     (transformers.models.llama.modeling_llama.LlamaForCausalLM) or an fnmatch pattern of
     either; nth: the instance number among the modules this item matches, in
     construction order (1 = the first built), or 0 for every instance; role: target,
-    draft or a phase word. Items are tried in order; the first that matches a new module
-    decides."""
+    draft or a phase word. Each item counts the modules its pattern matches; of the items
+    that match a new module and name its number (or every instance), the first decides."""
     items = []
     if not spec or not spec.strip():
         raise SpecError("--torch-annotate: empty spec; expected PATTERN=ROLE[,PATTERN=ROLE...]")
