@@ -143,10 +143,9 @@ class Annotation:
             m = self._arg(args, kwargs, "attention_mask", self._i_mask)
             if m is not None and len(m.shape) == 2:
                 past = max(m.shape[-1] - q, 0)
-        name = forward_range(self.role, rows, q, past)
-        word = name[:name.index(" ")]
+        word = phase_for(self.role, q, past)
         self.counts[word] = self.counts.get(word, 0) + 1
-        return name
+        return range_name(word, rows * q, rows, rows * past)
 
     def _pre(self, module, args, kwargs):
         t = _thread()
