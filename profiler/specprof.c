@@ -324,23 +324,30 @@ static int torch_spec_check(const char *spec, char *err, size_t errlen) {
 }
 
 /* The directory that holds specprof_torch/ and site/sitecustomize.py: $SPECPROF_PYTHON_DIR,
- * else <dir of specprof>/../profiler/python (the source tree: bin/specprof). */
+ * else the first of <dir of specprof>/../profiler/python (bin/specprof in the source tree),
+ * <dir>/../../profiler/python (build-asan/bin/specprof) and <dir>/../share/specprof/python. */
 static int torch_helper_dir(char *out, char *err, size_t errlen) {
+    static const char *const rel[] = {"/../profiler/python", "/../../profiler/python", "/../share/specprof/python"};
     const char *env = getenv("SPECPROF_PYTHON_DIR");
-    char here[PATH_MAX], cand[PATH_MAX + 64], probe[PATH_MAX + 128];
-    if (env && *env) snprintf(cand, sizeof cand, "%s", env);
-    else if (exe_dir(here, sizeof here) == 0) snprintf(cand, sizeof cand, "%s/../profiler/python", here);
-    else { snprintf(err, errlen, "--torch-annotate: cannot find specprof's own directory; set SPECPROF_PYTHON_DIR"); return -1; }
-    snprintf(probe, sizeof probe, "%s/site/sitecustomize.py", cand);
-    int ok = access(probe, R_OK) == 0;
-    snprintf(probe, sizeof probe, "%s/specprof_torch/__init__.py", cand);
-    ok = ok && access(probe, R_OK) == 0;
-    if (!ok || !realpath(cand, out)) {
-        snprintf(err, errlen, "--torch-annotate: %s: no specprof_torch/__init__.py and site/sitecustomize.py there "
-                 "(the Python helper, profiler/python in the source tree); set SPECPROF_PYTHON_DIR to its directory", cand);
+    char here[PATH_MAX], cand[PATH_MAX + 64], probe[PATH_MAX + 128], tried[3 * PATH_MAX] = "";
+    int n = env && *env ? 1 : 3;
+    if (!(env && *env) && exe_dir(here, sizeof here)) {
+        snprintf(err, errlen, "--torch-annotate: cannot find specprof's own directory; set SPECPROF_PYTHON_DIR");
         return -1;
     }
-    return 0;
+    for (int i = 0; i < n; i++) {
+        if (env && *env) snprintf(cand, sizeof cand, "%s", env);
+        else snprintf(cand, sizeof cand, "%s%s", here, rel[i]);
+        snprintf(probe, sizeof probe, "%s/site/sitecustomize.py", cand);
+        int ok = access(probe, R_OK) == 0;
+        snprintf(probe, sizeof probe, "%s/specprof_torch/__init__.py", cand);
+        if (ok && access(probe, R_OK) == 0 && realpath(cand, out)) return 0;
+        size_t used = strlen(tried);
+        snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", cand);
+    }
+    snprintf(err, errlen, "--torch-annotate: %.2048s: no specprof_torch/__init__.py and site/sitecustomize.py there "
+             "(the Python helper, profiler/python in the source tree); set SPECPROF_PYTHON_DIR to its directory", tried);
+    return -1;
 }
 
 static int cmd_run(int argc, char **argv) {
