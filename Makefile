@@ -12,7 +12,7 @@ WERROR    := $(if $(CI),-Werror,)
 CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -fPIC
 CPPFLAGS  += -Isim -Imodels -Iprofiler/core -MMD -MP \
              $(shell pkg-config --cflags gsl libcjson 2>/dev/null)
-LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lpthread -lm
+LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lz -lpthread -lm
 
 Q := $(if $(V),,@)
 
@@ -51,7 +51,7 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/check.h tests/specsim_bin.h
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-test: check-deps $(TEST_BIN) $(BIN)/specsim
+test: check-deps $(TEST_BIN) $(BIN)/specsim $(BIN)/specprof
 	$(Q)sh tests/run.sh $(TEST_BIN)
 
 asan:
