@@ -29,6 +29,8 @@ typedef struct {
     ptrace_mem    *mem;  size_t nmem,  capmem;
     ptrace_api    *api;  size_t napi,  capapi;
     ptrace_range  *rng;  size_t nrng,  caprng;
+    ptrace_window *win;  size_t nwin,  capwin;   /* node-level windows (windowed captures; none:
+                                                    everything was recorded), in time order */
     fit_strpool   *pool;
 } fit_trace;
 
@@ -38,11 +40,17 @@ int  fit_trace_init(fit_trace *t, const char *label);
  * Kineto/torch.profiler JSON, plain or gzip, through the importers of timport.h. The ranges
  * are as in the file (phasemap.h names a foreign trace's phases). Returns 0, or -1 with err. */
 int  fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen);
+/* The same for a specprof trace only (streamed through ptrace_scan_file, plain or gzip), with
+ * its windows; the specprof entry of timport.h's table. */
+int  fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t errlen);
 /* Copies one record (and its strings) into t. 0, or -1 when out of memory. */
 int  fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k);
 int  fit_trace_add_mem(fit_trace *t, const ptrace_mem *m);
 int  fit_trace_add_api(fit_trace *t, const ptrace_api *a);
 int  fit_trace_add_range(fit_trace *t, const ptrace_range *r);
+/* A window of a windowed capture (traces/FORMAT.md): phase instances must lie inside one,
+ * and a host gap is measured only from a predecessor in the same window. In time order. */
+int  fit_trace_add_window(fit_trace *t, const ptrace_window *w);
 void fit_trace_free(fit_trace *t);
 
 /* ---- one group's cost vs tokens --------------------------------------------------------- */

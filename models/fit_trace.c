@@ -1,9 +1,10 @@
-/* fit_trace: trace files -> fit_trace (fit.h): the kernels, copies, launch calls and
+/* fit_trace: specprof trace files -> fit_trace (fit.h): the kernels, copies, launch calls and
  * NVTX ranges the fit reads, their strings interned in the trace's pool. In: a path (through
- * the importers of timport.h) or records added one by one; out: a fit_trace, and the string pool and array
+ * ptrace_read.h) or records added one by one; out: a fit_trace, and the string pool and array
  * growth the later stages use (fit_int.h). Workload: 10^4..10^6 records per trace. */
 #include "fit_int.h"
 #include "timport.h"
+#include "ptrace_read.h"
 #include "ptrace_out.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -134,6 +135,7 @@ void fit_trace_free(fit_trace *t)
     free(t->mem);
     free(t->api);
     free(t->rng);
+    free(t->win);
     fit_trace_pool_destroy(t->pool);
     memset(t, 0, sizeof *t);
 }
@@ -196,6 +198,88 @@ int fit_trace_add_range(fit_trace *t, const ptrace_range *r)
         return -1;
     t->rng[t->nrng++] = c;
     return 0;
+}
+
+int fit_trace_add_window(fit_trace *t, const ptrace_window *w)
+{
+    if (fit_trace_grow((void **)&t->win, &t->capwin, t->nwin, sizeof *t->win))
+        return -1;
+    size_t i = t->nwin++;   /* the file has them in the order they closed: keep time order anyway */
+    while (i > 0 && t->win[i - 1].start_ns > w->start_ns) {
+        t->win[i] = t->win[i - 1];
+        i--;
+    }
+    t->win[i] = *w;
+    return 0;
+}
+
+/* The window holding time ts_ns, or -1 (also when the trace has none). */
+long fit_trace_window_of(const fit_trace *t, int64_t ts_ns)
+{
+    size_t lo = 0, hi = t->nwin;
+    while (lo < hi) {   /* the last window starting at or before ts */
+        size_t mid = (lo + hi) / 2;
+        if (t->win[mid].start_ns <= ts_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || ts_ns > t->win[lo - 1].end_ns)
+        return -1;
+    return (long)(lo - 1);
+}
+
+/* Scan callback: typed views of the events the fit uses, copied into the trace. */
+static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
+{
+    fit_trace *t = user;
+    int64_t t0 = info->header.t0_ns;
+    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; ptrace_window w; } u;
+    if (ptrace_read_kernel(ev, t0, &u.k) == 0)
+        return fit_trace_add_kernel(t, &u.k);
+    if (ptrace_read_mem(ev, t0, &u.m) == 0)
+        return fit_trace_add_mem(t, &u.m);
+    if (ptrace_read_api(ev, t0, &u.a) == 0)
+        return fit_trace_add_api(t, &u.a);
+    if (ptrace_read_range(ev, t0, &u.r) == 0)
+        return fit_trace_add_range(t, &u.r);
+    if (ptrace_read_window(ev, t0, &u.w) == 0)
+        return fit_trace_add_window(t, &u.w);
+    return 0;
+}
+
+/* Streams the file (plain or gzip, ptrace_scan_file): the fit holds its records, never the
+ * text, so a trace costs its records' memory whatever its size on disk. */
+int fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t errlen)
+{
+    ptrace_info info;
+    if (fit_trace_init(t, path)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    if (ptrace_scan_file(path, ft_take, t, &info, err, errlen))
+        goto fail;
+    if (info.merged) {
+        snprintf(err, errlen, "%s: a merged trace (specprof merge): give the per-rank files "
+                 "to specsim fit", path);
+        goto fail;
+    }
+    if (info.lines && info.events && !info.complete && !info.cut_last_line &&
+        (t->nkern + t->nmem + t->napi + t->nrng) < info.events / 2) {
+        /* the callback stopped early: only out of memory does that */
+        snprintf(err, errlen, "%s: out of memory after %zu records", path,
+                 t->nkern + t->nmem + t->napi + t->nrng);
+        goto fail;
+    }
+    t->has_header = info.has_header;
+    t->hdr = info.header;
+    t->truncated = !info.complete;
+    t->cut_last_line = info.cut_last_line;
+    t->bad_lines = info.bad_lines;
+    return 0;
+fail:
+    fit_trace_free(t);
+    return -1;
 }
 
 /* Any trace format the importers know (models/timport.h: specprof or Kineto, plain or gzip,

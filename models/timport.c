@@ -11,62 +11,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define TIMPORT_HEAD_BYTES ((size_t)64 << 10)   /* what the probes see */
 
 /* ---- specprof ------------------------------------------------------------------------------ */
 
-typedef struct { fit_trace *t; int oom; timport_stats *st; } ti_sp;
-
-static int ti_sp_take(void *user, const ptrace_event *ev, const ptrace_info *info)
+/* --scan-only: the records counted, not kept. */
+static int ti_sp_count(void *user, const ptrace_event *ev, const ptrace_info *info)
 {
-    ti_sp *u = user;
-    fit_trace *t = u->t;
+    timport_stats *st = user;
     int64_t t0 = info->header.t0_ns;
     union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; } x;
-    int rc = 0, keep = !u->st->discard;
-    if (ptrace_read_kernel(ev, t0, &x.k) == 0) {
-        u->st->kernels++;
-        rc = keep ? fit_trace_add_kernel(t, &x.k) : 0;
-    } else if (ptrace_read_mem(ev, t0, &x.m) == 0) {
-        u->st->mems++;
-        rc = keep ? fit_trace_add_mem(t, &x.m) : 0;
-    } else if (ptrace_read_api(ev, t0, &x.a) == 0) {
-        u->st->apis++;
-        rc = keep ? fit_trace_add_api(t, &x.a) : 0;
-    } else if (ptrace_read_range(ev, t0, &x.r) == 0) {
-        u->st->ranges++;
-        rc = keep ? fit_trace_add_range(t, &x.r) : 0;
-    }
-    if (rc)
-        u->oom = 1;
-    return rc;
+    if (ptrace_read_kernel(ev, t0, &x.k) == 0)
+        st->kernels++;
+    else if (ptrace_read_mem(ev, t0, &x.m) == 0)
+        st->mems++;
+    else if (ptrace_read_api(ev, t0, &x.a) == 0)
+        st->apis++;
+    else if (ptrace_read_range(ev, t0, &x.r) == 0)
+        st->ranges++;
+    return 0;
 }
 
-static int ti_sp_load(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen)
+/* specprof's own loader (fit_trace.c: records and windows, streamed, plain or gzip). */
+static int ti_sp_load(const char *path, psrc *src, fit_trace *t, timport_stats *st, char *err,
+                      size_t errlen)
 {
-    ti_sp u = {t, 0, st};
-    ptrace_info info;
-    if (ptrace_scan_src(src, ti_sp_take, &u, &info, err, errlen))
-        return -1;
-    if (u.oom) {
-        snprintf(err, errlen, "%s: out of memory after %zu records", t->file,
-                 t->nkern + t->nmem + t->napi + t->nrng);
-        return -1;
+    (void)src;
+    if (st->discard) {
+        ptrace_info info;
+        if (fit_trace_init(t, path)) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+        if (ptrace_scan_file(path, ti_sp_count, st, &info, err, errlen)) {
+            fit_trace_free(t);
+            return -1;
+        }
+        st->events = info.events;
+        st->complete = info.complete;
+    } else {
+        if (fit_trace_load_specprof(t, path, err, errlen))
+            return -1;
+        st->kernels = t->nkern;
+        st->mems = t->nmem;
+        st->apis = t->napi;
+        st->ranges = t->nrng;
+        st->events = t->nkern + t->nmem + t->napi + t->nrng;
+        st->complete = !t->truncated;
     }
-    if (info.merged) {
-        snprintf(err, errlen, "%s: a merged trace (specprof merge): give the per-rank files "
-                 "to specsim fit", t->file);
-        return -1;
-    }
-    t->has_header = info.has_header;
-    t->hdr = info.header;
-    t->truncated = !info.complete;
-    t->cut_last_line = info.cut_last_line;
-    t->bad_lines = info.bad_lines;
-    st->events = info.events;
-    st->skipped = info.events - (st->kernels + st->mems + st->apis + st->ranges);
-    st->complete = info.complete;
+    st->skipped = st->events - (st->kernels + st->mems + st->apis + st->ranges);
     return 0;
 }
 
@@ -381,7 +376,23 @@ static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, t
     return 0;
 }
 
-static int ti_kn_load(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen)
+static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen);
+
+static int ti_kn_load(const char *path, psrc *src, fit_trace *t, timport_stats *st, char *err,
+                      size_t errlen)
+{
+    if (fit_trace_init(t, path)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    if (ti_kn_load_src(src, t, st, err, errlen)) {
+        fit_trace_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen)
 {
     ti_kn u = {t, 0, st->discard, NULL, 0, 0};
     double cost_us = ti_kn_host_cost_us();
@@ -470,10 +481,7 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
     int discard = stp ? stp->discard : 0;
     memset(st, 0, sizeof *st);
     st->discard = discard;
-    if (fit_trace_init(t, path)) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        return -1;
-    }
+    memset(t, 0, sizeof *t);         /* the loader initialises it */
     const timport_ops *op = NULL;
     pgz *g = NULL;
     char *head = NULL;
@@ -490,11 +498,26 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
         }
         if (pgz_open(path, &g, err, errlen))
             goto fail;
-        ssize_t n = psrc_read_full(pgz_src(g), head, TIMPORT_HEAD_BYTES, err, errlen);
+        /* what inflates before an error is enough to probe (specprof's gzip traces cut by
+         * SIGKILL have no trailer: its own loader reads them up to the cut) */
+        ssize_t n = 0;
+        char perr[256];
+        while ((size_t)n < TIMPORT_HEAD_BYTES) {
+            ssize_t r = pgz_src(g)->read(pgz_src(g), head + n, TIMPORT_HEAD_BYTES - (size_t)n, perr,
+                                         sizeof perr);
+            if (r <= 0) {
+                if (r < 0 && n == 0) {
+                    snprintf(err, errlen, "%s", perr);
+                    pgz_close(g);
+                    g = NULL;
+                    goto fail;
+                }
+                break;
+            }
+            n += r;
+        }
         pgz_close(g);
         g = NULL;
-        if (n < 0)
-            goto fail;
         head[n] = 0;
         for (const timport_ops *o = timport_table; o->name && !op; o++)
             if (o->probe(head, (size_t)n))
@@ -513,9 +536,12 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
         goto fail;
     st->importer = op->name;
     st->compressed = pgz_compressed(g);
-    if (op->load(pgz_src(g), t, st, err, errlen))
+    if (op->load(path, pgz_src(g), t, st, err, errlen))
         goto fail;
     st->file_bytes = pgz_src(g)->bytes_in;
+    struct stat sb;
+    if (st->file_bytes == 0 && stat(path, &sb) == 0)   /* a loader that read the path itself */
+        st->file_bytes = (unsigned long long)sb.st_size;
     pgz_close(g);
     free(head);
     return 0;

@@ -30,12 +30,14 @@ typedef struct {
     int    complete;               /* the file ended as its writer ends it */
 } timport_stats;
 
-/* An importer: probe looks at the first bytes of the (decompressed) file; load fills t
- * (already initialised, named by the path) from the source. */
+/* An importer: probe looks at the first bytes of the (decompressed) file; load initialises t
+ * (named by the path) and fills it, from the file at path or from src, the same file opened
+ * as a byte source (plain or inflated); on failure it leaves t freed. */
 typedef struct {
     const char *name;
     int (*probe)(const char *head, size_t len);
-    int (*load)(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen);
+    int (*load)(const char *path, psrc *src, fit_trace *t, timport_stats *st, char *err,
+                size_t errlen);
 } timport_ops;
 
 /* The table, in probing order, ending with a NULL name. */

@@ -7,8 +7,8 @@
 # runs; 4-20 s on a 2-core machine (measured; the longer when other work shares the cores).
 # Knobs (environment): REPORT_DIR (report), REPORT_ITERATIONS (300 measured iterations per
 # simulation), REPORT_TRACE (trace for the measured timeline; default: traces/calib/DEFAULT),
-# REPORT_VALIDATION (traces/validation/validation.txt), REPORT_TP_ALLREDUCES,
-# REPORT_TP_BYTES_PER_TOKEN, REPORT_TP_DRAFT_ALLREDUCES (the TP=8 what-if, see fig. 5).
+# REPORT_VALIDATION (traces/validation/validation.txt), REPORT_TP_FROM, REPORT_TP_LLM (the
+# LLM presets the TP=8 figures scale the model between: specsim scale, docs/scale.md).
 set -eu
 
 usage() { echo "usage: sh plots/report.sh SPECSIM [MODEL.json]" >&2; exit 2; }
@@ -248,6 +248,7 @@ BS_HI=32
 ALPHAS_HEAT=$(seq_list 0.30 0.95 0.05 '%.2f')
 ALPHAS_BEST=$(seq_list 0.00 0.95 0.05 '%.2f')
 BS_BEST=1,2,4,8,16,32,64,128
+BS_SPD=1,2,4,8,12,16,24,32,48,64,96,128
 
 # ---- figures 1 and 2: throughput and speedup over acceptance x draft length -------------------
 fig12() {
@@ -300,8 +301,8 @@ fig3() {
     # chain: topk 1, draft tokens = steps + 1
     sweep best_chain "$MODEL" --topk 1 --grid concurrency=$BS_BEST --grid alpha="$ALPHAS_BEST" \
         --grid steps=1..8 || return 1
-    pick "$D/best_chain.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup \
-        | awk '!/^#/ { print $1, $2, $3, 1, $3 + 1, $4, $5, $6 }' >> "$D/best_all.dat"
+    pick "$D/best_chain.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup,speedup_p10,speedup_p90 \
+        | awk '!/^#/ { print $1, $2, $3, 1, $3 + 1, $4, $5, $6, $7, $8 }' >> "$D/best_all.dat"
     # trees: topk 2, 4, 8 with 4, 8 or 16 verified tokens; steps where the tree holds them
     for k in 2 4 8; do
         for dt in 4 8 16; do
@@ -309,8 +310,8 @@ fig3() {
             [ $smin -le 8 ] || continue
             sweep "best_k${k}_d$dt" "$MODEL" --topk $k --draft-tokens $dt --grid concurrency=$BS_BEST \
                 --grid alpha="$ALPHAS_BEST" --grid steps=$smin..8 || return 1
-            pick "$D/best_k${k}_d$dt.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup \
-                | awk -v k=$k -v d=$dt '!/^#/ { print $1, $2, $3, k, d, $4, $5, $6 }' >> "$D/best_all.dat"
+            pick "$D/best_k${k}_d$dt.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup,speedup_p10,speedup_p90 \
+                | awk -v k=$k -v d=$dt '!/^#/ { print $1, $2, $3, k, d, $4, $5, $6, $7, $8 }' >> "$D/best_all.dat"
         done
     done
     # best per (alpha, concurrency); break-even alpha per concurrency for the best and for
@@ -323,12 +324,28 @@ fig3() {
     nobe=$(awk '!/^#/ && $2 == "NaN" { n = 1 } END { print n + 0 }' "$D/breakeven.dat")
     if plot fig3_best.gp fig3_best "tab='$D/best_tab.dat'; be='$D/breakeven.dat'; xtfile='$D/best_xtics.gp'; nobe=$nobe"; then
         embed fig3_best "best configuration and break-even acceptance" >> "$CUR"
-        caption 3 "Left: for each acceptance rate (rows) and concurrency (columns), the fastest of $(awk '{ k[$3 "," $4 "," $5] = 1 } END { for (x in k) n++; print n }' "$D/best_all.dat") draft configurations (steps 1..8; chain, or a tree of topk 2/4/8 verifying 4/8/16 tokens), labelled steps,topk,draft-tokens and its speedup; red cells: even the best is slower than no speculation. Right: the break-even acceptance rate (speedup = 1, linear between the simulated rates 0.00..0.95 step 0.05) per concurrency, for the best configuration and for fixed ones (SGLang's automatic choices (3,1,4) and (5,4,8), and the 1-step chain)."
+        caption 3 "Left: for each acceptance rate (rows) and concurrency (columns), the fastest of $(awk '{ k[$3 "," $4 "," $5] = 1 } END { for (x in k) n++; print n }' "$D/best_all.dat") draft configurations (steps 1..8; chain, or a tree of topk 2/4/8 verifying 4/8/16 tokens), labelled steps,topk,draft-tokens and its speedup; red cells: even the best is slower than no speculation. Right: the break-even acceptance rate (speedup = 1, linear between the simulated rates 0.00..0.95 step 0.05) per concurrency, for the best configuration and for fixed ones (SGLang's automatic choices (3,1,4) and (5,4,8), and the 1-step chain); the grey band is the best configuration's break-even taken from its speedup's 80% prediction interval (p90 to p10: the model's fitted residuals and the simulation's own estimate, docs/simulator.md \"Intervals\")."
     else fail_fig 3 "gnuplot failed (see $D/fig3_best.png.log)"; fi
     say "Best configuration (steps, topk, draft tokens) and its speedup:"
     say ""
     cat "$D/best_table.md" >> "$CUR"
     say ""
+}
+
+# ---- figure 9: speedup vs concurrency with 80% intervals --------------------------------------
+fig9() {
+    log "figure 9: speedup vs concurrency with 80% prediction intervals"
+    sweep speedup_conc "$MODEL" --acceptance alpha:0.7 --grid steps=1,3,5 --grid concurrency=$BS_SPD || return 1
+    pick "$D/speedup_conc.csv" steps,concurrency,speedup,speedup_p10,speedup_p90 \
+        | awk '/^#/ { next } $1 != s { if (s != "") print "\n"; printf "# steps %s\n# concurrency speedup p10 p90\n", $1; s = $1 }
+               { print $2, $3, $4, $5 }' > "$D/speedup_conc.dat"
+    section
+    say "## 9. Speedup vs concurrency, with its 80% prediction interval"
+    say ""
+    if plot fig9_speedup_conc.gp fig9_speedup_conc "spd='$D/speedup_conc.dat'; steps_list='1 3 5'"; then
+        embed fig9_speedup_conc "speedup vs concurrency" >> "$CUR"
+        caption 9 "Speedup (speculative tokens/s over the baseline's, same specsim call) against concurrency for chains of 1, 3 and 5 draft steps at alpha 0.7. Each band is the speedup's 80% prediction interval (p10 to p90): the model's fitted residuals (each kernel group's, from specsim fit), a carried model's roofline uncertainty, and the simulation's own estimate; errors the speculative run and its baseline share cancel. Where a band straddles 1, the model cannot tell whether speculation pays there."
+    else fail_fig 9 "gnuplot failed (see $D/fig9_speedup_conc.png.log)"; fi
 }
 
 # ---- figure 4: CUDA-graph padding and eager fallback -----------------------------------------
@@ -366,11 +383,14 @@ fig4() {
     banner_block "$D/cg_sglang.csv" >> "$CUR"
 }
 
-# ---- the TP=8 what-if model (figures 5, 6, 8) --------------------------------------------------
+# ---- the TP=8 model (figures 5, 6, 8) -------------------------------------------------------
 # A model without collectives (measured at one rank) would give the same time on every link.
-# Then the TP=8 figures use a derived model with the all-reduces a TP forward adds; the counts
-# and bytes cannot be read from the model file, so they come from REPORT_TP_* or from the model
-# name (public shapes from shared/FACTS.md), and the report says which.
+# Then the TP=8 figures use the model scaled to 8 tensor-parallel ranks by `specsim scale`
+# (docs/scale.md): per-rank GEMMs, heads and KV as TP cuts them, the all-reduces and the LM
+# head's all-gather as collectives. The traced shape and the target are LLM presets: for a
+# model fitted from a specbench trace, the preset on the trace's command line (and its
+# --layers); else the model's name (kimi: specbench-kimi-tp8 -> kimi-k2.5, else Llama-3.1-8B);
+# REPORT_TP_FROM / REPORT_TP_LLM name others.
 TPMODEL=""
 TPNOTE=""
 SRC_TP=$SRC
@@ -378,42 +398,34 @@ tp_model() {
     if grep -q '"bytes_per_token"' "$MODEL"; then TPMODEL=$MODEL; TPNOTE="the model's own collectives"; return 0; fi
     name=$(printf '%s\n' "$MODEL_LINE" | sed -n 's/.*(name \([^;]*\);.*/\1/p' | tr 'A-Z' 'a-z')
     case $name in
-        *kimi*)  dc=122; db=14336; what="Kimi K2.5: 61 layers x 2, hidden 7168 x 2 B" ;;
-        *glm*)   dc=156; db=12288; what="GLM-5: 78 layers x 2, hidden 6144 x 2 B" ;;
-        *70b*)   dc=160; db=16384; what="Llama-3.1-70B: 80 layers x 2, hidden 8192 x 2 B" ;;
-        *)       dc=64;  db=8192;  what="Llama-3.1-8B: 32 layers x 2, hidden 4096 x 2 B (the default)" ;;
+        *kimi*) from=specbench-kimi-tp8; to=kimi-k2.5; what="the model's name" ;;
+        *)      from=llama-3.1-8b; to=llama-3.1-8b; what="the default (Llama-3.1-8B at TP=1)" ;;
     esac
-    # fitted from a specbench trace: its preset and --layers/--hidden, from the command line the
-    # trace header records (profiler/bench/sbmodel.cu: llama8b 32 x 4096, kimi-tp8 12 x 7168)
+    flay=""
+    # fitted from a specbench trace: its preset and --layers, from the command line the trace
+    # header records
     if [ "$FITTED" = 1 ]; then
         cmd=$(head -c 65536 "$TL_FILE" | grep -o '"cmd":"[^"]*"' | head -n 1)
         case $cmd in
             *specbench*)
-                L=""; Hd=""
-                case $cmd in *kimi-tp8*) L=12; Hd=7168 ;; *llama8b*) L=32; Hd=4096 ;; esac
+                case $cmd in
+                    *kimi-tp8*) from=specbench-kimi-tp8; to=kimi-k2.5 ;;
+                    *llama8b*)  from=specbench-llama8b; to=llama-3.1-8b ;;
+                esac
                 l2=$(printf '%s\n' "$cmd" | sed -n 's/.*--layers[ =]\([0-9][0-9]*\).*/\1/p')
-                h2=$(printf '%s\n' "$cmd" | sed -n 's/.*--hidden[ =]\([0-9][0-9]*\).*/\1/p')
-                L=${l2:-$L}; Hd=${h2:-$Hd}
-                if [ -n "$L" ] && [ -n "$Hd" ]; then
-                    dc=$((2 * L)); db=$((2 * Hd))
-                    what="the traced specbench run: $L layers x 2, hidden $Hd x 2 B, from the trace's command line"
-                fi ;;
+                [ -n "$l2" ] && flay="--from-layers $l2"
+                what="the traced specbench run's command line" ;;
         esac
     fi
-    tc=${REPORT_TP_ALLREDUCES:-$dc}; tb=${REPORT_TP_BYTES_PER_TOKEN:-$db}; td=${REPORT_TP_DRAFT_ALLREDUCES:-2}
-    [ -n "${REPORT_TP_ALLREDUCES:-}${REPORT_TP_BYTES_PER_TOKEN:-}" ] && what="set by REPORT_TP_ALLREDUCES/REPORT_TP_BYTES_PER_TOKEN"
-    mkdir -p build/plots
-    [ -f build/libspecsim.a ] || { log "build/libspecsim.a missing (run make): cannot build plots/tpwhatif.c"; return 1; }
-    # built every time (a fraction of a second): always against the library specsim uses
-    # shellcheck disable=SC2046
-    ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Imodels -Isim -Iprofiler/core \
-        $(pkg-config --cflags gsl libcjson) plots/tpwhatif.c build/libspecsim.a \
-        $(pkg-config --libs gsl libcjson) -lm -lpthread -o build/plots/tpwhatif || return 1
-    build/plots/tpwhatif "$MODEL" "$D/model-tp8-whatif.json" "$tc" "$tb" "$td" || return 1
-    TPMODEL=$D/model-tp8-whatif.json
-    SRC_TP=$(printf 'model: %s + TP=8 what-if %s | trace: %s | %s, %s iterations per point' "$MODEL_REL" "$TPMODEL" "$TRACE_LABEL" "$VERSION" "$ITER" | tr -d "'\"")
-    TPNOTE="a what-if derived from the model, which has no collectives (a one-rank model): the same per-rank kernel costs plus $tc all-reduces of $tb bytes per token per target forward ($what) and $td per draft forward; compute is NOT re-scaled for TP=8, so only the interconnect differs"
-    note "The TP=8 figures (5, 6 right, 8) use $TPNOTE. Set REPORT_TP_ALLREDUCES and REPORT_TP_BYTES_PER_TOKEN for another model, or give a model with collectives."
+    from=${REPORT_TP_FROM:-$from}; to=${REPORT_TP_LLM:-$to}
+    [ -n "${REPORT_TP_FROM:-}${REPORT_TP_LLM:-}" ] && what="REPORT_TP_FROM/REPORT_TP_LLM"
+    # shellcheck disable=SC2086
+    "$SPECSIM" scale "$MODEL" --from "$from" --llm "$to" --tp 8 $flay -o "$D/model-tp8.json" \
+        > "$D/scale-tp8.log" 2>&1 || { cat "$D/scale-tp8.log" >&2; return 1; }
+    TPMODEL=$D/model-tp8.json
+    SRC_TP=$(printf 'model: %s scaled to %s TP=8 (%s) | trace: %s | %s, %s iterations per point' "$MODEL_REL" "$to" "$TPMODEL" "$TRACE_LABEL" "$VERSION" "$ITER" | tr -d "'\"")
+    TPNOTE="the model scaled by specsim scale from $from (the traced shape, from $what) to $to at TP=8 (docs/scale.md): per-rank GEMMs, attention heads and KV as TP cuts them, the target's layers, its 2 all-reduces per layer and LM-head all-gather priced by the link; the scaling's report is data/scale-tp8.log"
+    note "The TP=8 figures (5, 6 right, 8) use $TPNOTE. REPORT_TP_FROM and REPORT_TP_LLM name other presets; a model with collectives is used as it is."
 }
 
 # ---- figure 5: interconnects -------------------------------------------------------------------
@@ -494,12 +506,24 @@ fig7() {
     # label the 4 largest misses beyond the 8% band (more would pile up on each other)
     labthr=$(awk '!/^#/ { e = $3 < 0 ? -$3 : $3; print e }' "$D/validation.dat" | sort -gr | sed -n 4p)
     labthr=$(awk -v t="${labthr:-8}" 'BEGIN { print (t > 8 ? t : 8) }')
-    if plot fig7_validation.gp fig7_validation "val='$D/validation.dat'; groups='$groups'; vars='$D/validation_vars.gp'; labthr=$labthr" \
+    # the prediction intervals, when the table has them (make validate writes them since issue 18)
+    ivvars=""
+    if awk -v pts="$D/intervals_pts.dat" -v sum="$D/intervals_summary.txt" -f plots/intervals.awk \
+        "$VALIDATION" > "$D/intervals.dat" 2> "$D/intervals.err"; then
+        ivvars="; ivb='$D/intervals.dat'; ivp='$D/intervals_pts.dat'"
+    fi
+    if plot fig7_validation.gp fig7_validation "val='$D/validation.dat'; groups='$groups'; vars='$D/validation_vars.gp'; labthr=$labthr$ivvars" \
         "$(printf 'validation table: %s | %s' "$(rel "$(abspath "$VALIDATION")")" "$VERSION" | tr -d "'\"")"; then
         embed fig7_validation "predicted vs measured" >> "$CUR"
         caption 7 "Each point is one measured configuration of traces/validation/measured.csv: x the throughput the GPU measured, y the throughput specsim predicted from the calibration traces (columns read from $VALIDATION, written by make validate; one colour per preset). make validate predicts each speculative configuration at the acceptance its GPU run drew (its mean accepted tokens per iteration; the table also gives the error at the nominal alpha). Left: predicted against measured, the line y = x, the shaded bands +-3% (the median error goal) and +-8% (the maximum error goal); log axes when the points span more than a decade. Right: the same points as relative error, with the same bands; points outside +-8% are labelled. Where the table has a calib column, configurations in the calibration subset are drawn open and left out of the error summary below (the goals are about the others)." "$vsrc"
         cat "$D/validation_summary.txt" >> "$CUR"
         say ""
+        if [ -n "$ivvars" ]; then
+            say "Below: each configuration's 80% prediction interval of its nominal prediction (the model's fitted residuals and the draws of a run as long as the GPU's measured window: specsim --seconds), relative to its p50, and the configuration's measured runs; red open circles lie outside. Held-out configurations:"
+            say ""
+            cat "$D/intervals_summary.txt" >> "$CUR"
+            say ""
+        fi
         say "<details><summary>$VALIDATION as make validate wrote it</summary>"
         say ""
         say '```'
@@ -628,6 +652,7 @@ else
     FAILED="$FAILED 5 6 8"
     fig7 || FAILED="$FAILED 7"
 fi
+fig9 || FAILED="$FAILED 9"
 
 if [ -s "$D/beyond_fit.txt" ]; then
     note "$(wc -l < "$D/beyond_fit.txt" | tr -d ' ') of the figures' sweeps price phases past what the model was fitted from (more query tokens per row or tokens a forward than its traces hold): their costs there are extrapolated (docs/fit.md, \"Beyond the traces\"); which runs, phases and values: \`data/beyond_fit.txt\`."

@@ -3,31 +3,29 @@
 #  bin/libspecprof.so  CUPTI injection library (profiler/inject/*.c), needs CUDA/CUPTI
 #  bin/specbench       GPU speculative-decoding workload (profiler/bench/*.cu), needs nvcc
 #  bin/arsweep         NCCL all-reduce sweep (profiler/bench/arsweep.cu), needs nvcc + NCCL
+#  bin/libfloor.so     a bare CUPTI subscriber, kernel activity only (profiler/bench/floor.c): the cost floor
 CUDA_INC   := $(CUDA_HOME)/targets/x86_64-linux/include
 CUDA_LIBD  := $(CUDA_HOME)/targets/x86_64-linux/lib
 NCCL_LIBD  ?= /usr/lib/x86_64-linux-gnu
 NVCCFLAGS  ?= -O2 -g -arch=sm_90 -std=c++17
 INJ_SRC    := $(wildcard profiler/inject/*.c)
-# profiler/core without the zlib file source (pgz.c): specprof and libspecprof.so need
-# nothing but libc (and CUPTI), so that they build on a GPU box without zlib headers
-CORE_OBJ   := $(filter-out $(BUILD)/profiler/core/pgz.o,$(filter $(BUILD)/profiler/core/%,$(LIB_OBJ)))
 INJ_OBJ    := $(INJ_SRC:%.c=$(BUILD)/%.o)
 BENCH_SRC  := $(filter-out profiler/bench/arsweep.cu,$(wildcard profiler/bench/*.cu))
 
 .PHONY: profiler
 ifeq ($(HAVE_NVCC),yes)
-profiler: $(BIN)/specprof $(BIN)/libspecprof.so $(BIN)/specbench \
+profiler: $(BIN)/specprof $(BIN)/libspecprof.so $(BIN)/libfloor.so $(BIN)/specbench \
           $(if $(findstring SB_NO_NCCL,$(SB_NCCL)),,$(BIN)/arsweep)
 else
 profiler: $(BIN)/specprof
 	@echo "  NOTE    nvcc not found at $(NVCC): building the simulator only (no libspecprof.so, no specbench)"
 endif
 
-# libc only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
-$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(CORE_OBJ)
+# libc and zlib only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
+$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread -ldl -lm
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lz -lpthread -ldl -lm
 
 $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 	@mkdir -p $(dir $@)
@@ -36,10 +34,16 @@ $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 
 # The injection library carries its own copy of the trace writer (profiler/core) so that
 # it depends on nothing but libcupti and libc at run time.
-$(BIN)/libspecprof.so: $(INJ_OBJ) $(CORE_OBJ)
+$(BIN)/libspecprof.so: $(INJ_OBJ) $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lpthread -ldl
+	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lz -lpthread -ldl
+
+# The floor of always-on tracing (docs/profiler.md): CUPTI and libc only.
+$(BIN)/libfloor.so: profiler/bench/floor.c
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_INC) -shared -o $@ $< -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti
 
 # specbench: one object per .cu (make -j compiles them in parallel); NCCL found by
 # profiler/bench/nccl_flags.sh (CUDA tree, system, or the nvidia-nccl pip package), or the

@@ -12,6 +12,7 @@
 #include "fit.h"
 #include "logcmd.h"
 #include "importcmd.h"
+#include "scale.h"
 
 #include <math.h>
 #include <getopt.h>
@@ -40,6 +41,8 @@ static void usage_main(FILE *f)
         "models, model files\n"
         "  specsim fit TRACES... -o MODEL.json  fit a workload model from specprof traces "
         "(docs/fit.md)\n"
+        "  specsim scale MODEL.json --from TRACED --llm TARGET -o OUT.json  another shape, TP "
+        "size, weight format (docs/scale.md)\n"
         "  specsim fit-allreduce SWEEP.csv... -o LINK.json  fit a link to arsweep CSVs (docs/allreduce.md)\n"
         "  specsim import TRACE...             what the fit reads from specprof or Kineto traces\n"
         "  specsim log SERVER.log... [--model M.json]  acceptance per batch size from SGLang logs,\n"
@@ -266,6 +269,15 @@ static int cmd_run(simcfg_set_t *s)
         }
         sim_warn_beyond_fit(stderr, "run", ps.model, &far, "");
     }
+    for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++) {   /* --precision not reached */
+        const sim_params *pp = m ? &pb : &ps;
+        const sim_result *rr = m ? &rb : &rs;
+        if (pp->precision > 0 && !rr->precise)
+            fprintf(stderr, "specsim run: warning: %s: tok/s known to +-%.3g%% after %ld "
+                    "iterations, not the --precision %.3g%% asked (--iterations caps it)\n",
+                    m ? "baseline" : "spec", 100 * rr->precision, rr->iterations,
+                    100 * pp->precision);
+    }
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -297,6 +309,13 @@ static int cmd_run(simcfg_set_t *s)
             free(m);
             snprintf(buf, sizeof buf, "%.4f", report_speedup(&rs, base));
             cJSON_AddNumberToObject(o, "speedup", strtod(buf, NULL));
+            double lo, hi;
+            report_speedup_interval(&rs, base, &lo, &hi);
+            snprintf(buf, sizeof buf, "%.4f", lo);
+            cJSON_AddNumberToObject(o, "speedup_p10", strtod(buf, NULL));
+            cJSON_AddNumberToObject(o, "speedup_p50", cJSON_GetObjectItem(o, "speedup")->valuedouble);
+            snprintf(buf, sizeof buf, "%.4f", hi);
+            cJSON_AddNumberToObject(o, "speedup_p90", strtod(buf, NULL));
         }
         char *txt = cJSON_Print(o);
         puts(txt);
@@ -356,8 +375,13 @@ static int cmd_sweep(simcfg_set_t *s, sweep_grid *g)
         return EXIT_BAD_INPUT;
     }
     if (!s->cfg.quiet) {
-        fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION,
-                sweep_grid_size(g));
+        long lo, hi, n = sweep_grid_size(g);
+        sweep_shard(s->cfg.shard, n, &lo, &hi, err, sizeof err);   /* checked above */
+        if (s->cfg.shard[0])
+            fprintf(out, "# specsim %s sweep: configurations %ld..%ld (part %s) of %ld;",
+                    SPECSIM_VERSION, lo + 1, hi, s->cfg.shard, n);
+        else
+            fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION, n);
         for (int a = 0; a < g->naxes; a++)
             fprintf(out, " %s (%d values)", g->axis[a].knob->name, g->axis[a].nvals);
         fputc('\n', out);
@@ -408,7 +432,7 @@ static int cmd_presets(void)
     /* workload models run with --model; hardware/LLM presets feed `specsim fit` */
     const char *pats[] = {"models/*.json", "models/presets/*.json"};
     const char *kinds[] = {"model-file", "fit-preset"};
-    const char *uses[] = {"(specsim run --model)", "(specsim fit --llm / --carry-to)"};
+    const char *uses[] = {"(specsim run --model)", "(specsim fit --llm / --carry-to, specsim scale)"};
     for (int i = 0; i < 2; i++) {
         glob_t gl;
         if (glob(pats[i], 0, NULL, &gl) == 0) {
@@ -438,6 +462,8 @@ int main(int argc, char **argv)
         return cmd_presets();
     if (strcmp(argv[1], "fit") == 0)          /* models/fitcmd.c (docs/fit.md) */
         return fitcmd_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "scale") == 0)        /* models/scalecmd.c (docs/scale.md) */
+        return scalecmd_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "fit-allreduce") == 0)  /* models/arfit.c (docs/allreduce.md) */
         return arfit_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "log") == 0)          /* sim/logcmd.c (docs/sglang.md) */
@@ -447,7 +473,7 @@ int main(int argc, char **argv)
     int sweep = strcmp(argv[1], "sweep") == 0;
     if (!sweep && strcmp(argv[1], "run") != 0) {
         fprintf(stderr, "specsim: field command: value \"%s\": unknown command (run, sweep, "
-                "presets, fit, fit-allreduce, import, log, help)\n", argv[1]);
+                "presets, fit, scale, fit-allreduce, import, log, help)\n", argv[1]);
         return EXIT_BAD_INPUT;
     }
     simcfg_defaults(&s);

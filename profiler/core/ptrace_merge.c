@@ -1,6 +1,6 @@
 /* ptrace_merge.c: per-rank traces -> one merged trace (see ptrace_merge.h).
- * Two passes per file (headers first, to find the common t0), each file read whole:
- * memory ~ the largest file plus its parse, not the sum. */
+ * Two passes per file (headers first, to find the common t0), each read streaming
+ * (plain or gzip): memory is a few MiB whatever the files' sizes. */
 #include "ptrace_merge.h"
 #include "ptrace_out.h"
 #include "ptrace_read.h"
@@ -33,8 +33,11 @@ typedef struct {
 static int merge_name_ok(const char *n) {
     size_t len = strlen(n);
     if (strncmp(n, "specprof.rank", 13)) return 0;
-    if (len > 5 && !strcmp(n + len - 5, ".json")) return 1;
-    if (len > 10 && !strcmp(n + len - 10, ".json.part")) return 1;
+    static const char *ends[] = { ".json", ".json.part", ".json.gz", ".json.gz.part" };
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        size_t k = strlen(ends[i]);
+        if (len > k && !strcmp(n + len - k, ends[i])) return 1;
+    }
     return 0;
 }
 
@@ -95,25 +98,18 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     int64_t t0 = INT64_MAX;
     char path[1400], perr[512];
     for (int i = 0; i < nf; i++) {
-        char *text; size_t len;
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        if (ptrace_slurp(path, &text, &len, perr, sizeof perr)) {
-            if (report) fprintf(report, "skip %s\n", perr);
-            res->skipped++;
-            continue;
-        }
-        if (ptrace_scan_buf(text, len, path, NULL, NULL, &files[i].info, perr, sizeof perr) || files[i].info.merged) {
+        if (ptrace_scan_file(path, NULL, NULL, &files[i].info, perr, sizeof perr) || files[i].info.merged) {
             if (report) fprintf(report, "skip %s\n", files[i].info.merged ? "a merged file" : perr);
             res->skipped++;
         } else {
             files[i].ok = 1;
             if (files[i].info.header.t0_ns < t0) t0 = files[i].info.header.t0_ns;
         }
-        free(text);
     }
     int nok = 0;
     for (int i = 0; i < nf; i++) nok += files[i].ok;
-    if (!nok) { snprintf(err, errlen, "%s: no specprof trace files (specprof.rank*.pid*.json[.part])", dir); goto done; }
+    if (!nok) { snprintf(err, errlen, "%s: no specprof trace files (specprof.rank*.pid*.json[.gz][.part])", dir); goto done; }
     /* pid = rank; a rank seen twice (two processes without RANK on one device) gets 1000+i */
     for (int i = 0; i < nf; i++) {
         if (!files[i].ok) continue;
@@ -153,12 +149,7 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     }
     for (int i = 0; i < nf; i++) {
         if (!files[i].ok) continue;
-        char *text; size_t len;
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        if (ptrace_slurp(path, &text, &len, perr, sizeof perr)) {
-            if (report) fprintf(report, "skip %s (vanished between passes)\n", perr);
-            continue;
-        }
         merge_ctx c = { &out, files[i].pid, files[i].shift_ns, line, 0, 0 };
         ptrace_ctx pc = { files[i].pid, files[i].info.header.t0_ns };
         const ptrace_info *fi = &files[i].info;
@@ -177,8 +168,8 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
         n = ptrace_write_process_name(line, MERGE_LINE_BYTES, &pc, pname);
         if (n > 0) ptrace_out_write(&out, line, (size_t)n);
         ptrace_info again;
-        ptrace_scan_buf(text, len, path, merge_emit, &c, &again, perr, sizeof perr);
-        free(text);
+        if (ptrace_scan_file(path, merge_emit, &c, &again, perr, sizeof perr) && report)
+            fprintf(report, "skip %s (vanished or changed between passes)\n", perr);
         if (c.failed) { snprintf(err, errlen, "%s: write failed: %s", out.path_part, strerror(errno)); goto done; }
         if (fi->complete) {
             char ts[40];

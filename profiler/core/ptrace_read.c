@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 static int64_t pr_us_to_ns(const pjson *v) {
     if (!v || v->type != PJSON_NUM) return 0;
@@ -62,6 +63,37 @@ static void pr_header(const pjson *a, ptrace_header *h) {
     h->flush_ms = (int)pjson_get_int(cap, "flush_ms", 0);
     h->buffer_mb = (int)pjson_get_int(cap, "buffer_mb", 0);
     pr_copy(h->cmd, sizeof h->cmd, pjson_get_str(a, "cmd", ""));
+    pr_copy(h->mode, sizeof h->mode, pjson_get_str(cap, "mode", "always"));
+    h->window_ms = (int)pjson_get_int(cap, "window_ms", 0);
+    h->period_ms = (int)pjson_get_int(cap, "period_ms", 0);
+    h->shape_replays = (int)pjson_get_int(cap, "shape_replays", 0);
+    h->window_max_ms = (int)pjson_get_int(cap, "window_max_ms", 0);
+    pr_copy(h->between, sizeof h->between, pjson_get_str(cap, "between", "none"));
+    pr_copy(h->records, sizeof h->records, pjson_get_str(cap, "records", "fit"));
+    h->compressed = pjson_get_bool(cap, "compressed", 0);
+    const pjson *k = pjson_get(a, "calibration");
+    ptrace_calib *c = &h->calib;
+    c->ok = pjson_get_bool(k, "ok", 0);
+    pr_copy(c->why, sizeof c->why, pjson_get_str(k, "why", k ? "" : "not in this trace"));
+    c->launches = (int)pjson_get_int(k, "launches", 0);
+    c->graph_nodes = (int)pjson_get_int(k, "graph_nodes", 0);
+    c->launch_off_us = pjson_get_num(k, "launch_off_us", 0);
+    c->launch_on_us = pjson_get_num(k, "launch_on_us", 0);
+    c->graph1_off_us = pjson_get_num(k, "graph1_off_us", 0);
+    c->graph1_on_us = pjson_get_num(k, "graph1_on_us", 0);
+    c->graphn_off_us = pjson_get_num(k, "graphn_off_us", 0);
+    c->graphn_on_us = pjson_get_num(k, "graphn_on_us", 0);
+    c->kernel_launch_us = pjson_get_num(k, "kernel_launch_us", 0);
+    c->graph_launch_us = pjson_get_num(k, "graph_launch_us", 0);
+    c->graph_node_us = pjson_get_num(k, "graph_node_us", 0);
+    c->switch_on_us = pjson_get_num(k, "switch_on_us", 0);
+    c->switch_off_us = pjson_get_num(k, "switch_off_us", 0);
+    c->launch_after_us = pjson_get_num(k, "launch_after_us", 0);
+    c->graphn_after_us = pjson_get_num(k, "graphn_after_us", 0);
+    c->has_between = pjson_get(k, "graph_between_us") != NULL;
+    c->graph1_between_us = pjson_get_num(k, "graph1_between_us", 0);
+    c->graphn_between_us = pjson_get_num(k, "graphn_between_us", 0);
+    c->graph_between_us = pjson_get_num(k, "graph_between_us", 0);
 }
 
 static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) {
@@ -77,146 +109,276 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->nvtx_ranges = pjson_get_int(a, "nvtx_ranges", 0);
     e->graph_nodes_created = pjson_get_int(a, "graph_nodes_created", 0);
     e->graph_nodes_cloned = pjson_get_int(a, "graph_nodes_cloned", 0);
+    e->windows = pjson_get_int(a, "windows", 0);
+    e->window_ns = pjson_get_int(a, "window_ns", 0);
+    e->graph_trace_records = pjson_get_int(a, "graph_trace_records", 0);
+    e->bytes_in = pjson_get_int(a, "bytes_in", 0);
+    e->bytes = pjson_get_int(a, "bytes", 0);
 }
 
-/* The longest line a specprof trace can hold: a kernel name is cut at 4096 bytes
- * (ptrace_write.c), its args are a few hundred; anything near this is not a trace. */
-#define PR_MAX_LINE_BYTES ((size_t)16 << 20)
+/* The line-by-line state of one scan, shared by the buffer and the streaming file readers. */
+typedef struct {
+    pjson_arena *a, *keep;
+    ptrace_scan_fn fn;
+    void *user;
+    ptrace_info *info;
+    const char *label;
+    char *err;
+    size_t errlen;
+    int started, rc, stop;
+    size_t line_no;
+    int pending_bad;           /* the last non-blank line did not parse: cut, or bad if more follows */
+    size_t pending_line;
+    char pending_err[160];
+} pr_state;
 
-static int pr_scan(psrc *src, const char *label, pjson_arena *keep, ptrace_scan_fn fn,
-                   void *user, ptrace_info *info, char *err, size_t errlen) {
+static int pr_state_init(pr_state *st, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
+                         ptrace_info *info, char *err, size_t errlen) {
+    memset(st, 0, sizeof *st);
     memset(info, 0, sizeof *info);
-    pjson_arena *scratch = keep ? NULL : pjson_arena_create();
-    pjson_arena *a = keep ? keep : scratch;
-    psrc_lines L;
-    if (!a || psrc_lines_init(&L, src, PR_MAX_LINE_BYTES)) {
-        pjson_arena_destroy(scratch);
-        snprintf(err, errlen, "%s: out of memory", label);
-        return -1;
+    st->keep = keep;
+    st->a = keep ? keep : pjson_arena_create();
+    st->fn = fn; st->user = user; st->info = info; st->label = label; st->err = err; st->errlen = errlen;
+    if (!st->a) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
+    return 0;
+}
+
+/* One line s[0..e) without its '\n'. Returns 1 when the scan must stop. */
+static int pr_line(pr_state *st, const char *s, const char *e) {
+    ptrace_info *info = st->info;
+    st->line_no++;
+    info->lines = st->line_no;
+    while (s < e && (*s == ' ' || *s == '\t')) s++;
+    const char *t = e;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
+    if (t == s) return 0;
+    if (st->pending_bad) {   /* a line follows the one that did not parse: it was bad, not cut */
+        if (!info->bad_lines) {
+            info->first_bad_line = st->pending_line;
+            snprintf(info->first_bad_err, sizeof info->first_bad_err, "%s", st->pending_err);
+        }
+        info->bad_lines++;
+        st->pending_bad = 0;
     }
-    int rc = 0, started = 0, pending_bad = 0, any_text = 0;
-    size_t line_no = 0, pending_line = 0;
-    char perr[128], pending_err[160] = "";
-    const char *s0;
-    size_t n0;
-    int got;
-    while ((got = psrc_lines_next(&L, &s0, &n0, err, errlen)) == 1) {
-        const char *s = s0, *e = s0 + n0;
-        line_no++;
-        info->lines = line_no;
-        while (s < e && (*s == ' ' || *s == '\t')) s++;
-        const char *t = e;
-        while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
-        if (t == s) continue;
-        any_text = 1;
-        /* a line that did not parse is the cut last line unless more text follows */
-        if (pending_bad) {
-            if (!info->bad_lines) {
-                info->first_bad_line = pending_line;
-                snprintf(info->first_bad_err, sizeof info->first_bad_err, "%s", pending_err);
-            }
-            info->bad_lines++;
-            pending_bad = 0;
-        }
-        if (t - s == 1 && (*s == '[' || *s == ']')) { started = 1; continue; }
-        if (!started && *s == '[') { s++; started = 1; }   /* "[{...}," on one line */
-        if (!keep) pjson_arena_reset(a);
-        pjson *ev = NULL;
-        if (pjson_parse(a, s, (size_t)(t - s), 1, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
-            pending_bad = 1;
-            pending_line = line_no;
-            snprintf(pending_err, sizeof pending_err, "%s", ev && ev->type != PJSON_OBJ ? "not an object" : perr);
-            continue;
-        }
-        ptrace_event x;
-        const char *ph = pjson_get_str(ev, "ph", "");
-        x.ph = ph[0];
-        x.cat = pjson_get_str(ev, "cat", "");
-        x.name = pjson_get_str(ev, "name", "");
-        x.pid = pjson_get_int(ev, "pid", 0);
-        x.tid = pjson_get_int(ev, "tid", 0);
-        x.ts_ns = pr_us_to_ns(pjson_get(ev, "ts"));
-        x.dur_ns = pr_us_to_ns(pjson_get(ev, "dur"));
-        x.args = pjson_get(ev, "args");
-        x.line = line_no;
-        if (!info->has_header && !info->merged) {
-            if (x.ph == 'M' && !strcmp(x.name, "specprof_header")) {
-                pr_header(x.args, &info->header);
-                info->has_header = 1;
-                if (info->header.format_version != PTRACE_FORMAT_VERSION) {
-                    snprintf(err, errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
-                             label, line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
-                    rc = -1;
-                    break;
-                }
-                continue;
-            }
-            if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; continue; }
-            snprintf(err, errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
-                     label, line_no, x.name);
-            rc = -1;
-            break;
-        }
-        if (x.ph == 'M' && !strcmp(x.name, "specprof_end")) {
-            pr_end(x.args, info->header.t0_ns, x.ts_ns, &info->end);
-            info->complete = 1;
-            continue;
-        }
-        if (info->merged && !info->has_header && x.ph == 'M' && !strcmp(x.name, "specprof_rank_header")) {
+    if (t - s == 1 && (*s == '[' || *s == ']')) { st->started = 1; return 0; }
+    if (!st->started && *s == '[') { s++; st->started = 1; }   /* "[{...}," on one line */
+    if (!st->keep) pjson_arena_reset(st->a);
+    pjson *ev = NULL;
+    char perr[128];
+    if (pjson_parse(st->a, s, (size_t)(t - s), 1, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
+        st->pending_bad = 1;
+        st->pending_line = st->line_no;
+        snprintf(st->pending_err, sizeof st->pending_err, "%s", ev && ev->type != PJSON_OBJ ? "not an object" : perr);
+        return 0;
+    }
+    ptrace_event x;
+    const char *ph = pjson_get_str(ev, "ph", "");
+    x.ph = ph[0];
+    x.cat = pjson_get_str(ev, "cat", "");
+    x.name = pjson_get_str(ev, "name", "");
+    x.pid = pjson_get_int(ev, "pid", 0);
+    x.tid = pjson_get_int(ev, "tid", 0);
+    x.ts_ns = pr_us_to_ns(pjson_get(ev, "ts"));
+    x.dur_ns = pr_us_to_ns(pjson_get(ev, "dur"));
+    x.args = pjson_get(ev, "args");
+    x.line = st->line_no;
+    if (!info->has_header && !info->merged) {
+        if (x.ph == 'M' && !strcmp(x.name, "specprof_header")) {
             pr_header(x.args, &info->header);
             info->has_header = 1;
+            if (info->header.format_version != PTRACE_FORMAT_VERSION) {
+                snprintf(st->err, st->errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
+                         st->label, st->line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
+                st->rc = -1;
+                return 1;
+            }
+            return 0;
         }
-        info->events++;
-        if (fn && fn(user, &x, info)) break;
+        if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; return 0; }
+        snprintf(st->err, st->errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
+                 st->label, st->line_no, x.name);
+        st->rc = -1;
+        return 1;
     }
-    if (got < 0) rc = -1;
-    if (!rc && pending_bad) info->cut_last_line = 1;
-    if (!rc && !info->has_header && !info->merged) {
-        if (info->bad_lines || info->cut_last_line)
-            snprintf(err, errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", label,
-                     info->bad_lines ? info->first_bad_line : pending_line,
-                     info->bad_lines ? info->first_bad_err : pending_err);
-        else
-            snprintf(err, errlen, "%s: not a specprof trace: no specprof_header line%s", label,
-                     any_text ? " (empty or cut off before its header was written)" : " (empty file)");
-        rc = -1;
+    if (x.ph == 'M' && !strcmp(x.name, "specprof_end")) {
+        pr_end(x.args, info->header.t0_ns, x.ts_ns, &info->end);
+        info->complete = 1;
+        return 0;
     }
-    psrc_lines_free(&L);
-    pjson_arena_destroy(scratch);
-    return rc;
+    if (info->merged && !info->has_header && x.ph == 'M' && !strcmp(x.name, "specprof_rank_header")) {
+        pr_header(x.args, &info->header);
+        info->has_header = 1;
+    }
+    info->events++;
+    if (st->fn && st->fn(st->user, &x, info)) { st->stop = 1; return 1; }
+    return 0;
+}
+
+/* After the last line: the pending line was cut; no header means no trace. */
+static int pr_state_end(pr_state *st, size_t len_seen) {
+    ptrace_info *info = st->info;
+    if (st->pending_bad && !st->stop && !st->rc) info->cut_last_line = 1;
+    if (!st->rc && !info->has_header && !info->merged) {
+        if (info->bad_lines || info->cut_last_line) {
+            size_t l = info->bad_lines ? info->first_bad_line : st->pending_line;
+            const char *why = info->bad_lines ? info->first_bad_err : st->pending_err;
+            snprintf(st->err, st->errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", st->label, l, why);
+        } else
+            snprintf(st->err, st->errlen, "%s: not a specprof trace: no specprof_header line%s", st->label,
+                     len_seen ? " (empty or cut off before its header was written)" : " (empty file)");
+        st->rc = -1;
+    }
+    if (!st->keep) pjson_arena_destroy(st->a);
+    st->a = NULL;
+    return st->rc;
+}
+
+static int pr_scan(const char *text, size_t len, const char *label, pjson_arena *keep,
+                   ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen) {
+    pr_state st;
+    if (pr_state_init(&st, label, keep, fn, user, info, err, errlen)) return -1;
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *s = p, *e = memchr(p, '\n', (size_t)(end - p));
+        if (!e) e = end;
+        p = e < end ? e + 1 : end;
+        if (pr_line(&st, s, e)) break;
+    }
+    return pr_state_end(&st, len);
+}
+
+/* ---- streaming from a file: plain JSON or gzip (one or more members), in bounded memory ---- */
+
+#define PR_CHUNK_BYTES ((size_t)1 << 20)     /* read(2) and inflate output granularity */
+#define PR_LINE_MAX_BYTES ((size_t)64 << 20) /* a longer line stops the read with an error */
+
+typedef struct {
+    FILE *fp;
+    int gz;                    /* 1: gzip input */
+    z_stream z;
+    int z_live, z_ended;       /* inflate initialised; the current member ended */
+    unsigned char *in;
+    size_t in_len;
+    int eof;
+    ptrace_info *info;
+} pr_src;
+
+/* Reads up to cap decompressed bytes into out. Returns the count, 0 at the end of input
+ * (also at a cut-off or damaged gzip stream, noted in info), -1 on a read error. */
+static long pr_src_read(pr_src *r, char *out, size_t cap) {
+    if (!r->gz) {
+        size_t n = fread(out, 1, cap, r->fp);
+        if (!n && ferror(r->fp)) return -1;
+        return (long)n;
+    }
+    r->z.next_out = (Bytef *)out;
+    r->z.avail_out = (uInt)cap;
+    while (r->z.avail_out == cap) {
+        if (r->z.avail_in == 0 && !r->eof) {
+            size_t n = fread(r->in, 1, PR_CHUNK_BYTES, r->fp);
+            if (!n && ferror(r->fp)) return -1;
+            if (!n) r->eof = 1;
+            r->z.next_in = r->in;
+            r->z.avail_in = (uInt)n;
+        }
+        if (r->z.avail_in == 0 && r->eof) {
+            if (!r->z_ended) r->info->cut_compressed = 1;   /* no gzip trailer: cut off mid-stream */
+            break;
+        }
+        if (r->z_ended) {   /* another gzip member follows (concatenated files) */
+            inflateReset(&r->z);
+            r->z_ended = 0;
+        }
+        int zr = inflate(&r->z, Z_NO_FLUSH);
+        if (zr == Z_STREAM_END) { r->z_ended = 1; continue; }
+        if (zr == Z_BUF_ERROR && r->eof) { r->info->cut_compressed = 1; break; }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            snprintf(r->info->compressed_err, sizeof r->info->compressed_err, "zlib: %s",
+                     r->z.msg ? r->z.msg : "inflate failed");
+            r->info->cut_compressed = 1;
+            r->eof = 1;
+            r->z.avail_in = 0;
+            break;
+        }
+    }
+    return (long)(cap - r->z.avail_out);
+}
+
+static int pr_scan_file(const char *path, pjson_arena *keep, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                        char *err, size_t errlen) {
+    pr_src r;
+    memset(&r, 0, sizeof r);
+    r.fp = fopen(path, "rb");
+    if (!r.fp) { memset(info, 0, sizeof *info); snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    pr_state st;
+    if (pr_state_init(&st, path, keep, fn, user, info, err, errlen)) { fclose(r.fp); return -1; }
+    r.info = info;
+    int c1 = getc(r.fp), c2 = c1 == EOF ? EOF : getc(r.fp);
+    r.gz = c1 == 0x1f && c2 == 0x8b;
+    rewind(r.fp);
+    size_t cap = 4 * PR_CHUNK_BYTES, have = 0, seen = 0;
+    char *buf = malloc(cap);
+    if (r.gz) {
+        r.in = malloc(PR_CHUNK_BYTES);
+        if (r.in && inflateInit2(&r.z, 15 + 32) == Z_OK) r.z_live = 1;   /* 15 + 32: gzip or zlib header */
+    }
+    if (!buf || (r.gz && !r.z_live)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        st.rc = -1;
+        goto done;
+    }
+    for (;;) {
+        if (cap - have < PR_CHUNK_BYTES) {
+            if (cap >= PR_LINE_MAX_BYTES) {
+                snprintf(err, errlen, "%s: line %zu: longer than %zu bytes: not a specprof trace line", path,
+                         st.line_no + 1, PR_LINE_MAX_BYTES);
+                st.rc = -1;
+                goto done;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { snprintf(err, errlen, "%s: out of memory", path); st.rc = -1; goto done; }
+            buf = nb; cap *= 2;
+        }
+        long n = pr_src_read(&r, buf + have, cap - have);
+        if (n < 0) { snprintf(err, errlen, "%s: read error: %s", path, strerror(errno)); st.rc = -1; goto done; }
+        seen += (size_t)n;
+        int last = n == 0;
+        have += (size_t)n;
+        /* hand over whole lines; keep the tail */
+        char *p = buf, *end = buf + have;
+        for (;;) {
+            char *e = memchr(p, '\n', (size_t)(end - p));
+            if (!e) break;
+            if (pr_line(&st, p, e)) goto done;
+            p = e + 1;
+        }
+        if (last) {
+            if (p < end && pr_line(&st, p, end)) goto done;
+            break;
+        }
+        have = (size_t)(end - p);
+        memmove(buf, p, have);
+        /* a big buffer is given back once its long line is gone */
+        if (cap > 4 * PR_CHUNK_BYTES && have < PR_CHUNK_BYTES) {
+            char *nb = realloc(buf, 4 * PR_CHUNK_BYTES);
+            if (nb) { buf = nb; cap = 4 * PR_CHUNK_BYTES; }
+        }
+    }
+done:
+    free(buf);
+    free(r.in);
+    if (r.z_live) inflateEnd(&r.z);
+    fclose(r.fp);
+    return pr_state_end(&st, seen);
+}
+
+int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen) {
+    return pr_scan_file(path, NULL, fn, user, info, err, errlen);
 }
 
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen) {
-    psrc_mem m;
-    psrc_mem_init(&m, text, len, label);
-    return pr_scan(&m.base, label, NULL, fn, user, info, err, errlen);
-}
-
-int ptrace_scan_src(psrc *src, ptrace_scan_fn fn, void *user, ptrace_info *info,
-                    char *err, size_t errlen) {
-    return pr_scan(src, src->label, NULL, fn, user, info, err, errlen);
-}
-
-int ptrace_probe(const char *head, size_t len) {
-    static const char *names[] = {"\"specprof_header\"", "\"specprof_merged\""};
-    const char *e = memchr(head, '\n', len);
-    const char *first = head;
-    /* the first event: line 1 is "[" then the event, or "[{...}," on one line */
-    size_t i = 0;
-    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n')) i++;
-    if (i >= len || head[i] != '[') return 0;
-    first = head + i;
-    e = memchr(first, '\n', len - i);
-    if (e && (size_t)(e - first) <= 2) {     /* "[" alone: the event is the next line */
-        const char *f2 = e + 1, *e2 = memchr(f2, '\n', len - (size_t)(f2 - head));
-        first = f2;
-        e = e2;
-    }
-    size_t n = e ? (size_t)(e - first) : len - (size_t)(first - head);
-    for (size_t k = 0; k < 2; k++)
-        if (memmem(first, n, names[k], strlen(names[k]))) return 1;
-    return 0;
+    return pr_scan(text, len, label, NULL, fn, user, info, err, errlen);
 }
 
 static int pr_keep(void *user, const ptrace_event *ev, const ptrace_info *info) {
@@ -237,9 +399,7 @@ int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file
     memset(f, 0, sizeof *f);
     f->arena = pjson_arena_create();
     if (!f->arena) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
-    psrc_mem m;
-    psrc_mem_init(&m, text, len, label);
-    if (pr_scan(&m.base, label, f->arena, pr_keep, f, &f->info, err, errlen)) {
+    if (pr_scan(text, len, label, f->arena, pr_keep, f, &f->info, err, errlen)) {
         ptrace_file_free(f);
         return -1;
     }
@@ -277,12 +437,19 @@ int ptrace_slurp(const char *path, char **text, size_t *len, char *err, size_t e
 }
 
 int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen) {
-    char *text; size_t len;
     memset(f, 0, sizeof *f);
-    if (ptrace_slurp(path, &text, &len, err, errlen)) return -1;
-    int rc = ptrace_read_buf(text, len, path, f, err, errlen);
-    free(text);
-    return rc;
+    f->arena = pjson_arena_create();
+    if (!f->arena) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
+    if (pr_scan_file(path, f->arena, pr_keep, f, &f->info, err, errlen)) {
+        ptrace_file_free(f);
+        return -1;
+    }
+    if (f->n_ev != f->info.events) {
+        snprintf(err, errlen, "%s: out of memory after %zu events", path, f->n_ev);
+        ptrace_file_free(f);
+        return -1;
+    }
+    return 0;
 }
 
 void ptrace_file_free(ptrace_file *f) {
@@ -405,5 +572,47 @@ int ptrace_read_graphexec(const ptrace_event *e, int64_t t0_ns, ptrace_graphexec
     g->graph_exec_id = (uint32_t)pjson_get_int(e->args, "graph_exec_id", 0);
     g->nodes = pjson_get_int(e->args, "nodes", -1);
     g->thread = pjson_get_int(e->args, "thread", e->tid);
+    return 0;
+}
+
+int ptrace_read_window(const ptrace_event *e, int64_t t0_ns, ptrace_window *w) {
+    memset(w, 0, sizeof *w);
+    if (e->ph != 'X' || strcmp(e->cat, "window")) return -1;
+    w->start_ns = t0_ns + e->ts_ns;
+    w->end_ns = w->start_ns + e->dur_ns;
+    pr_copy(w->reason, sizeof w->reason, pjson_get_str(e->args, "reason", ""));
+    return 0;
+}
+
+int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g) {
+    memset(g, 0, sizeof *g);
+    if (e->ph != 'X' || strcmp(e->cat, "graph_trace")) return -1;
+    const pjson *a = e->args;
+    g->start_ns = t0_ns + e->ts_ns;
+    g->end_ns = g->start_ns + e->dur_ns;
+    g->corr = (uint32_t)pjson_get_int(a, "corr", 0);
+    g->dev = (uint32_t)pjson_get_int(a, "dev", 0);
+    g->stream = (uint32_t)pjson_get_int(a, "stream", 0);
+    g->graph_id = (uint32_t)pjson_get_int(a, "graph_id", 0);
+    g->graph_exec_id = (uint32_t)pjson_get_int(a, "graph_exec_id", 0);
+    g->nvtx = pjson_get_str(a, "nvtx", "");
+    g->phase = pjson_get_str(a, "phase", "");
+    return 0;
+}
+
+int ptrace_probe(const char *head, size_t len) {
+    static const char *names[] = {"\"specprof_header\"", "\"specprof_merged\""};
+    /* the first event: line 1 is "[" then the event, or "[{...}," on one line */
+    size_t i = 0;
+    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n')) i++;
+    if (i >= len || head[i] != '[') return 0;
+    const char *first = head + i, *e = memchr(first, '\n', len - i);
+    if (e && (size_t)(e - first) <= 2) {     /* "[" alone: the event is the next line */
+        first = e + 1;
+        e = memchr(first, '\n', len - (size_t)(first - head));
+    }
+    size_t n = e ? (size_t)(e - first) : len - (size_t)(first - head);
+    for (size_t k = 0; k < 2; k++)
+        if (memmem(first, n, names[k], strlen(names[k]))) return 1;
     return 0;
 }

@@ -1,13 +1,14 @@
-/* ptrace_read.h: loads a specprof trace (traces/FORMAT.md), also one cut off by SIGKILL:
- * whole lines load, a last line cut mid-write is dropped and reported, a missing
- * specprof_end marks the file as truncated. Libc only (pjson), for libspecsim.a and the
+/* ptrace_read.h: loads a specprof trace (traces/FORMAT.md), plain JSON or gzip, also one
+ * cut off by SIGKILL: whole lines load, a last line cut mid-write is dropped and reported,
+ * a gzip stream without its trailer is read up to where it stops, a missing specprof_end
+ * marks the file as truncated. Libc and zlib only (pjson), for libspecsim.a and the
  * specprof CLI. Two modes: ptrace_read_* keeps every event (small and medium traces);
- * ptrace_scan_* hands events one at a time to a callback in bounded memory. */
+ * ptrace_scan_* hands events one at a time to a callback in bounded memory (a few MiB
+ * whatever the file's size: ptrace_scan_file reads and decompresses it in 1 MiB pieces). */
 #ifndef PTRACE_READ_H
 #define PTRACE_READ_H
 #include <stddef.h>
 #include "pjson.h"
-#include "psrc.h"
 #include "ptrace.h"
 
 typedef struct {
@@ -31,6 +32,8 @@ typedef struct {
     size_t first_bad_line;
     char first_bad_err[160];
     size_t lines, events;     /* lines read; events handed out (header/end excluded) */
+    int cut_compressed;       /* gzip input ended without its trailer (or was damaged) */
+    char compressed_err[96];  /* zlib's message when the gzip data was damaged, else "" */
 } ptrace_info;
 
 /* Called for each event; return non-zero to stop. The event (and its args) is valid
@@ -42,10 +45,11 @@ typedef int (*ptrace_scan_fn)(void *user, const ptrace_event *ev, const ptrace_i
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen);
 
-/* The same from a byte source (a file, possibly gzip: pgz.h), in bounded memory: one line
- * and one read chunk at a time. */
-int ptrace_scan_src(psrc *src, ptrace_scan_fn fn, void *user, ptrace_info *info,
-                    char *err, size_t errlen);
+/* Streams the file at path (plain or gzip, found by its first two bytes) through fn:
+ * memory stays bounded by the longest line (at most 64 MiB) plus 6 MiB of buffers.
+ * Returns 0 (also for a cut-off file: see info), -1 with err when it cannot be read or is
+ * not a specprof trace. */
+int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen);
 
 /* 1 when the first bytes of a file look like a specprof trace: the first event (line 1 "["
  * and line 2, or "[{...}," on line 1) is specprof_header or specprof_merged. */
@@ -61,6 +65,7 @@ typedef struct {
 
 int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file *f,
                     char *err, size_t errlen);
+/* Reads path streaming (plain or gzip), keeping every event. */
 int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen);
 void ptrace_file_free(ptrace_file *f);
 
@@ -75,6 +80,8 @@ int ptrace_read_api(const ptrace_event *e, int64_t t0_ns, ptrace_api *a);
 int ptrace_read_range(const ptrace_event *e, int64_t t0_ns, ptrace_range *r);
 int ptrace_read_ncclcall(const ptrace_event *e, int64_t t0_ns, ptrace_ncclcall *n);
 int ptrace_read_graphexec(const ptrace_event *e, int64_t t0_ns, ptrace_graphexec *g);
+int ptrace_read_window(const ptrace_event *e, int64_t t0_ns, ptrace_window *w);
+int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g);
 /* The nccl object of a kernel/memcpy args, or of an nccl event's args. 0 or -1. */
 int ptrace_read_nccl(const pjson *obj, ptrace_nccl *n);
 
