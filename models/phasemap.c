@@ -159,8 +159,10 @@ out:
 int phasemap_shape_find(pm_shape *s, const char *trace_path, char *found, size_t foundlen,
                         char *err, size_t errlen)
 {
-    char dir[600], cand[700];
-    snprintf(dir, sizeof dir, "%s", trace_path);
+    char dir[600], cand[700], *real = realpath(trace_path, NULL);
+    /* beside the file itself: a symlinked trace finds its own server_args.json */
+    snprintf(dir, sizeof dir, "%s", real ? real : trace_path);
+    free(real);
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = 0;

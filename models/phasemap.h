@@ -12,7 +12,7 @@
 #include "fit.h"
 
 #define PM_GRAPH_BS_MAX 512
-#define PM_RULES_MAX 16
+#define PM_RULES_MAX 64
 #define PM_CTX_BS_MAX 1024          /* batch sizes with their own KV per row from a log */
 
 /* The speculative shape and CUDA-graph batch sizes of the server that wrote the trace. */
@@ -88,7 +88,8 @@ int  phasemap_load_map(phasemap *pm, const char *spec, char *err, size_t errlen)
  * list up to cuda_graph_max_bs), disable_cuda_graph, tp_size. A file without
  * speculative_algorithm (or with null) is a baseline server: known stays 0. 0 or -1. */
 int  phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen);
-/* Looks for server_args.json in the trace's directory and its parent; 1 found (s filled,
+/* Looks for server_args.json in the trace's directory and its parent (of the file itself, a
+ * symbolic link followed); 1 found (s filled,
  * found names it), 0 none, -1 a file that does not parse. */
 int  phasemap_shape_find(pm_shape *s, const char *trace_path, char *found, size_t foundlen,
                          char *err, size_t errlen);

@@ -151,12 +151,10 @@ static size_t ti_kn_graphs(fit_trace *t)
 
 /* Host time that torch.profiler/Kineto adds per host event it records (a cpu_op, a runtime
  * or driver call, a user_annotation), beyond specprof's: measured on the H200 from the same
- * torchbench configurations captured both ways, over the eager (host-bound) phase spans,
- * (Kineto span - specprof span) / Kineto's host events in the span: draft 4.00, verify 3.65,
- * draft-extend 4.30, decode 3.92 us (traces/torch/kineto/kineto_cost.txt, made by
- * kineto_cost.py there); their mean, 3.97. (The whole iteration grew less, 2.2-2.4 us per
- * event, traces/torch/kineto/measured.csv: there the GPU hid part of the host's time.)
- * KINETO_HOST_EVENT_US overrides it (0: keep the trace's times). */
+ * torchbench configurations captured both ways, over the eager (host-bound) phase spans at
+ * 80 rows, (Kineto span - specprof span) / Kineto's host events in the span: 2.07 to 6.77 us
+ * over the 7 such spans, mean 4.00 (traces/torch/kineto/kineto_cost.txt, made by
+ * kineto_cost.py there). KINETO_HOST_EVENT_US overrides it (0: keep the trace's times). */
 #define TIMPORT_KINETO_HOST_EVENT_US 4.0
 /* Between two GPU records of different launches on a stream, a gap up to this long is the
  * GPU's own (back to back: ~0.5-1.5 us on the H200); a longer one waited for the host, and
