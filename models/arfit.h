@@ -61,7 +61,10 @@ typedef struct {
     double  steps_coef, bytes_coef; /* A, C: time = max(floor, A*alpha + C*bytes/beta) */
     int     gpus;
     char    env[ARFIT_ENV_MAX], mode[16], dtype[16];
-    double  alpha_sd_us, beta_sd_gbps, floor_sd_us; /* standard errors; < 0: not estimable */
+    double  alpha_sd_us, beta_sd_gbps, floor_sd_us; /* standard errors; < 0: not estimable
+                                    (the report and the file's sd_note say why) */
+    size_t  line_points;          /* points fitted to the line, and its free parameters */
+    int     line_params;
     double  floor_to_bytes;       /* largest size fitted to the floor (0: no floor) */
     double  rms_rel, max_rel;     /* over the points */
     size_t  points;

@@ -20,8 +20,13 @@ profiler: $(BIN)/specprof
 	@echo "  NOTE    nvcc not found at $(NVCC): building the simulator only (no libspecprof.so, no specbench)"
 endif
 
+# The trace code's libc-only helpers from models/: the ranges every reader checks and the
+# output-file rule (bounds.h, ofile.h).
+PROF_CORE_OBJ := $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ)) $(BUILD)/models/bounds.o \
+                 $(BUILD)/models/ofile.o
+
 # libc only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
-$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
+$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(PROF_CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread -ldl -lm
@@ -33,7 +38,7 @@ $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 
 # The injection library carries its own copy of the trace writer (profiler/core) so that
 # it depends on nothing but libcupti and libc at run time.
-$(BIN)/libspecprof.so: $(INJ_OBJ) $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
+$(BIN)/libspecprof.so: $(INJ_OBJ) $(PROF_CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lpthread -ldl

@@ -75,32 +75,25 @@ static long parse_long(const char *opt, const char *s, long lo, long hi) {
 
 /* ---------- check ---------- */
 
-static int read_input(const char *path, char **text, size_t *len, char *err, size_t errlen) {
+/* Scans one input as a stream (a .gz through gzip -dc): memory is bounded by the longest
+ * line whatever the file's size, and /dev/zero stops at the line cap (bounds.h). */
+static int scan_input(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err,
+                      size_t errlen) {
     size_t n = strlen(path);
     if (n > 3 && !strcmp(path + n - 3, ".gz")) {
         char cmd[PATH_MAX + 64];
+        memset(info, 0, sizeof *info);
         if (strchr(path, '\'')) { snprintf(err, errlen, "%s: quote in file name", path); return -1; }
+        if (access(path, R_OK)) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
         snprintf(cmd, sizeof cmd, "gzip -dc -- '%s'", path);
         FILE *p = popen(cmd, "r");
         if (!p) { snprintf(err, errlen, "%s: cannot run gzip: %s", path, strerror(errno)); return -1; }
-        size_t cap = 1 << 20, used = 0;
-        char *buf = malloc(cap + 1);
-        while (buf) {
-            size_t r = fread(buf + used, 1, cap - used, p);
-            used += r;
-            if (used < cap) break;
-            char *nb = realloc(buf, cap * 2 + 1);
-            if (!nb) { free(buf); buf = NULL; break; }
-            buf = nb; cap *= 2;
-        }
+        int rc = ptrace_scan_stream(p, path, fn, user, info, err, errlen);
         int st = pclose(p);
-        if (!buf) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
-        if (st != 0 && used == 0) { free(buf); snprintf(err, errlen, "%s: gzip -dc failed", path); return -1; }
-        buf[used] = 0;
-        *text = buf; *len = used;
-        return 0;
+        if (!rc && st != 0 && !info->lines) { snprintf(err, errlen, "%s: gzip -dc failed", path); return -1; }
+        return rc;
     }
-    return ptrace_slurp(path, text, len, err, errlen);
+    return ptrace_scan_file(path, fn, user, info, err, errlen);
 }
 
 static int sum_cb(void *user, const ptrace_event *e, const ptrace_info *info) {
@@ -120,17 +113,11 @@ static int cmd_check(int argc, char **argv) {
     }
     if (optind >= argc) { usage(stderr); return 2; }
     for (int i = optind; i < argc; i++) {
-        char *text; size_t len; char err[1024];
-        if (read_input(argv[i], &text, &len, err, sizeof err)) {
-            fprintf(stderr, "specprof check: %s\n", err);
-            worst = 2;
-            continue;
-        }
+        char err[1024];
         ptrace_sum s;
         ptrace_info info;
         ptrace_sum_init(&s);
-        int rc = ptrace_scan_buf(text, len, argv[i], sum_cb, &s, &info, err, sizeof err);
-        free(text);
+        int rc = scan_input(argv[i], sum_cb, &s, &info, err, sizeof err);
         if (rc) {
             fprintf(stderr, "specprof check: %s\n", err);
             worst = 2;

@@ -10,6 +10,7 @@
 #include "timeline.h"
 #include "arfit.h"
 #include "fit.h"
+#include "gslerr.h"
 
 #include <math.h>
 #include <getopt.h>
@@ -239,17 +240,19 @@ static int cmd_run(simcfg_set_t *s)
     if (use_tl)
         timeline_process(&tl, 1, "spec", ps.ranks);
     double t0 = now_s();
-    if (sim_run(&ps, use_tl ? &hk : NULL, &rs, err, sizeof err)) {
+    int rc = sim_run(&ps, use_tl ? &hk : NULL, &rs, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "%s\n", err);
-        return 1;
+        return rc == -2 ? EXIT_BAD_INPUT : 1;
     }
     double t1 = now_s();
     if (s->cfg.baseline) {
         if (use_tl)
             timeline_process(&tl, 1001, "baseline", pb.ranks);
-        if (sim_run(&pb, use_tl ? &hk : NULL, &rb, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
-            return 1;
+        rc = sim_run(&pb, use_tl ? &hk : NULL, &rb, err, sizeof err);
+        if (rc) {
+            fprintf(stderr, "baseline: %s\n", err);
+            return rc == -2 ? EXIT_BAD_INPUT : 1;
         }
     }
     double t2 = now_s();
@@ -420,6 +423,7 @@ int main(int argc, char **argv)
     static simcfg_set_t s;
     static sweep_grid g;
     int help = 0, rc;
+    gslerr_install();     /* GSL's default handler aborts; its errors become messages */
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage_main(stdout);

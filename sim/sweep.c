@@ -78,11 +78,21 @@ int sweep_grid_add(sweep_grid *g, const char *spec, char *err, size_t errlen)
             if (end == s || step < 1)
                 goto bad;
         }
-        if (*end || errno || hi < lo || (hi - lo) / step >= SWEEP_MAX_VALUES)
+        if (*end || errno || hi < lo)
             goto bad;
-        for (long x = lo; x <= hi; x += step) {
+        /* both ends within the knob's range (bounds.h), so hi - lo and lo + i * step
+         * cannot overflow (a range to 2^63 - 1 once did) */
+        if (k->max >= k->min && (lo < k->min || hi > k->max)) {
+            snprintf(err, errlen, "command line: field --grid: value %ld (in \"%s\"): out of "
+                     "range: %s must be in [%.15g, %.15g]", lo < k->min ? lo : hi, spec, k->name,
+                     k->min, k->max);
+            goto fail;
+        }
+        if ((hi - lo) / step >= SWEEP_MAX_VALUES)
+            goto bad;
+        for (long i = 0; i <= (hi - lo) / step; i++) {
             char buf[32];
-            int n = snprintf(buf, sizeof buf, "%ld", x);
+            int n = snprintf(buf, sizeof buf, "%ld", lo + i * step);
             if (sweep_add_value(a, buf, (size_t)n))
                 goto oom;
         }
@@ -174,7 +184,8 @@ typedef struct {
     atomic_long         next, done;
     atomic_int          failed;
     pthread_mutex_t     lock;
-    char                err[1024];
+    char                err[1536];
+    int                 bad_input;   /* the failure was sim_run's -2 (the input's fault) */
     int                 progress;
     /* runs priced past their model's traces (sim_beyond_fit): how many, per phase the
      * largest tokens and query tokens per row of those past it (0: none), and the first
@@ -229,9 +240,19 @@ static void *sweep_worker(void *arg)
         if (!rc)
             sweep_note_beyond(c, p->model, spec ? &c->spec[i] : &c->bres[i]);
         if (rc) {
+            /* name the configuration: which grid values gave this */
+            char cfg[512] = "";
+            int d[SWEEP_MAX_AXES];
+            sweep_digits(c->g, i, d);
+            for (int a = 0, n = 0; a < c->g->naxes && n < (int)sizeof cfg; a++)
+                n += snprintf(cfg + n, sizeof cfg - (size_t)n, "%s%s=%s", a ? " " : "",
+                              c->g->axis[a].knob->name, c->g->axis[a].vals[d[a]]);
             pthread_mutex_lock(&c->lock);
-            if (!atomic_load(&c->failed))
-                snprintf(c->err, sizeof c->err, "%s", err);
+            if (!atomic_load(&c->failed)) {
+                snprintf(c->err, sizeof c->err, "sweep grid: configuration %ld (%s%s): %s",
+                         i, cfg, spec ? "" : ", baseline", err);
+                c->bad_input = rc == -2;
+            }
             atomic_store(&c->failed, 1);
             pthread_mutex_unlock(&c->lock);
             break;
@@ -356,6 +377,8 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     pthread_mutex_destroy(&c.lock);
     if (atomic_load(&c.failed)) {
         snprintf(err, errlen, "%s", c.err[0] ? c.err : "sweep: out of memory in a worker");
+        if (c.bad_input)
+            rc = -2;
         goto out;
     }
     /* the CSV: varied knobs, then the metrics */

@@ -38,7 +38,8 @@ typedef struct {
 int  sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen);
 /* Checks every configuration (base + grid), then runs them on `jobs` threads (0: online
  * CPUs) and writes the CSV to out. Returns 0, -2 for a bad configuration (err names the
- * grid value), -1 for a failure while running. */
+ * grid value; also a run that sim_run refused with -2: err names its grid values), -1 for
+ * a failure while running. */
 int  sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs,
                sweep_stats *st, char *err, size_t errlen);
 #endif

@@ -3,6 +3,7 @@
  * is freed at once; a parse error never leaks (its partial values stay in the arena). */
 #include "pjson.h"
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,6 +170,13 @@ static const char *pjson_string(pjson_parser *ps, size_t *len_out) {
 
 static pjson *pjson_value(pjson_parser *ps, int depth);
 
+/* A double as int64, saturating (a cast of 1e300 is undefined behaviour). */
+static int64_t pjson_sat64(double d) {
+    if (d >= 9223372036854775807.0) return INT64_MAX;
+    if (d <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)d;
+}
+
 static pjson *pjson_number(pjson_parser *ps) {
     const char *q = ps->p;
     int is_int = 1;
@@ -188,12 +196,15 @@ static pjson *pjson_number(pjson_parser *ps) {
     errno = 0;
     v->num = strtod(buf, &e);
     if (*e) { pjson_fail(ps, "bad number '%s'", buf); return NULL; }
+    /* JSON has no infinity: 1e999 is refused here, so nothing downstream (a writer
+     * echoing the value) can print inf */
+    if (!isfinite(v->num)) { pjson_fail(ps, "number out of range '%s'", buf); return NULL; }
     if (is_int) {
         errno = 0;
         long long ll = strtoll(buf, &e, 10);
         if (errno == 0 && !*e) { v->is_int = 1; v->i = ll; }
-        else v->i = (int64_t)v->num;
-    } else v->i = (int64_t)v->num;
+        else v->i = pjson_sat64(v->num);
+    } else v->i = pjson_sat64(v->num);
     ps->p = q;
     return v;
 }
@@ -368,6 +379,7 @@ static void po_val(pjson_out *o, const pjson *v) {
     case PJSON_BOOL: if (v->i) po_raw(o, "true", 4); else po_raw(o, "false", 5); break;
     case PJSON_NUM:
         if (v->is_int) snprintf(num, sizeof num, "%lld", (long long)v->i);
+        else if (!isfinite(v->num)) snprintf(num, sizeof num, "null");   /* never inf/nan */
         else snprintf(num, sizeof num, "%.17g", v->num);
         po_raw(o, num, strlen(num));
         break;

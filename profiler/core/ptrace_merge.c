@@ -1,6 +1,6 @@
 /* ptrace_merge.c: per-rank traces -> one merged trace (see ptrace_merge.h).
- * Two passes per file (headers first, to find the common t0), each file read whole:
- * memory ~ the largest file plus its parse, not the sum. */
+ * Two passes per file (headers first, to find the common t0), each file streamed line by
+ * line: memory ~ one line, whatever the files' sizes. */
 #include "ptrace_merge.h"
 #include "ptrace_out.h"
 #include "ptrace_read.h"
@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MERGE_MAX_FILES 4096
 #define MERGE_LINE_BYTES (64 * 1024)
@@ -27,7 +28,7 @@ typedef struct {
     int64_t shift_ns;
     char *line;
     int failed;
-    long long events;
+    long long events, records;   /* lines written; of which not metadata (what records counts) */
 } merge_ctx;
 
 static int merge_name_ok(const char *n) {
@@ -74,6 +75,7 @@ static int merge_emit(void *user, const ptrace_event *e, const ptrace_info *info
     n += snprintf(c->line + n, MERGE_LINE_BYTES - (size_t)n, "},\n");
     if (ptrace_out_write(c->out, c->line, (size_t)n)) { c->failed = 1; return 1; }
     c->events++;
+    c->records += e->ph != 'M';
     return 0;
 }
 
@@ -95,21 +97,14 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     int64_t t0 = INT64_MAX;
     char path[1400], perr[512];
     for (int i = 0; i < nf; i++) {
-        char *text; size_t len;
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        if (ptrace_slurp(path, &text, &len, perr, sizeof perr)) {
-            if (report) fprintf(report, "skip %s\n", perr);
-            res->skipped++;
-            continue;
-        }
-        if (ptrace_scan_buf(text, len, path, NULL, NULL, &files[i].info, perr, sizeof perr) || files[i].info.merged) {
+        if (ptrace_scan_file(path, NULL, NULL, &files[i].info, perr, sizeof perr) || files[i].info.merged) {
             if (report) fprintf(report, "skip %s\n", files[i].info.merged ? "a merged file" : perr);
             res->skipped++;
         } else {
             files[i].ok = 1;
             if (files[i].info.header.t0_ns < t0) t0 = files[i].info.header.t0_ns;
         }
-        free(text);
     }
     int nok = 0;
     for (int i = 0; i < nf; i++) nok += files[i].ok;
@@ -153,13 +148,12 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     }
     for (int i = 0; i < nf; i++) {
         if (!files[i].ok) continue;
-        char *text; size_t len;
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        if (ptrace_slurp(path, &text, &len, perr, sizeof perr)) {
-            if (report) fprintf(report, "skip %s (vanished between passes)\n", perr);
+        if (access(path, R_OK)) {
+            if (report) fprintf(report, "skip %s (vanished between passes)\n", path);
             continue;
         }
-        merge_ctx c = { &out, files[i].pid, files[i].shift_ns, line, 0, 0 };
+        merge_ctx c = { &out, files[i].pid, files[i].shift_ns, line, 0, 0, 0 };
         ptrace_ctx pc = { files[i].pid, files[i].info.header.t0_ns };
         const ptrace_info *fi = &files[i].info;
         /* the rank's header, renamed so that the merged file has one specprof_header-free start */
@@ -177,8 +171,7 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
         n = ptrace_write_process_name(line, MERGE_LINE_BYTES, &pc, pname);
         if (n > 0) ptrace_out_write(&out, line, (size_t)n);
         ptrace_info again;
-        ptrace_scan_buf(text, len, path, merge_emit, &c, &again, perr, sizeof perr);
-        free(text);
+        ptrace_scan_file(path, merge_emit, &c, &again, perr, sizeof perr);
         if (c.failed) { snprintf(err, errlen, "%s: write failed: %s", out.path_part, strerror(errno)); goto done; }
         if (fi->complete) {
             char ts[40];
@@ -196,10 +189,10 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
         }
         if (report) fprintf(report, "merged %s: rank %d as pid %d, shift %.3f us, %lld events\n", files[i].name,
                             fi->header.rank, files[i].pid, (double)files[i].shift_ns / 1e3, c.events);
-        total_records += c.events;
+        total_records += c.records;
+        res->events += c.events;
         res->files++;
     }
-    res->events = total_records;
     {
         ptrace_end e;
         memset(&e, 0, sizeof e);
@@ -214,7 +207,7 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     if (ptrace_out_finish(&out, err, errlen)) goto done;
     rc = 0;
 done:
-    if (rc && out.fd >= 0) ptrace_out_abandon(&out);
+    if (rc && out.fd >= 0) ptrace_out_discard(&out);   /* nothing half-written at -o */
     free(files);
     free(line);
     return rc;

@@ -2,6 +2,7 @@
  * Written for a writer thread that appends ~64 KiB chunks of whole lines every flush. */
 #include "ptrace_out.h"
 #include "ptrace_write.h"
+#include "ofile.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -37,13 +38,17 @@ int ptrace_out_mkdirs(const char *dir, char *err, size_t errlen) {
 int ptrace_out_open_path(ptrace_out *o, const char *final_path, char *err, size_t errlen) {
     o->fd = -1;
     o->bytes = 0;
+    o->in_place = 0;
     int n1 = snprintf(o->path_final, sizeof o->path_final, "%s", final_path);
     int n2 = snprintf(o->path_part, sizeof o->path_part, "%s.part", final_path);
     if (n1 < 0 || n2 < 0 || (size_t)n2 >= sizeof o->path_part) {
         snprintf(err, errlen, "%s: path too long", final_path);
         return -1;
     }
-    o->fd = open(o->path_part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    o->in_place = ofile_in_place(final_path);
+    if (o->in_place) snprintf(o->path_part, sizeof o->path_part, "%s", final_path);
+    o->fd = o->in_place ? open(o->path_part, O_WRONLY | O_CLOEXEC)
+                        : open(o->path_part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (o->fd < 0) {
         snprintf(err, errlen, "%s: cannot create: %s", o->path_part, strerror(errno));
         return -1;
@@ -84,7 +89,7 @@ int ptrace_out_finish(ptrace_out *o, char *err, size_t errlen) {
     int rc = 0;
     if (close(o->fd)) { snprintf(err, errlen, "%s: close failed: %s", o->path_part, strerror(errno)); rc = -1; }
     o->fd = -1;
-    if (!rc && rename(o->path_part, o->path_final)) {
+    if (!rc && !o->in_place && rename(o->path_part, o->path_final)) {
         snprintf(err, errlen, "%s: rename to %s failed: %s", o->path_part, o->path_final, strerror(errno));
         rc = -1;
     }
@@ -94,4 +99,9 @@ int ptrace_out_finish(ptrace_out *o, char *err, size_t errlen) {
 void ptrace_out_abandon(ptrace_out *o) {
     if (o->fd >= 0) close(o->fd);
     o->fd = -1;
+}
+
+void ptrace_out_discard(ptrace_out *o) {
+    ptrace_out_abandon(o);
+    if (!o->in_place && o->path_part[0]) unlink(o->path_part);
 }

@@ -2,16 +2,24 @@
  * One JSON object per line; the reader never trusts the file to be complete: a process
  * killed with SIGKILL leaves whole lines and at most one cut line at the end. */
 #include "ptrace_read.h"
+#include "bounds.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int64_t pr_us_to_ns(const pjson *v) {
+/* An event's ts or dur (us, 3 decimals) as ns, if within kind's range (bounds.h): 0, or -1
+ * with the message in why. Absent or not a number: 0 ns. */
+static int pr_us_to_ns(const pjson *v, const bnd_kind *kind, const char *field, int64_t *ns,
+                       char *why, size_t whylen) {
+    *ns = 0;
     if (!v || v->type != PJSON_NUM) return 0;
-    if (v->is_int) return v->i * 1000;
-    return (int64_t)llround(v->num * 1000.0);
+    if (v->is_int ? bnd_check_i64(kind, v->i, "", field, why, whylen)
+                  : bnd_check(kind, v->num, "", field, why, whylen))
+        return -1;
+    *ns = v->is_int ? v->i * 1000 : (int64_t)llround(v->num * 1000.0);
+    return 0;
 }
 
 static void pr_copy(char *dst, size_t cap, const char *src) {
@@ -80,103 +88,264 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->graph_nodes_cloned = pjson_get_int(a, "graph_nodes_cloned", 0);
 }
 
-/* 1 when only whitespace follows position p. */
-static int pr_rest_blank(const char *p, const char *end) {
-    for (; p < end; p++) if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r') return 0;
-    return 1;
+/* The scan of one input, line by line: from memory (ptrace_scan_buf) or from a stream
+ * (ptrace_scan_stream, memory bounded by the longest line). A line that does not parse is
+ * held back until the next non-blank line shows it was not the last (a last line cut
+ * mid-write is dropped and reported, not counted as bad). */
+typedef struct {
+    const char *label;
+    pjson_arena *keep, *a;
+    ptrace_scan_fn fn;
+    void *user;
+    ptrace_info *info;
+    char *err;
+    size_t errlen;
+    int started, stop, rc;
+    size_t line_no;
+    int pend;                 /* a line that did not parse, not yet known to be the last */
+    size_t pend_line;
+    char pend_err[128];
+} pr_state;
+
+static void pr_bad(pr_state *S, size_t line, const char *why) {
+    ptrace_info *info = S->info;
+    if (!info->bad_lines) {
+        info->first_bad_line = line;
+        snprintf(info->first_bad_err, sizeof info->first_bad_err, "%.*s",
+                 (int)sizeof info->first_bad_err - 1, why);
+    }
+    info->bad_lines++;
+}
+
+/* The header's t0_ns within bounds.h: 0, or -1 with err (the file is refused: every time
+ * in it is relative to t0). */
+static int pr_check_t0(pr_state *S, const pjson *args) {
+    const pjson *t0 = pjson_get(args, "t0_ns");
+    char where[200];
+    snprintf(where, sizeof where, "%s: line %zu", S->label, S->line_no);
+    if (t0 && t0->type == PJSON_NUM && !t0->is_int) {
+        snprintf(S->err, S->errlen, "%s: field t0_ns: value %.10g: not an integer (ns)", where, t0->num);
+        return -1;
+    }
+    return bnd_check_i64(&bnd_clock_ns, pjson_get_int(args, "t0_ns", 0), where, "t0_ns", S->err, S->errlen);
+}
+
+/* The end record's counts and end_ns within bounds.h: 0, or -1 with why. */
+static int pr_check_end(const pjson *a, char *why, size_t whylen) {
+    static const char *const counts[] = { "dropped_records", "dropped_host_events", "records", "nccl_calls",
+                                          "nccl_graph_nodes", "nccl_matched", "nvtx_ranges",
+                                          "graph_nodes_created", "graph_nodes_cloned" };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (bnd_check_i64(&bnd_records, pjson_get_int(a, counts[i], 0), "", counts[i], why, whylen)) return -1;
+    if (pjson_get(a, "end_ns") && bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "end_ns", 0), "", "end_ns", why, whylen))
+        return -1;
+    return 0;
+}
+
+/* One line [s, t) of the input (without its newline). Sets S->stop to end the scan. */
+static void pr_line(pr_state *S, const char *s, const char *t) {
+    ptrace_info *info = S->info;
+    S->line_no++;
+    info->lines = S->line_no;
+    while (s < t && (*s == ' ' || *s == '\t')) s++;
+    while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
+    if (t == s) return;
+    if (S->pend) { pr_bad(S, S->pend_line, S->pend_err); S->pend = 0; }   /* it was not the last */
+    if (t - s == 1 && (*s == '[' || *s == ']')) { S->started = 1; return; }
+    if (!S->started && *s == '[') { s++; S->started = 1; }   /* "[{...}," on one line */
+    if (!S->keep) pjson_arena_reset(S->a);
+    pjson *ev = NULL;
+    char perr[128];
+    if (pjson_parse(S->a, s, (size_t)(t - s), 1, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
+        S->pend = 1;
+        S->pend_line = S->line_no;
+        snprintf(S->pend_err, sizeof S->pend_err, "%s", ev && ev->type != PJSON_OBJ ? "not an object" : perr);
+        return;
+    }
+    ptrace_event x;
+    char why[200];
+    const char *ph = pjson_get_str(ev, "ph", "");
+    x.ph = ph[0];
+    x.cat = pjson_get_str(ev, "cat", "");
+    x.name = pjson_get_str(ev, "name", "");
+    x.pid = pjson_get_int(ev, "pid", 0);
+    x.tid = pjson_get_int(ev, "tid", 0);
+    x.args = pjson_get(ev, "args");
+    x.line = S->line_no;
+    /* times within bounds.h, so that t0 + ts + dur cannot overflow anywhere downstream */
+    if (pr_us_to_ns(pjson_get(ev, "ts"), &bnd_ts_us, "ts", &x.ts_ns, why, sizeof why) ||
+        pr_us_to_ns(pjson_get(ev, "dur"), &bnd_dur_us, "dur", &x.dur_ns, why, sizeof why)) {
+        pr_bad(S, S->line_no, why + 2);   /* why starts ": field ..." (no file) */
+        return;
+    }
+    if (!info->has_header && !info->merged) {
+        if (x.ph == 'M' && !strcmp(x.name, "specprof_header")) {
+            if (pr_check_t0(S, x.args)) { S->rc = -1; S->stop = 1; return; }
+            pr_header(x.args, &info->header);
+            info->has_header = 1;
+            if (info->header.format_version != PTRACE_FORMAT_VERSION) {
+                snprintf(S->err, S->errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
+                         S->label, S->line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
+                S->rc = -1;
+                S->stop = 1;
+            }
+            return;
+        }
+        if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; return; }
+        snprintf(S->err, S->errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
+                 S->label, S->line_no, x.name);
+        S->rc = -1;
+        S->stop = 1;
+        return;
+    }
+    if (x.ph == 'M' && !strcmp(x.name, "specprof_end")) {
+        if (pr_check_end(x.args, why, sizeof why)) { pr_bad(S, S->line_no, why + 2); return; }
+        pr_end(x.args, info->header.t0_ns, x.ts_ns, &info->end);
+        info->has_end = 1;
+        info->records_promised = pjson_get(x.args, "records") ? info->end.records : -1;
+        return;
+    }
+    if (info->merged && !info->has_header && x.ph == 'M' && !strcmp(x.name, "specprof_rank_header")) {
+        if (pr_check_t0(S, x.args)) { S->rc = -1; S->stop = 1; return; }
+        pr_header(x.args, &info->header);
+        info->has_header = 1;
+    }
+    info->events++;
+    if (x.ph != 'M') info->records_seen++;
+    if (S->fn && S->fn(S->user, &x, info)) S->stop = 1;
+}
+
+static void pr_begin(pr_state *S, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
+                     ptrace_info *info, char *err, size_t errlen) {
+    memset(S, 0, sizeof *S);
+    memset(info, 0, sizeof *info);
+    info->records_promised = -1;
+    S->label = label;
+    S->keep = keep;
+    S->a = keep ? keep : pjson_arena_create();
+    S->fn = fn;
+    S->user = user;
+    S->info = info;
+    S->err = err;
+    S->errlen = errlen;
+    if (!S->a) { snprintf(err, errlen, "%s: out of memory", label); S->rc = -1; S->stop = 1; }
+}
+
+static int pr_end_scan(pr_state *S, size_t bytes) {
+    ptrace_info *info = S->info;
+    if (S->pend) info->cut_last_line = 1;   /* only blank lines followed it */
+    /* complete: the end record came, and it holds what it promises */
+    info->complete = info->has_end && (info->records_promised < 0 || info->records_seen == info->records_promised);
+    if (!S->rc && !info->has_header && !info->merged) {
+        if (info->bad_lines)
+            snprintf(S->err, S->errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", S->label,
+                     info->first_bad_line, info->first_bad_err);
+        else if (info->cut_last_line)
+            snprintf(S->err, S->errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", S->label,
+                     S->pend_line, S->pend_err);
+        else
+            snprintf(S->err, S->errlen, "%s: not a specprof trace: no specprof_header line%s", S->label,
+                     bytes ? " (empty or cut off before its header was written)" : " (empty file)");
+        S->rc = -1;
+    }
+    if (!S->keep) pjson_arena_destroy(S->a);
+    return S->rc;
 }
 
 static int pr_scan(const char *text, size_t len, const char *label, pjson_arena *keep,
                    ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen) {
-    memset(info, 0, sizeof *info);
-    pjson_arena *scratch = keep ? NULL : pjson_arena_create();
-    pjson_arena *a = keep ? keep : scratch;
-    if (!a) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
+    pr_state S;
+    pr_begin(&S, label, keep, fn, user, info, err, errlen);
     const char *p = text, *end = text + len;
-    int rc = 0, started = 0;
-    size_t line_no = 0;
-    char perr[128];
-    while (p < end) {
-        const char *s = p, *e = memchr(p, '\n', (size_t)(end - p));
+    while (p < end && !S.stop) {
+        const char *e = memchr(p, '\n', (size_t)(end - p));
         if (!e) e = end;
+        pr_line(&S, p, e);
         p = e < end ? e + 1 : end;
-        line_no++;
-        info->lines = line_no;
-        while (s < e && (*s == ' ' || *s == '\t')) s++;
-        const char *t = e;
-        while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
-        if (t == s) continue;
-        if (t - s == 1 && (*s == '[' || *s == ']')) { started = 1; continue; }
-        if (!started && *s == '[') { s++; started = 1; }   /* "[{...}," on one line */
-        if (!keep) pjson_arena_reset(a);
-        pjson *ev = NULL;
-        if (pjson_parse(a, s, (size_t)(t - s), 1, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
-            if (pr_rest_blank(p, end)) { info->cut_last_line = 1; break; }
-            if (!info->bad_lines) {
-                info->first_bad_line = line_no;
-                snprintf(info->first_bad_err, sizeof info->first_bad_err, "%s",
-                         ev && ev->type != PJSON_OBJ ? "not an object" : perr);
-            }
-            info->bad_lines++;
-            continue;
-        }
-        ptrace_event x;
-        const char *ph = pjson_get_str(ev, "ph", "");
-        x.ph = ph[0];
-        x.cat = pjson_get_str(ev, "cat", "");
-        x.name = pjson_get_str(ev, "name", "");
-        x.pid = pjson_get_int(ev, "pid", 0);
-        x.tid = pjson_get_int(ev, "tid", 0);
-        x.ts_ns = pr_us_to_ns(pjson_get(ev, "ts"));
-        x.dur_ns = pr_us_to_ns(pjson_get(ev, "dur"));
-        x.args = pjson_get(ev, "args");
-        x.line = line_no;
-        if (!info->has_header && !info->merged) {
-            if (x.ph == 'M' && !strcmp(x.name, "specprof_header")) {
-                pr_header(x.args, &info->header);
-                info->has_header = 1;
-                if (info->header.format_version != PTRACE_FORMAT_VERSION) {
-                    snprintf(err, errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
-                             label, line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
-                    rc = -1;
-                    break;
-                }
-                continue;
-            }
-            if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; continue; }
-            snprintf(err, errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
-                     label, line_no, x.name);
-            rc = -1;
-            break;
-        }
-        if (x.ph == 'M' && !strcmp(x.name, "specprof_end")) {
-            pr_end(x.args, info->header.t0_ns, x.ts_ns, &info->end);
-            info->complete = 1;
-            continue;
-        }
-        if (info->merged && !info->has_header && x.ph == 'M' && !strcmp(x.name, "specprof_rank_header")) {
-            pr_header(x.args, &info->header);
-            info->has_header = 1;
-        }
-        info->events++;
-        if (fn && fn(user, &x, info)) break;
     }
-    if (!rc && !info->has_header && !info->merged) {
-        if (info->bad_lines)
-            snprintf(err, errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", label,
-                     info->first_bad_line, info->first_bad_err);
-        else
-            snprintf(err, errlen, "%s: not a specprof trace: no specprof_header line%s", label,
-                     len ? " (empty or cut off before its header was written)" : " (empty file)");
-        rc = -1;
-    }
-    pjson_arena_destroy(scratch);
-    return rc;
+    if (S.stop) S.pend = 0;   /* stopped early (by the callback or an error): nothing is "last" */
+    return pr_end_scan(&S, len);
 }
 
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen) {
     return pr_scan(text, len, label, NULL, fn, user, info, err, errlen);
+}
+
+/* Chunks of the stream go into buf; a line may span chunks, never more than
+ * BND_TRACE_LINE_BYTES. */
+#define PR_CHUNK_BYTES ((size_t)1 << 20)
+
+static int pr_scan_fp(FILE *fp, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
+                      ptrace_info *info, char *err, size_t errlen) {
+    pr_state S;
+    pr_begin(&S, label, keep, fn, user, info, err, errlen);
+    size_t cap = (size_t)BND_TRACE_LINE_BYTES + PR_CHUNK_BYTES;
+    char *buf = S.stop ? NULL : malloc(cap);
+    size_t beg = 0, end = 0;
+    long long total = 0;
+    int eof = 0;
+    if (!buf && !S.stop) { snprintf(err, errlen, "%s: out of memory", label); S.rc = -1; S.stop = 1; }
+    while (!S.stop) {
+        char *nl = memchr(buf + beg, '\n', end - beg);
+        if (nl) {
+            pr_line(&S, buf + beg, nl);
+            beg = (size_t)(nl - buf) + 1;
+            continue;
+        }
+        if (end - beg > (size_t)BND_TRACE_LINE_BYTES) {
+            snprintf(err, errlen, "%s: line %zu: longer than %ld bytes: not a specprof trace (a binary file, "
+                     "/dev/zero?)", label, S.line_no + 1, (long)BND_TRACE_LINE_BYTES);
+            S.rc = -1;
+            S.stop = 1;
+            S.pend = 0;
+            break;
+        }
+        if (eof) {
+            if (end > beg) pr_line(&S, buf + beg, buf + end);   /* the last line, without newline */
+            break;
+        }
+        if (beg > 0) { memmove(buf, buf + beg, end - beg); end -= beg; beg = 0; }
+        size_t r = fread(buf + end, 1, cap - end, fp);
+        end += r;
+        total += (long long)r;
+        if (total > BND_TRACE_FILE_BYTES) {
+            snprintf(err, errlen, "%s: larger than %lld bytes: not a specprof trace (bounds.h)", label,
+                     (long long)BND_TRACE_FILE_BYTES);
+            S.rc = -1;
+            S.stop = 1;
+            S.pend = 0;
+            break;
+        }
+        if (r == 0) {
+            if (ferror(fp)) {
+                snprintf(err, errlen, "%s: read error: %s", label, strerror(errno));
+                S.rc = -1;
+                S.stop = 1;
+                S.pend = 0;
+                break;
+            }
+            eof = 1;
+        }
+    }
+    free(buf);
+    if (S.stop && S.rc == 0) S.pend = 0;
+    return pr_end_scan(&S, (size_t)total);
+}
+
+int ptrace_scan_stream(FILE *fp, const char *label, ptrace_scan_fn fn, void *user,
+                       ptrace_info *info, char *err, size_t errlen) {
+    return pr_scan_fp(fp, label, NULL, fn, user, info, err, errlen);
+}
+
+int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                     char *err, size_t errlen) {
+    memset(info, 0, sizeof *info);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    int rc = pr_scan_fp(fp, path, NULL, fn, user, info, err, errlen);
+    fclose(fp);
+    return rc;
 }
 
 static int pr_keep(void *user, const ptrace_event *ev, const ptrace_info *info) {
@@ -192,12 +361,14 @@ static int pr_keep(void *user, const ptrace_event *ev, const ptrace_info *info) 
     return 0;
 }
 
-int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file *f,
-                    char *err, size_t errlen) {
+static int pr_read(const char *text, size_t len, FILE *fp, const char *label, ptrace_file *f,
+                   char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     f->arena = pjson_arena_create();
     if (!f->arena) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
-    if (pr_scan(text, len, label, f->arena, pr_keep, f, &f->info, err, errlen)) {
+    int rc = fp ? pr_scan_fp(fp, label, f->arena, pr_keep, f, &f->info, err, errlen)
+                : pr_scan(text, len, label, f->arena, pr_keep, f, &f->info, err, errlen);
+    if (rc) {
         ptrace_file_free(f);
         return -1;
     }
@@ -209,37 +380,23 @@ int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file
     return 0;
 }
 
+int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file *f,
+                    char *err, size_t errlen) {
+    return pr_read(text, len, NULL, label, f, err, errlen);
+}
+
 int ptrace_slurp(const char *path, char **text, size_t *len, char *err, size_t errlen) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, fp);
-        n += r;
-        if (n < cap) break;
-        char *nb = realloc(buf, cap * 2 + 1);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb; cap *= 2;
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (!buf || bad) {
-        free(buf);
-        snprintf(err, errlen, "%s: %s", path, bad ? "read error" : "out of memory");
-        return -1;
-    }
-    buf[n] = 0;
-    *text = buf; *len = n;
-    return 0;
+    /* the whole file in memory: capped like every reader (bounds.h); the streaming
+     * readers above are what a large trace should go through */
+    return bnd_read_file(path, (long)BND_TRACE_FILE_BYTES, "a specprof trace", text, len, err, errlen);
 }
 
 int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen) {
-    char *text; size_t len;
     memset(f, 0, sizeof *f);
-    if (ptrace_slurp(path, &text, &len, err, errlen)) return -1;
-    int rc = ptrace_read_buf(text, len, path, f, err, errlen);
-    free(text);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    int rc = pr_read(NULL, 0, fp, path, f, err, errlen);
+    fclose(fp);
     return rc;
 }
 

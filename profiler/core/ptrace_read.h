@@ -6,6 +6,7 @@
 #ifndef PTRACE_READ_H
 #define PTRACE_READ_H
 #include <stddef.h>
+#include <stdio.h>
 #include "pjson.h"
 #include "ptrace.h"
 
@@ -23,14 +24,22 @@ typedef struct {
     int has_header;
     ptrace_header header;
     int merged;               /* first event is specprof_merged (specprof merge output) */
-    int complete;             /* specprof_end seen (and, for merged files, its last line) */
-    ptrace_end end;           /* valid when an end event was seen */
+    int has_end;              /* a specprof_end record was read */
+    int complete;             /* has_end, and the file holds the records it promises:
+                                 records_seen == records_promised (when it gives one) */
+    ptrace_end end;           /* valid when has_end */
+    int64_t records_promised; /* the end record's records; -1: no end, or it gives none */
+    int64_t records_seen;     /* events other than metadata (ph M): what records counts */
     int cut_last_line;        /* the last line did not parse (cut off mid-write): dropped */
     size_t bad_lines;         /* other lines that did not parse (skipped) */
     size_t first_bad_line;
     char first_bad_err[160];
     size_t lines, events;     /* lines read; events handed out (header/end excluded) */
 } ptrace_info;
+
+/* Every number a reader turns into time is bounded (bounds.h): the header's t0_ns (else
+ * the file is refused), each event's ts and dur and the end record's counts (else the line
+ * is counted as bad and skipped), so that no sum of times overflows downstream. */
 
 /* Called for each event; return non-zero to stop. The event (and its args) is valid
  * only during the call. */
@@ -40,6 +49,14 @@ typedef int (*ptrace_scan_fn)(void *user, const ptrace_event *ev, const ptrace_i
  * file: see info), or -1 with err when the input is not a specprof trace at all. */
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen);
+/* The same from a stream (a file, a pipe from gzip -dc), read in chunks: memory is bounded
+ * by the longest line, BND_TRACE_LINE_BYTES (a longer one refuses the input: /dev/zero
+ * stops there), and at most BND_TRACE_FILE_BYTES are read. label names the input. */
+int ptrace_scan_stream(FILE *fp, const char *label, ptrace_scan_fn fn, void *user,
+                       ptrace_info *info, char *err, size_t errlen);
+/* ptrace_scan_stream of the file at path. */
+int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                     char *err, size_t errlen);
 
 /* Every event kept in memory. Caller-owned; ptrace_file_free releases it. */
 typedef struct {
@@ -51,10 +68,11 @@ typedef struct {
 
 int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file *f,
                     char *err, size_t errlen);
-int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen);
+int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen);  /* streams */
 void ptrace_file_free(ptrace_file *f);
 
-/* Reads a whole file into a malloc'd NUL-terminated buffer; 0 or -1 with err. */
+/* Reads a whole file (at most BND_TRACE_FILE_BYTES) into a malloc'd NUL-terminated buffer;
+ * 0 or -1 with err. The scan_stream/scan_file readers need no such buffer. */
 int ptrace_slurp(const char *path, char **text, size_t *len, char *err, size_t errlen);
 
 /* Typed views of one event (absolute CUPTI times: t0_ns + ts). Strings point into the

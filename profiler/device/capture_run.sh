@@ -26,8 +26,8 @@ step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$LOG"
 step "build"
 make -j"$(nproc)" bin/specbench bin/libspecprof.so bin/specprof_demo >> "$LOG" 2>&1
-make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -o bin/specprof \
-    profiler/specprof.c profiler/core/*.c -lpthread -ldl -lm >> "$LOG" 2>&1
+make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -Imodels -o bin/specprof \
+    profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lpthread -ldl -lm >> "$LOG" 2>&1
 ls -la bin | tee -a "$LOG"
 SP=bin/specprof; SB=bin/specbench
 
