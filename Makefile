@@ -51,7 +51,7 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/check.h tests/specsim_bin.h
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-test: check-deps $(TEST_BIN) $(BIN)/specsim
+test: check-deps $(TEST_BIN) $(BIN)/specsim $(BIN)/specprof
 	$(Q)sh tests/run.sh $(TEST_BIN)
 
 asan:

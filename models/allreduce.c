@@ -350,9 +350,8 @@ static int ar_json_num(const cJSON *root, const char *path, const char *key, int
 
 int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
 {
-    int rc = -1;
+    int rc;
     char *text = NULL;
-    cJSON *root = NULL;
     memset(l, 0, sizeof *l);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -363,7 +362,17 @@ int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
     fclose(f);
     size_t n;
     if (bnd_read_file(path, BND_LINK_FILE_BYTES, "a link file", &text, &n, err, errlen))
-        goto done;
+        return -1;
+    rc = ar_link_from_text(text, path, l, err, errlen);
+    free(text);
+    return rc;
+}
+
+int ar_link_from_text(const char *text, const char *path, ar_link *l, char *err, size_t errlen)
+{
+    int rc = -1;
+    cJSON *root = NULL;
+    memset(l, 0, sizeof *l);
     root = cJSON_Parse(text);
     if (!root || !cJSON_IsObject(root)) {
         const char *at = cJSON_GetErrorPtr();
@@ -414,7 +423,6 @@ int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
     rc = 0;
 done:
     cJSON_Delete(root);
-    free(text);
     if (rc)
         memset(l, 0, sizeof *l);
     return rc;

@@ -704,6 +704,15 @@ int arfit_write_json(const arfit_result *r, const arfit_data *d, const char *nam
     text = nl;
     text[len] = '\n';
     text[len + 1] = '\0';
+    /* what is written must load: the simulator's reader is the judge, before the write
+     * (a refused link leaves the file at path as it was) */
+    ar_link back;
+    char why[768];
+    if (ar_link_from_text(text, path, &back, why, sizeof why)) {
+        snprintf(err, errlen, "%s: not written: the link would not load back: %s", path, why);
+        rc = -2;
+        goto done;
+    }
     /* LINK.json.tmp renamed into place; a device or FIFO given as -o written in place */
     rc = ofile_write(path, text, len + 1, err, errlen);
     goto done;
@@ -851,18 +860,13 @@ int arfit_main(int argc, char **argv)
     char note[400];
     if (arfit_sd_note(&r, note, sizeof note))
         fprintf(stderr, "specsim fit-allreduce: warning: %s (written as null)\n", note);
-    if (arfit_write_json(&r, &d, name, out, err, sizeof err)) {
+    int w = arfit_write_json(&r, &d, name, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        rc = ARFIT_EXIT_IO;
+        rc = w == -2 ? ARFIT_EXIT_BAD : ARFIT_EXIT_IO;
         goto out;
     }
-    /* what was written must load: the simulator's reader is the judge */
-    ar_link back;
-    if (ar_link_load(out, &back, err, sizeof err)) {
-        fprintf(stderr, "specsim fit-allreduce: the written link does not load back: %s\n", err);
-        goto out;
-    }
-    rc = 0;
+    rc = 0;   /* arfit_write_json wrote only what ar_link_load takes */
 out:
     arfit_result_free(&r);
     arfit_data_free(&d);

@@ -88,7 +88,9 @@ int  arfit_fit(const arfit_data *d, const arfit_select *sel, arfit_result *r, ch
 void arfit_result_free(arfit_result *r);
 
 /* Writes the link file (ar_link_load reads it): the link, name, a source line naming the
- * CSVs and the selection, the fit quality and the residuals. 0, or -1 with err. */
+ * CSVs and the selection, the fit quality and the residuals; through PATH.tmp, or in place
+ * when path is a device or FIFO (ofile.h). 0, -1 with err (write error), or -2 with err
+ * when the link would not load back (nothing is written). */
 int  arfit_write_json(const arfit_result *r, const arfit_data *d, const char *name,
                       const char *path, char *err, size_t errlen);
 

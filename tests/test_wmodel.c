@@ -415,6 +415,35 @@ static void wmodel_phase_fallbacks(void)
     CHECK(wm_phase_find("extend") == WM_EXTEND && wm_phase_find("verfy") == -1, "phase_find");
 }
 
+
+/* A model the reader would refuse (a fit gone wrong: -nan, 1e300 us) is not written: the
+ * file at path stays as it was, no temporary is left (issue 17: a refused fit once left a
+ * -nan model at -o). */
+static void wmodel_save_refuses_what_load_refuses(void)
+{
+    wm_model a;
+    char err[512] = "", path[64], tmp[80];
+    snprintf(path, sizeof path, "/tmp/specsim-test-wmodel-nan-%d.json", (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(wm_load(&a, EXAMPLE, err, sizeof err) == 0, "%s", err);
+    a.phase[WM_VERIFY].groups[0].base_us = NAN;
+    CHECK(wm_save(&a, path, err, sizeof err) == -1 && strstr(err, "not written") &&
+          strstr(err, "phases.verify.groups[0].base_us"), "NaN model: %s", err);
+    CHECK(access(path, F_OK) != 0 && access(tmp, F_OK) != 0, "a file was left at %s", path);
+    FILE *f = fopen(path, "w");
+    fputs("old", f);
+    fclose(f);
+    a.phase[WM_VERIFY].groups[0].base_us = 1e300;
+    CHECK(wm_save(&a, path, err, sizeof err) == -1 && strstr(err, "out of range"), "1e300: %s", err);
+    char got[8] = "";
+    f = fopen(path, "r");
+    size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(n == 3 && !strcmp(got, "old"), "the old file was replaced: \"%s\"", got);
+    remove(path);
+}
+
 int main(void)
 {
     RUN(wmodel_example_loads);
@@ -427,5 +456,6 @@ int main(void)
     RUN(wmodel_wave_term_follows_formula);
     RUN(wmodel_experts_touched_matches_monte_carlo);
     RUN(wmodel_phase_fallbacks);
+    RUN(wmodel_save_refuses_what_load_refuses);
     return check_done();
 }
