@@ -272,15 +272,16 @@ int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan
     return pr_scan(text, len, label, NULL, fn, user, info, err, errlen);
 }
 
-/* Chunks of the stream go into buf; a line may span chunks, never more than
- * BND_TRACE_LINE_BYTES. */
+/* Chunks of the stream go into buf (64 KiB, grown while a line needs more); a line may
+ * span chunks, never more than BND_TRACE_LINE_BYTES. */
 #define PR_CHUNK_BYTES ((size_t)1 << 20)
 
 static int pr_scan_fp(FILE *fp, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
                       ptrace_info *info, char *err, size_t errlen) {
     pr_state S;
     pr_begin(&S, label, keep, fn, user, info, err, errlen);
-    size_t cap = (size_t)BND_TRACE_LINE_BYTES + PR_CHUNK_BYTES;
+    /* the buffer grows to BND_TRACE_LINE_BYTES + a chunk only when a line needs it */
+    size_t cap = (size_t)64 << 10, cap_max = (size_t)BND_TRACE_LINE_BYTES + PR_CHUNK_BYTES;
     char *buf = S.stop ? NULL : malloc(cap);
     size_t beg = 0, end = 0;
     long long total = 0;
@@ -306,6 +307,13 @@ static int pr_scan_fp(FILE *fp, const char *label, pjson_arena *keep, ptrace_sca
             break;
         }
         if (beg > 0) { memmove(buf, buf + beg, end - beg); end -= beg; beg = 0; }
+        if (end == cap && cap < cap_max) {
+            size_t nc = 2 * cap < cap_max ? 2 * cap : cap_max;
+            char *nb = realloc(buf, nc);
+            if (!nb) { snprintf(err, errlen, "%s: out of memory", label); S.rc = -1; S.stop = 1; S.pend = 0; break; }
+            buf = nb;
+            cap = nc;
+        }
         size_t r = fread(buf + end, 1, cap - end, fp);
         end += r;
         total += (long long)r;
