@@ -78,6 +78,13 @@ $(BIN)/specprof_demo: profiler/demo/graph_demo.cu
 	$(if $(Q),@echo "  NVCC    $@")
 	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< $(DEMO_NCCL) -ldl
 
+# specprof under faults (profiler/demo/fault_demo.cu, profiler/device/faults.sh): crashes,
+# fork + exec, 32 launching threads.   make bin/fault_demo
+$(BIN)/fault_demo: profiler/demo/fault_demo.cu
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  NVCC    $@")
+	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $< -lpthread
+
 # tests/test_ptrace_cupti.c feeds synthetic CUPTI records through the injection library's
 # record converter; it needs CUPTI's headers and library, else it only reports a skip.
 HAVE_CUPTI := $(shell test -f $(CUDA_INC)/cupti.h && test -e $(CUDA_LIBD)/libcupti.so && echo yes)
