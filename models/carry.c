@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CARRY_GAP_GROUP "(gpu idle in phase)"   /* models/fit.c's pseudo-group */
+#define CARRY_GAP_GROUP "(gpu idle in phase)"   /* models/fit_match.c's pseudo-group */
 #define CARRY_FILE_MAX (1 << 20)
 
 static int carry_parse(carry_hw *h, const char *path, char *err, size_t errlen)

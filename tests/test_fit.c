@@ -1,4 +1,4 @@
-/* test_fit: the fit (models/fit.c) against a synthetic speculative-decoding workload whose
+/* test_fit: the fit (models/fit_*.c) against a synthetic speculative-decoding workload whose
  * costs are known. gen_* below plays a GPU program on its own timeline (host thread with
  * gaps and launch calls, a GPU stream that starts a kernel when it is free and launched,
  * start latency, gaps between kernels, split-K GEMMs, the host waiting after accept) and

@@ -1,0 +1,358 @@
+/* fit_phase: stage 4, a matched phase -> its part of the model. In: fr_phase (groups, per
+ * instance sums) and the instances' host gaps; out: the model's groups (fit_group per group,
+ * with the wave geometry and the GEMM sweep where they apply), the phase's host gap and
+ * collectives, and its totals per cell. Workload: tens of groups, 10^3..10^5 instances. */
+#include "fit_int.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The simulator's jitter truncates at 3 sd and needs (1 + sd*z) > 0: sd_frac < 1/3
+ * (sim/jitter.h). Larger measured spreads are capped, with a warning. */
+#define FIT_SD_FRAC_MAX 0.3
+/* An eager instance whose launch calls take this share of its GPU span or more is bound by
+ * the host's launches: its GPU idle time is the simulator's launch bound, not a kernel gap. */
+#define FIT_LAUNCH_BOUND_FRAC 0.8
+
+/* fit_phase_fit's buffers, one slot per instance of the phase. */
+typedef struct {
+    fit_point *pts;
+    double *v, *bv;            /* host gaps, collectives' counts; bytes per token */
+    double *wt, *wb, *wc;      /* wave kernel: tokens, blocks, capacity */
+} fph_buf;
+
+/* The gap pseudo-group: GPU time in the phase that no kernel fills; the eager instances
+ * bound by their launch calls. Returns how many are. */
+static int fph_idle(fr_run *R, fr_phase *P, int p)
+{
+    int G1 = P->G + 1, noverlap = 0, nlb = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        fr_inst *in = &R->in[P->inst[q]];
+        double idle = fit_us(in->g1 - in->g0) - in->sum_us - in->nccl_us - in->lwait_us -
+                      in->cupti_us;
+        if (idle < -1e-3)
+            noverlap++;
+        idle += in->inter_us;
+        P->Y[(size_t)q * (size_t)G1 + (size_t)P->G] = (idle > 0 ? idle : 0) / in->F;
+        in->launch_bound = !in->graph && in->napi > 0 &&
+                           fit_us(in->le - in->lb) >= FIT_LAUNCH_BOUND_FRAC * fit_us(in->g1 - in->g0);
+        nlb += in->launch_bound;
+    }
+    if (noverlap)
+        fit_run_warn(R, "phase %s: kernels overlap in %d instances (several streams): the model "
+                     "runs them one after another", wm_phase_name[p], noverlap);
+    return nlb;
+}
+
+/* The phase's facts in the model and the result: present, always eager, the range fitted. */
+static void fph_present(fr_run *R, const fr_phase *P, int p)
+{
+    fit_phase_res *pr = &R->res->phase[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    pm->present = 1;
+    pm->ngroups = P->G + 1;
+    /* a phase the program never replayed from a graph while others were (specbench's
+     * accept/sample) is launched eagerly by the simulator at every batch size */
+    int graphed = 0;
+    for (int q = 0; q < P->ninst; q++)
+        graphed |= R->in[P->inst[q]].graph == 1;
+    pm->always_eager = !graphed && R->any_graph_phase;
+    /* the range fitted: a simulation past it extrapolates (wm_beyond_fit) */
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        pm->fitted_tokens_max = fmax(pm->fitted_tokens_max, in->tokens);
+        pm->fitted_q_max = fmax(pm->fitted_q_max, fit_inst_q(in));   /* 0: rows= unknown */
+    }
+    pr->present = 1;
+    pr->by = P->by;
+    pr->ninst = P->ninst;
+}
+
+/* Launch-bound eager instances stay out of the gap group (the simulator's launch bound
+ * covers them) unless that leaves fewer than two token counts to fit. */
+static int fph_skip_launch_bound(const fr_run *R, const fr_phase *P, int nlb)
+{
+    int skip_lb = 0;
+    if (nlb > 0 && nlb < P->ninst) {
+        double x0 = -1;
+        for (int q = 0; q < P->ninst && skip_lb == 0; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            if (in->launch_bound)
+                continue;
+            if (x0 < 0)
+                x0 = in->tokens;
+            else if (in->tokens != x0)
+                skip_lb = 1;
+        }
+    }
+    return skip_lb;
+}
+
+/* All of the phase's GEMMs in one group, and a GEMM sweep with sites in the phase: each
+ * point's sweep sum, and the sweep alternative in c. */
+static void fph_sweep(fr_run *R, int p, fit_point *pts, size_t m, fit_group_ctx *c)
+{
+    c->sweep = 1;
+    c->sweep_phase = p;
+    const wm_sweep *sw = &R->res->model.sweep;
+    double tmax = 0;
+    for (size_t i = 0; i < m; i++) {
+        pts[i].sweep_us = wm_sweep_us(&R->res->model, p, pts[i].tokens, fit_point_q(&pts[i]));
+        tmax = fmax(tmax, pts[i].tokens);
+    }
+    if (tmax > sw->tok[sw->ntok - 1])
+        fit_run_warn(R, "phase %s: the traces reach %g tokens, the GEMM sweep only %g: its "
+                     "cost beyond is extrapolated from its last two counts (take the sweep "
+                     "further: specbench --gemm-sweep ...:%g:8)", wm_phase_name[p], tmax,
+                     sw->tok[sw->ntok - 1], 8 * ceil(tmax / 8));
+}
+
+/* CUDA waves of group g's dominant kernel, when its blocks follow the tokens. */
+static void fph_waves(const fr_run *R, const fr_phase *P, int g, fph_buf *b, fit_group_ctx *c)
+{
+    int G1 = P->G + 1;
+    size_t nw = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        double bl = P->WB[(size_t)q * (size_t)G1 + (size_t)g];
+        if (bl < 0) {   /* its kernels differ in one instance */
+            nw = 0;
+            break;
+        }
+        if (bl == 0)
+            continue;
+        b->wt[nw] = in->tokens;
+        b->wb[nw] = bl;
+        b->wc[nw++] = P->WC[(size_t)q * (size_t)G1 + (size_t)g];
+    }
+    fit_wave_geometry(b->wt, b->wb, b->wc, nw, R->moe_E, R->moe_k, c);
+}
+
+/* Group g of phase p: its points, the GEMM sweep and the waves where they apply, fit_group,
+ * the spread capped. */
+static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
+{
+    fr_phase *P = &R->ph[p];
+    fit_phase_res *pr = &R->res->phase[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    int G1 = P->G + 1;
+    fit_point *pts = b->pts;
+    size_t m = 0;
+    int gap = g == P->G;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        if (gap && in->launch_bound && skip_lb)
+            continue;
+        pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv,
+                               .us = P->Y[(size_t)q * (size_t)G1 + (size_t)g],
+                               .trace = in->trace, .q_per_row = fit_inst_q(in),
+                               .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g],
+                               .variant = P->WV[(size_t)q * (size_t)G1 + (size_t)g]};
+    }
+    fit_group_ctx c = {.trace_names = R->tnames, .ntraces = R->nt,
+                       .phase = wm_phase_name[p], .group = P->name[g],
+                       .moe_experts = R->moe_E, .moe_topk = R->moe_k};
+    if (!gap && P->by == FIT_BY_NAME && P->gcls[g] && strcmp(P->gcls[g], "gemm") == 0 &&
+        wm_sweep_covers(&R->res->model, p))
+        fph_sweep(R, p, pts, m, &c);
+    if (!gap)
+        fph_waves(R, P, g, b, &c);
+    wm_group *wg = &pm->groups[g];
+    memset(wg, 0, sizeof *wg);
+    snprintf(wg->name, sizeof wg->name, "%s", P->name[g]);
+    wg->count = P->count[g];
+    if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
+        return -1;
+    pr->grp[g].gap = gap;
+    if (c.sweep && R->o && R->o->log && pr->grp[g].st.loo_sweep >= 0)
+        fprintf(R->o->log, "specsim fit: phase %s: group %s: %s (left-out cells: %.1f%% rms "
+                "with the sweep, %.1f%% with the smooth fit alone)\n", wm_phase_name[p],
+                wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
+                : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
+                100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
+    if (wg->sd_frac > FIT_SD_FRAC_MAX) {
+        fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
+                     "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
+                     wg->sd_frac, FIT_SD_FRAC_MAX);
+        wg->sd_frac = FIT_SD_FRAC_MAX;
+    }
+    return 0;
+}
+
+/* The phase's host gap: the robust mean and sd of its instances' gaps. */
+static void fph_host_gap(fr_run *R, int p, double *v)
+{
+    fr_phase *P = &R->ph[p];
+    fit_phase_res *pr = &R->res->phase[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    size_t m = 0, nb = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        if (in->has_gap) {
+            v[m++] = in->gap_us;
+            nb += in->busy;
+        }
+    }
+    if (m) {
+        /* single gaps may be negative (the GPU started sooner after the first launch call
+         * than the launch cost the simulator charges); the mean may not */
+        double mean, sd;
+        size_t out = fit_group_robust(v, m, &mean, &sd);
+        if (out > m / 100 + 2)
+            fit_run_warn(R, "phase %s: %zu of %zu host gaps left out as outliers (graph capture, "
+                         "warm-up, host stalls)", wm_phase_name[p], out, m);
+        pr->gap_outliers = (int)out;
+        pm->host_gap_sd_us = sd;
+        pm->host_gap_us = mean > 0 ? mean : 0;
+        if (mean < -0.5)
+            fit_run_warn(R, "phase %s: host gap %.2f us on average (the GPU starts this phase "
+                         "sooner after its first launch call than the launch cost the simulator "
+                         "charges): 0", wm_phase_name[p], mean);
+    } else {
+        fit_run_warn(R, "phase %s: no host gap measured (no instance with a predecessor): 0",
+                     wm_phase_name[p]);
+    }
+    pr->ngaps = (int)m;
+    pr->nbusy = (int)nb;
+    pr->gap_sd_us = pm->host_gap_sd_us;
+}
+
+/* Collectives: count per forward and bytes per token, medians over the instances. */
+static void fph_colls(fr_run *R, int p, double *v, double *bv)
+{
+    fr_phase *P = &R->ph[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    const char *ops[WM_COLLS_MAX];
+    int nops = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        for (int k = 0; k < in->nnc; k++) {
+            int o = 0;
+            while (o < nops && ops[o] != in->nc[k].op)
+                o++;
+            if (o == nops && nops < WM_COLLS_MAX)
+                ops[nops++] = in->nc[k].op;
+        }
+    }
+    for (int o = 0; o < nops; o++) {
+        size_t mc = 0, mb = 0;
+        for (int q = 0; q < P->ninst; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            double cnt = 0, bytes = 0;
+            for (int k = 0; k < in->nnc; k++)
+                if (in->nc[k].op == ops[o])
+                    cnt = in->nc[k].n, bytes = in->nc[k].bytes;
+            v[mc++] = cnt / in->F;
+            if (cnt > 0 && bytes > 0)
+                bv[mb++] = bytes / cnt / in->tokens;
+        }
+        int cnt = (int)lround(fit_group_median(v, mc));
+        if (cnt < 1 || pm->ncolls >= WM_COLLS_MAX)
+            continue;
+        wm_coll *wc = &pm->colls[pm->ncolls++];
+        snprintf(wc->op, sizeof wc->op, "%s", ops[o]);
+        wc->count = cnt;
+        wc->bytes_per_token = fit_group_median(bv, mb);
+        if (mb == 0)
+            fit_run_warn(R, "phase %s: %s kernels without byte counts (args.nccl missing): "
+                         "bytes_per_token 0", wm_phase_name[p], ops[o]);
+    }
+}
+
+int fit_phase_fit(fr_run *R, int p)
+{
+    fr_phase *P = &R->ph[p];
+    size_t ni = (size_t)P->ninst;
+    int rc = -1;
+    fph_buf b = {malloc(ni * sizeof *b.pts), malloc(ni * sizeof *b.v), malloc(ni * sizeof *b.bv),
+                 malloc(ni * sizeof *b.wt), malloc(ni * sizeof *b.wb), malloc(ni * sizeof *b.wc)};
+    if (!b.pts || !b.v || !b.bv || !b.wt || !b.wb || !b.wc) {
+        fit_run_fail(R, "out of memory");
+        goto out;
+    }
+    int nlb = fph_idle(R, P, p);
+    fph_present(R, P, p);
+    int skip_lb = fph_skip_launch_bound(R, P, nlb);
+    for (int g = 0; g < P->G + 1; g++)
+        if (fph_group(R, p, g, skip_lb, &b))
+            goto out;
+    fph_host_gap(R, p, b.v);
+    fph_colls(R, p, b.v, b.bv);
+    rc = 0;
+out:
+    free(b.pts);
+    free(b.v);
+    free(b.bv);
+    free(b.wt);
+    free(b.wb);
+    free(b.wc);
+    return rc;
+}
+
+/* Per phase and cell (trace, tokens): measured GPU time per forward vs the model's sum. */
+int fit_phase_totals(fr_run *R, int p)
+{
+    fr_phase *P = &R->ph[p];
+    fit_phase_res *pr = &R->res->phase[p];
+    const wm_model *m = &R->res->model;
+    int G1 = P->G + 1;
+    fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
+    if (!pts)
+        return fit_run_fail(R, "out of memory");
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        double s = 0;
+        for (int g = 0; g < G1; g++)
+            s += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
+        pts[q] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv, .us = s,
+                             .trace = in->trace, .q_per_row = fit_inst_q(in)};
+    }
+    /* cells as fit_group makes them: sort by (trace, tokens) */
+    size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
+    fit_cell *cells = calloc((size_t)P->ninst, sizeof *cells);
+    if (!idx || !cells) {
+        free(pts);
+        free(idx);
+        free(cells);
+        return fit_run_fail(R, "out of memory");
+    }
+    for (int q = 0; q < P->ninst; q++)
+        idx[q] = (size_t)q;
+    qsort_r(idx, (size_t)P->ninst, sizeof *idx, fit_group_cmp_idx, pts);
+    int nc = 0;
+    double *v = malloc((size_t)P->ninst * sizeof *v);
+    if (!v) {
+        free(pts);
+        free(idx);
+        free(cells);
+        return fit_run_fail(R, "out of memory");
+    }
+    for (int q = 0; q < P->ninst;) {
+        int r = q;
+        double kv = 0;
+        while (r < P->ninst && pts[idx[r]].trace == pts[idx[q]].trace &&
+               pts[idx[r]].tokens == pts[idx[q]].tokens &&
+               pts[idx[r]].q_per_row == pts[idx[q]].q_per_row) {
+            v[r - q] = pts[idx[r]].us;
+            kv += pts[idx[r]].kv_tokens;
+            r++;
+        }
+        fit_cell *c = &cells[nc++];
+        c->trace = pts[idx[q]].trace;
+        c->tokens = pts[idx[q]].tokens;
+        c->kv_tokens = kv / (r - q);
+        c->q_per_row = fit_point_q(&pts[idx[q]]);
+        c->n = (r - q) - (int)fit_group_robust(v, (size_t)(r - q), &c->us_mean, &c->us_sd);
+        c->fit_us = 0;
+        for (int g = 0; g < G1; g++)
+            c->fit_us += wm_group_us_q(m, &m->phase[p].groups[g], c->tokens, c->kv_tokens,
+                                       c->q_per_row);
+        q = r;
+    }
+    pr->ncells = nc;
+    pr->total = cells;
+    free(v);
+    free(idx);
+    free(pts);
+    return 0;
+}
