@@ -19,7 +19,8 @@
  * and a suffix of b? */
 static int fm_fits_shape(const fr_run *R, const fr_inst *in, int a, int n, int b)
 {
-    if (n < 1 || in->ne != a + in->F * n + b)
+    /* in 64 bits: F and n come from different instances (F is bounded, bounds.h) */
+    if (n < 1 || (long long)in->ne != (long long)a + (long long)in->F * n + b)
         return 0;
     const fr_elem *e = &R->el[in->e0 + (size_t)a];
     for (int f = 1; f < in->F; f++)

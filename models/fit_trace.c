@@ -217,16 +217,14 @@ static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
 
 int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
 {
-    char *text = NULL;
-    size_t len = 0;
     ptrace_info info;
     if (fit_trace_init(t, path)) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    if (ptrace_slurp(path, &text, &len, err, errlen))
-        goto fail;
-    if (ptrace_scan_buf(text, len, path, ft_take, t, &info, err, errlen))
+    /* streamed, line by line: the records kept, not the text (a 1 GB trace needs no 1 GB
+     * buffer; /dev/zero stops at the line cap, bounds.h) */
+    if (ptrace_scan_file(path, ft_take, t, &info, err, errlen))
         goto fail;
     if (info.merged) {
         snprintf(err, errlen, "%s: a merged trace (specprof merge): give the per-rank files "
@@ -245,10 +243,8 @@ int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
     t->truncated = !info.complete;
     t->cut_last_line = info.cut_last_line;
     t->bad_lines = info.bad_lines;
-    free(text);
     return 0;
 fail:
-    free(text);
     fit_trace_free(t);
     return -1;
 }

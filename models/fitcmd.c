@@ -189,9 +189,10 @@ static int fitcmd_carry_file(const char *in, const char *to, const char *from, c
     }
     if (fitcmd_carry(&m, to, from, quiet))
         return FITCMD_EXIT_BAD;
-    if (wm_save(&m, out, err, sizeof err)) {
+    int w = wm_save(&m, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        return FITCMD_EXIT_IO;
+        return w == -2 ? FITCMD_EXIT_BAD : FITCMD_EXIT_IO;
     }
     if (!quiet)
         printf("# wrote %s\n", out);
@@ -305,9 +306,10 @@ int fitcmd_main(int argc, char **argv)
         rc = FITCMD_EXIT_BAD;
         goto out;
     }
-    if (wm_save(&res.model, out, err, sizeof err)) {
+    int w = wm_save(&res.model, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        rc = FITCMD_EXIT_IO;
+        rc = w == -2 ? FITCMD_EXIT_BAD : FITCMD_EXIT_IO;   /* -2: refused, nothing written */
         goto out;
     }
     /* what was written must load: the simulator's reader is the judge (wm_save checked it

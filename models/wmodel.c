@@ -719,6 +719,7 @@ int wm_save(const wm_model *m, const char *path, char *err, size_t errlen)
     char why[768];
     if (wm_parse(&back, text, path, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s: not written: the model would not load back: %s", path, why);
+        rc = -2;
         goto out;
     }
     size_t len = strlen(text);

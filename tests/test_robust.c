@@ -261,6 +261,30 @@ static void robust_fit_allreduce_says_what_it_cannot_estimate(void)
     expect(0, "cat %D/l3.json", "\"sd_note\":", "\"bw_sd_gbps\":\tnull");
 }
 
+
+/* The fit: an under-determined group (4 measurements, 5 terms) once reached the solver and
+ * left a -nan model at -o (exit 2) or an all-zero one (exit 0); a range's tokens=1e30 was
+ * fitted; forwards=1e9 overflowed an int; /dev/zero read without bound. Each is refused
+ * with the range, and nothing is left at -o (an existing file stays as it was). */
+static void robust_fit_refuses_and_leaves_no_file(void)
+{
+    char path[160];
+    snprintf(path, sizeof path, "%s/fit.json", dir);
+    unlink(path);
+    expect(2, "%S fit tests/data/fit-underdetermined.json -o %D/fit.json --quiet",
+           "phase verify: group k0 gemm: 4 measurements for 5 terms", "under-determined, not fitted");
+    CHECK(access(path, F_OK) != 0, "a refused fit left %s", path);
+    write_file("fit.json", "old");
+    expect(2, "%S fit tests/data/fit-underdetermined.json -o %D/fit.json --quiet", "under-determined", NULL);
+    expect(0, "cat %D/fit.json", "old", NULL);
+    expect(2, "%S fit tests/fuzz/regress/trace/range-tokens-1e30.json -o %D/fit.json --quiet",
+           "field tokens: value 1e+30: out of range", "[0, 1000000000] tokens");
+    expect(2, "%S fit tests/fuzz/regress/trace/range-forwards-1e9.json -o %D/fit.json --quiet",
+           "field forwards: value 1000000000: out of range", NULL);
+    expect(2, "%S fit /dev/zero -o %D/fit.json --quiet", "/dev/zero: line 1: longer than", NULL);
+    expect(0, "cat %D/fit.json", "old", NULL);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -277,6 +301,7 @@ int main(int argc, char **argv)
     RUN(robust_readers_stop_on_dev_zero);
     RUN(robust_output_to_a_fifo_stays_a_fifo);
     RUN(robust_fit_allreduce_says_what_it_cannot_estimate);
+    RUN(robust_fit_refuses_and_leaves_no_file);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
     if (system(rm) != 0)

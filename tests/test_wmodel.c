@@ -427,14 +427,14 @@ static void wmodel_save_refuses_what_load_refuses(void)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CHECK(wm_load(&a, EXAMPLE, err, sizeof err) == 0, "%s", err);
     a.phase[WM_VERIFY].groups[0].base_us = NAN;
-    CHECK(wm_save(&a, path, err, sizeof err) == -1 && strstr(err, "not written") &&
+    CHECK(wm_save(&a, path, err, sizeof err) == -2 && strstr(err, "not written") &&
           strstr(err, "phases.verify.groups[0].base_us"), "NaN model: %s", err);
     CHECK(access(path, F_OK) != 0 && access(tmp, F_OK) != 0, "a file was left at %s", path);
     FILE *f = fopen(path, "w");
     fputs("old", f);
     fclose(f);
     a.phase[WM_VERIFY].groups[0].base_us = 1e300;
-    CHECK(wm_save(&a, path, err, sizeof err) == -1 && strstr(err, "out of range"), "1e300: %s", err);
+    CHECK(wm_save(&a, path, err, sizeof err) == -2 && strstr(err, "out of range"), "1e300: %s", err);
     char got[8] = "";
     f = fopen(path, "r");
     size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
