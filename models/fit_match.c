@@ -466,6 +466,11 @@ int fit_match_phase(fr_run *R, int p)
     int same = 0;
     if (fm_phase_layout(R, p, n, &lo) || fm_keep(R, p, &lo, &n, &same))
         return -1;
+    if (P->ninst == 0) {   /* every instance was cut by the capture window: as none (make fuzz) */
+        free(P->inst);
+        P->inst = NULL;
+        return 0;
+    }
     P->by = FIT_BY_NAME;
     if (same && fm_by_position(R, P, &lo))
         return -1;

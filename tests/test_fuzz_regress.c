@@ -24,6 +24,7 @@ static const struct { const char *target, *cmd; } fz_cli[] = {
     {"link", "%S run --model models/example-llama8b.json --ranks 2 --link %F --iterations 30 --quiet"},
     {"gsweep", "%S fit /nonexistent-trace.json --gemm-sweep %F -o /dev/null --quiet"},
     {"arsweep", "%S fit-allreduce %F -o /dev/null --quiet"},
+    {"fit", "%S fit %F -o /dev/null --quiet"},
 };
 
 /* Runs fn on the file's bytes in a child; 0 when it returned. */

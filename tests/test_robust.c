@@ -277,9 +277,9 @@ static void robust_fit_refuses_and_leaves_no_file(void)
     write_file("fit.json", "old");
     expect(2, "%S fit tests/data/fit-underdetermined.json -o %D/fit.json --quiet", "under-determined", NULL);
     expect(0, "cat %D/fit.json", "old", NULL);
-    expect(2, "%S fit tests/fuzz/regress/trace/range-tokens-1e30.json -o %D/fit.json --quiet",
+    expect(2, "%S fit tests/fuzz/regress/fit/range-tokens-1e30.json -o %D/fit.json --quiet",
            "field tokens: value 1e+30: out of range", "[0, 1000000000] tokens");
-    expect(2, "%S fit tests/fuzz/regress/trace/range-forwards-1e9.json -o %D/fit.json --quiet",
+    expect(2, "%S fit tests/fuzz/regress/fit/range-forwards-1e9.json -o %D/fit.json --quiet",
            "field forwards: value 1000000000: out of range", NULL);
     expect(2, "%S fit /dev/zero -o %D/fit.json --quiet", "/dev/zero: line 1: longer than", NULL);
     expect(0, "cat %D/fit.json", "old", NULL);

@@ -20,6 +20,7 @@
 #include "arfit.h"
 #include "ptrace_read.h"
 #include "ptrace_sum.h"
+#include "fit.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -274,6 +275,28 @@ int fz_trace(const uint8_t *data, size_t n)
     return 0;
 }
 
+/* fit: a specprof trace through `specsim fit` (the trace loader, the instances, the
+ * matching, the group fits, the host gaps): a model it returns must load back (wm_save's
+ * check; written to /dev/null). */
+int fz_fit(const uint8_t *data, size_t n)
+{
+    static fit_trace t;
+    static fit_result res;
+    char err[2048];
+    if (fit_trace_load(&t, fz_file(data, n), err, sizeof err) == 0) {
+        fit_opts o = {.log = NULL};
+        memset(&res, 0, sizeof res);
+        if (fit_run(&t, 1, &o, &res, err, sizeof err) == 0) {
+            int w = wm_save(&res.model, "/dev/null", err, sizeof err);
+            FZ_CHECK(w == 0 || w == -2);
+            fz_price(&res.model);
+        }
+        fit_result_free(&res);
+        fit_trace_free(&t);
+    }
+    return 0;
+}
+
 /* The harnesses, by name (tests/fuzz/<name>/ holds the seeds, tests/fuzz/regress/<name>/
  * the inputs that once crashed). Still to come (their readers are being written): kineto
  * (torch.profiler / Kineto .trace.json, the importer of DESIGN.md) and sglang-log (SGLang's
@@ -286,6 +309,7 @@ typedef struct {
 static const fz_target fz_targets[] = {
     {"trace", fz_trace},     {"model", fz_model},   {"config", fz_config},
     {"link", fz_link},       {"gsweep", fz_gsweep}, {"arsweep", fz_arsweep},
+    {"fit", fz_fit},
 };
 #define FZ_NTARGETS (sizeof fz_targets / sizeof fz_targets[0])
 
