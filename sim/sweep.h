@@ -13,8 +13,8 @@
 
 typedef struct {
     const simcfg_knob *knob;
-    int    nvals;
-    char **vals;          /* owned */
+    int    nvals, cap;
+    char **vals;          /* owned; cap entries allocated */
 } sweep_axis;
 
 typedef struct {

@@ -5,6 +5,8 @@
 #include "check.h"
 #include "bounds.h"
 #include "ofile.h"
+#include "gslerr.h"
+#include <gsl/gsl_rng.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -109,11 +111,31 @@ static void ofile_writes_a_fifo_in_place_and_replaces_files_whole(void)
     rmdir(dir);
 }
 
+
+/* GSL's default handler calls abort() (gsl_rng_uniform_int with n > 2^32 once killed a run
+ * with a 1e12-token output length); with gslerr's the call returns and the message stays. */
+static void gslerr_handler_returns_instead_of_aborting(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        gslerr_install();
+        gslerr_clear();
+        gsl_rng *r = gsl_rng_alloc(gsl_rng_taus2);
+        unsigned long v = gsl_rng_uniform_int(r, 1ul << 33);   /* n past 2^32 */
+        gsl_rng_free(r);
+        _exit(v == 0 && strstr(gslerr_last(), "invalid n") ? 0 : 1);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "GSL aborted or said nothing: status %d", st);
+}
+
 int main(void)
 {
     RUN(bounds_accept_limits_refuse_past_them);
     RUN(bounds_message_names_file_field_value_range);
     RUN(bounds_read_file_stops_at_the_cap);
     RUN(ofile_writes_a_fifo_in_place_and_replaces_files_whole);
+    RUN(gslerr_handler_returns_instead_of_aborting);
     return check_done();
 }

@@ -184,8 +184,12 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
             dropped += fi->end.dropped_records;
         } else {
             res->truncated++;
-            if (report) fprintf(report, "TRUNCATED %s: no specprof_end, %zu events merged%s\n", files[i].name,
-                                fi->events, fi->cut_last_line ? ", last line cut mid-write" : "");
+            if (report && fi->has_end)
+                fprintf(report, "INCOMPLETE %s: %lld of the %lld records its end record promises, %zu events merged\n",
+                        files[i].name, (long long)fi->records_seen, (long long)fi->records_promised, fi->events);
+            else if (report)
+                fprintf(report, "TRUNCATED %s: no specprof_end, %zu events merged%s\n", files[i].name,
+                        fi->events, fi->cut_last_line ? ", last line cut mid-write" : "");
         }
         if (report) fprintf(report, "merged %s: rank %d as pid %d, shift %.3f us, %lld events\n", files[i].name,
                             fi->header.rank, files[i].pid, (double)files[i].shift_ns / 1e3, c.events);
