@@ -1,6 +1,6 @@
 # specsim: simulator and models build everywhere (GSL + cJSON through pkg-config);
 # the CUPTI profiler library and the GPU workload only where nvcc is found.
-# Targets: all, test, asan, bench, validate, report, clean.  V=1 shows commands.
+# Targets: all, test, asan, bench, validate, example, report, clean.  V=1 shows commands.
 
 CC        ?= cc
 CUDA_HOME ?= /usr/local/cuda
@@ -12,7 +12,7 @@ WERROR    := $(if $(CI),-Werror,)
 CFLAGS    += $(OPT) -std=c11 -D_GNU_SOURCE -Wall -Wextra $(WERROR) -fPIC
 CPPFLAGS  += -Isim -Imodels -Iprofiler/core -MMD -MP \
              $(shell pkg-config --cflags gsl libcjson 2>/dev/null)
-LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lpthread -lm
+LDLIBS    += $(shell pkg-config --libs gsl libcjson 2>/dev/null) -lz -lpthread -lm
 
 Q := $(if $(V),,@)
 
@@ -26,7 +26,7 @@ LIB      := $(BUILD)/libspecsim.a
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test asan fuzz bench validate report quickstart clean check-deps
+.PHONY: all test asan fuzz bench validate example report quickstart clean check-deps
 all: check-deps $(BIN)/specsim profiler
 
 check-deps:
@@ -90,6 +90,11 @@ bench: $(BIN)/specsim
 
 validate: $(BIN)/specsim
 	$(Q)sh models/validate.sh $(BIN)/specsim
+	$(Q)sh models/scalecheck.sh $(BIN)/specsim
+
+# The worked example of docs/examples/kimi-k25-pcie.md (Kimi K2.5, TP=8, RTX PRO 6000, PCIe).
+example: $(BIN)/specsim
+	$(Q)sh docs/examples/kimi-k25-pcie.sh $(BIN)/specsim
 
 report: $(BIN)/specsim
 	$(Q)sh plots/report.sh $(BIN)/specsim $(MODEL)

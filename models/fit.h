@@ -29,6 +29,8 @@ typedef struct {
     ptrace_mem    *mem;  size_t nmem,  capmem;
     ptrace_api    *api;  size_t napi,  capapi;
     ptrace_range  *rng;  size_t nrng,  caprng;
+    ptrace_window *win;  size_t nwin,  capwin;   /* node-level windows (windowed captures; none:
+                                                    everything was recorded), in time order */
     fit_strpool   *pool;
 } fit_trace;
 
@@ -42,6 +44,9 @@ int  fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k);
 int  fit_trace_add_mem(fit_trace *t, const ptrace_mem *m);
 int  fit_trace_add_api(fit_trace *t, const ptrace_api *a);
 int  fit_trace_add_range(fit_trace *t, const ptrace_range *r);
+/* A window of a windowed capture (traces/FORMAT.md): phase instances must lie inside one,
+ * and a host gap is measured only from a predecessor in the same window. In time order. */
+int  fit_trace_add_window(fit_trace *t, const ptrace_window *w);
 void fit_trace_free(fit_trace *t);
 
 /* ---- one group's cost vs tokens --------------------------------------------------------- */

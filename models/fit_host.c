@@ -186,6 +186,10 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
             if (!found)
                 continue;
             const fr_inst *pj = &R->in[j];
+            /* a windowed capture: the predecessor must be in the same window (the time
+             * between windows is not a host gap) */
+            if (R->tr[t].nwin && fit_trace_window_of(&R->tr[t], pj->r1) != fit_trace_window_of(&R->tr[t], in->r0))
+                continue;
             if (!in->drop && !fh_expected_next(pj->phase, in->phase))
                 unexpected[pj->phase][in->phase]++;
             double first_us = (in->graph ? graph_us : eager_us) + fh_profiler_us(R, in);

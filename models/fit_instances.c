@@ -27,6 +27,7 @@
 static const char *const fi_drop_why[] = {
     "kept", "no kernels", "cut off at the end of the capture", "partial (kernel count differs "
     "at the edge of the capture)", "started before the capture",
+    "not inside one node-level window (a windowed capture records only there)",
 };
 
 static int fi_lower_has(const char *s, const char *needle)
@@ -540,11 +541,14 @@ static void fi_drops(fi_trace_st *S)
 {
     fr_run *R = S->R;
     const fit_trace *t = S->t;
-    int ndrop[5] = {0};
+    int ndrop[FR_NDROP] = {0};
     for (size_t q = S->a; q < S->b; q++) {
         fr_inst *in = &R->in[q];
+        long w0 = t->nwin ? fit_trace_window_of(t, in->r0) : 0;
         if (in->nrec == 0)
             in->drop = FR_NOKERNELS;
+        else if (t->nwin && (w0 < 0 || fit_trace_window_of(t, in->r1) != w0))
+            in->drop = FR_WINDOW;   /* part of its GPU work fell outside the window */
         else if (S->nrec && in->r1 > S->last_end)
             in->drop = FR_CUT;
         else if (t->has_header && in->r0 < t->hdr.t0_ns)
@@ -556,9 +560,9 @@ static void fi_drops(fi_trace_st *S)
         if (in->drop)
             ndrop[in->drop]++;
     }
-    for (int d = 1; d < 5; d++)
+    for (int d = 1; d < FR_NDROP; d++)
         if (ndrop[d] && !(d == FR_CUT && ndrop[d] <= 2 * WM_NPHASE) &&
-            !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE))
+            !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE) && d != FR_WINDOW)
             fit_run_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d],
                          fi_drop_why[d]);
     if (t->truncated)

@@ -57,7 +57,11 @@ typedef struct {
 } fr_inst;
 
 
-enum { FR_KEEP, FR_NOKERNELS, FR_CUT, FR_PARTIAL, FR_EARLY };   /* fr_inst.drop */
+enum { FR_KEEP, FR_NOKERNELS, FR_CUT, FR_PARTIAL, FR_EARLY, FR_WINDOW, FR_NDROP };   /* fr_inst.drop */
+
+/* The window of a windowed trace holding ts_ns, -1 when none does or the trace has none
+ * (fit_trace.c). */
+long fit_trace_window_of(const fit_trace *t, int64_t ts_ns);
 
 typedef struct {
     const char *cls, *name;    /* class (run pool), a representative name (trace pool) */

@@ -134,6 +134,7 @@ void fit_trace_free(fit_trace *t)
     free(t->mem);
     free(t->api);
     free(t->rng);
+    free(t->win);
     fit_trace_pool_destroy(t->pool);
     memset(t, 0, sizeof *t);
 }
@@ -198,12 +199,41 @@ int fit_trace_add_range(fit_trace *t, const ptrace_range *r)
     return 0;
 }
 
+int fit_trace_add_window(fit_trace *t, const ptrace_window *w)
+{
+    if (fit_trace_grow((void **)&t->win, &t->capwin, t->nwin, sizeof *t->win))
+        return -1;
+    size_t i = t->nwin++;   /* the file has them in the order they closed: keep time order anyway */
+    while (i > 0 && t->win[i - 1].start_ns > w->start_ns) {
+        t->win[i] = t->win[i - 1];
+        i--;
+    }
+    t->win[i] = *w;
+    return 0;
+}
+
+/* The window holding time ts_ns, or -1 (also when the trace has none). */
+long fit_trace_window_of(const fit_trace *t, int64_t ts_ns)
+{
+    size_t lo = 0, hi = t->nwin;
+    while (lo < hi) {   /* the last window starting at or before ts */
+        size_t mid = (lo + hi) / 2;
+        if (t->win[mid].start_ns <= ts_ns)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || ts_ns > t->win[lo - 1].end_ns)
+        return -1;
+    return (long)(lo - 1);
+}
+
 /* Scan callback: typed views of the events the fit uses, copied into the trace. */
 static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
 {
     fit_trace *t = user;
     int64_t t0 = info->header.t0_ns;
-    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; } u;
+    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; ptrace_window w; } u;
     if (ptrace_read_kernel(ev, t0, &u.k) == 0)
         return fit_trace_add_kernel(t, &u.k);
     if (ptrace_read_mem(ev, t0, &u.m) == 0)
@@ -212,9 +242,13 @@ static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
         return fit_trace_add_api(t, &u.a);
     if (ptrace_read_range(ev, t0, &u.r) == 0)
         return fit_trace_add_range(t, &u.r);
+    if (ptrace_read_window(ev, t0, &u.w) == 0)
+        return fit_trace_add_window(t, &u.w);
     return 0;
 }
 
+/* Streams the file (plain or gzip, ptrace_scan_file): the fit holds its records, never the
+ * text, so a trace costs its records' memory whatever its size on disk. */
 int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
 {
     ptrace_info info;

@@ -218,7 +218,7 @@ static const char *const wm_group_keys[] = {
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
     "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
-    "q_tile_knee", NULL,
+    "q_tile_knee", "source", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -246,7 +246,8 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "wave_capacity", base, 0, 0, &bnd_blocks, &out->wave_capacity) != 0 ||
         wm_num(c, g, "per_wave_us", base, 0, 0, &bnd_slope_us, &out->per_wave_us) != 0 ||
         wm_num(c, g, "sd_frac", base, 0, 0, &bnd_frac, &out->sd_frac) != 0 ||
-        wm_num(c, g, "sweep_scale", base, 0, 0, &bnd_factor, &out->sweep_scale) != 0)
+        wm_num(c, g, "sweep_scale", base, 0, 0, &bnd_factor, &out->sweep_scale) != 0 ||
+        wm_str(c, g, "source", base, 0, out->source, sizeof out->source) != 0)
         return -1;
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(g, "sweep_phase");
     if (sp != NULL || out->sweep_scale > 0) {
@@ -633,6 +634,8 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddStringToObject(o, "sweep_phase", wm_phase_name[g->sweep_phase]);
     }
     cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
+    if (g->source[0])   /* derived groups only: fitted files stay as they were */
+        cJSON_AddStringToObject(o, "source", g->source);
     return o;
 }
 

@@ -21,6 +21,7 @@ extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
 #define WM_NAME_MAX 96
 #define WM_GROUPS_MAX 64
 #define WM_COLLS_MAX 8
+#define WM_GSRC_MAX 224  /* a group's source, with its terminating 0 */
 
 /* Cost of one kernel group for one forward, in microseconds:
  *   base_us + per_token_us * max(0, tokens - knee_tokens) + per_token_all_us * tokens
@@ -74,6 +75,9 @@ typedef struct {
      * kv_tokens / 1000 * max(0, tiles - q_tile_knee); 0 in files without them */
     double per_kvq2_ktoken_us;
     double q_tile_knee;
+    /* how the group's terms were derived when not fitted directly (specsim scale writes its
+     * factors and their uncertainty here); "" in fitted and hand-written files */
+    char   source[WM_GSRC_MAX];
 } wm_group;
 
 /* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):

@@ -7,8 +7,8 @@
 # runs; 4-20 s on a 2-core machine (measured; the longer when other work shares the cores).
 # Knobs (environment): REPORT_DIR (report), REPORT_ITERATIONS (300 measured iterations per
 # simulation), REPORT_TRACE (trace for the measured timeline; default: traces/calib/DEFAULT),
-# REPORT_VALIDATION (traces/validation/validation.txt), REPORT_TP_ALLREDUCES,
-# REPORT_TP_BYTES_PER_TOKEN, REPORT_TP_DRAFT_ALLREDUCES (the TP=8 what-if, see fig. 5).
+# REPORT_VALIDATION (traces/validation/validation.txt), REPORT_TP_FROM, REPORT_TP_LLM (the
+# LLM presets the TP=8 figures scale the model between: specsim scale, docs/scale.md).
 set -eu
 
 usage() { echo "usage: sh plots/report.sh SPECSIM [MODEL.json]" >&2; exit 2; }
@@ -366,11 +366,14 @@ fig4() {
     banner_block "$D/cg_sglang.csv" >> "$CUR"
 }
 
-# ---- the TP=8 what-if model (figures 5, 6, 8) --------------------------------------------------
+# ---- the TP=8 model (figures 5, 6, 8) -------------------------------------------------------
 # A model without collectives (measured at one rank) would give the same time on every link.
-# Then the TP=8 figures use a derived model with the all-reduces a TP forward adds; the counts
-# and bytes cannot be read from the model file, so they come from REPORT_TP_* or from the model
-# name (public shapes from shared/FACTS.md), and the report says which.
+# Then the TP=8 figures use the model scaled to 8 tensor-parallel ranks by `specsim scale`
+# (docs/scale.md): per-rank GEMMs, heads and KV as TP cuts them, the all-reduces and the LM
+# head's all-gather as collectives. The traced shape and the target are LLM presets: for a
+# model fitted from a specbench trace, the preset on the trace's command line (and its
+# --layers); else the model's name (kimi: specbench-kimi-tp8 -> kimi-k2.5, else Llama-3.1-8B);
+# REPORT_TP_FROM / REPORT_TP_LLM name others.
 TPMODEL=""
 TPNOTE=""
 SRC_TP=$SRC
@@ -378,42 +381,34 @@ tp_model() {
     if grep -q '"bytes_per_token"' "$MODEL"; then TPMODEL=$MODEL; TPNOTE="the model's own collectives"; return 0; fi
     name=$(printf '%s\n' "$MODEL_LINE" | sed -n 's/.*(name \([^;]*\);.*/\1/p' | tr 'A-Z' 'a-z')
     case $name in
-        *kimi*)  dc=122; db=14336; what="Kimi K2.5: 61 layers x 2, hidden 7168 x 2 B" ;;
-        *glm*)   dc=156; db=12288; what="GLM-5: 78 layers x 2, hidden 6144 x 2 B" ;;
-        *70b*)   dc=160; db=16384; what="Llama-3.1-70B: 80 layers x 2, hidden 8192 x 2 B" ;;
-        *)       dc=64;  db=8192;  what="Llama-3.1-8B: 32 layers x 2, hidden 4096 x 2 B (the default)" ;;
+        *kimi*) from=specbench-kimi-tp8; to=kimi-k2.5; what="the model's name" ;;
+        *)      from=llama-3.1-8b; to=llama-3.1-8b; what="the default (Llama-3.1-8B at TP=1)" ;;
     esac
-    # fitted from a specbench trace: its preset and --layers/--hidden, from the command line the
-    # trace header records (profiler/bench/sbmodel.cu: llama8b 32 x 4096, kimi-tp8 12 x 7168)
+    flay=""
+    # fitted from a specbench trace: its preset and --layers, from the command line the trace
+    # header records
     if [ "$FITTED" = 1 ]; then
         cmd=$(head -c 65536 "$TL_FILE" | grep -o '"cmd":"[^"]*"' | head -n 1)
         case $cmd in
             *specbench*)
-                L=""; Hd=""
-                case $cmd in *kimi-tp8*) L=12; Hd=7168 ;; *llama8b*) L=32; Hd=4096 ;; esac
+                case $cmd in
+                    *kimi-tp8*) from=specbench-kimi-tp8; to=kimi-k2.5 ;;
+                    *llama8b*)  from=specbench-llama8b; to=llama-3.1-8b ;;
+                esac
                 l2=$(printf '%s\n' "$cmd" | sed -n 's/.*--layers[ =]\([0-9][0-9]*\).*/\1/p')
-                h2=$(printf '%s\n' "$cmd" | sed -n 's/.*--hidden[ =]\([0-9][0-9]*\).*/\1/p')
-                L=${l2:-$L}; Hd=${h2:-$Hd}
-                if [ -n "$L" ] && [ -n "$Hd" ]; then
-                    dc=$((2 * L)); db=$((2 * Hd))
-                    what="the traced specbench run: $L layers x 2, hidden $Hd x 2 B, from the trace's command line"
-                fi ;;
+                [ -n "$l2" ] && flay="--from-layers $l2"
+                what="the traced specbench run's command line" ;;
         esac
     fi
-    tc=${REPORT_TP_ALLREDUCES:-$dc}; tb=${REPORT_TP_BYTES_PER_TOKEN:-$db}; td=${REPORT_TP_DRAFT_ALLREDUCES:-2}
-    [ -n "${REPORT_TP_ALLREDUCES:-}${REPORT_TP_BYTES_PER_TOKEN:-}" ] && what="set by REPORT_TP_ALLREDUCES/REPORT_TP_BYTES_PER_TOKEN"
-    mkdir -p build/plots
-    [ -f build/libspecsim.a ] || { log "build/libspecsim.a missing (run make): cannot build plots/tpwhatif.c"; return 1; }
-    # built every time (a fraction of a second): always against the library specsim uses
-    # shellcheck disable=SC2046
-    ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Imodels -Isim -Iprofiler/core \
-        $(pkg-config --cflags gsl libcjson) plots/tpwhatif.c build/libspecsim.a \
-        $(pkg-config --libs gsl libcjson) -lm -lpthread -o build/plots/tpwhatif || return 1
-    build/plots/tpwhatif "$MODEL" "$D/model-tp8-whatif.json" "$tc" "$tb" "$td" || return 1
-    TPMODEL=$D/model-tp8-whatif.json
-    SRC_TP=$(printf 'model: %s + TP=8 what-if %s | trace: %s | %s, %s iterations per point' "$MODEL_REL" "$TPMODEL" "$TRACE_LABEL" "$VERSION" "$ITER" | tr -d "'\"")
-    TPNOTE="a what-if derived from the model, which has no collectives (a one-rank model): the same per-rank kernel costs plus $tc all-reduces of $tb bytes per token per target forward ($what) and $td per draft forward; compute is NOT re-scaled for TP=8, so only the interconnect differs"
-    note "The TP=8 figures (5, 6 right, 8) use $TPNOTE. Set REPORT_TP_ALLREDUCES and REPORT_TP_BYTES_PER_TOKEN for another model, or give a model with collectives."
+    from=${REPORT_TP_FROM:-$from}; to=${REPORT_TP_LLM:-$to}
+    [ -n "${REPORT_TP_FROM:-}${REPORT_TP_LLM:-}" ] && what="REPORT_TP_FROM/REPORT_TP_LLM"
+    # shellcheck disable=SC2086
+    "$SPECSIM" scale "$MODEL" --from "$from" --llm "$to" --tp 8 $flay -o "$D/model-tp8.json" \
+        > "$D/scale-tp8.log" 2>&1 || { cat "$D/scale-tp8.log" >&2; return 1; }
+    TPMODEL=$D/model-tp8.json
+    SRC_TP=$(printf 'model: %s scaled to %s TP=8 (%s) | trace: %s | %s, %s iterations per point' "$MODEL_REL" "$to" "$TPMODEL" "$TRACE_LABEL" "$VERSION" "$ITER" | tr -d "'\"")
+    TPNOTE="the model scaled by specsim scale from $from (the traced shape, from $what) to $to at TP=8 (docs/scale.md): per-rank GEMMs, attention heads and KV as TP cuts them, the target's layers, its 2 all-reduces per layer and LM-head all-gather priced by the link; the scaling's report is data/scale-tp8.log"
+    note "The TP=8 figures (5, 6 right, 8) use $TPNOTE. REPORT_TP_FROM and REPORT_TP_LLM name other presets; a model with collectives is used as it is."
 }
 
 # ---- figure 5: interconnects -------------------------------------------------------------------

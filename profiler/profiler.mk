@@ -3,6 +3,7 @@
 #  bin/libspecprof.so  CUPTI injection library (profiler/inject/*.c), needs CUDA/CUPTI
 #  bin/specbench       GPU speculative-decoding workload (profiler/bench/*.cu), needs nvcc
 #  bin/arsweep         NCCL all-reduce sweep (profiler/bench/arsweep.cu), needs nvcc + NCCL
+#  bin/libfloor.so     a bare CUPTI subscriber, kernel activity only (profiler/bench/floor.c): the cost floor
 CUDA_INC   := $(CUDA_HOME)/targets/x86_64-linux/include
 CUDA_LIBD  := $(CUDA_HOME)/targets/x86_64-linux/lib
 NCCL_LIBD  ?= /usr/lib/x86_64-linux-gnu
@@ -13,7 +14,7 @@ BENCH_SRC  := $(filter-out profiler/bench/arsweep.cu,$(wildcard profiler/bench/*
 
 .PHONY: profiler
 ifeq ($(HAVE_NVCC),yes)
-profiler: $(BIN)/specprof $(BIN)/libspecprof.so $(BIN)/specbench \
+profiler: $(BIN)/specprof $(BIN)/libspecprof.so $(BIN)/libfloor.so $(BIN)/specbench \
           $(if $(findstring SB_NO_NCCL,$(SB_NCCL)),,$(BIN)/arsweep)
 else
 profiler: $(BIN)/specprof
@@ -25,11 +26,11 @@ endif
 PROF_CORE_OBJ := $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ)) $(BUILD)/models/bounds.o \
                  $(BUILD)/models/ofile.o
 
-# libc only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
+# libc and zlib only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
 $(BIN)/specprof: $(BUILD)/profiler/specprof.o $(PROF_CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lpthread -ldl -lm
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lz -lpthread -ldl -lm
 
 $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 	@mkdir -p $(dir $@)
@@ -41,7 +42,13 @@ $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 $(BIN)/libspecprof.so: $(INJ_OBJ) $(PROF_CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lpthread -ldl
+	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lz -lpthread -ldl
+
+# The floor of always-on tracing (docs/profiler.md): CUPTI and libc only.
+$(BIN)/libfloor.so: profiler/bench/floor.c
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_INC) -shared -o $@ $< -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti
 
 # specbench: one object per .cu (make -j compiles them in parallel); NCCL found by
 # profiler/bench/nccl_flags.sh (CUDA tree, system, or the nvidia-nccl pip package), or the

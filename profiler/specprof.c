@@ -2,7 +2,7 @@
  *   specprof -o DIR [options] -- CMD...   run CMD with libspecprof.so injected (CUDA, NVTX
  *                                         and, for NCCL sizes, LD_PRELOAD); every process
  *                                         that creates a CUDA context writes
- *                                         DIR/specprof.rank<R>.pid<P>.json
+ *                                         DIR/specprof.rank<R>.pid<P>.json.gz
  *   specprof merge DIR [-o FILE]          join the rank files onto one clock
  *   specprof check [--json] FILE...       load traces, print a summary or a clear error
  * The launcher stays the parent of CMD so that it can forward signals and say, once CMD
@@ -42,7 +42,24 @@ static void usage(FILE *f) {
         "      --flush-ms N        flush CUPTI buffers to the file every N ms (default 500)\n"
         "      --buffer-mb N       CUPTI buffer pool per process, MB (default 64)\n"
         "      --no-nccl           do not preload the NCCL interposer (no NCCL sizes)\n"
-        "      --quiet             no per-process messages from the library\n");
+        "      --quiet             no per-process messages from the library\n"
+        "what is recorded (docs/profiler.md):\n"
+        "      --mode M            windows (default): node-level records only in short windows; always: all the time\n"
+        "      --window-ms N       a window's length (default 50)\n"
+        "      --period-ms M       one time window every M ms (default 1000)\n"
+        "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
+        "      --window-max-ms N   no window longer than this (default 1000)\n"
+        "      --shape-ignore k,.. range-name keys whose values do not make a new shape (default ctx)\n"
+        "      --between B         none (default); graph: one graph-level record per graph launch between windows\n"
+        "                          (experimental: processes capturing graphs crashed with it on the H200, CUPTI 13.0.1)\n"
+        "      --records R         fit (default): launch, copy and sync API records; all: every runtime/driver API\n"
+        "      --gz-level N        zlib level of the .json.gz trace (default 6); --no-compress: plain .json\n"
+        "      --no-calibrate      skip the launch-cost calibration at the start\n"
+        "      --torch-annotate SPEC  name PyTorch model forwards with NVTX phase ranges as the models are\n"
+        "                          built: PATTERN=ROLE[,...], PATTERN a class name (or module.Class,\n"
+        "                          fnmatch wildcards) with an optional #N (the N-th such module built),\n"
+        "                          ROLE target, draft or a phase word; e.g.\n"
+        "                          LlamaForCausalLM#1=target,LlamaForCausalLM#2=draft (docs/pytorch.md)\n");
 }
 
 static int parse_signal(const char *s) {
@@ -75,27 +92,6 @@ static long parse_long(const char *opt, const char *s, long lo, long hi) {
 
 /* ---------- check ---------- */
 
-/* Scans one input as a stream (a .gz through gzip -dc): memory is bounded by the longest
- * line whatever the file's size, and /dev/zero stops at the line cap (bounds.h). */
-static int scan_input(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err,
-                      size_t errlen) {
-    size_t n = strlen(path);
-    if (n > 3 && !strcmp(path + n - 3, ".gz")) {
-        char cmd[PATH_MAX + 64];
-        memset(info, 0, sizeof *info);
-        if (strchr(path, '\'')) { snprintf(err, errlen, "%s: quote in file name", path); return -1; }
-        if (access(path, R_OK)) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
-        snprintf(cmd, sizeof cmd, "gzip -dc -- '%s'", path);
-        FILE *p = popen(cmd, "r");
-        if (!p) { snprintf(err, errlen, "%s: cannot run gzip: %s", path, strerror(errno)); return -1; }
-        int rc = ptrace_scan_stream(p, path, fn, user, info, err, errlen);
-        int st = pclose(p);
-        if (!rc && st != 0 && !info->lines) { snprintf(err, errlen, "%s: gzip -dc failed", path); return -1; }
-        return rc;
-    }
-    return ptrace_scan_file(path, fn, user, info, err, errlen);
-}
-
 static int sum_cb(void *user, const ptrace_event *e, const ptrace_info *info) {
     (void)info;
     ptrace_sum_add(user, e);
@@ -117,7 +113,7 @@ static int cmd_check(int argc, char **argv) {
         ptrace_sum s;
         ptrace_info info;
         ptrace_sum_init(&s);
-        int rc = scan_input(argv[i], sum_cb, &s, &info, err, sizeof err);
+        int rc = ptrace_scan_file(argv[i], sum_cb, &s, &info, err, sizeof err);
         if (rc) {
             fprintf(stderr, "specprof check: %s\n", err);
             worst = 2;
@@ -127,7 +123,7 @@ static int cmd_check(int argc, char **argv) {
         ptrace_sum_finish(&s);
         if (json) ptrace_sum_print_json(stdout, &s, &info, argv[i]);
         else ptrace_sum_print(stdout, &s, &info, argv[i]);
-        if ((!info.complete || info.bad_lines) && worst < 1) worst = 1;
+        if ((!info.complete || info.bad_lines || info.cut_compressed) && worst < 1) worst = 1;
         ptrace_sum_free(&s);
     }
     return worst;
@@ -147,7 +143,16 @@ static int cmd_merge(int argc, char **argv) {
     if (optind != argc - 1) { usage(stderr); return 2; }
     const char *dir = argv[optind];
     char def[PATH_MAX];
-    if (!out) { snprintf(def, sizeof def, "%s/merged.json", dir); out = def; }
+    if (!out) {   /* compressed when the rank files are */
+        int gz = 0;
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)))
+            if (!strncmp(de->d_name, "specprof.rank", 13) && strstr(de->d_name, ".json.gz")) gz = 1;
+        if (d) closedir(d);
+        snprintf(def, sizeof def, "%s/merged.json%s", dir, gz ? ".gz" : "");
+        out = def;
+    }
     fprintf(stderr, "# specprof merge: dir %s -> %s\n", dir, out);
     ptrace_merge_result r;
     char err[1024];
@@ -229,8 +234,10 @@ static void report(const char *dir, time_t since) {
         struct stat st;
         if (stat(path, &st) || st.st_mtime + 1 < since) continue;
         size_t len = strlen(n);
-        if (len > 5 && !strcmp(n + len - 5, ".json")) { complete++; fprintf(stderr, "specprof: trace %s\n", path); }
-        else if (len > 10 && !strcmp(n + len - 10, ".json.part")) {
+        if ((len > 5 && !strcmp(n + len - 5, ".json")) || (len > 8 && !strcmp(n + len - 8, ".json.gz"))) {
+            complete++;
+            fprintf(stderr, "specprof: trace %s\n", path);
+        } else if ((len > 10 && !strcmp(n + len - 10, ".json.part")) || (len > 13 && !strcmp(n + len - 13, ".json.gz.part"))) {
             part++;
             fprintf(stderr, "specprof: trace %s (cut off: the process did not end cleanly; it loads, see specprof check)\n", path);
         } else if (len > 5 && !strcmp(n + len - 5, ".note")) {
@@ -267,18 +274,94 @@ static int exe_dir(char *out, size_t cap) {
     return 0;
 }
 
+/* --torch-annotate: the spec's syntax (profiler/python/specprof_torch/ranges.py parse_spec
+ * says the same, for programs started without specprof). Returns 0, or -1 with err set. */
+static int torch_spec_check(const char *spec, char *err, size_t errlen) {
+    if (!*spec) { snprintf(err, errlen, "--torch-annotate: empty spec; expected PATTERN=ROLE[,PATTERN=ROLE...]"); return -1; }
+    const char *s = spec;
+    for (;;) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        const char *eq = memchr(s, '=', n), *hash = NULL;
+        int bad = !eq || memchr(eq + 1, '=', n - (size_t)(eq + 1 - s)) != NULL || eq == s;
+        for (const char *p = s; !bad && p < eq; p++) {
+            if (*p == ' ') bad = 1;
+            if (*p == '#') { if (hash) bad = 1; hash = p; }
+        }
+        if (!bad && hash) {
+            long nth = 0;
+            bad = hash == s || hash + 1 == eq;
+            for (const char *p = hash + 1; !bad && p < eq; p++) {
+                if (*p < '0' || *p > '9') bad = 1;
+                else if (nth < 1000000) nth = nth * 10 + (*p - '0');
+            }
+            bad = bad || nth < 1;
+        }
+        if (!bad) {
+            bad = eq + 1 == s + n;
+            for (const char *p = eq + 1; !bad && p < s + n; p++) if (!(*p >= 'a' && *p <= 'z') && *p != '_') bad = 1;
+        }
+        if (bad) {
+            snprintf(err, errlen, "--torch-annotate: item \"%.*s\": expected PATTERN[#N]=ROLE: PATTERN a class name "
+                     "without spaces, N >= 1, ROLE target, draft or a lower-case phase word "
+                     "(e.g. LlamaForCausalLM#1=target,LlamaForCausalLM#2=draft)", (int)n, s);
+            return -1;
+        }
+        if (!end) return 0;
+        s = end + 1;
+    }
+}
+
+/* The directory that holds specprof_torch/ and site/sitecustomize.py: $SPECPROF_PYTHON_DIR,
+ * else the first of <dir of specprof>/../profiler/python (bin/specprof in the source tree),
+ * <dir>/../../profiler/python (build-asan/bin/specprof) and <dir>/../share/specprof/python. */
+static int torch_helper_dir(char *out, char *err, size_t errlen) {
+    static const char *const rel[] = {"/../profiler/python", "/../../profiler/python", "/../share/specprof/python"};
+    const char *env = getenv("SPECPROF_PYTHON_DIR");
+    char here[PATH_MAX], cand[PATH_MAX + 64], probe[PATH_MAX + 128], tried[3 * PATH_MAX] = "";
+    int n = env && *env ? 1 : 3;
+    if (!(env && *env) && exe_dir(here, sizeof here)) {
+        snprintf(err, errlen, "--torch-annotate: cannot find specprof's own directory; set SPECPROF_PYTHON_DIR");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (env && *env) snprintf(cand, sizeof cand, "%s", env);
+        else snprintf(cand, sizeof cand, "%s%s", here, rel[i]);
+        snprintf(probe, sizeof probe, "%s/site/sitecustomize.py", cand);
+        int ok = access(probe, R_OK) == 0;
+        snprintf(probe, sizeof probe, "%s/specprof_torch/__init__.py", cand);
+        if (ok && access(probe, R_OK) == 0 && realpath(cand, out)) return 0;
+        size_t used = strlen(tried);
+        snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", cand);
+    }
+    snprintf(err, errlen, "--torch-annotate: %.2048s: no specprof_torch/__init__.py and site/sitecustomize.py there "
+             "(the Python helper, profiler/python in the source tree); set SPECPROF_PYTHON_DIR to its directory", tried);
+    return -1;
+}
+
 static int cmd_run(int argc, char **argv) {
-    const char *out = NULL, *phases = NULL;
+    const char *out = NULL, *phases = NULL, *torch_spec = NULL;
     double delay = 0, duration = 0;
     int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
     long flush_ms = 500, buffer_mb = 64;
-    enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET };
+    /* recording mode (docs/profiler.md); the defaults are the library's */
+    const char *mode = "windows", *between = "none", *records = "fit", *shape_ignore = NULL;
+    long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6;
+    int calibrate = 1;
+    enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,
+           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH };
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'}, {"delay", required_argument, 0, O_DELAY},
         {"duration", required_argument, 0, O_DURATION}, {"signal-start", optional_argument, 0, O_SSTART},
         {"signal-stop", optional_argument, 0, O_SSTOP}, {"phases", required_argument, 0, O_PHASES},
         {"flush-ms", required_argument, 0, O_FLUSH}, {"buffer-mb", required_argument, 0, O_BUF},
         {"no-nccl", no_argument, 0, O_NONCCL}, {"quiet", no_argument, 0, O_QUIET}, {"help", no_argument, 0, 'h'},
+        {"mode", required_argument, 0, O_MODE}, {"window-ms", required_argument, 0, O_WINDOW},
+        {"period-ms", required_argument, 0, O_PERIOD}, {"shape-replays", required_argument, 0, O_REPLAYS},
+        {"window-max-ms", required_argument, 0, O_WMAX}, {"between", required_argument, 0, O_BETWEEN},
+        {"records", required_argument, 0, O_RECORDS}, {"gz-level", required_argument, 0, O_GZ},
+        {"no-compress", no_argument, 0, O_NOGZ}, {"no-calibrate", no_argument, 0, O_NOCAL},
+        {"shape-ignore", required_argument, 0, O_IGNORE}, {"torch-annotate", required_argument, 0, O_TORCH},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -303,6 +386,27 @@ static int cmd_run(int argc, char **argv) {
         case O_BUF: buffer_mb = parse_long("--buffer-mb", optarg, 8, 65536); break;
         case O_NONCCL: no_nccl = 1; break;
         case O_QUIET: quiet = 1; break;
+        case O_MODE:
+            if (strcmp(optarg, "windows") && strcmp(optarg, "always")) SP_FAIL("--mode: value \"%s\": windows or always", optarg);
+            mode = optarg;
+            break;
+        case O_WINDOW: window_ms = parse_long("--window-ms", optarg, 1, 3600000); break;
+        case O_PERIOD: period_ms = parse_long("--period-ms", optarg, 1, 86400000); break;
+        case O_REPLAYS: shape_replays = parse_long("--shape-replays", optarg, 0, 1000000); break;
+        case O_WMAX: window_max_ms = parse_long("--window-max-ms", optarg, 1, 86400000); break;
+        case O_BETWEEN:
+            if (strcmp(optarg, "graph") && strcmp(optarg, "none")) SP_FAIL("--between: value \"%s\": graph or none", optarg);
+            between = optarg;
+            break;
+        case O_RECORDS:
+            if (strcmp(optarg, "fit") && strcmp(optarg, "all")) SP_FAIL("--records: value \"%s\": fit or all", optarg);
+            records = optarg;
+            break;
+        case O_GZ: gz_level = parse_long("--gz-level", optarg, 0, 9); break;
+        case O_NOGZ: gz_level = 0; break;
+        case O_NOCAL: calibrate = 0; break;
+        case O_IGNORE: shape_ignore = optarg; break;
+        case O_TORCH: torch_spec = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -311,9 +415,12 @@ static int cmd_run(int argc, char **argv) {
     if (optind >= argc) { usage(stderr); SP_FAIL("no command given after --"); }
     if (start_sig && delay > 0) SP_FAIL("--delay and --signal-start: choose one way to start");
     if (start_sig && start_sig == stop_sig) SP_FAIL("--signal-start and --signal-stop: value %d: must differ", start_sig);
+    if (period_ms < window_ms) SP_FAIL("--period-ms: value %ld: must be at least --window-ms (%ld)", period_ms, window_ms);
     char **cmd = argv + optind;
 
-    char err[512], lib[PATH_MAX + 32], dir[PATH_MAX], here[PATH_MAX];
+    char err[PATH_MAX + 512], lib[PATH_MAX + 32], dir[PATH_MAX], here[PATH_MAX], pydir[PATH_MAX];
+    if (torch_spec && (torch_spec_check(torch_spec, err, sizeof err) || torch_helper_dir(pydir, err, sizeof err)))
+        SP_FAIL("%s", err);
     if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("%s", err);
     if (!realpath(out, dir)) SP_FAIL("%s: %s", out, strerror(errno));
     const char *env_lib = getenv("SPECPROF_LIB");
@@ -350,6 +457,15 @@ static int cmd_run(int argc, char **argv) {
     if (duration <= 0 && !stop_sig) fprintf(stderr, " at exit");
     fprintf(stderr, "\n# specprof: phases %s, flush %ld ms, buffer %ld MB, nccl sizes %s\n",
             phases ? phases : "draft,verify,accept,extend,decode,sample", flush_ms, buffer_mb, no_nccl ? "off" : "on");
+    if (!strcmp(mode, "windows"))
+        fprintf(stderr, "# specprof: mode windows: node-level records %ld ms every %ld ms and for the first %ld replays "
+                        "of each graph and phase shape (windows up to %ld ms), %s between them; API records %s; %s\n",
+                window_ms, period_ms, shape_replays, window_max_ms, strcmp(between, "graph") ? "nothing" : "graph-level records",
+                records, gz_level ? "gzip" : "plain JSON");
+    else
+        fprintf(stderr, "# specprof: mode always: every record all the time; API records %s; %s\n", records,
+                gz_level ? "gzip" : "plain JSON");
+    if (torch_spec) fprintf(stderr, "# specprof: torch-annotate %s (Python helper %s)\n", torch_spec, pydir);
     fprintf(stderr, "# specprof: command");
     for (char **a = cmd; *a; a++) fprintf(stderr, " %s", *a);
     fprintf(stderr, "\n");
@@ -377,10 +493,30 @@ static int cmd_run(int argc, char **argv) {
         snprintf(v, sizeof v, "%ld", buffer_mb); setenv("SPECPROF_BUFFER_MB", v, 1);
         if (phases) setenv("SPECPROF_PHASES", phases, 1);
         if (quiet) setenv("SPECPROF_QUIET", "1", 1);
+        setenv("SPECPROF_MODE", mode, 1);
+        setenv("SPECPROF_BETWEEN", between, 1);
+        setenv("SPECPROF_RECORDS", records, 1);
+        snprintf(v, sizeof v, "%ld", window_ms); setenv("SPECPROF_WINDOW_MS", v, 1);
+        snprintf(v, sizeof v, "%ld", period_ms); setenv("SPECPROF_PERIOD_MS", v, 1);
+        snprintf(v, sizeof v, "%ld", shape_replays); setenv("SPECPROF_SHAPE_REPLAYS", v, 1);
+        snprintf(v, sizeof v, "%ld", window_max_ms); setenv("SPECPROF_WINDOW_MAX_MS", v, 1);
+        snprintf(v, sizeof v, "%ld", gz_level); setenv("SPECPROF_GZ_LEVEL", v, 1);
+        setenv("SPECPROF_CALIBRATE", calibrate ? "1" : "0", 1);
+        if (shape_ignore) setenv("SPECPROF_SHAPE_IGNORE", shape_ignore, 1);
         struct timespec now;
         clock_gettime(CLOCK_MONOTONIC, &now);
         snprintf(v, sizeof v, "%lld", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
         setenv("SPECPROF_LAUNCH_MONO_MS", v, 1);
+    }
+    if (torch_spec) {   /* profiler/python/site/sitecustomize.py reads these at Python's start */
+        const char *pp = getenv("PYTHONPATH");
+        char *np = malloc(2 * strlen(pydir) + (pp ? strlen(pp) : 0) + 16);
+        if (!np) SP_FAIL("out of memory");
+        sprintf(np, "%s/site:%s%s%s", pydir, pydir, pp && *pp ? ":" : "", pp ? pp : "");
+        setenv("PYTHONPATH", np, 1);
+        free(np);
+        setenv("SPECPROF_TORCH_ANNOTATE", torch_spec, 1);
+        if (quiet) setenv("SPECPROF_QUIET", "1", 1);
     }
     time_t launched = time(NULL);
     struct sigaction sa;

@@ -11,6 +11,7 @@
 #include "arfit.h"
 #include "fit.h"
 #include "gslerr.h"
+#include "scale.h"
 
 #include <math.h>
 #include <getopt.h>
@@ -39,6 +40,8 @@ static void usage_main(FILE *f)
         "models, model files\n"
         "  specsim fit TRACES... -o MODEL.json  fit a workload model from specprof traces "
         "(docs/fit.md)\n"
+        "  specsim scale MODEL.json --from TRACED --llm TARGET -o OUT.json  another shape, TP "
+        "size, weight format (docs/scale.md)\n"
         "  specsim fit-allreduce SWEEP.csv... -o LINK.json  fit a link to arsweep CSVs (docs/allreduce.md)\n"
         "  specsim help                        this text; `specsim run --help` lists the knobs\n"
         "examples:\n"
@@ -406,7 +409,7 @@ static int cmd_presets(void)
     /* workload models run with --model; hardware/LLM presets feed `specsim fit` */
     const char *pats[] = {"models/*.json", "models/presets/*.json"};
     const char *kinds[] = {"model-file", "fit-preset"};
-    const char *uses[] = {"(specsim run --model)", "(specsim fit --llm / --carry-to)"};
+    const char *uses[] = {"(specsim run --model)", "(specsim fit --llm / --carry-to, specsim scale)"};
     for (int i = 0; i < 2; i++) {
         glob_t gl;
         if (glob(pats[i], 0, NULL, &gl) == 0) {
@@ -437,12 +440,14 @@ int main(int argc, char **argv)
         return cmd_presets();
     if (strcmp(argv[1], "fit") == 0)          /* models/fitcmd.c (docs/fit.md) */
         return fitcmd_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "scale") == 0)        /* models/scalecmd.c (docs/scale.md) */
+        return scalecmd_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "fit-allreduce") == 0)  /* models/arfit.c (docs/allreduce.md) */
         return arfit_main(argc - 1, argv + 1);
     int sweep = strcmp(argv[1], "sweep") == 0;
     if (!sweep && strcmp(argv[1], "run") != 0) {
         fprintf(stderr, "specsim: field command: value \"%s\": unknown command (run, sweep, "
-                "presets, fit, fit-allreduce, help)\n", argv[1]);
+                "presets, fit, scale, fit-allreduce, help)\n", argv[1]);
         return EXIT_BAD_INPUT;
     }
     simcfg_defaults(&s);

@@ -231,7 +231,11 @@ static void sim_cost_fill(sim_state *S, const sim_phase *pr, sim_cost *c, int ro
             /* an all-gather or a reduce-scatter is one of the two halves of a ring
              * all-reduce of the same bytes: half its steps, half its traffic */
             double half = strcmp(k->op, "allreduce") == 0 ? 1.0 : 0.5;
-            c->ar_total_us += n * half * ar_time_us(S->p->algo, &S->p->link,
+            /* the one-shot/custom kernels are all-reduces only: the GroupCoordinator of
+             * SGLang and vLLM (distributed/parallel_state.py) uses its custom all-reduce in
+             * all_reduce and sends all-gathers through NCCL */
+            const ar_algo *al = half < 1 ? ar_algo_find("nccl") : S->p->algo;
+            c->ar_total_us += n * half * ar_time_us(al ? al : S->p->algo, &S->p->link,
                                                     k->bytes_per_token * tokens, S->R);
         }
     }

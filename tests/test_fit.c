@@ -1219,6 +1219,128 @@ static void sim_of_fit_reproduces_iteration_time(void)
         fit_trace_free(&tr[i]);
 }
 
+/* A windowed capture of trace t (traces/FORMAT.md): nw windows of a third of each nw-th of
+ * its span; GPU records and API calls that start inside a window are kept, NVTX ranges
+ * that end inside one (as libspecprof writes them); with_events: the window events too. */
+static void window_copy(fit_trace *w, const fit_trace *t, int nw, int with_events)
+{
+    fit_trace_init(w, "windowed");
+    w->has_header = t->has_header;
+    w->hdr = t->hdr;
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (size_t i = 0; i < t->nkern; i++) {
+        if (t->kern[i].start_ns < t0) t0 = t->kern[i].start_ns;
+        if (t->kern[i].end_ns > t1) t1 = t->kern[i].end_ns;
+    }
+    int64_t step = (t1 - t0) / nw;
+    ptrace_window win[64];
+    for (int k = 0; k < nw && k < 64; k++) {
+        win[k].start_ns = t0 + k * step + step / 3;
+        win[k].end_ns = win[k].start_ns + step / 3;
+        snprintf(win[k].reason, sizeof win[k].reason, "time");
+        if (with_events)
+            fit_trace_add_window(w, &win[k]);
+    }
+#define IN_WIN(ts) ({ int in_ = 0; for (int k_ = 0; k_ < nw; k_++) in_ |= (ts) >= win[k_].start_ns && (ts) <= win[k_].end_ns; in_; })
+    /* GPU work is recorded when its launch call was inside a window (CUPTI records what it
+     * saw launched, also when it runs after the window closed) */
+    uint32_t maxc = 0;
+    for (size_t i = 0; i < t->napi; i++)
+        if (t->api[i].corr > maxc) maxc = t->api[i].corr;
+    unsigned char *kept = calloc((size_t)maxc + 1, 1);
+    for (size_t i = 0; i < t->napi; i++)
+        if (IN_WIN(t->api[i].start_ns)) {
+            fit_trace_add_api(w, &t->api[i]);
+            if (kept) kept[t->api[i].corr] = 1;
+        }
+#define LAUNCHED_IN(c, ts) ((c) && (c) <= maxc && kept ? kept[c] : IN_WIN(ts))
+    for (size_t i = 0; i < t->nkern; i++)
+        if (LAUNCHED_IN(t->kern[i].corr, t->kern[i].start_ns))
+            fit_trace_add_kernel(w, &t->kern[i]);
+    for (size_t i = 0; i < t->nmem; i++)
+        if (LAUNCHED_IN(t->mem[i].corr, t->mem[i].start_ns))
+            fit_trace_add_mem(w, &t->mem[i]);
+#undef LAUNCHED_IN
+    free(kept);
+    for (size_t i = 0; i < t->nrng; i++)
+        if (IN_WIN(t->rng[i].end_ns))
+            fit_trace_add_range(w, &t->rng[i]);
+#undef IN_WIN
+}
+
+/* The fit of a windowed capture (a third of the time recorded, in 6 windows) measures the
+ * phases' host gaps and costs of the whole capture: instances that straddle a window's edge
+ * are left out and a host gap is measured only after a predecessor in the same window.
+ * Without the window events (the records alone) the time between windows would count as
+ * host gap. Tolerance 5% on gaps, 1% on the cells' measured means and on the fit of the
+ * phases with 3 cells (the same instances' noise). */
+static void fit_windowed_capture_matches_whole_one(void)
+{
+    const struct { int spec, steps, bs; } cal[] = { {0, 1, 2}, {0, 1, 8}, {0, 1, 24}, {1, 3, 4}, {1, 3, 16} };
+    enum { NC = sizeof cal / sizeof cal[0] };
+    fit_trace full[NC], win[NC], bare[NC];
+    gen_sink *s = malloc(sizeof *s);
+    for (int i = 0; i < NC; i++) {
+        gen_cfg c = {cal[i].spec, cal[i].steps, cal[i].bs, 16, SIMTEST_CTX, 180, 70u + (unsigned)i, 0.01, 1, 0, 0, 0};
+        char label[32];
+        snprintf(label, sizeof label, "full-%d", i);
+        gen_trace(&full[i], label, &c, s);
+        window_copy(&win[i], &full[i], 6, 1);
+        window_copy(&bare[i], &full[i], 6, 0);
+    }
+    free(s);
+    fit_opts o = {.moe_experts = GEN_E, .moe_topk = GEN_K, .name = "synthetic"};
+    fit_result rf, rw, rb;
+    char err[1024];
+    int ok = fit_run(full, NC, &o, &rf, err, sizeof err) == 0;
+    CHECK(ok, "whole: %s", err);
+    ok = ok && fit_run(win, NC, &o, &rw, err, sizeof err) == 0;
+    CHECK(ok, "windowed: %s", err);
+    int okb = ok && fit_run(bare, NC, &o, &rb, err, sizeof err) == 0;
+    if (ok) {
+        int gap_off = 0;
+        for (int p = 0; p < WM_NPHASE; p++) {
+            const wm_phase_model *f = &rf.model.phase[p], *w = &rw.model.phase[p];
+            if (!f->present)
+                continue;
+            CHECK(w->present, "phase %s missing from the windowed fit", wm_phase_name[p]);
+            double tol = 0.05 * f->host_gap_us + 0.2;
+            CHECK(fabs(w->host_gap_us - f->host_gap_us) <= tol, "phase %s: host gap %.3f us windowed, %.3f whole",
+                  wm_phase_name[p], w->host_gap_us, f->host_gap_us);
+            if (okb && rb.model.phase[p].present && rb.model.phase[p].host_gap_us > f->host_gap_us + 10 * tol)
+                gap_off++;
+            for (int c = 0; c < rf.phase[p].ncells; c++)
+                for (int d = 0; d < rw.phase[p].ncells; d++) {
+                    const fit_cell *a = &rf.phase[p].total[c], *b = &rw.phase[p].total[d];
+                    if (a->trace != b->trace || a->tokens != b->tokens)
+                        continue;
+                    if (getenv("FIT_TEST_VERBOSE"))
+                        printf("     %-7s trace %d tokens %4g: whole kv %.0f %.2f us (fit %.2f), windowed kv %.0f %.2f (fit %.2f)\n",
+                               wm_phase_name[p], a->trace, a->tokens, a->kv_tokens, a->us_mean, a->fit_us, b->kv_tokens,
+                               b->us_mean, b->fit_us);
+                    /* what the fit measures per cell (its fit of 2 spec cells is not the point) */
+                    CHECK(fabs(b->us_mean - a->us_mean) <= 0.01 * a->us_mean && fabs(b->kv_tokens - a->kv_tokens) <=
+                              0.02 * a->kv_tokens, "phase %s trace %d at %g tokens: %.2f us at kv %.0f windowed, %.2f at %.0f whole",
+                          wm_phase_name[p], a->trace, a->tokens, b->us_mean, b->kv_tokens, a->us_mean, a->kv_tokens);
+                    if (p == WM_DECODE || p == WM_SAMPLE)   /* 3 cells: a determined fit, the same one */
+                        CHECK(fabs(b->fit_us - a->fit_us) <= 0.01 * a->fit_us, "phase %s trace %d: fit %.2f us windowed, %.2f whole",
+                              wm_phase_name[p], a->trace, b->fit_us, a->fit_us);
+                }
+        }
+        /* the records without their windows: some phase's host gap takes the time between windows */
+        CHECK(!okb || gap_off > 0, "without window events no host gap moved: the window rule is not what is tested");
+        if (okb)
+            fit_result_free(&rb);
+        fit_result_free(&rw);
+        fit_result_free(&rf);
+    }
+    for (int i = 0; i < NC; i++) {
+        fit_trace_free(&full[i]);
+        fit_trace_free(&win[i]);
+        fit_trace_free(&bare[i]);
+    }
+}
+
 /* ---- synthetic data for models/validate.sh ------------------------------------------------- */
 
 static int write_synth(const char *dir)
@@ -1360,6 +1482,7 @@ int main(int argc, char **argv)
     RUN(fit_run_refuses_negative_kernel_duration);
     RUN(fit_loads_json_traces_also_cut_off);
     RUN(sim_of_fit_reproduces_iteration_time);
+    RUN(fit_windowed_capture_matches_whole_one);
     RUN(validate_sh_runs_on_synthetic_data);
     return check_done();
 }

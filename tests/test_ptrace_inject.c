@@ -12,6 +12,7 @@
 #include "precord.c"
 #include "pdevice.c"
 #include "pncclshim.c"
+#include "pcalib.c"
 #include "ptrace_read.h"
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -63,8 +64,20 @@ CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const ch
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r, CUpti_BuffersCallbackCompleteFunc c) {
     fake_req = r; fake_done = c; return CUPTI_SUCCESS;
 }
-CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) { (void)k; __atomic_add_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST); return CUPTI_SUCCESS; }
-CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) { (void)k; __atomic_sub_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST); return CUPTI_SUCCESS; }
+/* which kinds are on; like CUPTI, graph-level records refuse to start while kernel records are on */
+static int fake_kind_on[64];
+CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
+    if (k == CUPTI_ACTIVITY_KIND_GRAPH_TRACE && __atomic_load_n(&fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], __ATOMIC_SEQ_CST))
+        return CUPTI_ERROR_NOT_COMPATIBLE;
+    if (k < 64) __atomic_store_n(&fake_kind_on[k], 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST);
+    return CUPTI_SUCCESS;
+}
+CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
+    if (k < 64) __atomic_store_n(&fake_kind_on[k], 0, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST);
+    return CUPTI_SUCCESS;
+}
 CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 CUptiResult cuptiActivityFlushAll(uint32_t flag) {
@@ -85,6 +98,7 @@ static size_t fake_size(CUpti_ActivityKind k) {
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_RUNTIME: case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: return sizeof(CUpti_ActivityGraphTrace2);
     default: return 0;
     }
 }
@@ -98,6 +112,7 @@ CUptiResult cuptiGetDeviceId(CUcontext c, uint32_t *d) { (void)c; *d = 3; return
 CUptiResult cuptiGetGraphNodeId(CUgraphNode n, uint64_t *id) { *id = (uint64_t)(uintptr_t)n; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetGraphId(CUgraph g, uint32_t *id) { *id = (uint32_t)(uintptr_t)g; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetGraphExecId(CUgraphExec e, uint32_t *id) { *id = (uint32_t)(uintptr_t)e; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t p, uint32_t *id) { (void)c; (void)s; (void)p; *id = 0; return CUPTI_SUCCESS; }
 
 /* ---------- a fake NCCL and the driver calls the interposer uses (found by dlsym:
  * the test is linked with -rdynamic) ---------- */
@@ -206,12 +221,11 @@ static void submit_buffer(uint32_t corr_eager, uint32_t corr_graph, uint64_t nod
 
 static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
 
-typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM, END_SEGV, END_ABORT, END_FULL,
-               END_FORK, THREADS } scenario_end;
+typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM, WINDOWS, END_SEGV, END_ABORT,
+               END_FULL, END_FORK, THREADS } scenario_end;
 
-/* issue 17's faults, on the CPU: the file size limit of END_FULL (bytes; 0: none), set by
- * the test from the size of a header */
-static long fault_fsize_limit;
+/* issue 17's faults, on the CPU (END_FULL limits the file's size to what it holds after the
+ * first records, so that every later write fails) */
 #define THREADS_N 32
 #define THREADS_K 50
 
@@ -303,7 +317,23 @@ static void scenario(scenario_end how, int signals) {
         _exit(4);
     }
     case END_ABORT: abort();
-    case END_FULL:                       /* the disk fills: many more writes fail */
+    case END_FULL: {                     /* the disk fills now: many more writes fail */
+        const char *d = getenv("SPECPROF_DIR");
+        DIR *dd = d ? opendir(d) : NULL;
+        struct dirent *de;
+        struct stat sb;
+        long size = -1;
+        char path[1024];
+        while (dd && (de = readdir(dd)))
+            if (strstr(de->d_name, ".part")) {
+                snprintf(path, sizeof path, "%s/%s", d, de->d_name);
+                if (stat(path, &sb) == 0) size = (long)sb.st_size;
+            }
+        if (dd) closedir(dd);
+        if (size < 0) _exit(12);
+        struct rlimit rl = { (rlim_t)size + 16, (rlim_t)size + 16 };   /* what is there, and 16 bytes */
+        signal(SIGXFSZ, SIG_IGN);           /* writes past it fail with EFBIG, like ENOSPC */
+        setrlimit(RLIMIT_FSIZE, &rl);
         for (int i = 0; i < 6; i++) {
             cb_push("verify bs=4 tokens=16");
             cb_pop();
@@ -311,6 +341,7 @@ static void scenario(scenario_end how, int signals) {
             sleep_ms(60);
         }
         exit(0);
+    }
     case END_FORK: {                     /* a child that never execs, and exits */
         pid_t c = fork();
         if (c == 0) { sleep_ms(50); exit(0); }
@@ -319,8 +350,96 @@ static void scenario(scenario_end how, int signals) {
         sleep_ms(100);                   /* the parent's writer runs on after the child's exit */
         exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 10);
     }
-    case NCCL_SHIM: case THREADS: break;
+    case NCCL_SHIM: case THREADS: case WINDOWS: break;
     }
+}
+
+/* Polls (1 ms) until kind k is on (want 1) or off (want 0); 0 when it got there in time. */
+static int wait_kind(CUpti_ActivityKind k, int want, int ms) {
+    for (int i = 0; i < ms; i++) {
+        if (__atomic_load_n(&fake_kind_on[k], __ATOMIC_SEQ_CST) == want) return 0;
+        sleep_ms(1);
+    }
+    return -1;
+}
+
+static void push_pop(const char *name) { cb_push(name); cb_pop(); }
+
+/* Windows mode for real (SPECPROF_WINDOW_MS 60, PERIOD 600, 2 replays per shape,
+ * graph-level records between windows): the start window; a new phase shape opens a window,
+ * its ranges are written, the same shape with another ctx= does not count as new, it stops
+ * opening windows after 2 recorded sightings; a new graph executable opens one; the time
+ * window comes after the period; a graph-level record between windows carries its
+ * executable and phase. Exit codes 20.. say which step's state was wrong. */
+static void scenario_windows(void) {
+    if (!InitializeInjection() || !fake_cb) _exit(3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(20);         /* the start window */
+    push_pop("setup");                                                            /* written */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 400)) _exit(21);     /* start window over */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_GRAPH_TRACE, 1, 100)) _exit(22);           /* graph-level between */
+    cb_push("decode bs=1 ctx=10");                                               /* new shape */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 200)) _exit(23);
+    if (fake_kind_on[CUPTI_ACTIVITY_KIND_GRAPH_TRACE]) _exit(24);                /* exclusive */
+    cb_pop();                                                                     /* written (inside) */
+    push_pop("decode bs=1 ctx=11");                                               /* sighting 1 of 2 */
+    push_pop("decode bs=1 ctx=12");                                               /* sighting 2: saturated */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 400)) _exit(25);
+    push_pop("decode bs=1 ctx=13");                                               /* not new: no window, not written */
+    sleep_ms(30);
+    if (fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(26);
+    void *exec_params[2] = { (void *)0x33, NULL };                                /* a new graph executable */
+    cb_push("verify bs=2 ctx=9");
+    cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 90, exec_params);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 200)) _exit(27);
+    cb_pop();
+    /* inside that window: the executable and the verify shape recorded twice each */
+    for (uint32_t c = 92; c < 94; c++) {
+        cb_push("verify bs=2 ctx=9");
+        cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, c, exec_params);
+        cb_pop();
+    }
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 400)) _exit(28);
+    /* a replay recorded at graph level (corr 91: launched through the callback first) */
+    cb_push("verify bs=2 ctx=10");
+    cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 91, exec_params);
+    cb_pop();
+    uint8_t *buf; size_t size, maxr;
+    fake_req(&buf, &size, &maxr);
+    if (!buf) _exit(29);
+    CUpti_ActivityGraphTrace2 *gt = (CUpti_ActivityGraphTrace2 *)buf;
+    memset(gt, 0, sizeof *gt);
+    gt->kind = CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+    gt->correlationId = 91; gt->graphId = 12; gt->streamId = 7;
+    gt->start = (uint64_t)now_ns() - 5000; gt->end = (uint64_t)now_ns() - 1000;
+    pthread_mutex_lock(&fake_mu);
+    fake_pending[fake_n_pending].buf = buf;
+    fake_pending[fake_n_pending].valid = sizeof *gt;
+    fake_n_pending++;
+    pthread_mutex_unlock(&fake_mu);
+    /* the time window: 600 ms after the start */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 1500)) _exit(30);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 400)) _exit(31);
+    /* a slow loop (an iteration longer than the window): the window waits for its replays */
+    push_pop("extend bs=1 ctx=1");
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 200)) _exit(32);
+    sleep_ms(100);                                                                /* > window_ms */
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(33);
+    push_pop("extend bs=1 ctx=2");
+    sleep_ms(90);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(34);
+    push_pop("extend bs=1 ctx=3");                                                /* the 2nd replay */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(35);
+    /* a shape that never comes back holds a window until SPECPROF_WINDOW_MAX_MS (300) */
+    push_pop("sample bs=7");
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 200)) _exit(36);
+    sleep_ms(200);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(37);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 400)) _exit(38);
+    exit(0);
 }
 
 static char dir[256];
@@ -349,10 +468,17 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
         if (!strcmp(sub, "nodir")) setenv("SPECPROF_DIR", "/dev/null/specprof", 1);  /* cannot be made */
         if (how == THREADS) setenv("SPECPROF_BUFFER_MB", "256", 1);
         signal(SIGSEGV, SIG_DFL);   /* a program without its own handler (ASan installs one) */
-        if (how == END_FULL && fault_fsize_limit > 0) {
-            struct rlimit rl = { (rlim_t)fault_fsize_limit, (rlim_t)fault_fsize_limit };
-            signal(SIGXFSZ, SIG_IGN);           /* writes past it fail with EFBIG, like ENOSPC */
-            setrlimit(RLIMIT_FSIZE, &rl);
+        /* the signals scenario records 80 ms after the start: past the default 50 ms start
+         * window, so its window is made long enough to hold everything */
+        setenv("SPECPROF_WINDOW_MS", signals ? "2000" : "50", 1);
+        setenv("SPECPROF_PERIOD_MS", signals ? "4000" : "1000", 1);
+        if (how == WINDOWS) {
+            setenv("SPECPROF_WINDOW_MS", "60", 1);
+            setenv("SPECPROF_PERIOD_MS", "600", 1);
+            setenv("SPECPROF_SHAPE_REPLAYS", "2", 1);
+            setenv("SPECPROF_WINDOW_MAX_MS", "300", 1);
+            setenv("SPECPROF_BETWEEN", "graph", 1);
+            scenario_windows();
         }
         if (how == NCCL_SHIM) scenario_nccl();
         if (how == THREADS) scenario_threads();
@@ -597,24 +723,8 @@ static void inject_crash_finishes_file_and_says_which_signal(void) {
  * with ENOSPC): the program runs on and exits 0, specprof says once why it stopped, the
  * .part file loads up to there. */
 static void inject_full_disk_stops_once_and_program_runs_on(void) {
-    /* the limit: the header and the process name of a trace written before, plus a little */
     ptrace_file f; int part;
-    if (load("exit", &f, &part)) { CHECK(0, "the exit trace is needed first"); return; }
-    ptrace_file_free(&f);
-    char d[400], path[800], line[20000];
-    snprintf(d, sizeof d, "%s/exit", dir);
-    DIR *dd = opendir(d);
-    struct dirent *de;
-    path[0] = 0;
-    while (dd && (de = readdir(dd))) if (!strncmp(de->d_name, "specprof.rank", 13)) snprintf(path, sizeof path, "%s/%s", d, de->d_name);
-    if (dd) closedir(dd);
-    FILE *fp = fopen(path, "r");
-    long head = 0;
-    for (int i = 0; fp && i < 3 && fgets(line, sizeof line, fp); i++) head += (long)strlen(line);
-    if (fp) fclose(fp);
-    fault_fsize_limit = head + 64;
     pid_t p = run_child(END_FULL, "full", "0", "0", 0);
-    fault_fsize_limit = 0;
     int st;
     waitpid(p, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the program must run on and exit 0: status %d", st);
@@ -686,6 +796,51 @@ static void inject_32_threads_lose_and_mix_nothing(void) {
     ptrace_file_free(&f);
 }
 
+static void inject_windows_follow_shapes_and_time(void) {
+    pid_t p = run_child(WINDOWS, "win", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 20..38: the step that failed)",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -st);
+    ptrace_file f; int part = 1;
+    if (load("win", &f, &part)) { CHECK(0, "no trace"); return; }
+    const ptrace_header *h = &f.info.header;
+    CHECK(!strcmp(h->mode, "windows") && !strcmp(h->between, "graph") && h->window_ms == 60 && h->period_ms == 600 &&
+          h->window_max_ms == 300 &&
+          h->shape_replays == 2 && h->compressed && !h->calib.ok && h->calib.why[0],
+          "header mode '%s' between '%s' window %d period %d replays %d compressed %d calib %d '%s'", h->mode, h->between,
+          h->window_ms, h->period_ms, h->shape_replays, h->compressed, h->calib.ok, h->calib.why);
+    char reasons[256] = "";
+    int ranges = 0, ctx13 = 0, gl = 0, windows = 0;
+    for (size_t i = 0; i < f.n_ev; i++) {
+        ptrace_window w; ptrace_range r; ptrace_graphlaunch g;
+        if (!ptrace_read_window(&f.ev[i], h->t0_ns, &w)) {
+            windows++;
+            if (strlen(reasons) + strlen(w.reason) + 2 < sizeof reasons) { strcat(reasons, w.reason); strcat(reasons, " "); }
+            CHECK(w.end_ns > w.start_ns && w.start_ns >= h->t0_ns, "window %s %lld..%lld", w.reason,
+                  (long long)w.start_ns, (long long)w.end_ns);
+        } else if (!ptrace_read_range(&f.ev[i], h->t0_ns, &r)) {
+            ranges++;
+            ctx13 += !strcmp(r.name, "decode bs=1 ctx=13");
+        } else if (!ptrace_read_graphlaunch(&f.ev[i], h->t0_ns, &g)) {
+            gl++;
+            CHECK(g.graph_exec_id == 0x33 && g.corr == 91 && g.graph_id == 12 && !strcmp(g.phase, "verify"),
+                  "graph-level record exec %u corr %u graph %u phase '%s'", g.graph_exec_id, g.corr, g.graph_id, g.phase);
+        }
+    }
+    /* start, shape (decode), shape (graph exec), time, shape (slow extend), shape (sample, closed
+     * at the maximum); the order in the file is the close order */
+    /* (a second time window may follow: the run lasts past 1200 ms) */
+    CHECK(!strncmp(reasons, "start shape shape time shape shape ", 35), "window reasons '%s'", reasons);
+    CHECK(windows == f.info.end.windows, "windows %d, end says %lld", windows, (long long)f.info.end.windows);
+    /* setup, decode ctx=10,11,12, verify ctx=9 (3), extend ctx=2,3 inside windows; decode ctx=13,
+     * verify ctx=10, extend ctx=1 and sample bs=7 (pushed before their window opened) outside */
+    CHECK(ranges == 9 && ctx13 == 0, "ranges written %d (ctx=13 %d)", ranges, ctx13);
+    CHECK(gl == 1 && f.info.end.graph_trace_records == 1, "graph-level records %d (end %lld)", gl,
+          (long long)f.info.end.graph_trace_records);
+    ptrace_file_free(&f);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_ptrace_inject.%d", (int)getpid());
     RUN(inject_exit_writes_complete_trace);
@@ -700,6 +855,7 @@ int main(void) {
     RUN(inject_full_disk_stops_once_and_program_runs_on);
     RUN(inject_fork_child_leaves_parent_file_alone);
     RUN(inject_32_threads_lose_and_mix_nothing);
+    RUN(inject_windows_follow_shapes_and_time);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!getenv("TEST_KEEP") && system(cmd)) fprintf(stderr, "could not remove %s\n", dir);

@@ -344,6 +344,35 @@ static void sim_allgather_costs_half_an_allreduce(void)
     CHECK_NEAR(ag.comm_us, 0.5 * ar.comm_us, 1e-6, 1e-9);
 }
 
+static void sim_allgather_goes_through_nccl(void)
+{
+    /* the one-shot/custom kernels are all-reduces: an all-gather costs NCCL's half whatever
+     * --allreduce says (sim.c; SGLang's GroupCoordinator) */
+    wm_model m;
+    sim_params p;
+    sim_result nccl_ar, oneshot_ag, oneshot_ar;
+    model_tp4(&m);
+    params_base(&p, &m, 1);
+    p.ranks = 4;
+    p.jitter_scale = 0;
+    p.concurrency = 8;
+    p.iterations = 200;
+    if (run(&p, NULL, &nccl_ar))
+        return;
+    p.algo = ar_algo_find("oneshot");
+    if (run(&p, NULL, &oneshot_ar))
+        return;
+    for (int ph = 0; ph < WM_NPHASE; ph++)
+        if (m.phase[ph].ncolls)
+            strcpy(m.phase[ph].colls[0].op, "allgather");
+    if (run(&p, NULL, &oneshot_ag))
+        return;
+    CHECK(fabs(oneshot_ar.comm_us - nccl_ar.comm_us) > 0.01 * nccl_ar.comm_us,
+          "one-shot and NCCL all-reduces cost the same here (%g): the test needs them apart",
+          nccl_ar.comm_us);
+    CHECK_NEAR(oneshot_ag.comm_us, 0.5 * nccl_ar.comm_us, 1e-6, 1e-9);
+}
+
 static void sim_time_never_decreases(void)
 {
     wm_model m;
@@ -581,6 +610,7 @@ int main(void)
     RUN(sim_above_max_runs_eagerly);
     RUN(sim_eager_gpu_bound_when_launches_are_cheap);
     RUN(sim_allgather_costs_half_an_allreduce);
+    RUN(sim_allgather_goes_through_nccl);
     RUN(sim_time_never_decreases);
     RUN(sim_tokens_conserved);
     RUN(sim_ranks_leave_collectives_together);

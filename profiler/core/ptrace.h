@@ -29,6 +29,27 @@ typedef struct {
     int peer_dev, access, native_atomics, perf_rank;
 } ptrace_peer;
 
+/* What CUPTI adds to a launch on this machine, measured by specprof at the start of the
+ * capture (profiler/inject/pcalib.c): median host time of an empty kernel launch and of a
+ * 1-node and a graph_nodes-node CUDA graph launch with nothing recorded (off), with
+ * graph-level records (between, when that mode is on) and inside a window (on). */
+typedef struct {
+    int ok;                      /* 0: not measured, why says why */
+    char why[96];
+    int launches, graph_nodes, has_between;
+    double launch_off_us, launch_on_us;
+    double graph1_off_us, graph1_on_us, graph1_between_us;
+    double graphn_off_us, graphn_on_us, graphn_between_us;
+    double kernel_launch_us;     /* on - off, per eager launch */
+    double graph_launch_us;      /* per graph launch, beside the per-node part */
+    double graph_node_us;        /* per node of a launched graph */
+    double graph_between_us;     /* per graph launch with graph-level records only */
+    double switch_on_us, switch_off_us;   /* opening and closing a window */
+    /* the off configuration again after the window: whether what a window switched on
+     * stays in a launch (docs/profiler.md) */
+    double launch_after_us, graphn_after_us;
+} ptrace_calib;
+
 typedef struct {
     int format_version;
     char tool_version[32];
@@ -51,6 +72,13 @@ typedef struct {
     double delay_s, duration_s;  /* capture window as asked (<0: none) */
     int flush_ms, buffer_mb;
     char cmd[256];               /* the program's command line, truncated */
+    /* what was recorded when (traces/FORMAT.md, "Windows"); "" / 0 in older traces */
+    char mode[16];               /* "windows" or "always" ("" in traces before windows: always) */
+    int window_ms, period_ms, shape_replays, window_max_ms;
+    char between[8];             /* between windows: "none" or "graph" (graph-level records) */
+    char records[8];             /* API records: "fit" (launches, copies, syncs) or "all" */
+    int compressed;              /* 1: the file is gzip */
+    ptrace_calib calib;
 } ptrace_header;
 
 typedef struct {
@@ -121,7 +149,26 @@ typedef struct {
     int64_t nccl_calls, nccl_graph_nodes, nccl_matched;
     int64_t nvtx_ranges;
     int64_t graph_nodes_created, graph_nodes_cloned;   /* all graph nodes CUPTI reported */
+    int64_t windows;           /* node-level windows written */
+    int64_t window_ns;         /* their summed length */
+    int64_t graph_trace_records;   /* graph-level launch records written */
+    int64_t bytes_in, bytes;   /* trace bytes before the end event: uncompressed, on disk */
 } ptrace_end;
+
+/* A node-level window: from start to end every kernel, copy, set and recorded API call
+ * is in the trace (traces/FORMAT.md). reason: start, time, shape, calibration, always. */
+typedef struct {
+    int64_t start_ns, end_ns;
+    char reason[16];
+} ptrace_window;
+
+/* One graph launch recorded at graph level (CUPTI_ACTIVITY_KIND_GRAPH_TRACE): the GPU
+ * span of the whole graph, outside node-level windows. */
+typedef struct {
+    int64_t start_ns, end_ns;
+    uint32_t corr, dev, stream, graph_id, graph_exec_id;
+    const char *nvtx, *phase;  /* of the launch, as for kernels */
+} ptrace_graphlaunch;
 
 /* Fixed context for formatting: which pid the events go to and the time origin. */
 typedef struct { int pid; int64_t t0_ns; } ptrace_ctx;

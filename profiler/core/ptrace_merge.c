@@ -1,6 +1,6 @@
 /* ptrace_merge.c: per-rank traces -> one merged trace (see ptrace_merge.h).
- * Two passes per file (headers first, to find the common t0), each file streamed line by
- * line: memory ~ one line, whatever the files' sizes. */
+ * Two passes per file (headers first, to find the common t0), each read streaming
+ * (plain or gzip): memory is a few MiB whatever the files' sizes. */
 #include "ptrace_merge.h"
 #include "ptrace_out.h"
 #include "ptrace_read.h"
@@ -34,8 +34,11 @@ typedef struct {
 static int merge_name_ok(const char *n) {
     size_t len = strlen(n);
     if (strncmp(n, "specprof.rank", 13)) return 0;
-    if (len > 5 && !strcmp(n + len - 5, ".json")) return 1;
-    if (len > 10 && !strcmp(n + len - 10, ".json.part")) return 1;
+    static const char *ends[] = { ".json", ".json.part", ".json.gz", ".json.gz.part" };
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++) {
+        size_t k = strlen(ends[i]);
+        if (len > k && !strcmp(n + len - k, ends[i])) return 1;
+    }
     return 0;
 }
 
@@ -108,7 +111,7 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     }
     int nok = 0;
     for (int i = 0; i < nf; i++) nok += files[i].ok;
-    if (!nok) { snprintf(err, errlen, "%s: no specprof trace files (specprof.rank*.pid*.json[.part])", dir); goto done; }
+    if (!nok) { snprintf(err, errlen, "%s: no specprof trace files (specprof.rank*.pid*.json[.gz][.part])", dir); goto done; }
     /* pid = rank; a rank seen twice (two processes without RANK on one device) gets 1000+i */
     for (int i = 0; i < nf; i++) {
         if (!files[i].ok) continue;
@@ -149,10 +152,6 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     for (int i = 0; i < nf; i++) {
         if (!files[i].ok) continue;
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        if (access(path, R_OK)) {
-            if (report) fprintf(report, "skip %s (vanished between passes)\n", path);
-            continue;
-        }
         merge_ctx c = { &out, files[i].pid, files[i].shift_ns, line, 0, 0, 0 };
         ptrace_ctx pc = { files[i].pid, files[i].info.header.t0_ns };
         const ptrace_info *fi = &files[i].info;
@@ -171,7 +170,8 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
         n = ptrace_write_process_name(line, MERGE_LINE_BYTES, &pc, pname);
         if (n > 0) ptrace_out_write(&out, line, (size_t)n);
         ptrace_info again;
-        ptrace_scan_file(path, merge_emit, &c, &again, perr, sizeof perr);
+        if (ptrace_scan_file(path, merge_emit, &c, &again, perr, sizeof perr) && report)
+            fprintf(report, "skip %s (vanished or changed between passes)\n", perr);
         if (c.failed) { snprintf(err, errlen, "%s: write failed: %s", out.path_part, strerror(errno)); goto done; }
         if (fi->complete) {
             char ts[40];

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* An event's ts or dur (us, 3 decimals) as ns, if within kind's range (bounds.h): 0, or -1
  * with the message in why. Absent or not a number: 0 ns. */
@@ -71,6 +72,37 @@ static void pr_header(const pjson *a, ptrace_header *h) {
     h->flush_ms = (int)pjson_get_int(cap, "flush_ms", 0);
     h->buffer_mb = (int)pjson_get_int(cap, "buffer_mb", 0);
     pr_copy(h->cmd, sizeof h->cmd, pjson_get_str(a, "cmd", ""));
+    pr_copy(h->mode, sizeof h->mode, pjson_get_str(cap, "mode", "always"));
+    h->window_ms = (int)pjson_get_int(cap, "window_ms", 0);
+    h->period_ms = (int)pjson_get_int(cap, "period_ms", 0);
+    h->shape_replays = (int)pjson_get_int(cap, "shape_replays", 0);
+    h->window_max_ms = (int)pjson_get_int(cap, "window_max_ms", 0);
+    pr_copy(h->between, sizeof h->between, pjson_get_str(cap, "between", "none"));
+    pr_copy(h->records, sizeof h->records, pjson_get_str(cap, "records", "fit"));
+    h->compressed = pjson_get_bool(cap, "compressed", 0);
+    const pjson *k = pjson_get(a, "calibration");
+    ptrace_calib *c = &h->calib;
+    c->ok = pjson_get_bool(k, "ok", 0);
+    pr_copy(c->why, sizeof c->why, pjson_get_str(k, "why", k ? "" : "not in this trace"));
+    c->launches = (int)pjson_get_int(k, "launches", 0);
+    c->graph_nodes = (int)pjson_get_int(k, "graph_nodes", 0);
+    c->launch_off_us = pjson_get_num(k, "launch_off_us", 0);
+    c->launch_on_us = pjson_get_num(k, "launch_on_us", 0);
+    c->graph1_off_us = pjson_get_num(k, "graph1_off_us", 0);
+    c->graph1_on_us = pjson_get_num(k, "graph1_on_us", 0);
+    c->graphn_off_us = pjson_get_num(k, "graphn_off_us", 0);
+    c->graphn_on_us = pjson_get_num(k, "graphn_on_us", 0);
+    c->kernel_launch_us = pjson_get_num(k, "kernel_launch_us", 0);
+    c->graph_launch_us = pjson_get_num(k, "graph_launch_us", 0);
+    c->graph_node_us = pjson_get_num(k, "graph_node_us", 0);
+    c->switch_on_us = pjson_get_num(k, "switch_on_us", 0);
+    c->switch_off_us = pjson_get_num(k, "switch_off_us", 0);
+    c->launch_after_us = pjson_get_num(k, "launch_after_us", 0);
+    c->graphn_after_us = pjson_get_num(k, "graphn_after_us", 0);
+    c->has_between = pjson_get(k, "graph_between_us") != NULL;
+    c->graph1_between_us = pjson_get_num(k, "graph1_between_us", 0);
+    c->graphn_between_us = pjson_get_num(k, "graphn_between_us", 0);
+    c->graph_between_us = pjson_get_num(k, "graph_between_us", 0);
 }
 
 static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) {
@@ -86,84 +118,102 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->nvtx_ranges = pjson_get_int(a, "nvtx_ranges", 0);
     e->graph_nodes_created = pjson_get_int(a, "graph_nodes_created", 0);
     e->graph_nodes_cloned = pjson_get_int(a, "graph_nodes_cloned", 0);
+    e->windows = pjson_get_int(a, "windows", 0);
+    e->window_ns = pjson_get_int(a, "window_ns", 0);
+    e->graph_trace_records = pjson_get_int(a, "graph_trace_records", 0);
+    e->bytes_in = pjson_get_int(a, "bytes_in", 0);
+    e->bytes = pjson_get_int(a, "bytes", 0);
 }
 
-/* The scan of one input, line by line: from memory (ptrace_scan_buf) or from a stream
- * (ptrace_scan_stream, memory bounded by the longest line). A line that does not parse is
- * held back until the next non-blank line shows it was not the last (a last line cut
- * mid-write is dropped and reported, not counted as bad). */
+/* The line-by-line state of one scan, shared by the buffer and the streaming file readers. */
 typedef struct {
-    const char *label;
-    pjson_arena *keep, *a;
+    pjson_arena *a, *keep;
     ptrace_scan_fn fn;
     void *user;
     ptrace_info *info;
+    const char *label;
     char *err;
     size_t errlen;
-    int started, stop, rc;
+    int started, rc, stop;
     size_t line_no;
-    int pend;                 /* a line that did not parse, not yet known to be the last */
-    size_t pend_line;
-    char pend_err[128];
+    int pending_bad;           /* the last non-blank line did not parse: cut, or bad if more follows */
+    size_t pending_line;
+    char pending_err[160];
 } pr_state;
 
-static void pr_bad(pr_state *S, size_t line, const char *why) {
-    ptrace_info *info = S->info;
+static void pr_bad(pr_state *st, size_t line, const char *why) {
+    ptrace_info *info = st->info;
     if (!info->bad_lines) {
         info->first_bad_line = line;
-        snprintf(info->first_bad_err, sizeof info->first_bad_err, "%.*s",
-                 (int)sizeof info->first_bad_err - 1, why);
+        snprintf(info->first_bad_err, sizeof info->first_bad_err, "%.*s", (int)sizeof info->first_bad_err - 1, why);
     }
     info->bad_lines++;
 }
 
 /* The header's t0_ns within bounds.h: 0, or -1 with err (the file is refused: every time
  * in it is relative to t0). */
-static int pr_check_t0(pr_state *S, const pjson *args) {
+static int pr_check_t0(pr_state *st, const pjson *args) {
     const pjson *t0 = pjson_get(args, "t0_ns");
     char where[200];
-    snprintf(where, sizeof where, "%s: line %zu", S->label, S->line_no);
+    snprintf(where, sizeof where, "%s: line %zu", st->label, st->line_no);
     if (t0 && t0->type == PJSON_NUM && !t0->is_int) {
-        snprintf(S->err, S->errlen, "%s: field t0_ns: value %.10g: not an integer (ns)", where, t0->num);
+        snprintf(st->err, st->errlen, "%s: field t0_ns: value %.10g: not an integer (ns)", where, t0->num);
         return -1;
     }
-    return bnd_check_i64(&bnd_clock_ns, pjson_get_int(args, "t0_ns", 0), where, "t0_ns", S->err, S->errlen);
+    return bnd_check_i64(&bnd_clock_ns, pjson_get_int(args, "t0_ns", 0), where, "t0_ns", st->err, st->errlen);
 }
 
-/* The end record's counts and end_ns within bounds.h: 0, or -1 with why. */
+/* The end record's counts and times within bounds.h: 0, or -1 with why. */
 static int pr_check_end(const pjson *a, char *why, size_t whylen) {
     static const char *const counts[] = { "dropped_records", "dropped_host_events", "records", "nccl_calls",
                                           "nccl_graph_nodes", "nccl_matched", "nvtx_ranges",
-                                          "graph_nodes_created", "graph_nodes_cloned" };
+                                          "graph_nodes_created", "graph_nodes_cloned", "windows",
+                                          "graph_trace_records", "bytes_in", "bytes" };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         if (bnd_check_i64(&bnd_records, pjson_get_int(a, counts[i], 0), "", counts[i], why, whylen)) return -1;
     if (pjson_get(a, "end_ns") && bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "end_ns", 0), "", "end_ns", why, whylen))
         return -1;
+    if (bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "window_ns", 0), "", "window_ns", why, whylen)) return -1;
     return 0;
 }
 
-/* One line [s, t) of the input (without its newline). Sets S->stop to end the scan. */
-static void pr_line(pr_state *S, const char *s, const char *t) {
-    ptrace_info *info = S->info;
-    S->line_no++;
-    info->lines = S->line_no;
-    while (s < t && (*s == ' ' || *s == '\t')) s++;
+static int pr_state_init(pr_state *st, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
+                         ptrace_info *info, char *err, size_t errlen) {
+    memset(st, 0, sizeof *st);
+    memset(info, 0, sizeof *info);
+    st->keep = keep;
+    st->a = keep ? keep : pjson_arena_create();
+    st->fn = fn; st->user = user; st->info = info; st->label = label; st->err = err; st->errlen = errlen;
+    info->records_promised = -1;
+    if (!st->a) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
+    return 0;
+}
+
+/* One line s[0..e) without its '\n'. Returns 1 when the scan must stop. */
+static int pr_line(pr_state *st, const char *s, const char *e) {
+    ptrace_info *info = st->info;
+    st->line_no++;
+    info->lines = st->line_no;
+    while (s < e && (*s == ' ' || *s == '\t')) s++;
+    const char *t = e;
     while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
-    if (t == s) return;
-    if (S->pend) { pr_bad(S, S->pend_line, S->pend_err); S->pend = 0; }   /* it was not the last */
-    if (t - s == 1 && (*s == '[' || *s == ']')) { S->started = 1; return; }
-    if (!S->started && *s == '[') { s++; S->started = 1; }   /* "[{...}," on one line */
-    if (!S->keep) pjson_arena_reset(S->a);
+    if (t == s) return 0;
+    if (st->pending_bad) {   /* a line follows the one that did not parse: it was bad, not cut */
+        pr_bad(st, st->pending_line, st->pending_err);
+        st->pending_bad = 0;
+    }
+    if (t - s == 1 && (*s == '[' || *s == ']')) { st->started = 1; return 0; }
+    if (!st->started && *s == '[') { s++; st->started = 1; }   /* "[{...}," on one line */
+    if (!st->keep) pjson_arena_reset(st->a);
     pjson *ev = NULL;
     char perr[128];
-    if (pjson_parse(S->a, s, (size_t)(t - s), 1, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
-        S->pend = 1;
-        S->pend_line = S->line_no;
-        snprintf(S->pend_err, sizeof S->pend_err, "%s", ev && ev->type != PJSON_OBJ ? "not an object" : perr);
-        return;
+    if (pjson_parse(st->a, s, (size_t)(t - s), 1, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
+        st->pending_bad = 1;
+        st->pending_line = st->line_no;
+        snprintf(st->pending_err, sizeof st->pending_err, "%s", ev && ev->type != PJSON_OBJ ? "not an object" : perr);
+        return 0;
     }
     ptrace_event x;
-    char why[200];
     const char *ph = pjson_get_str(ev, "ph", "");
     x.ph = ph[0];
     x.cat = pjson_get_str(ev, "cat", "");
@@ -171,189 +221,247 @@ static void pr_line(pr_state *S, const char *s, const char *t) {
     x.pid = pjson_get_int(ev, "pid", 0);
     x.tid = pjson_get_int(ev, "tid", 0);
     x.args = pjson_get(ev, "args");
-    x.line = S->line_no;
+    x.line = st->line_no;
     /* times within bounds.h, so that t0 + ts + dur cannot overflow anywhere downstream */
+    char why[200];
     if (pr_us_to_ns(pjson_get(ev, "ts"), &bnd_ts_us, "ts", &x.ts_ns, why, sizeof why) ||
         pr_us_to_ns(pjson_get(ev, "dur"), &bnd_dur_us, "dur", &x.dur_ns, why, sizeof why)) {
-        pr_bad(S, S->line_no, why + 2);   /* why starts ": field ..." (no file) */
-        return;
+        pr_bad(st, st->line_no, why + 2);   /* why starts ": field ..." (no file) */
+        return 0;
     }
     if (!info->has_header && !info->merged) {
         if (x.ph == 'M' && !strcmp(x.name, "specprof_header")) {
-            if (pr_check_t0(S, x.args)) { S->rc = -1; S->stop = 1; return; }
+            if (pr_check_t0(st, x.args)) { st->rc = -1; return 1; }
             pr_header(x.args, &info->header);
             info->has_header = 1;
             if (info->header.format_version != PTRACE_FORMAT_VERSION) {
-                snprintf(S->err, S->errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
-                         S->label, S->line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
-                S->rc = -1;
-                S->stop = 1;
+                snprintf(st->err, st->errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
+                         st->label, st->line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
+                st->rc = -1;
+                return 1;
             }
-            return;
+            return 0;
         }
-        if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; return; }
-        snprintf(S->err, S->errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
-                 S->label, S->line_no, x.name);
-        S->rc = -1;
-        S->stop = 1;
-        return;
+        if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; return 0; }
+        snprintf(st->err, st->errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
+                 st->label, st->line_no, x.name);
+        st->rc = -1;
+        return 1;
     }
     if (x.ph == 'M' && !strcmp(x.name, "specprof_end")) {
-        if (pr_check_end(x.args, why, sizeof why)) { pr_bad(S, S->line_no, why + 2); return; }
+        if (pr_check_end(x.args, why, sizeof why)) { pr_bad(st, st->line_no, why + 2); return 0; }
         pr_end(x.args, info->header.t0_ns, x.ts_ns, &info->end);
         info->has_end = 1;
         info->records_promised = pjson_get(x.args, "records") ? info->end.records : -1;
-        return;
+        return 0;
     }
     if (info->merged && !info->has_header && x.ph == 'M' && !strcmp(x.name, "specprof_rank_header")) {
-        if (pr_check_t0(S, x.args)) { S->rc = -1; S->stop = 1; return; }
+        if (pr_check_t0(st, x.args)) { st->rc = -1; return 1; }
         pr_header(x.args, &info->header);
         info->has_header = 1;
     }
     info->events++;
     if (x.ph != 'M') info->records_seen++;
-    if (S->fn && S->fn(S->user, &x, info)) S->stop = 1;
+    if (st->fn && st->fn(st->user, &x, info)) { st->stop = 1; return 1; }
+    return 0;
 }
 
-static void pr_begin(pr_state *S, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
-                     ptrace_info *info, char *err, size_t errlen) {
-    memset(S, 0, sizeof *S);
-    memset(info, 0, sizeof *info);
-    info->records_promised = -1;
-    S->label = label;
-    S->keep = keep;
-    S->a = keep ? keep : pjson_arena_create();
-    S->fn = fn;
-    S->user = user;
-    S->info = info;
-    S->err = err;
-    S->errlen = errlen;
-    if (!S->a) { snprintf(err, errlen, "%s: out of memory", label); S->rc = -1; S->stop = 1; }
-}
-
-static int pr_end_scan(pr_state *S, size_t bytes) {
-    ptrace_info *info = S->info;
-    if (S->pend) info->cut_last_line = 1;   /* only blank lines followed it */
-    /* complete: the end record came, and it holds what it promises */
+/* After the last line: the pending line was cut; no header means no trace. */
+static int pr_state_end(pr_state *st, size_t len_seen) {
+    ptrace_info *info = st->info;
+    if (st->pending_bad && !st->stop && !st->rc) info->cut_last_line = 1;
+    /* complete: the end record came, and the file holds the records it promises */
     info->complete = info->has_end && (info->records_promised < 0 || info->records_seen == info->records_promised);
-    if (!S->rc && !info->has_header && !info->merged) {
-        if (info->bad_lines)
-            snprintf(S->err, S->errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", S->label,
-                     info->first_bad_line, info->first_bad_err);
-        else if (info->cut_last_line)
-            snprintf(S->err, S->errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", S->label,
-                     S->pend_line, S->pend_err);
-        else
-            snprintf(S->err, S->errlen, "%s: not a specprof trace: no specprof_header line%s", S->label,
-                     bytes ? " (empty or cut off before its header was written)" : " (empty file)");
-        S->rc = -1;
+    if (!st->rc && !info->has_header && !info->merged) {
+        if (info->bad_lines || info->cut_last_line) {
+            size_t l = info->bad_lines ? info->first_bad_line : st->pending_line;
+            const char *why = info->bad_lines ? info->first_bad_err : st->pending_err;
+            snprintf(st->err, st->errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", st->label, l, why);
+        } else
+            snprintf(st->err, st->errlen, "%s: not a specprof trace: no specprof_header line%s", st->label,
+                     len_seen ? " (empty or cut off before its header was written)" : " (empty file)");
+        st->rc = -1;
     }
-    if (!S->keep) pjson_arena_destroy(S->a);
-    return S->rc;
+    if (!st->keep) pjson_arena_destroy(st->a);
+    st->a = NULL;
+    return st->rc;
 }
 
 static int pr_scan(const char *text, size_t len, const char *label, pjson_arena *keep,
                    ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen) {
-    pr_state S;
-    pr_begin(&S, label, keep, fn, user, info, err, errlen);
+    pr_state st;
+    if (pr_state_init(&st, label, keep, fn, user, info, err, errlen)) return -1;
     const char *p = text, *end = text + len;
-    while (p < end && !S.stop) {
-        const char *e = memchr(p, '\n', (size_t)(end - p));
+    while (p < end) {
+        const char *s = p, *e = memchr(p, '\n', (size_t)(end - p));
         if (!e) e = end;
-        pr_line(&S, p, e);
         p = e < end ? e + 1 : end;
+        if (pr_line(&st, s, e)) break;
     }
-    if (S.stop) S.pend = 0;   /* stopped early (by the callback or an error): nothing is "last" */
-    return pr_end_scan(&S, len);
+    return pr_state_end(&st, len);
+}
+
+/* ---- streaming from a file: plain JSON or gzip (one or more members), in bounded memory ---- */
+
+#define PR_CHUNK_BYTES ((size_t)1 << 20)     /* read(2) and inflate output granularity */
+#define PR_LINE_MAX_BYTES ((size_t)BND_TRACE_LINE_BYTES) /* a longer line stops the read (bounds.h) */
+
+typedef struct {
+    FILE *fp;
+    int gz;                    /* 1: gzip input */
+    z_stream z;
+    int z_live, z_ended;       /* inflate initialised; the current member ended */
+    unsigned char *in;
+    size_t in_len;
+    int eof;
+    ptrace_info *info;
+} pr_src;
+
+/* Reads up to cap decompressed bytes into out. Returns the count, 0 at the end of input
+ * (also at a cut-off or damaged gzip stream, noted in info), -1 on a read error. */
+static long pr_src_read(pr_src *r, char *out, size_t cap) {
+    if (!r->gz) {
+        size_t n = fread(out, 1, cap, r->fp);
+        if (!n && ferror(r->fp)) return -1;
+        return (long)n;
+    }
+    r->z.next_out = (Bytef *)out;
+    r->z.avail_out = (uInt)cap;
+    while (r->z.avail_out == cap) {
+        if (r->z.avail_in == 0 && !r->eof) {
+            size_t n = fread(r->in, 1, PR_CHUNK_BYTES, r->fp);
+            if (!n && ferror(r->fp)) return -1;
+            if (!n) r->eof = 1;
+            r->z.next_in = r->in;
+            r->z.avail_in = (uInt)n;
+        }
+        if (r->z.avail_in == 0 && r->eof) {
+            if (!r->z_ended) r->info->cut_compressed = 1;   /* no gzip trailer: cut off mid-stream */
+            break;
+        }
+        if (r->z_ended) {   /* another gzip member follows (concatenated files) */
+            inflateReset(&r->z);
+            r->z_ended = 0;
+        }
+        int zr = inflate(&r->z, Z_NO_FLUSH);
+        if (zr == Z_STREAM_END) { r->z_ended = 1; continue; }
+        if (zr == Z_BUF_ERROR && r->eof) { r->info->cut_compressed = 1; break; }
+        if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            snprintf(r->info->compressed_err, sizeof r->info->compressed_err, "zlib: %s",
+                     r->z.msg ? r->z.msg : "inflate failed");
+            r->info->cut_compressed = 1;
+            r->eof = 1;
+            r->z.avail_in = 0;
+            break;
+        }
+    }
+    return (long)(cap - r->z.avail_out);
+}
+
+/* Scans fp (a file: plain or gzip, told by its first two bytes and rewound; a stream that
+ * cannot be rewound: plain, detect 0). path names it in messages. */
+static int pr_scan_fp(FILE *fp, int detect, const char *path, pjson_arena *keep, ptrace_scan_fn fn, void *user,
+                      ptrace_info *info, char *err, size_t errlen) {
+    pr_src r;
+    memset(&r, 0, sizeof r);
+    r.fp = fp;
+    pr_state st;
+    if (pr_state_init(&st, path, keep, fn, user, info, err, errlen)) return -1;
+    r.info = info;
+    if (detect) {
+        int c1 = getc(r.fp), c2 = c1 == EOF ? EOF : getc(r.fp);
+        r.gz = c1 == 0x1f && c2 == 0x8b;
+        rewind(r.fp);
+    }
+    size_t cap = 4 * PR_CHUNK_BYTES, have = 0, seen = 0;
+    char *buf = malloc(cap);
+    if (r.gz) {
+        r.in = malloc(PR_CHUNK_BYTES);
+        if (r.in && inflateInit2(&r.z, 15 + 32) == Z_OK) r.z_live = 1;   /* 15 + 32: gzip or zlib header */
+    }
+    if (!buf || (r.gz && !r.z_live)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        st.rc = -1;
+        goto done;
+    }
+    for (;;) {
+        if (cap - have < PR_CHUNK_BYTES) {
+            if (cap >= PR_LINE_MAX_BYTES) {
+                snprintf(err, errlen, "%s: line %zu: longer than %zu bytes: not a specprof trace line", path,
+                         st.line_no + 1, PR_LINE_MAX_BYTES);
+                st.rc = -1;
+                goto done;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) { snprintf(err, errlen, "%s: out of memory", path); st.rc = -1; goto done; }
+            buf = nb; cap *= 2;
+        }
+        long n = pr_src_read(&r, buf + have, cap - have);
+        if (n < 0) { snprintf(err, errlen, "%s: read error: %s", path, strerror(errno)); st.rc = -1; goto done; }
+        seen += (size_t)n;
+        if (seen > (size_t)BND_TRACE_FILE_BYTES) {   /* an endless input stops (bounds.h) */
+            snprintf(err, errlen, "%s: larger than %lld bytes: not a specprof trace (bounds.h)", path,
+                     (long long)BND_TRACE_FILE_BYTES);
+            st.rc = -1;
+            goto done;
+        }
+        int last = n == 0;
+        have += (size_t)n;
+        /* hand over whole lines; keep the tail */
+        char *p = buf, *end = buf + have;
+        for (;;) {
+            char *e = memchr(p, '\n', (size_t)(end - p));
+            if (!e) break;
+            if (pr_line(&st, p, e)) goto done;
+            p = e + 1;
+        }
+        if (last) {
+            if (p < end && pr_line(&st, p, end)) goto done;
+            break;
+        }
+        have = (size_t)(end - p);
+        memmove(buf, p, have);
+        if (have > PR_LINE_MAX_BYTES) {   /* a line this long is not a trace's (/dev/zero, a binary file) */
+            snprintf(err, errlen, "%s: line %zu: longer than %zu bytes: not a specprof trace line (a binary "
+                     "file, /dev/zero?)", path, st.line_no + 1, PR_LINE_MAX_BYTES);
+            st.rc = -1;
+            goto done;
+        }
+        /* a big buffer is given back once its long line is gone */
+        if (cap > 4 * PR_CHUNK_BYTES && have < PR_CHUNK_BYTES) {
+            char *nb = realloc(buf, 4 * PR_CHUNK_BYTES);
+            if (nb) { buf = nb; cap = 4 * PR_CHUNK_BYTES; }
+        }
+    }
+done:
+    free(buf);
+    free(r.in);
+    if (r.z_live) inflateEnd(&r.z);
+    if (st.rc) st.pending_bad = 0;
+    return pr_state_end(&st, seen);
+}
+
+static int pr_scan_file(const char *path, pjson_arena *keep, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                        char *err, size_t errlen) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { memset(info, 0, sizeof *info); snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    int rc = pr_scan_fp(fp, 1, path, keep, fn, user, info, err, errlen);
+    fclose(fp);
+    return rc;
+}
+
+int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen) {
+    return pr_scan_file(path, NULL, fn, user, info, err, errlen);
+}
+
+int ptrace_scan_stream(FILE *fp, const char *label, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                       char *err, size_t errlen) {
+    return pr_scan_fp(fp, 0, label, NULL, fn, user, info, err, errlen);
 }
 
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen) {
     return pr_scan(text, len, label, NULL, fn, user, info, err, errlen);
-}
-
-/* Chunks of the stream go into buf (64 KiB, grown while a line needs more); a line may
- * span chunks, never more than BND_TRACE_LINE_BYTES. */
-#define PR_CHUNK_BYTES ((size_t)1 << 20)
-
-static int pr_scan_fp(FILE *fp, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
-                      ptrace_info *info, char *err, size_t errlen) {
-    pr_state S;
-    pr_begin(&S, label, keep, fn, user, info, err, errlen);
-    /* the buffer grows to BND_TRACE_LINE_BYTES + a chunk only when a line needs it */
-    size_t cap = (size_t)64 << 10, cap_max = (size_t)BND_TRACE_LINE_BYTES + PR_CHUNK_BYTES;
-    char *buf = S.stop ? NULL : malloc(cap);
-    size_t beg = 0, end = 0;
-    long long total = 0;
-    int eof = 0;
-    if (!buf && !S.stop) { snprintf(err, errlen, "%s: out of memory", label); S.rc = -1; S.stop = 1; }
-    while (!S.stop) {
-        char *nl = memchr(buf + beg, '\n', end - beg);
-        if (nl) {
-            pr_line(&S, buf + beg, nl);
-            beg = (size_t)(nl - buf) + 1;
-            continue;
-        }
-        if (end - beg > (size_t)BND_TRACE_LINE_BYTES) {
-            snprintf(err, errlen, "%s: line %zu: longer than %ld bytes: not a specprof trace (a binary file, "
-                     "/dev/zero?)", label, S.line_no + 1, (long)BND_TRACE_LINE_BYTES);
-            S.rc = -1;
-            S.stop = 1;
-            S.pend = 0;
-            break;
-        }
-        if (eof) {
-            if (end > beg) pr_line(&S, buf + beg, buf + end);   /* the last line, without newline */
-            break;
-        }
-        if (beg > 0) { memmove(buf, buf + beg, end - beg); end -= beg; beg = 0; }
-        if (end == cap && cap < cap_max) {
-            size_t nc = 2 * cap < cap_max ? 2 * cap : cap_max;
-            char *nb = realloc(buf, nc);
-            if (!nb) { snprintf(err, errlen, "%s: out of memory", label); S.rc = -1; S.stop = 1; S.pend = 0; break; }
-            buf = nb;
-            cap = nc;
-        }
-        size_t r = fread(buf + end, 1, cap - end, fp);
-        end += r;
-        total += (long long)r;
-        if (total > BND_TRACE_FILE_BYTES) {
-            snprintf(err, errlen, "%s: larger than %lld bytes: not a specprof trace (bounds.h)", label,
-                     (long long)BND_TRACE_FILE_BYTES);
-            S.rc = -1;
-            S.stop = 1;
-            S.pend = 0;
-            break;
-        }
-        if (r == 0) {
-            if (ferror(fp)) {
-                snprintf(err, errlen, "%s: read error: %s", label, strerror(errno));
-                S.rc = -1;
-                S.stop = 1;
-                S.pend = 0;
-                break;
-            }
-            eof = 1;
-        }
-    }
-    free(buf);
-    if (S.stop && S.rc == 0) S.pend = 0;
-    return pr_end_scan(&S, (size_t)total);
-}
-
-int ptrace_scan_stream(FILE *fp, const char *label, ptrace_scan_fn fn, void *user,
-                       ptrace_info *info, char *err, size_t errlen) {
-    return pr_scan_fp(fp, label, NULL, fn, user, info, err, errlen);
-}
-
-int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info,
-                     char *err, size_t errlen) {
-    memset(info, 0, sizeof *info);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
-    int rc = pr_scan_fp(fp, path, NULL, fn, user, info, err, errlen);
-    fclose(fp);
-    return rc;
 }
 
 static int pr_keep(void *user, const ptrace_event *ev, const ptrace_info *info) {
@@ -369,14 +477,12 @@ static int pr_keep(void *user, const ptrace_event *ev, const ptrace_info *info) 
     return 0;
 }
 
-static int pr_read(const char *text, size_t len, FILE *fp, const char *label, ptrace_file *f,
-                   char *err, size_t errlen) {
+int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file *f,
+                    char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     f->arena = pjson_arena_create();
     if (!f->arena) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
-    int rc = fp ? pr_scan_fp(fp, label, f->arena, pr_keep, f, &f->info, err, errlen)
-                : pr_scan(text, len, label, f->arena, pr_keep, f, &f->info, err, errlen);
-    if (rc) {
+    if (pr_scan(text, len, label, f->arena, pr_keep, f, &f->info, err, errlen)) {
         ptrace_file_free(f);
         return -1;
     }
@@ -388,24 +494,26 @@ static int pr_read(const char *text, size_t len, FILE *fp, const char *label, pt
     return 0;
 }
 
-int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file *f,
-                    char *err, size_t errlen) {
-    return pr_read(text, len, NULL, label, f, err, errlen);
-}
-
 int ptrace_slurp(const char *path, char **text, size_t *len, char *err, size_t errlen) {
-    /* the whole file in memory: capped like every reader (bounds.h); the streaming
-     * readers above are what a large trace should go through */
+    /* the whole file in memory: capped like every reader (bounds.h); the streaming readers
+     * above are what a large trace should go through */
     return bnd_read_file(path, (long)BND_TRACE_FILE_BYTES, "a specprof trace", text, len, err, errlen);
 }
 
 int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
-    int rc = pr_read(NULL, 0, fp, path, f, err, errlen);
-    fclose(fp);
-    return rc;
+    f->arena = pjson_arena_create();
+    if (!f->arena) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
+    if (pr_scan_file(path, f->arena, pr_keep, f, &f->info, err, errlen)) {
+        ptrace_file_free(f);
+        return -1;
+    }
+    if (f->n_ev != f->info.events) {
+        snprintf(err, errlen, "%s: out of memory after %zu events", path, f->n_ev);
+        ptrace_file_free(f);
+        return -1;
+    }
+    return 0;
 }
 
 void ptrace_file_free(ptrace_file *f) {
@@ -528,5 +636,30 @@ int ptrace_read_graphexec(const ptrace_event *e, int64_t t0_ns, ptrace_graphexec
     g->graph_exec_id = (uint32_t)pjson_get_int(e->args, "graph_exec_id", 0);
     g->nodes = pjson_get_int(e->args, "nodes", -1);
     g->thread = pjson_get_int(e->args, "thread", e->tid);
+    return 0;
+}
+
+int ptrace_read_window(const ptrace_event *e, int64_t t0_ns, ptrace_window *w) {
+    memset(w, 0, sizeof *w);
+    if (e->ph != 'X' || strcmp(e->cat, "window")) return -1;
+    w->start_ns = t0_ns + e->ts_ns;
+    w->end_ns = w->start_ns + e->dur_ns;
+    pr_copy(w->reason, sizeof w->reason, pjson_get_str(e->args, "reason", ""));
+    return 0;
+}
+
+int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g) {
+    memset(g, 0, sizeof *g);
+    if (e->ph != 'X' || strcmp(e->cat, "graph_trace")) return -1;
+    const pjson *a = e->args;
+    g->start_ns = t0_ns + e->ts_ns;
+    g->end_ns = g->start_ns + e->dur_ns;
+    g->corr = (uint32_t)pjson_get_int(a, "corr", 0);
+    g->dev = (uint32_t)pjson_get_int(a, "dev", 0);
+    g->stream = (uint32_t)pjson_get_int(a, "stream", 0);
+    g->graph_id = (uint32_t)pjson_get_int(a, "graph_id", 0);
+    g->graph_exec_id = (uint32_t)pjson_get_int(a, "graph_exec_id", 0);
+    g->nvtx = pjson_get_str(a, "nvtx", "");
+    g->phase = pjson_get_str(a, "phase", "");
     return 0;
 }

@@ -1,8 +1,10 @@
-/* ptrace_read.h: loads a specprof trace (traces/FORMAT.md), also one cut off by SIGKILL:
- * whole lines load, a last line cut mid-write is dropped and reported, a missing
- * specprof_end marks the file as truncated. Libc only (pjson), for libspecsim.a and the
+/* ptrace_read.h: loads a specprof trace (traces/FORMAT.md), plain JSON or gzip, also one
+ * cut off by SIGKILL: whole lines load, a last line cut mid-write is dropped and reported,
+ * a gzip stream without its trailer is read up to where it stops, a missing specprof_end
+ * marks the file as truncated. Libc and zlib only (pjson), for libspecsim.a and the
  * specprof CLI. Two modes: ptrace_read_* keeps every event (small and medium traces);
- * ptrace_scan_* hands events one at a time to a callback in bounded memory. */
+ * ptrace_scan_* hands events one at a time to a callback in bounded memory (a few MiB
+ * whatever the file's size: ptrace_scan_file reads and decompresses it in 1 MiB pieces). */
 #ifndef PTRACE_READ_H
 #define PTRACE_READ_H
 #include <stddef.h>
@@ -35,11 +37,13 @@ typedef struct {
     size_t first_bad_line;
     char first_bad_err[160];
     size_t lines, events;     /* lines read; events handed out (header/end excluded) */
+    int cut_compressed;       /* gzip input ended without its trailer (or was damaged) */
+    char compressed_err[96];  /* zlib's message when the gzip data was damaged, else "" */
 } ptrace_info;
 
-/* Every number a reader turns into time is bounded (bounds.h): the header's t0_ns (else
- * the file is refused), each event's ts and dur and the end record's counts (else the line
- * is counted as bad and skipped), so that no sum of times overflows downstream. */
+/* Every number a reader turns into time is bounded (models/bounds.h): the header's t0_ns
+ * (else the file is refused), each event's ts and dur and the end record's counts (else the
+ * line is counted as bad and skipped), so that no sum of times overflows downstream. */
 
 /* Called for each event; return non-zero to stop. The event (and its args) is valid
  * only during the call. */
@@ -49,14 +53,18 @@ typedef int (*ptrace_scan_fn)(void *user, const ptrace_event *ev, const ptrace_i
  * file: see info), or -1 with err when the input is not a specprof trace at all. */
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
                     void *user, ptrace_info *info, char *err, size_t errlen);
-/* The same from a stream (a file, a pipe from gzip -dc), read in chunks: memory is bounded
- * by the longest line, BND_TRACE_LINE_BYTES (a longer one refuses the input: /dev/zero
- * stops there), and at most BND_TRACE_FILE_BYTES are read. label names the input. */
+
+/* Streams the file at path (plain or gzip, found by its first two bytes) through fn:
+ * memory stays bounded by the longest line (at most BND_TRACE_LINE_BYTES, 1 MiB: a longer
+ * one refuses the input, /dev/zero stops there) plus 6 MiB of buffers; at most
+ * BND_TRACE_FILE_BYTES (64 GiB) are read.
+ * Returns 0 (also for a cut-off file: see info), -1 with err when it cannot be read or is
+ * not a specprof trace. */
+int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen);
+/* The same from a stream that is read once (a pipe, fmemopen): plain JSON only; label
+ * names it in messages. */
 int ptrace_scan_stream(FILE *fp, const char *label, ptrace_scan_fn fn, void *user,
                        ptrace_info *info, char *err, size_t errlen);
-/* ptrace_scan_stream of the file at path. */
-int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info,
-                     char *err, size_t errlen);
 
 /* Every event kept in memory. Caller-owned; ptrace_file_free releases it. */
 typedef struct {
@@ -68,11 +76,12 @@ typedef struct {
 
 int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file *f,
                     char *err, size_t errlen);
-int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen);  /* streams */
+/* Reads path streaming (plain or gzip), keeping every event. */
+int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen);
 void ptrace_file_free(ptrace_file *f);
 
 /* Reads a whole file (at most BND_TRACE_FILE_BYTES) into a malloc'd NUL-terminated buffer;
- * 0 or -1 with err. The scan_stream/scan_file readers need no such buffer. */
+ * 0 or -1 with err. The scan readers need no such buffer. */
 int ptrace_slurp(const char *path, char **text, size_t *len, char *err, size_t errlen);
 
 /* Typed views of one event (absolute CUPTI times: t0_ns + ts). Strings point into the
@@ -83,6 +92,8 @@ int ptrace_read_api(const ptrace_event *e, int64_t t0_ns, ptrace_api *a);
 int ptrace_read_range(const ptrace_event *e, int64_t t0_ns, ptrace_range *r);
 int ptrace_read_ncclcall(const ptrace_event *e, int64_t t0_ns, ptrace_ncclcall *n);
 int ptrace_read_graphexec(const ptrace_event *e, int64_t t0_ns, ptrace_graphexec *g);
+int ptrace_read_window(const ptrace_event *e, int64_t t0_ns, ptrace_window *w);
+int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g);
 /* The nccl object of a kernel/memcpy args, or of an nccl event's args. 0 or -1. */
 int ptrace_read_nccl(const pjson *obj, ptrace_nccl *n);
 

@@ -76,6 +76,23 @@ void ptrace_sum_add(ptrace_sum *s, const ptrace_event *e) {
         if (nc.call.captured) s->nccl_calls_captured++;
     } else if (!strcmp(e->cat, "graph")) {
         s->graph_execs++;
+    } else if (!strcmp(e->cat, "window") && e->ph == 'X') {
+        s->windows++;
+        s->window_ns += e->dur_ns;
+    } else if (!strcmp(e->cat, "graph_trace") && e->ph == 'X') {
+        /* a graph launch recorded at graph level between windows: in the launch cycle too */
+        ptrace_graphlaunch gl;
+        s->graph_trace++;
+        if (!ptrace_read_graphlaunch(e, 0, &gl)) {
+            if (s->n_launches == s->cap_launches && s->cap_launches < ((size_t)1 << 20)) {
+                size_t nc2 = s->cap_launches ? s->cap_launches * 2 : 256;
+                ptrace_sum_launch *nl = realloc(s->launches, nc2 * sizeof *nl);
+                if (nl) { s->launches = nl; s->cap_launches = nc2; }
+            }
+            if (s->n_launches < s->cap_launches)
+                s->launches[s->n_launches++] = (ptrace_sum_launch){ e->ts_ns, e->pid, gl.corr, gl.graph_exec_id };
+            else s->table_overflow++;
+        }
     } else s->other++;
 }
 
@@ -146,9 +163,29 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
     if (info->bad_lines)
         fprintf(f, "WARNING: %zu lines did not parse (first: line %zu: %s)\n", info->bad_lines,
                 info->first_bad_line, info->first_bad_err);
+    if (info->cut_compressed)
+        fprintf(f, "TRUNCATED gzip stream: read up to where it stops%s%s\n", info->compressed_err[0] ? ": " : "",
+                info->compressed_err);
     if (s->first_ns <= s->last_ns)
         fprintf(f, "span %.3f ms (%.3f .. %.3f ms after t0)\n", (double)(s->last_ns - s->first_ns) / 1e6,
                 (double)s->first_ns / 1e6, (double)s->last_ns / 1e6);
+    if (!strcmp(h->mode, "windows"))
+        fprintf(f, "capture: windows (%d ms every %d ms, %d replays per shape, at most %d ms; between: %s; API records %s): "
+                   "%" PRId64 " windows, %.3f ms node-level; %" PRId64 " graph-level launch records\n",
+                h->window_ms, h->period_ms, h->shape_replays, h->window_max_ms, h->between, h->records, s->windows,
+                (double)s->window_ns / 1e6, s->graph_trace);
+    else fprintf(f, "capture: always (every record all the time; API records %s)\n", h->records);
+    if (h->calib.ok)
+        fprintf(f, "calibration: CUPTI adds %.3f us per kernel launch, %.3f us per graph launch + %.3f us per node inside "
+                   "windows%s", h->calib.kernel_launch_us, h->calib.graph_launch_us, h->calib.graph_node_us,
+                h->calib.has_between ? "" : "\n");
+    if (h->calib.ok && h->calib.has_between)
+        fprintf(f, ", %.3f us per graph launch between them\n", h->calib.graph_between_us);
+    if (!h->calib.ok) fprintf(f, "calibration: none (%s)\n", h->calib.why);
+    if (info->complete && info->end.records > 0 && info->end.bytes > 0)
+        fprintf(f, "file: %" PRId64 " bytes on disk (%s) for %" PRId64 " records: %.1f bytes per record (%.1f uncompressed)\n",
+                info->end.bytes, h->compressed ? "gzip" : "plain", info->end.records,
+                (double)info->end.bytes / (double)info->end.records, (double)info->end.bytes_in / (double)info->end.records);
     fprintf(f, "kernels %" PRId64 " (in graphs %" PRId64 ", nccl %" PRId64 ", with nvtx %" PRId64
                ", with phase %" PRId64 ")\n", s->kernels, s->kernels_in_graphs, s->kernels_nccl,
             s->kernels_with_nvtx, s->kernels_with_phase);
@@ -211,6 +248,27 @@ void ptrace_sum_print_json(FILE *f, const ptrace_sum *s, const ptrace_info *info
             s->kernels, s->kernels_in_graphs, s->kernels_nccl, s->kernels_with_nvtx, s->kernels_with_phase,
             s->memcpys, s->memsets, s->mem_nccl, s->api, s->n_launches, s->graph_execs, s->nvtx_ranges,
             s->nccl_calls, s->nccl_calls_captured);
+    const ptrace_header *h = &info->header;
+    const ptrace_calib *k = &h->calib;
+    fprintf(f, ",\"mode\":");
+    sum_json_str(f, h->mode);
+    fprintf(f, ",\"between\":");
+    sum_json_str(f, h->between);
+    fprintf(f, ",\"windows\":%" PRId64 ",\"window_ns\":%" PRId64 ",\"graph_trace\":%" PRId64
+               ",\"records\":%" PRId64 ",\"bytes\":%" PRId64 ",\"bytes_in\":%" PRId64 ",\"end_ns\":%" PRId64
+               ",\"t0_ns\":%" PRId64 ",\"cut_compressed\":%s",
+            s->windows, s->window_ns, s->graph_trace, info->complete ? info->end.records : -1,
+            info->complete ? info->end.bytes : -1, info->complete ? info->end.bytes_in : -1,
+            info->complete ? info->end.end_ns : -1, h->t0_ns, info->cut_compressed ? "true" : "false");
+    fprintf(f, ",\"calibration\":{\"ok\":%s,\"kernel_launch_us\":%.3f,\"graph_launch_us\":%.3f,\"graph_node_us\":%.3f"
+               ",\"graph_between_us\":%.3f,\"launch_off_us\":%.3f,\"launch_on_us\":%.3f,\"graphn_off_us\":%.3f"
+               ",\"graphn_on_us\":%.3f,\"graphn_between_us\":%.3f,\"switch_on_us\":%.1f,\"switch_off_us\":%.1f"
+               ",\"launch_after_us\":%.3f,\"graphn_after_us\":%.3f,\"why\":",
+            k->ok ? "true" : "false", k->kernel_launch_us, k->graph_launch_us, k->graph_node_us, k->graph_between_us,
+            k->launch_off_us, k->launch_on_us, k->graphn_off_us, k->graphn_on_us, k->graphn_between_us,
+            k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
+    sum_json_str(f, k->why);
+    fprintf(f, "}");
     sum_json_items(f, "graphs", s->graphs, s->n_graphs);
     sum_json_items(f, "phases", s->phases, s->n_phases);
     sum_json_items(f, "ranges", s->ranges, s->n_ranges);

@@ -19,6 +19,7 @@ typedef struct {
     int64_t kernels, kernels_in_graphs, kernels_nccl, kernels_with_nvtx, kernels_with_phase;
     int64_t memcpys, memsets, mem_nccl, api, nvtx_ranges, nccl_calls, nccl_calls_captured;
     int64_t graph_execs, meta, other;
+    int64_t windows, window_ns, graph_trace;  /* node-level windows, their length, graph-level launch records */
     int64_t first_ns, last_ns;            /* relative to t0; first > last when empty */
     int n_graphs;  ptrace_sum_item graphs[PTRACE_SUM_MAX];  /* name "graph <id>" */
     int n_ranges;  ptrace_sum_item ranges[PTRACE_SUM_MAX];  /* NVTX range names */

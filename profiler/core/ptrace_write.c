@@ -128,8 +128,30 @@ int ptrace_write_header(char *buf, size_t cap, const ptrace_ctx *c, const ptrace
         sb_str(&sb, h->phases[i]);
     }
     sb_s(&sb, "],\"capture\":{\"delay_s\":");
-    sb_f(&sb, "%.3f,\"duration_s\":%.3f,\"flush_ms\":%d,\"buffer_mb\":%d},\"cmd\":",
+    sb_f(&sb, "%.3f,\"duration_s\":%.3f,\"flush_ms\":%d,\"buffer_mb\":%d,\"mode\":",
          h->delay_s, h->duration_s, h->flush_ms, h->buffer_mb);
+    sb_str(&sb, h->mode[0] ? h->mode : "always");
+    sb_f(&sb, ",\"window_ms\":%d,\"period_ms\":%d,\"shape_replays\":%d,\"window_max_ms\":%d,\"between\":",
+         h->window_ms, h->period_ms, h->shape_replays, h->window_max_ms);
+    sb_str(&sb, h->between[0] ? h->between : "none");
+    sb_s(&sb, ",\"records\":");
+    sb_str(&sb, h->records[0] ? h->records : "fit");
+    sb_f(&sb, ",\"compressed\":%s},\"calibration\":{\"ok\":%s", h->compressed ? "true" : "false",
+         h->calib.ok ? "true" : "false");
+    const ptrace_calib *k = &h->calib;
+    if (k->ok)
+        sb_f(&sb, ",\"launches\":%d,\"graph_nodes\":%d,\"launch_off_us\":%.3f,\"launch_on_us\":%.3f,"
+                  "\"graph1_off_us\":%.3f,\"graph1_on_us\":%.3f,\"graphn_off_us\":%.3f,\"graphn_on_us\":%.3f,"
+                  "\"kernel_launch_us\":%.3f,\"graph_launch_us\":%.3f,\"graph_node_us\":%.3f,"
+                  "\"switch_on_us\":%.1f,\"switch_off_us\":%.1f,\"launch_after_us\":%.3f,\"graphn_after_us\":%.3f",
+             k->launches, k->graph_nodes, k->launch_off_us, k->launch_on_us, k->graph1_off_us, k->graph1_on_us,
+             k->graphn_off_us, k->graphn_on_us, k->kernel_launch_us, k->graph_launch_us, k->graph_node_us,
+             k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
+    if (k->ok && k->has_between)
+        sb_f(&sb, ",\"graph1_between_us\":%.3f,\"graphn_between_us\":%.3f,\"graph_between_us\":%.3f",
+             k->graph1_between_us, k->graphn_between_us, k->graph_between_us);
+    if (!k->ok) { sb_s(&sb, ",\"why\":"); sb_str(&sb, k->why); }
+    sb_s(&sb, "},\"cmd\":");
     sb_str(&sb, h->cmd);
     sb_s(&sb, "}}");
     return sb_end_line(&sb);
@@ -241,6 +263,31 @@ int ptrace_write_graphexec(char *buf, size_t cap, const ptrace_ctx *c, const ptr
     return sb_end_line(&sb);
 }
 
+int ptrace_write_window(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_window *w) {
+    SB_INIT(buf, cap);
+    sb_event_head(&sb, "X", "window", "specprof_window", c, 0, w->start_ns);
+    sb_dur(&sb, w->start_ns, w->end_ns);
+    sb_s(&sb, ",\"args\":{\"reason\":");
+    sb_str(&sb, w->reason);
+    sb_s(&sb, "}}");
+    return sb_end_line(&sb);
+}
+
+int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g) {
+    SB_INIT(buf, cap);
+    char name[48];
+    snprintf(name, sizeof name, "graph exec %u", g->graph_exec_id);
+    sb_event_head(&sb, "X", "graph_trace", name, c, g->stream, g->start_ns);
+    sb_dur(&sb, g->start_ns, g->end_ns);
+    sb_f(&sb, ",\"args\":{\"corr\":%u,\"dev\":%u,\"stream\":%u,\"graph_id\":%u,\"graph_exec_id\":%u,\"nvtx\":",
+         g->corr, g->dev, g->stream, g->graph_id, g->graph_exec_id);
+    sb_str(&sb, g->nvtx);
+    sb_s(&sb, ",\"phase\":");
+    sb_str(&sb, g->phase);
+    sb_s(&sb, "}}");
+    return sb_end_line(&sb);
+}
+
 int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_end *e) {
     SB_INIT(buf, cap);
     sb_f(&sb, "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\",\"pid\":%d,\"tid\":0,\"ts\":", c->pid);
@@ -251,8 +298,9 @@ int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_en
     sb_str(&sb, e->reason);
     sb_f(&sb, ",\"end_ns\":%" PRId64 ",\"nccl_calls\":%" PRId64 ",\"nccl_graph_nodes\":%" PRId64
               ",\"nccl_matched\":%" PRId64 ",\"nvtx_ranges\":%" PRId64 ",\"graph_nodes_created\":%" PRId64
-              ",\"graph_nodes_cloned\":%" PRId64 "}}\n]\n",
+              ",\"graph_nodes_cloned\":%" PRId64 ",\"windows\":%" PRId64 ",\"window_ns\":%" PRId64
+              ",\"graph_trace_records\":%" PRId64 ",\"bytes_in\":%" PRId64 ",\"bytes\":%" PRId64 "}}\n]\n",
          e->end_ns, e->nccl_calls, e->nccl_graph_nodes, e->nccl_matched, e->nvtx_ranges, e->graph_nodes_created,
-         e->graph_nodes_cloned);
+         e->graph_nodes_cloned, e->windows, e->window_ns, e->graph_trace_records, e->bytes_in, e->bytes);
     return sb.overflow ? -1 : (int)sb.len;
 }

@@ -21,6 +21,8 @@ int ptrace_write_api(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_ap
 int ptrace_write_range(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_range *r);
 int ptrace_write_ncclcall(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_ncclcall *n);
 int ptrace_write_graphexec(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphexec *g);
+int ptrace_write_window(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_window *w);
+int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g);
 int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_end *e);
 
 /* NCCL function name for an op ("allreduce" -> "ncclAllReduce"); "nccl" + op otherwise. */

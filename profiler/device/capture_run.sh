@@ -10,7 +10,8 @@
 #   run.log                everything printed;  smoke.tar.gz  the specprof smoke outputs
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/capture_run.sh
 #   env: CALIB_STEPS (default 2,5) CALIB_CONC (default 1,4,16,40,80): the calibration subset;
-#        CALIB_PRESETS (default "llama8b kimi-tp8"); SKIP_CHECK=1 (no --check),
+#        CALIB_PRESETS (default "llama8b kimi-tp8"); SKIP_BUILD=1 (binaries already there),
+#        SPECPROF_ARGS (extra specprof options, e.g. --mode always); SKIP_CHECK=1 (no --check),
 #        SKIP_OVERHEAD=1, SKIP_SMOKE=1 to capture only
 set -u
 OUT=${OUT:-/tmp/capture}
@@ -24,10 +25,12 @@ COMMON="--prompt-len 1024 --output-len 256 --cuda-graph-bs $CG --seed 1"
 
 step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv 2>&1 | tee -a "$LOG"
+[ "${SKIP_BUILD:-0}" = 1 ] || {
 step "build"
 make -j"$(nproc)" bin/specbench bin/libspecprof.so bin/specprof_demo >> "$LOG" 2>&1
 make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -Imodels -o bin/specprof \
-    profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lpthread -ldl -lm >> "$LOG" 2>&1
+    profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lz -lpthread -ldl -lm >> "$LOG" 2>&1
+}
 ls -la bin | tee -a "$LOG"
 SP=bin/specprof; SB=bin/specbench
 
@@ -46,14 +49,17 @@ CALIB_CONC=${CALIB_CONC:-1,4,16,40,80}
 for p in $CALIB_PRESETS; do
   step "calibration capture $p"
   rm -rf $W/calib_$p
-  timeout 240 $SP -o $W/calib_$p --quiet -- $SB --preset $p --mode spec,baseline --steps $CALIB_STEPS \
+  timeout 240 $SP -o $W/calib_$p --quiet ${SPECPROF_ARGS:-} -- $SB --preset $p --mode spec,baseline --steps $CALIB_STEPS \
     --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup 3 --seconds 0.12 --min-iters 6 \
     --repeats 1 --csv $W/calib_measured.csv 2>&1 | tail -30 | tee -a "$LOG"
   f=$(ls $W/calib_$p/specprof.rank*.json* 2>/dev/null | head -1)
   if [ -n "$f" ]; then
     $SP check "$f" 2>&1 | head -20 | tee -a "$LOG"
     ls -la "$f" | tee -a "$LOG"
-    gzip -9 -c "$f" > "$OUT/calib_$p.json.gz"
+    case "$f" in   # specprof writes .json.gz by default now; older captures were plain
+      *.gz) cp "$f" "$OUT/calib_$p.json.gz" ;;
+      *) gzip -9 -c "$f" > "$OUT/calib_$p.json.gz" ;;
+    esac
   else echo "NO TRACE for $p" | tee -a "$LOG"; fi
 done
 cp $W/calib_measured.csv "$OUT/" 2>/dev/null

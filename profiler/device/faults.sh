@@ -28,7 +28,7 @@ nvidia-smi -L 2>&1 | tee -a "$LOG"
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 make -j8 bin/libspecprof.so bin/fault_demo >> "$LOG" 2>&1
 make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -Imodels -o bin/specprof \
-    profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lpthread -ldl -lm >> "$LOG" 2>&1
+    profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lz -lpthread -ldl -lm >> "$LOG" 2>&1
 SP=$PWD/bin/specprof; LIB=$PWD/bin/libspecprof.so; FD=$PWD/bin/fault_demo
 ls -la bin/specprof bin/libspecprof.so bin/fault_demo 2>&1 | tee -a "$LOG"
 [ -x "$SP" ] && [ -f "$LIB" ] && [ -x "$FD" ] || say "BUILD FAILED"
@@ -93,8 +93,22 @@ for d in segv abort full fork forkonly threads ro; do
   done
 done
 python3 - "$W" > "$TAB" 2>> "$LOG" <<'PY'
-import json, os, sys, glob, collections
+import json, os, sys, glob, collections, zlib
 W = sys.argv[1]
+def text_of(p):
+    """A trace's text: plain, or gzip (also cut off mid-stream: what decompresses)."""
+    data = open(p, "rb").read()
+    if data[:2] != b"\x1f\x8b":
+        return data.decode(errors="replace")
+    out, d = [], zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        while data:
+            out.append(d.decompress(data))
+            data = d.unused_data
+            if data: d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    except zlib.error:
+        pass
+    return b"".join(out).decode(errors="replace")
 def rd(p, d=""):
     try: return open(p, errors="replace").read()
     except OSError: return d
@@ -108,7 +122,7 @@ def traces(d):
     for p in sorted(glob.glob(f"{W}/{d}/specprof.rank*.json*")):
         if p.endswith(".check"): continue
         evs, cut = [], False
-        for line in open(p, errors="replace"):
+        for line in text_of(p).splitlines():
             line = line.strip().rstrip(",")
             if line in ("[", "]", ""): continue
             try: evs.append(json.loads(line))

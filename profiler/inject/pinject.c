@@ -3,13 +3,21 @@
  * NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2, which we forward to the
  * libcupti that this library is bound to (so that CUPTI's NVTX callbacks reach our
  * subscriber even where a program loads another copy of libcupti first).
- * Threads: application threads run the CUPTI callbacks (cheap: table updates); CUPTI's
- * threads hand over completed activity buffers; one control thread of ours flushes CUPTI
- * every SPECPROF_FLUSH_MS, opens/closes the capture window and writes the file, so that
- * records reach the disk while the program runs (it may die by SIGKILL).
- * Memory: a fixed pool of activity buffers (SPECPROF_BUFFER_MB), a 4 MiB queue of host
- * lines, fixed tables in pnvtx/pnccl. Failure to attach never stops the program. */
+ * What is recorded when (docs/profiler.md): by default node-level records (kernels,
+ * copies, sets, launch/copy/sync API records, launch callbacks) only inside short windows
+ * (--window-ms every --period-ms, and while a graph executable or an NVTX phase shape has
+ * been seen fewer than --shape-replays times), graph-level launch records between them
+ * (--between graph); --mode always records everything all the time (the old behaviour).
+ * Threads: application threads run the CUPTI callbacks (table updates and fixed-size
+ * copies only: no formatting, no allocation); CUPTI's threads hand over completed
+ * activity buffers; one control thread of ours opens and closes windows, flushes CUPTI
+ * every SPECPROF_FLUSH_MS, formats and compresses the records and writes the file, so
+ * that records reach the disk while the program runs (it may die by SIGKILL).
+ * Memory: a fixed pool of activity buffers (SPECPROF_BUFFER_MB), two 4 MiB queues of host
+ * events, fixed tables in pnvtx/pnccl and for shapes. Failure to attach never stops the
+ * program. */
 #include "pinject.h"
+#include "pcalib.h"
 #include "pdevice.h"
 #include "precord.h"
 #include "ptrace_out.h"
@@ -37,6 +45,12 @@
 #define PINJ_WBUF_BYTES ((size_t)1 << 20)
 #define PINJ_MAX_CTX 64
 #define PINJ_STOP_WAIT_MS 8000               /* how long exit/signal paths wait for the writer */
+#define PINJ_NOVEL_WAKE_MS 2                 /* a new shape opens a window within ~this (control thread poll) */
+
+#define PINJ_SHAPES 4096                    /* graph executables and NVTX phase shapes followed */
+#define PINJ_HEV_CAP (PINJ_HOST_RING_BYTES / sizeof(pinj_hev))
+
+typedef enum { PINJ_MODE_WINDOWS, PINJ_MODE_ALWAYS } pinj_mode;
 
 typedef struct {
     char dir[1024];
@@ -44,7 +58,35 @@ typedef struct {
     int start_sig, stop_sig;                 /* 0: none */
     char phases[256];
     int flush_ms, buffer_mb, quiet;
+    pinj_mode mode;
+    int window_ms, period_ms, shape_replays, window_max_ms;
+    int between_graph;                       /* graph-level records between windows */
+    int records_all;                         /* every runtime and driver API record */
+    int gz_level;                            /* 0: plain .json */
+    int calibrate;
+    char shape_ignore[128];                  /* range-name keys whose values do not make a new shape */
 } pinj_config;
+
+/* cbid classes (rt_cb/drv_cb bits), by API name (pinj_classify) */
+enum {
+    PINJ_CB_WINDOW = 1,                      /* launch callback inside windows (NVTX/NCCL link) */
+    PINJ_CB_ALWAYS = 2,                      /* callback all the time (graph launches, captures) */
+    PINJ_REC = 4,                            /* API record inside windows */
+    PINJ_CAPTURE_BEGIN = 8, PINJ_CAPTURE_END = 16, PINJ_GRAPH_LAUNCH = 32,
+};
+
+/* A host-side event, queued by the program's threads as a fixed-size copy and formatted
+ * by the control thread (ptrace_write). */
+typedef enum { PINJ_HEV_RANGE = 1, PINJ_HEV_NCCL, PINJ_HEV_GRAPHEXEC, PINJ_HEV_WINDOW } pinj_hev_kind;
+typedef struct {
+    pinj_hev_kind kind;
+    union {
+        struct { int64_t start_ns, end_ns, tid; int push_pop; char name[PNVTX_NAME_MAX], domain[48]; } range;
+        ptrace_ncclcall nccl;
+        ptrace_graphexec gexec;
+        ptrace_window win;
+    } u;
+} pinj_hev;
 
 typedef struct { uint8_t *buf; size_t valid; } pinj_done;
 
@@ -76,10 +118,10 @@ static struct {
     int n_done;
     atomic_llong dropped_records, pool_exhausted;
 
-    /* host lines */
+    /* host events (fixed-size, formatted by the control thread) */
     pthread_mutex_t host_mu;
-    char *host_ring;
-    size_t host_len;
+    pinj_hev *host_q, *host_spare;
+    size_t host_n;
     atomic_llong host_dropped;
     atomic_llong nccl_calls, nodes_created, nodes_cloned;
     atomic_uint nccl_seq;
@@ -98,8 +140,26 @@ static struct {
     int wake[2];
     atomic_int finished;                     /* stop done (file renamed or given up) */
 
-    /* launch API cbids we follow */
+    /* launch API cbids we follow: PINJ_CB_* / PINJ_REC bits */
     unsigned char rt_cb[CUPTI_RUNTIME_TRACE_CBID_SIZE], drv_cb[CUPTI_DRIVER_TRACE_CBID_SIZE];
+
+    /* windows (control thread, except the atomics) */
+    atomic_int win_live;                     /* node-level recording on: callbacks and host events */
+    int win_open, win_reason_start;
+    char win_reason[16];
+    int64_t win_start_ns, win_open_ms, win_until_ms, next_time_ms, quiet_until_ms;
+    atomic_int novel_wanted;                 /* a callback saw a shape that needs a window */
+    atomic_llong novel_last_ms;              /* last sighting, inside a window, of a shape still new */
+    int64_t windows, window_ns;
+    int graph_trace_on;
+    _Atomic uint64_t shape_key[PINJ_SHAPES];
+    atomic_int shape_seen[PINJ_SHAPES];      /* sightings inside windows, saturating at shape_replays */
+    atomic_uint shape_req[PINJ_SHAPES];      /* generation in which the shape asked for a window */
+    atomic_int shape_pending;                /* shapes of this generation that asked and are not recorded yet */
+    atomic_uint shape_gen;                   /* starts at 1; a window closed at its maximum starts the next */
+    atomic_int captures;                     /* graph captures in progress in the program */
+    ptrace_calib calib;
+    int calibrated;
 } g;
 
 static pthread_once_t pinj_once = PTHREAD_ONCE_INIT;
@@ -186,6 +246,33 @@ static void pinj_read_config(pinj_config *c) {
     c->buffer_mb = (int)pinj_env_d("SPECPROF_BUFFER_MB", 64);
     if (c->buffer_mb < 8) c->buffer_mb = 8;
     c->quiet = getenv("SPECPROF_QUIET") && atoi(getenv("SPECPROF_QUIET"));
+    const char *m = getenv("SPECPROF_MODE");
+    c->mode = m && !strcmp(m, "always") ? PINJ_MODE_ALWAYS : PINJ_MODE_WINDOWS;
+    if (m && *m && strcmp(m, "always") && strcmp(m, "windows"))
+        fprintf(stderr, "specprof: SPECPROF_MODE: value \"%s\": expected windows or always, using windows\n", m);
+    /* defaults: 50 ms in every 1000 ms keeps an eager loop that CUPTI slows by ~35% inside a
+     * window within ~2% overall (docs/profiler.md); 3 replays per shape give the fit its
+     * per-kernel breakdown of every graph and phase shape */
+    c->window_ms = (int)pinj_env_d("SPECPROF_WINDOW_MS", 50);
+    if (c->window_ms < 1) c->window_ms = 1;
+    c->period_ms = (int)pinj_env_d("SPECPROF_PERIOD_MS", 1000);
+    if (c->period_ms < c->window_ms) c->period_ms = c->window_ms;
+    c->shape_replays = (int)pinj_env_d("SPECPROF_SHAPE_REPLAYS", 3);
+    if (c->shape_replays < 0) c->shape_replays = 0;
+    c->window_max_ms = (int)pinj_env_d("SPECPROF_WINDOW_MAX_MS", 1000);
+    if (c->window_max_ms < c->window_ms) c->window_max_ms = c->window_ms;
+    const char *b = getenv("SPECPROF_BETWEEN");
+    /* graph-level records between windows only when asked: with them on, 3 of 4 specbench
+     * processes that captured graphs died by SIGSEGV on the H200 (CUPTI 13.0.1, docs/profiler.md) */
+    c->between_graph = c->mode == PINJ_MODE_WINDOWS && b && !strcmp(b, "graph");
+    const char *r = getenv("SPECPROF_RECORDS");
+    c->records_all = r && !strcmp(r, "all");
+    c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
+    if (c->gz_level < 0) c->gz_level = 0;
+    if (c->gz_level > 9) c->gz_level = 9;
+    c->calibrate = (int)pinj_env_d("SPECPROF_CALIBRATE", 1) != 0;
+    const char *ig = getenv("SPECPROF_SHAPE_IGNORE");
+    snprintf(c->shape_ignore, sizeof c->shape_ignore, "%s", ig ? ig : "ctx");
 }
 
 static const char *pinj_cupti_err(CUptiResult r) {
@@ -229,21 +316,45 @@ static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *
     pinj_wake();
 }
 
-/* ---------- host lines ---------- */
+/* ---------- host events ---------- */
 
-void pinject_host_line(const char *line, int n) {
-    if (n <= 0) return;
+/* Queues a copy of e (any thread); counted as dropped when the queue is full. */
+static void pinj_host_push(const pinj_hev *e) {
     pthread_mutex_lock(&g.host_mu);
-    if (g.host_ring && g.host_len + (size_t)n <= PINJ_HOST_RING_BYTES) {
-        memcpy(g.host_ring + g.host_len, line, (size_t)n);
-        g.host_len += (size_t)n;
-    } else atomic_fetch_add(&g.host_dropped, 1);
+    if (g.host_q && g.host_n < PINJ_HEV_CAP) g.host_q[g.host_n++] = *e;
+    else atomic_fetch_add(&g.host_dropped, 1);
     pthread_mutex_unlock(&g.host_mu);
+}
+
+int pinject_recording(void) {
+    return pinject_capturing() && (g.cfg.mode == PINJ_MODE_ALWAYS || atomic_load_explicit(&g.win_live, memory_order_relaxed));
+}
+
+void pinject_host_nccl(const ptrace_ncclcall *n) {
+    pinj_hev e;
+    e.kind = PINJ_HEV_NCCL;
+    e.u.nccl = *n;
+    pinj_host_push(&e);
+}
+
+static void pinj_host_graphexec(const ptrace_graphexec *x) {
+    pinj_hev e;
+    e.kind = PINJ_HEV_GRAPHEXEC;
+    e.u.gexec = *x;
+    pinj_host_push(&e);
+}
+
+static void pinj_host_window(const ptrace_window *w) {
+    pinj_hev e;
+    e.kind = PINJ_HEV_WINDOW;
+    e.u.win = *w;
+    pinj_host_push(&e);
 }
 
 /* ---------- writer (control thread) ---------- */
 
-static void pinj_enable_activities(int on);
+static void pinj_window_close(void);
+static void pinj_graph_trace(int on);
 
 /* A write to the trace failed (a full disk, a quota, a file size limit): say so once, keep
  * what is on disk (a .part file that loads up to here), stop recording; the program runs
@@ -255,7 +366,8 @@ static void pinj_write_failed(int err) {
     g.out_open = 0;
     g.wlen = 0;
     atomic_store(&g.capture_done, 1);
-    pinj_enable_activities(0);
+    pinj_window_close();   /* recording off: no more records to drop on the floor */
+    pinj_graph_trace(0);
 }
 
 static void pinj_flush_wbuf(void) {
@@ -276,7 +388,9 @@ static void pinj_emit(void *user, const char *line, int n) {
     g.wlen += (size_t)n;
 }
 
-static void pinj_drain(void) {
+/* Writes what CUPTI and the host queue handed over; block: end a compressed block too
+ * (at the flush cadence, so that blocks are big and a cut file loses one flush period). */
+static void pinj_drain(int block) {
     for (;;) {
         pinj_done d;
         pthread_mutex_lock(&g.mu);
@@ -290,38 +404,119 @@ static void pinj_drain(void) {
         g.pool[g.n_pool++] = d.buf;
         pthread_mutex_unlock(&g.mu);
     }
-    /* host lines: swap out under the lock, write outside it */
-    static char *spare;
-    if (!spare) spare = malloc(PINJ_HOST_RING_BYTES);
-    if (!spare) return;
-    size_t n;
+    /* host events: swap the queue out under the lock, format outside it */
     pthread_mutex_lock(&g.host_mu);
-    char *full = g.host_ring;
-    n = g.host_len;
-    g.host_ring = spare;
-    g.host_len = 0;
+    pinj_hev *full = g.host_q;
+    size_t n = g.host_n;
+    g.host_q = g.host_spare;
+    g.host_n = 0;
     pthread_mutex_unlock(&g.host_mu);
-    spare = full;
-    if (n && g.out_open) {
-        /* count lines */
-        for (size_t i = 0; i < n; i++) g.host_records += full[i] == '\n';
-        pinj_flush_wbuf();
-        if (g.out_open && ptrace_out_write(&g.out, full, n)) pinj_write_failed(errno);
+    g.host_spare = full;
+    for (size_t i = 0; i < n && g.out_open; i++) {
+        static char line[2048];
+        const pinj_hev *e = &full[i];
+        int len = -1;
+        switch (e->kind) {
+        case PINJ_HEV_RANGE: {
+            ptrace_range r = { e->u.range.start_ns, e->u.range.end_ns, e->u.range.name, e->u.range.domain,
+                               e->u.range.tid, e->u.range.push_pop };
+            len = ptrace_write_range(line, sizeof line, &g.ctx, &r);
+            break;
+        }
+        case PINJ_HEV_NCCL: len = ptrace_write_ncclcall(line, sizeof line, &g.ctx, &e->u.nccl); break;
+        case PINJ_HEV_GRAPHEXEC: len = ptrace_write_graphexec(line, sizeof line, &g.ctx, &e->u.gexec); break;
+        case PINJ_HEV_WINDOW: len = ptrace_write_window(line, sizeof line, &g.ctx, &e->u.win); break;
+        }
+        if (len > 0) { pinj_emit(NULL, line, len); g.host_records++; }
     }
     pinj_flush_wbuf();
+    static int64_t blocked_at;
+    if (!block || !g.out_open || g.out.bytes_in == blocked_at) return;
+    blocked_at = g.out.bytes_in;
+    if (ptrace_out_block(&g.out)) pinj_write_failed(errno);
 }
 
-static void pinj_enable_activities(int on) {
+/* Node-level recording on or off: activity kinds, API records, window callbacks. */
+static void pinj_node_level(int on) {
     CUpti_ActivityKind kinds[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                    CUPTI_ACTIVITY_KIND_MEMSET };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         CUptiResult r = on ? cuptiActivityEnable(kinds[i]) : cuptiActivityDisable(kinds[i]);
         if (r != CUPTI_SUCCESS && on) pinject_note("cuptiActivityEnable(kind %d): %s", (int)kinds[i], pinj_cupti_err(r));
     }
-    for (int cb = 0; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++)
-        if (g.rt_cb[cb]) cuptiActivityEnableRuntimeApi((CUpti_CallbackId)cb, (uint8_t)on);
-    for (int cb = 0; cb < CUPTI_DRIVER_TRACE_CBID_SIZE; cb++)
-        if (g.drv_cb[cb]) cuptiActivityEnableDriverApi((CUpti_CallbackId)cb, (uint8_t)on);
+    if (g.cfg.records_all) {
+        if (on) { cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME); cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER); }
+        else { cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME); cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); }
+    }
+    for (int cb = 0; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++) {
+        if ((g.rt_cb[cb] & PINJ_REC) && !g.cfg.records_all) cuptiActivityEnableRuntimeApi((CUpti_CallbackId)cb, (uint8_t)on);
+        if (g.rt_cb[cb] & PINJ_CB_WINDOW) cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, (CUpti_CallbackId)cb);
+    }
+    for (int cb = 0; cb < CUPTI_DRIVER_TRACE_CBID_SIZE; cb++) {
+        if ((g.drv_cb[cb] & PINJ_REC) && !g.cfg.records_all) cuptiActivityEnableDriverApi((CUpti_CallbackId)cb, (uint8_t)on);
+        if (g.drv_cb[cb] & PINJ_CB_WINDOW) cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, (CUpti_CallbackId)cb);
+    }
+}
+
+/* Graph-level records (one per graph launch); CUPTI takes them only while kernel records are off. */
+static void pinj_graph_trace(int on) {
+    if (!g.cfg.between_graph || on == g.graph_trace_on) return;
+    CUptiResult r = on ? cuptiActivityEnable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE) : cuptiActivityDisable(CUPTI_ACTIVITY_KIND_GRAPH_TRACE);
+    if (r != CUPTI_SUCCESS && on) {
+        pinject_note("graph-level records unavailable (cuptiActivityEnable(GRAPH_TRACE): %s): nothing between windows",
+                     pinj_cupti_err(r));
+        g.cfg.between_graph = 0;
+        return;
+    }
+    g.graph_trace_on = on;
+}
+
+/* Opens a node-level window (control thread, or init before it exists). */
+static void pinj_window_open(const char *reason) {
+    if (g.win_open) return;
+    pinj_graph_trace(0);
+    pinj_node_level(1);
+    g.win_start_ns = pinject_now_ns();
+    g.win_open_ms = pinj_mono_ms();
+    g.win_until_ms = g.win_open_ms + g.cfg.window_ms;
+    snprintf(g.win_reason, sizeof g.win_reason, "%s", reason);
+    g.win_open = 1;
+    atomic_store(&g.win_live, 1);
+}
+
+static void pinj_window_close(void) {
+    if (!g.win_open) return;
+    atomic_store(&g.win_live, 0);
+    ptrace_window w;
+    w.start_ns = g.win_start_ns;
+    w.end_ns = pinject_now_ns();
+    snprintf(w.reason, sizeof w.reason, "%s", g.win_reason);
+    pinj_node_level(0);
+    pinj_graph_trace(1);
+    g.win_open = 0;
+    /* a window opened before the capture started (at init) counts from t0 */
+    if (atomic_load(&g.capturing) && w.end_ns > g.t0_ns) {
+        if (w.start_ns < g.t0_ns) w.start_ns = g.t0_ns;
+        pinj_host_window(&w);
+        g.windows++;
+        g.window_ns += w.end_ns - w.start_ns;
+    }
+}
+
+/* Calibration hooks (pcalib.h) */
+static void pinj_calib_on(void) { pinj_window_open("calibration"); }
+static void pinj_calib_off(void) { pinj_window_close(); }
+static int pinj_capture_active(void) { return atomic_load(&g.captures) > 0; }
+
+static void pinj_calibrate(void) {
+    g.calibrated = 1;
+    if (!g.cfg.calibrate) { snprintf(g.calib.why, sizeof g.calib.why, "off (SPECPROF_CALIBRATE=0)"); return; }
+    pcalib_hooks h = { pinj_calib_on, pinj_calib_off, g.cfg.between_graph ? pinj_graph_trace : NULL, pinj_capture_active };
+    pinject_thread()->calib = 1;
+    precord_skip_thread(pinject_thread()->tid);
+    pcalib_run(g.dev, &h, &g.calib);
+    pinject_thread()->calib = 0;
+    if (!g.calib.ok) pinject_note("launch-cost calibration skipped: %s", g.calib.why);
 }
 
 static int pinj_rank(void) {
@@ -367,6 +562,15 @@ static void pinj_open_file(void) {
     h.duration_s = g.cfg.duration_s > 0 ? g.cfg.duration_s : -1;
     h.flush_ms = g.cfg.flush_ms;
     h.buffer_mb = g.cfg.buffer_mb;
+    snprintf(h.mode, sizeof h.mode, "%s", g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : "windows");
+    h.window_ms = g.cfg.window_ms;
+    h.period_ms = g.cfg.period_ms;
+    h.shape_replays = g.cfg.shape_replays;
+    h.window_max_ms = g.cfg.window_max_ms;
+    snprintf(h.between, sizeof h.between, "%s", g.cfg.between_graph && g.cfg.mode == PINJ_MODE_WINDOWS ? "graph" : "none");
+    snprintf(h.records, sizeof h.records, "%s", g.cfg.records_all ? "all" : "fit");
+    h.compressed = g.cfg.gz_level > 0;
+    h.calib = g.calib;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         ssize_t n = read(fd, h.cmd, sizeof h.cmd - 1);
@@ -374,7 +578,7 @@ static void pinj_open_file(void) {
         for (ssize_t i = 0; i < n - 1; i++) if (!h.cmd[i]) h.cmd[i] = ' ';
         if (n > 0) h.cmd[n] = 0;
     }
-    if (ptrace_out_open(&g.out, g.cfg.dir, h.rank, (long)g.pid, err, sizeof err)) {
+    if (ptrace_out_open_gz(&g.out, g.cfg.dir, h.rank, (long)g.pid, g.cfg.gz_level, err, sizeof err)) {
         pinject_note("cannot write the trace: %s", err);
         atomic_store(&g.capture_done, 1);
         return;
@@ -388,15 +592,20 @@ static void pinj_open_file(void) {
     n = ptrace_write_process_name(line, sizeof line, &g.ctx, pname);
     pinj_emit(NULL, line, n);
     pinj_flush_wbuf();
+    ptrace_out_block(&g.out);   /* the header decompresses on its own, also from a cut file */
 }
 
 /* Ends the capture: flush CUPTI, write the end event, rename. Control thread only. */
 static void pinj_stop(const char *reason) {
     if (atomic_load(&g.capture_done)) return;
-    if (atomic_load(&g.capturing) && !g.out_open) pinj_open_file();
-    pinj_enable_activities(0);
+    if (atomic_load(&g.capturing) && !g.out_open) {
+        if (!g.calibrated) snprintf(g.calib.why, sizeof g.calib.why, "the capture ended before it");
+        pinj_open_file();
+    }
+    pinj_window_close();
+    pinj_graph_trace(0);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    pinj_drain();
+    pinj_drain(1);
     atomic_store(&g.capture_done, 1);
     if (!atomic_load(&g.capturing))
         pinject_note("nothing recorded: the capture window never opened before the end (%s): %s", reason,
@@ -429,6 +638,11 @@ static void pinj_stop(const char *reason) {
     e.nvtx_ranges = vs.popped;
     e.graph_nodes_created = atomic_load(&g.nodes_created);
     e.graph_nodes_cloned = atomic_load(&g.nodes_cloned);
+    e.windows = g.windows;
+    e.window_ns = g.window_ns;
+    e.graph_trace_records = g.rec.graph_trace;
+    e.bytes_in = g.out.bytes_in;
+    e.bytes = g.out.bytes;
     static char line[4096];
     int n = ptrace_write_end(line, sizeof line, &g.ctx, &e);
     pinj_emit(NULL, line, n);
@@ -436,13 +650,67 @@ static void pinj_stop(const char *reason) {
     char err[512];
     if (g.out_open && ptrace_out_finish(&g.out, err, sizeof err)) pinject_note("%s", err);
     else if (g.out_open && !g.cfg.quiet)
-        fprintf(stderr, "specprof: pid %d: wrote %s (%lld records, %lld dropped, %lld incomplete, end: %s)\n",
+        fprintf(stderr, "specprof: pid %d: wrote %s (%lld records, %lld dropped, %lld incomplete, %lld windows, "
+                "%.1f bytes/record, end: %s)\n",
                 (int)g.pid, g.out.path_final, (long long)e.records, (long long)e.dropped_records,
-                (long long)g.rec.incomplete, reason);
+                (long long)g.rec.incomplete, (long long)e.windows,
+                e.records ? (double)g.out.bytes / (double)e.records : 0.0, reason);
     g.out_open = 0;
     if (atomic_load(&g.pool_exhausted))
         pinject_note("the activity buffer pool (%d MB) ran out %lld times: raise --buffer-mb or lower --flush-ms",
                      g.cfg.buffer_mb, (long long)atomic_load(&g.pool_exhausted));
+}
+
+/* Windows mode: opens and closes node-level windows; returns ms until the next change. */
+static int64_t pinj_schedule(int64_t now) {
+    if (g.win_open) {
+        int64_t last = atomic_load(&g.novel_last_ms);
+        if (last + g.cfg.window_ms > g.win_until_ms) g.win_until_ms = last + g.cfg.window_ms;
+        int pending = atomic_load(&g.shape_pending) > 0;
+        if (pending && g.win_until_ms < now + 1) g.win_until_ms = now + 1;   /* a shape still short of its replays */
+        int forced = g.win_until_ms > g.win_open_ms + g.cfg.window_max_ms;
+        if (forced) g.win_until_ms = g.win_open_ms + g.cfg.window_max_ms;
+        if (now >= g.win_until_ms) {
+            pinj_window_close();
+            if (forced) {
+                /* shapes that never come back (a graph captured and not launched) or names that
+                 * change every time: forget who asked, and no shape window for a period */
+                atomic_fetch_add(&g.shape_gen, 1);
+                atomic_store(&g.shape_pending, 0);
+                atomic_store(&g.novel_wanted, 0);
+                g.quiet_until_ms = now + g.cfg.period_ms;
+            }
+        }
+    }
+    if (!g.win_open) {
+        if (atomic_load(&g.novel_wanted) && now >= g.quiet_until_ms) {
+            atomic_store(&g.novel_wanted, 0);
+            pinj_window_open("shape");
+        } else if (now >= g.next_time_ms) {
+            while (g.next_time_ms <= now) g.next_time_ms += g.cfg.period_ms;
+            pinj_window_open("time");
+        }
+    }
+    int64_t next = g.win_open ? g.win_until_ms : g.next_time_ms;
+    if (g.win_open && atomic_load(&g.shape_pending) > 0 && next > now + PINJ_NOVEL_WAKE_MS * 5) next = now + PINJ_NOVEL_WAKE_MS * 5;
+    if (!g.win_open && atomic_load(&g.novel_wanted) && g.quiet_until_ms < next) next = g.quiet_until_ms;
+    return next > now ? next - now : 1;
+}
+
+/* The file is opened once the start window is over and the launch cost is calibrated,
+ * so that the header carries it; until then records stay in CUPTI's buffers. Returns the
+ * ms to wait, 0 once the file is open (or cannot be). */
+static int64_t pinj_begin_file(int64_t now) {
+    int64_t until = g.start_wall_ms + g.cfg.window_ms;   /* the start window: window_ms from the capture's start */
+    if (g.cfg.mode == PINJ_MODE_WINDOWS && g.win_open && now < until) return until - now;
+    if (!g.calibrated) {
+        pinj_window_close();
+        pinj_calibrate();
+        if (g.cfg.mode == PINJ_MODE_ALWAYS) pinj_window_open("always");
+        g.next_time_ms = g.start_wall_ms + g.cfg.period_ms;   /* time windows every period from the start */
+    }
+    pinj_open_file();
+    return 0;
 }
 
 static void *pinj_control(void *arg) {
@@ -453,21 +721,23 @@ static void *pinj_control(void *arg) {
     /* --delay counts from the launch (the launcher's clock), else from CUDA's start here */
     int64_t last_flush = pinj_mono_ms(), started_at = (int64_t)pinj_env_d("SPECPROF_LAUNCH_MONO_MS", 0);
     if (started_at <= 0 || started_at > last_flush) started_at = last_flush;
+    int64_t wait_ms = g.cfg.flush_ms;
     for (;;) {
         struct pollfd pfd = { g.wake[0], POLLIN, 0 };
-        poll(&pfd, 1, g.cfg.flush_ms);
+        poll(&pfd, 1, (int)(wait_ms < g.cfg.flush_ms ? wait_ms : g.cfg.flush_ms));
         char tmp[64];
         while (read(g.wake[0], tmp, sizeof tmp) > 0) {}
         if (atomic_load(&g.forked)) return NULL;
         int64_t now = pinj_mono_ms();
-        /* window start */
+        wait_ms = g.cfg.flush_ms;
+        /* capture start */
         if (!atomic_load(&g.capturing) && !atomic_load(&g.capture_done)) {
             int want = 0;
             if (g.cfg.start_sig) want = atomic_load(&g.start_signalled);
             else if (g.cfg.delay_s > 0) want = now - started_at >= (int64_t)(g.cfg.delay_s * 1000);
             if (want && !atomic_load(&g.start_requested)) {
                 atomic_store(&g.start_requested, 1);
-                pinj_enable_activities(1);
+                pinj_window_open(g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : "start");
             }
             if (atomic_load(&g.start_requested)) {
                 pthread_mutex_lock(&g.mu);
@@ -475,8 +745,7 @@ static void *pinj_control(void *arg) {
                 pthread_mutex_unlock(&g.mu);
             }
         }
-        if (atomic_load(&g.capturing) && !g.out_open && !atomic_load(&g.capture_done)) pinj_open_file();
-        /* window end */
+        /* capture end */
         if (atomic_load(&g.stop_requested)) {
             pinj_stop(g.stop_reason);
             atomic_store(&g.finished, 1);
@@ -490,13 +759,21 @@ static void *pinj_control(void *arg) {
                 pinj_stop("duration");
                 continue;
             }
+            if (!g.out_open) {
+                int64_t w = pinj_begin_file(now);
+                if (w > 0) { wait_ms = w; continue; }
+                if (!g.out_open) continue;
+            }
+            if (g.cfg.mode == PINJ_MODE_WINDOWS) wait_ms = pinj_schedule(pinj_mono_ms());
+            int block = 0;
             if (now - last_flush >= g.cfg.flush_ms) {
                 cuptiActivityFlushAll(0);
                 last_flush = now;
+                block = 1;
             }
-            pinj_drain();
+            pinj_drain(block);
         } else {
-            pinj_drain();   /* returns buffers to the pool even outside the window */
+            pinj_drain(0);   /* returns buffers to the pool even outside the capture */
         }
     }
 }
@@ -581,6 +858,74 @@ static void pinj_atfork_child(void) {
     g.out_open = 0;
 }
 
+/* ---------- shapes: graph executables and NVTX phase shapes seen so far ---------- */
+
+/* A graph executable or a phase shape was seen (program thread; lock-free). While it has
+ * been recorded at node level fewer than shape_replays times it asks for a window, and a
+ * window stays open while a shape that asked is still short of its replays (at most
+ * window_max_ms): a loop whose iteration is longer than window_ms still gets its replays.
+ * A sighting counts only inside a window (its records are in the trace). */
+static void pinj_shape_seen(uint64_t key) {
+    if (!key || g.cfg.mode != PINJ_MODE_WINDOWS || !g.cfg.shape_replays || !pinject_capturing() || pinject_thread()->calib)
+        return;
+    uint64_t h = key * 0x9E3779B97F4A7C15ull;
+    unsigned i = (unsigned)(h >> 52) & (PINJ_SHAPES - 1);
+    for (int probe = 0; probe < 64; probe++, i = (i + 1) & (PINJ_SHAPES - 1)) {
+        uint64_t k = atomic_load_explicit(&g.shape_key[i], memory_order_acquire);
+        if (k == 0) {
+            uint64_t z = 0;
+            if (!atomic_compare_exchange_strong(&g.shape_key[i], &z, key) && z != key) continue;
+            k = key;
+        }
+        if (k != key) continue;
+        if (atomic_load_explicit(&g.shape_seen[i], memory_order_relaxed) >= g.cfg.shape_replays) return;
+        unsigned gen = atomic_load(&g.shape_gen);
+        if (atomic_load_explicit(&g.win_live, memory_order_relaxed)) {
+            atomic_store(&g.novel_last_ms, pinj_mono_ms());
+            if (atomic_fetch_add(&g.shape_seen[i], 1) + 1 >= g.cfg.shape_replays) {
+                unsigned want = gen;   /* recorded enough: no longer holds the window open */
+                if (atomic_compare_exchange_strong(&g.shape_req[i], &want, 0)) atomic_fetch_sub(&g.shape_pending, 1);
+            } else if (atomic_exchange(&g.shape_req[i], gen) != gen)
+                atomic_fetch_add(&g.shape_pending, 1);
+        } else {
+            if (atomic_exchange(&g.shape_req[i], gen) != gen) atomic_fetch_add(&g.shape_pending, 1);
+            if (!atomic_exchange(&g.novel_wanted, 1)) pinj_wake();
+        }
+        return;
+    }
+    /* table full near this slot: no window for this shape */
+}
+
+/* The shape of a phase range: its name without the values of the keys in
+ * SPECPROF_SHAPE_IGNORE (default "ctx": the KV length grows every step), hashed. 0 when
+ * the range is not a phase. */
+static uint64_t pinj_phase_shape(const char *name) {
+    char ph[32];
+    if (!name || !pnvtx_phase_of(g.nvtx, name, ph, sizeof ph)) return 0;
+    uint64_t h = 1469598103934665603ull;
+    const char *p = name;
+    while (*p) {
+        const char *w = p;
+        while (*p && *p != ' ') p++;
+        size_t n = (size_t)(p - w);
+        const char *eq = memchr(w, '=', n);
+        int skip = 0;
+        if (eq) {
+            size_t kl = (size_t)(eq - w);
+            for (const char *ig = g.cfg.shape_ignore; *ig && !skip;) {
+                const char *c = strchr(ig, ',');
+                size_t il = c ? (size_t)(c - ig) : strlen(ig);
+                skip = il == kl && !strncmp(ig, w, kl);
+                ig += il + (c ? 1 : 0);
+            }
+        }
+        for (size_t j = 0; j < (skip ? (size_t)(eq - w) : n); j++) h = (h ^ (unsigned char)w[j]) * 1099511628211ull;
+        h = (h ^ ' ') * 1099511628211ull;
+        while (*p == ' ') p++;
+    }
+    return h & ~(1ull << 63);   /* bit 63 marks graph executables */
+}
+
 /* ---------- CUPTI callbacks ---------- */
 
 static void pinj_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const CUpti_CallbackData *d) {
@@ -595,7 +940,25 @@ static void pinj_api_enter(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, cons
         /* both cudaGraphLaunch_v10000_params and cuGraphLaunch_params start with the exec */
         CUgraphExec exec = *(CUgraphExec const *)d->functionParams;
         uint32_t id = 0;
-        if (exec && cuptiGetGraphExecId(exec, &id) == CUPTI_SUCCESS) precord_note_graph_launch(d->correlationId, id);
+        if (exec && cuptiGetGraphExecId(exec, &id) == CUPTI_SUCCESS) {
+            precord_note_graph_launch(d->correlationId, id);
+            pinj_shape_seen((uint64_t)id | 1ull << 63);
+        }
+    }
+}
+
+/* Graph captures in progress, so that the calibration keeps out of them. The runtime's
+ * capture calls run the driver's inside them: a depth per thread counts each once. */
+static void pinj_capture_api(int begin, int enter) {
+    pinject_tls *t = pinject_thread();
+    if (t->calib) return;   /* the calibration's own captures */
+    if (enter) {
+        if (t->cap_depth++ == 0 && begin) { t->captures++; atomic_fetch_add(&g.captures, 1); }
+    } else {
+        if (t->cap_depth > 0 && --t->cap_depth == 0 && !begin && t->captures > 0) {
+            t->captures--;
+            atomic_fetch_sub(&g.captures, 1);
+        }
     }
 }
 
@@ -624,6 +987,7 @@ static void pinj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *r) {
     }
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
         const CUpti_GraphData *gd = r->resourceDescriptor;
+        if (pinject_thread()->calib) break;   /* the calibration's own graphs */
         const ptrace_nccl *cur = pnccl_thread_current(&pinject_thread()->nccl);
         atomic_fetch_add(&g.nodes_created, 1);
         uint64_t id = 0;
@@ -634,6 +998,7 @@ static void pinj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *r) {
     case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: {
         const CUpti_GraphData *gd = r->resourceDescriptor;
         uint64_t o = 0, c = 0;
+        if (pinject_thread()->calib) break;
         atomic_fetch_add(&g.nodes_cloned, 1);
         if (gd && gd->originalNode && cuptiGetGraphNodeId(gd->originalNode, &o) == CUPTI_SUCCESS &&
             cuptiGetGraphNodeId(gd->node, &c) == CUPTI_SUCCESS)
@@ -648,7 +1013,7 @@ static void pinj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *r) {
     }
     case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: {
         const CUpti_GraphData *gd = r->resourceDescriptor;
-        if (!gd || !pinject_capturing()) break;
+        if (!gd || !pinject_capturing() || pinject_thread()->calib) break;
         ptrace_graphexec ge;
         memset(&ge, 0, sizeof ge);
         ge.ts_ns = pinject_now_ns();
@@ -656,8 +1021,7 @@ static void pinj_resource(CUpti_CallbackId cbid, const CUpti_ResourceData *r) {
         ge.thread = pinject_thread()->tid;
         if (gd->graph) cuptiGetGraphId(gd->graph, &ge.graph_id);
         if (gd->graphExec) cuptiGetGraphExecId(gd->graphExec, &ge.graph_exec_id);
-        char line[512];
-        pinject_host_line(line, ptrace_write_graphexec(line, sizeof line, &g.ctx, &ge));
+        pinj_host_graphexec(&ge);
         break;
     }
     default:
@@ -683,11 +1047,24 @@ static const char *pinj_nvtx_msg(const nvtxEventAttributes_t *a, char *buf, size
     }
 }
 
+/* A range that ended inside a window (or in always mode) is written. */
 static void pinj_range_closed(const pnvtx_closed *c, int64_t tid) {
-    if (!pinject_capturing()) return;
-    ptrace_range r = { c->start_ns, c->end_ns, c->name, c->domain, tid, c->push_pop };
-    char line[1024];
-    pinject_host_line(line, ptrace_write_range(line, sizeof line, &g.ctx, &r));
+    if (!pinject_recording()) return;
+    pinj_hev e;
+    e.kind = PINJ_HEV_RANGE;
+    e.u.range.start_ns = c->start_ns;
+    e.u.range.end_ns = c->end_ns;
+    e.u.range.tid = tid;
+    e.u.range.push_pop = c->push_pop;
+    memcpy(e.u.range.name, c->name, sizeof e.u.range.name);
+    e.u.range.name[sizeof e.u.range.name - 1] = 0;
+    snprintf(e.u.range.domain, sizeof e.u.range.domain, "%s", c->domain);
+    pinj_host_push(&e);
+}
+
+/* An NVTX push (any domain): a phase range of a shape not yet recorded asks for a window. */
+static void pinj_pushed(const char *name) {
+    if (g.cfg.mode == PINJ_MODE_WINDOWS && g.cfg.shape_replays) pinj_shape_seen(pinj_phase_shape(name));
 }
 
 static void pinj_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
@@ -699,18 +1076,23 @@ static void pinj_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
     case CUPTI_CBID_NVTX_nvtxRangePushA: {
         const nvtxRangePushA_params *p = d->functionParams;
         pnvtx_push(g.nvtx, &t->nvtx, p && p->message ? p->message : "", 0, ts);
+        pinj_pushed(p ? p->message : NULL);
         break;
     }
     case CUPTI_CBID_NVTX_nvtxRangePushEx: {
         const nvtxRangePushEx_params *p = d->functionParams;
-        pnvtx_push(g.nvtx, &t->nvtx, pinj_nvtx_msg(p ? p->eventAttrib : NULL, buf, sizeof buf), 0, ts);
+        const char *msg = pinj_nvtx_msg(p ? p->eventAttrib : NULL, buf, sizeof buf);
+        pnvtx_push(g.nvtx, &t->nvtx, msg, 0, ts);
+        pinj_pushed(msg);
         break;
     }
     case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
         const nvtxDomainRangePushEx_params *p = d->functionParams;
         if (!p) break;
         int dom = pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)p->domain);
-        pnvtx_push(g.nvtx, &t->nvtx, pinj_nvtx_msg(p->core.eventAttrib, buf, sizeof buf), dom, ts);
+        const char *msg = pinj_nvtx_msg(p->core.eventAttrib, buf, sizeof buf);
+        pnvtx_push(g.nvtx, &t->nvtx, msg, dom, ts);
+        pinj_pushed(msg);
         break;
     }
     case CUPTI_CBID_NVTX_nvtxRangePop:
@@ -772,6 +1154,12 @@ static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Cal
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
         const CUpti_CallbackData *d = data;
+        unsigned char k = cbid < (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE)
+                              ? (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g.rt_cb : g.drv_cb)[cbid] : 0;
+        if (k & (PINJ_CAPTURE_BEGIN | PINJ_CAPTURE_END)) {
+            pinj_capture_api(!!(k & PINJ_CAPTURE_BEGIN), d->callbackSite == CUPTI_API_ENTER);
+            break;
+        }
         if (d->callbackSite == CUPTI_API_ENTER) pinj_api_enter(dom, cbid, d);
         break;
     }
@@ -781,25 +1169,41 @@ static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Cal
     }
 }
 
-/* Launch-like APIs by name, so that new CUDA versions' variants are followed too. */
-static int pinj_is_launch_api(const char *n) {
-    static const char *pre[] = { "cudaLaunch", "__cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
-                                 "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset" };
-    for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
-        if (!strncmp(n, pre[i], strlen(pre[i]))) return 1;
+/* What we do with an API, by name, so that new CUDA versions' variants are followed too:
+ * launches, copies and sets (callback inside windows, for the NVTX/NCCL link, and an API
+ * record), graph launches (callback always: graph-level records and new executables;
+ * record), blocking syncs (record only: the fit tells waits from launch cost), graph
+ * capture begin/end (callback always, for the calibration). Everything else: nothing
+ * (--records all adds every API record, no callbacks). */
+static unsigned char pinj_classify(const char *n) {
+    static const char *launch[] = { "cudaLaunch", "__cudaLaunch", "cudaMemcpy", "cudaMemset", "cuLaunch", "cuMemcpy", "cuMemset" };
+    static const char *graph[] = { "cudaGraphLaunch", "cuGraphLaunch" };
+    static const char *sync[] = { "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
+                                  "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize" };
+    for (size_t i = 0; i < sizeof graph / sizeof graph[0]; i++)
+        if (!strncmp(n, graph[i], strlen(graph[i]))) return PINJ_CB_ALWAYS | PINJ_REC | PINJ_GRAPH_LAUNCH;
+    for (size_t i = 0; i < sizeof launch / sizeof launch[0]; i++)
+        if (!strncmp(n, launch[i], strlen(launch[i]))) return PINJ_CB_WINDOW | PINJ_REC;
+    for (size_t i = 0; i < sizeof sync / sizeof sync[0]; i++)
+        if (!strncmp(n, sync[i], strlen(sync[i]))) return PINJ_REC;
+    if (!strncmp(n, "cudaStreamBeginCapture", 22) || !strncmp(n, "cuStreamBeginCapture", 20)) return PINJ_CB_ALWAYS | PINJ_CAPTURE_BEGIN;
+    if (!strncmp(n, "cudaStreamEndCapture", 20) || !strncmp(n, "cuStreamEndCapture", 18)) return PINJ_CB_ALWAYS | PINJ_CAPTURE_END;
     return 0;
 }
 
-static void pinj_enable_launch_callbacks(void) {
-    for (int cb = 1; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++) {
-        const char *n = NULL;
-        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, (uint32_t)cb, &n) == CUPTI_SUCCESS && n && pinj_is_launch_api(n))
-            if (cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, (CUpti_CallbackId)cb) == CUPTI_SUCCESS) g.rt_cb[cb] = 1;
-    }
-    for (int cb = 1; cb < CUPTI_DRIVER_TRACE_CBID_SIZE; cb++) {
-        const char *n = NULL;
-        if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, (uint32_t)cb, &n) == CUPTI_SUCCESS && n && pinj_is_launch_api(n))
-            if (cuptiEnableCallback(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, (CUpti_CallbackId)cb) == CUPTI_SUCCESS) g.drv_cb[cb] = 1;
+/* Classifies every cbid and turns on the callbacks that stay on all the time. */
+static void pinj_classify_apis(void) {
+    for (int dom = 0; dom < 2; dom++) {
+        CUpti_CallbackDomain d = dom ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+        int size = dom ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+        unsigned char *tab = dom ? g.drv_cb : g.rt_cb;
+        for (int cb = 1; cb < size; cb++) {
+            const char *n = NULL;
+            if (cuptiGetCallbackName(d, (uint32_t)cb, &n) != CUPTI_SUCCESS || !n) continue;
+            tab[cb] = pinj_classify(n);
+            if ((tab[cb] & PINJ_CB_ALWAYS) && cuptiEnableCallback(1, g.sub, d, (CUpti_CallbackId)cb) != CUPTI_SUCCESS)
+                tab[cb] &= (unsigned char)~PINJ_CB_ALWAYS;
+        }
     }
 }
 
@@ -809,6 +1213,7 @@ static void pinj_init(void) {
     pinj_read_config(&g.cfg);
     g.pid = getpid();
     g.wake[0] = g.wake[1] = -1;
+    atomic_store(&g.shape_gen, 1);
     pthread_mutex_init(&g.mu, NULL);
     pthread_mutex_init(&g.host_mu, NULL);
     char err[256];
@@ -833,11 +1238,12 @@ static void pinj_init(void) {
         g.nvtx = pnvtx_create(14, 19, NULL, err, sizeof err);
     }
     g.nccl = pnccl_map_create(14, 17);
-    g.host_ring = malloc(PINJ_HOST_RING_BYTES);
+    g.host_q = malloc(PINJ_HEV_CAP * sizeof *g.host_q);
+    g.host_spare = malloc(PINJ_HEV_CAP * sizeof *g.host_spare);
     g.wbuf = malloc(PINJ_WBUF_BYTES);
     g.n_bufs_max = g.cfg.buffer_mb / (int)(PINJ_BUF_BYTES >> 20);
     if (g.n_bufs_max > PINJ_MAX_BUFS) g.n_bufs_max = PINJ_MAX_BUFS;
-    if (!g.nvtx || !g.nccl || !g.host_ring || !g.wbuf) {
+    if (!g.nvtx || !g.nccl || !g.host_q || !g.host_spare || !g.wbuf) {
         pinject_note("out of memory at start: nothing recorded");
         atomic_store(&g.refused, 1);
         return;
@@ -866,7 +1272,7 @@ static void pinj_init(void) {
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
     cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_NVTX);
-    pinj_enable_launch_callbacks();
+    pinj_classify_apis();
     r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
     if (r != CUPTI_SUCCESS) {
         pinject_note("cuptiActivityRegisterCallbacks failed (%s): nothing recorded", pinj_cupti_err(r));
@@ -882,7 +1288,7 @@ static void pinj_init(void) {
     /* no delay and no start signal: record from the first context on */
     if (!g.cfg.start_sig && g.cfg.delay_s <= 0) {
         atomic_store(&g.start_requested, 1);
-        pinj_enable_activities(1);
+        pinj_window_open(g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : "start");
     }
     if (pthread_create(&g.ctl, NULL, pinj_control, NULL) == 0) g.ctl_running = 1;
     else pinject_note("cannot start the writer thread: nothing will be written");

@@ -15,21 +15,26 @@ typedef struct {
     pnvtx_stack nvtx;
     pnccl_thread nccl;
     int64_t tid;
+    int calib;                 /* specprof's calibration runs on this thread: its graphs are not the program's */
+    int cap_depth, captures;   /* graph-capture API calls open, captures begun on this thread */
 } pinject_tls;
 
 pinject_tls *pinject_thread(void);
 
 /* 1 while recording: CUPTI attached, capture window open, not in a forked child. */
 int pinject_capturing(void);
+/* 1 while host events (NVTX ranges, NCCL calls) are written: capturing and inside a
+ * node-level window (or in always mode). */
+int pinject_recording(void);
 /* 1 when CUPTI is attached (callbacks on), whether or not the window is open. */
 int pinject_attached(void);
 /* CUPTI timestamp now (ns). */
 int64_t pinject_now_ns(void);
 /* The formatting context (pid = rank, t0) of the open capture. */
 const ptrace_ctx *pinject_ctx(void);
-/* Queues one formatted host-side line (NVTX range, NCCL call, graph instantiation);
- * counts it as dropped when the bounded queue is full. */
-void pinject_host_line(const char *line, int n);
+/* Queues a copy of one NCCL call for the writer thread (formatted there); counted as
+ * dropped when the bounded queue is full. */
+void pinject_host_nccl(const ptrace_ncclcall *n);
 
 /* Graph nodes CUPTI has reported created so far (all kinds, whole process). */
 int64_t pinject_graph_nodes_seen(void);

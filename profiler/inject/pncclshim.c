@@ -182,10 +182,9 @@ static void pshim_end(pshim_open *o) {
     pnccl_call_exit(&t->nccl);
     pshim_snap_after(&o->snap, &o->call);
     pinject_nccl_called();
-    if (!pinject_capturing()) return;
+    if (!pinject_recording()) return;
     ptrace_ncclcall e = { o->t0, pinject_now_ns(), t->tid, (uint64_t)(uintptr_t)o->stream, o->call };
-    char line[1024];
-    pinject_host_line(line, ptrace_write_ncclcall(line, sizeof line, pinject_ctx(), &e));
+    pinject_host_nccl(&e);
 }
 
 #define PSHIM_REAL(fn_t, name) \

@@ -1,12 +1,13 @@
 /* precord.c: CUPTI activity records -> trace lines (see precord.h).
  * Record layouts are the ones of the CUPTI headers this was built with
- * (CUpti_ActivityKernel10, Memcpy6, Memset4, API); pinject.c refuses a libcupti older
+ * (CUpti_ActivityKernel10, Memcpy6, Memset4, API, GraphTrace2); pinject.c refuses a libcupti older
  * than those headers, so the layouts match what CUPTI fills in. */
 #include "precord.h"
 #include "ptrace_write.h"
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,23 +17,28 @@
 #define PRECORD_DEMANGLED 4096      /* distinct kernel names cached */
 #define PRECORD_STREAMS 4096        /* stream ids that get a track name */
 
-static pthread_mutex_t precord_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct { uint32_t corr, exec; } precord_launch[PRECORD_LAUNCHES];
+/* corr << 32 | exec per slot, one atomic word: the graph-launch callback writes it on the
+ * program's thread without a lock, the writer thread reads it. */
+static _Atomic uint64_t precord_launch[PRECORD_LAUNCHES];
+static _Atomic int64_t precord_skip_tid = -1;
 
 void precord_note_graph_launch(uint32_t corr, uint32_t graph_exec_id) {
-    pthread_mutex_lock(&precord_mu);
-    precord_launch[corr % PRECORD_LAUNCHES].corr = corr;
-    precord_launch[corr % PRECORD_LAUNCHES].exec = graph_exec_id;
-    pthread_mutex_unlock(&precord_mu);
+    atomic_store_explicit(&precord_launch[corr % PRECORD_LAUNCHES], (uint64_t)corr << 32 | graph_exec_id,
+                          memory_order_relaxed);
 }
 
 static uint32_t precord_launch_exec(uint32_t corr) {
-    uint32_t e = 0;
-    pthread_mutex_lock(&precord_mu);
-    if (precord_launch[corr % PRECORD_LAUNCHES].corr == corr) e = precord_launch[corr % PRECORD_LAUNCHES].exec;
-    pthread_mutex_unlock(&precord_mu);
-    return e;
+    uint64_t v = atomic_load_explicit(&precord_launch[corr % PRECORD_LAUNCHES], memory_order_relaxed);
+    return (uint32_t)(v >> 32) == corr ? (uint32_t)v : 0;
 }
+
+void precord_skip_thread(int64_t tid) { atomic_store(&precord_skip_tid, tid); }
+
+/* The calibration's stream: its graph-level records are dropped (their graphId is not the
+ * captured graph's, and launches outside windows pass no callback, so the stream tells). */
+static _Atomic uint32_t precord_skip_stream_id = UINT32_MAX;
+
+void precord_skip_stream(uint32_t stream_id) { atomic_store(&precord_skip_stream_id, stream_id); }
 
 typedef char *(*precord_cxa_fn)(const char *, char *, size_t *, int *);
 static struct { char *mangled, *demangled; } precord_dm[PRECORD_DEMANGLED];
@@ -122,6 +128,7 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
             const CUpti_ActivityKernel10 *r = (const CUpti_ActivityKernel10 *)rec;
+            if (r->name && !strcmp(r->name, PRECORD_CALIB_KERNEL)) { st->calib_dropped++; continue; }
             if (!r->start || r->end < r->start) { st->incomplete++; continue; }   /* forced flush mid-kernel */
             ptrace_kernel k;
             memset(&k, 0, sizeof k);
@@ -168,6 +175,9 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
         case CUPTI_ACTIVITY_KIND_RUNTIME:
         case CUPTI_ACTIVITY_KIND_DRIVER: {
             const CUpti_ActivityAPI *r = (const CUpti_ActivityAPI *)rec;
+            if ((int64_t)r->threadId == atomic_load(&precord_skip_tid)) { st->calib_dropped++; continue; }
+            /* a call in flight when its records were switched on or off has no start (seen on the H200) */
+            if (!r->start || r->end < r->start) { st->incomplete++; continue; }
             ptrace_api a;
             memset(&a, 0, sizeof a);
             a.domain_driver = rec->kind == CUPTI_ACTIVITY_KIND_DRIVER;
@@ -176,6 +186,22 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
             a.corr = r->correlationId; a.cbid = r->cbid; a.thread = r->threadId;
             a.graph_exec_id = precord_launch_exec(r->correlationId);
             n = ptrace_write_api(line, sizeof line, ctx, &a);
+            break;
+        }
+        case CUPTI_ACTIVITY_KIND_GRAPH_TRACE: {
+            const CUpti_ActivityGraphTrace2 *r = (const CUpti_ActivityGraphTrace2 *)rec;
+            if (r->streamId == atomic_load_explicit(&precord_skip_stream_id, memory_order_relaxed)) { st->calib_dropped++; continue; }
+            if (!r->start || r->end < r->start) { st->incomplete++; continue; }
+            ptrace_graphlaunch gl;
+            memset(&gl, 0, sizeof gl);
+            gl.start_ns = (int64_t)r->start; gl.end_ns = (int64_t)r->end;
+            gl.corr = r->correlationId; gl.dev = r->deviceId; gl.stream = r->streamId; gl.graph_id = r->graphId;
+            gl.graph_exec_id = precord_launch_exec(r->correlationId);
+            pnvtx_lookup(nvtx, r->correlationId, nv, sizeof nv, ph, sizeof ph);
+            gl.nvtx = nv; gl.phase = ph;
+            precord_stream_track(r->streamId, ctx, emit, user, line);
+            n = ptrace_write_graphlaunch(line, sizeof line, ctx, &gl);
+            if (n > 0) st->graph_trace++;
             break;
         }
         default:
