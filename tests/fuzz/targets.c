@@ -247,8 +247,9 @@ static int fz_trace_cb(void *user, const ptrace_event *e, const ptrace_info *inf
     return 0;
 }
 
-/* trace: a specprof trace (traces/FORMAT.md) through the buffer and the stream readers
- * (which must agree), the typed views and `specprof check`'s summary. */
+/* trace: a specprof trace (traces/FORMAT.md) through the buffer, the stream and the file
+ * readers (which must agree; the file reader also takes gzip), the typed views and
+ * `specprof check`'s summary. */
 int fz_trace(const uint8_t *data, size_t n)
 {
     static ptrace_sum s;
@@ -272,6 +273,15 @@ int fz_trace(const uint8_t *data, size_t n)
     if (ra == 0)
         FZ_CHECK(a.events == b.events && a.bad_lines == b.bad_lines && a.complete == b.complete &&
                  a.cut_last_line == b.cut_last_line);
+    /* the file reader: gzip when the input starts with its magic (also cut or damaged),
+     * else the same as the others */
+    ptrace_info c;
+    int rc = ptrace_scan_file(fz_file(data, n), NULL, NULL, &c, err2, sizeof err2);
+    if (!(n >= 2 && data[0] == 0x1f && data[1] == 0x8b)) {
+        FZ_CHECK(rc == ra);
+        if (ra == 0)
+            FZ_CHECK(a.events == c.events && a.bad_lines == c.bad_lines && a.complete == c.complete);
+    }
     return 0;
 }
 
