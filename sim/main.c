@@ -267,6 +267,12 @@ static int cmd_run(simcfg_set_t *s)
         }
         sim_warn_beyond_fit(stderr, "run", ps.model, &far, "");
     }
+    for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++)   /* said on stderr too: --json, --csv */
+        if ((m ? &rb : &rs)->partial)
+            fprintf(stderr, "specsim run: warning: %s: no request finished in the measured window "
+                    "(%ld iterations): per-request metrics (req_tok_s, tpot) come from the running "
+                    "requests (partial = 1; raise --iterations or shorten --output-len)\n",
+                    m ? "baseline" : "spec", (m ? &rb : &rs)->iterations);
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;

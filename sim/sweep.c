@@ -195,6 +195,7 @@ typedef struct {
      * largest tokens and query tokens per row of those past it (0: none), and the first
      * such run's model */
     long                nbeyond;
+    atomic_long         npartial;    /* runs whose window saw no request finish */
     sim_result          beyond;
     wm_model           *beyond_model;
 } sweep_ctx;
@@ -243,6 +244,8 @@ static void *sweep_worker(void *arg)
             rc = sim_run(p, NULL, spec ? &c->spec[i] : &c->bres[i], err, sizeof err);
         if (!rc)
             sweep_note_beyond(c, p->model, spec ? &c->spec[i] : &c->bres[i]);
+        if (!rc && (spec ? c->spec[i].partial : c->bres[i].partial))
+            atomic_fetch_add(&c->npartial, 1);
         if (rc) {
             /* name the configuration: which grid values gave this */
             char cfg[512] = "";
@@ -405,6 +408,11 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
         snprintf(err, errlen, "sweep: writing the CSV failed");
         goto out;
     }
+    if (atomic_load(&c.npartial))
+        fprintf(stderr, "specsim sweep: warning: in %ld of %ld runs no request finished in the "
+                "measured window: their per-request metrics (req_tok_s, tpot) come from the running "
+                "requests (CSV column partial = 1; raise --iterations or shorten --output-len)\n",
+                (long)atomic_load(&c.npartial), c.njobs);
     if (c.beyond_model) {
         char note[96];
         snprintf(note, sizeof note, "in %ld of %ld runs, up to ", c.nbeyond, c.njobs);

@@ -175,6 +175,13 @@ static void robust_no_result_is_an_error(void)
     /* a model of all zeros printed req_tok_s inf */
     expect(2, "%S run --model %D/zero2.json --iterations 50", "no throughput", NULL);
     expect(2, "%S run --model %D/zero2.json --iterations 50 --json", "no throughput", NULL);
+    /* a window in which no request finished: per-request metrics from the running ones,
+     * said on stderr (also for --csv and --json, where only the partial column showed it) */
+    write_model("ok.json", "900", "7");
+    expect(0, "%S run --model %D/ok.json --output-len 100000 --iterations 50 --csv",
+           "warning: spec: no request finished in the measured window (50 iterations)", NULL);
+    expect(0, "%S sweep --model %D/ok.json --output-len 100000 --iterations 50 --grid steps=1,2",
+           "warning: in 3 of 3 runs no request finished", NULL);
     /* a warmup longer than a finite run printed every metric 0 and speedup 0.0000 */
     write_model("ok.json", "900", "7");
     expect(2, "%S run --model %D/ok.json --requests 5 --warmup 100000", "field warmup: value 100000",
