@@ -218,7 +218,7 @@ static const char *const wm_group_keys[] = {
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
     "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
-    "q_tile_knee", "source", NULL,
+    "q_tile_knee", "resid_frac", "latency_bound", "source", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -246,9 +246,17 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "wave_capacity", base, 0, 0, &bnd_blocks, &out->wave_capacity) != 0 ||
         wm_num(c, g, "per_wave_us", base, 0, 0, &bnd_slope_us, &out->per_wave_us) != 0 ||
         wm_num(c, g, "sd_frac", base, 0, 0, &bnd_frac, &out->sd_frac) != 0 ||
+        wm_num(c, g, "resid_frac", base, 0, 0, &bnd_frac, &out->resid_frac) != 0 ||
         wm_num(c, g, "sweep_scale", base, 0, 0, &bnd_factor, &out->sweep_scale) != 0 ||
         wm_str(c, g, "source", base, 0, out->source, sizeof out->source) != 0)
         return -1;
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(g, "latency_bound");
+    if (lb != NULL && !cJSON_IsBool(lb)) {
+        char path[WM_PATH_MAX];
+        wm_join(path, base, "latency_bound");
+        return wm_fail(c, path, lb, "must be true or false");
+    }
+    out->latency_bound = lb != NULL && cJSON_IsTrue(lb);
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(g, "sweep_phase");
     if (sp != NULL || out->sweep_scale > 0) {
         char path[WM_PATH_MAX];
@@ -349,7 +357,7 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
 
 static const char *const wm_top_keys[] = {
     "specsim_model", "name", "source", "device", "ranks", "moe", "launch", "phases",
-    "gemm_sweep", NULL,
+    "gemm_sweep", "uncertainty", NULL,
 };
 static const char *const wm_sweep_keys[] = {"source", "tokens", "sites", NULL};
 static const char *const wm_site_keys[] = {"name", "phases", "per_forward", "m", "us", NULL};
@@ -445,6 +453,8 @@ static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
 }
 static const char *const wm_moe_keys[] = {"experts", "topk", NULL};
 static const char *const wm_launch_keys[] = {"graph_launch_us", "eager_launch_us", NULL};
+static const char *const wm_unc_keys[] = {"memory_frac", "compute_frac", "latency_frac",
+                                          "source", NULL};
 
 /* Fills m from the parsed document root. */
 static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
@@ -494,6 +504,18 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
                    &m->graph_launch_us) != 0 ||
             wm_num(c, launch, "eager_launch_us", "launch", 0, 0, &bnd_cost_us,
                    &m->eager_launch_us) != 0)
+            return -1;
+    }
+
+    const cJSON *unc = wm_obj(c, root, "uncertainty", "", 0, &e);
+    if (e)
+        return -1;
+    if (unc) {
+        if (wm_check_keys(c, unc, "uncertainty", wm_unc_keys) != 0 ||
+            wm_num(c, unc, "memory_frac", "uncertainty", 0, 0, &bnd_frac, &m->unc.memory_frac) != 0 ||
+            wm_num(c, unc, "compute_frac", "uncertainty", 0, 0, &bnd_frac, &m->unc.compute_frac) != 0 ||
+            wm_num(c, unc, "latency_frac", "uncertainty", 0, 0, &bnd_frac, &m->unc.latency_frac) != 0 ||
+            wm_str(c, unc, "source", "uncertainty", 0, m->unc.source, sizeof m->unc.source) != 0)
             return -1;
     }
 
@@ -634,6 +656,10 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddStringToObject(o, "sweep_phase", wm_phase_name[g->sweep_phase]);
     }
     cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
+    if (g->resid_frac != 0)          /* older readers do not know the keys */
+        cJSON_AddNumberToObject(o, "resid_frac", g->resid_frac);
+    if (g->latency_bound)
+        cJSON_AddBoolToObject(o, "latency_bound", 1);
     if (g->source[0])   /* derived groups only: fitted files stay as they were */
         cJSON_AddStringToObject(o, "source", g->source);
     return o;
@@ -675,6 +701,13 @@ static cJSON *wm_to_json(const wm_model *m)
     cJSON *launch = cJSON_AddObjectToObject(root, "launch");
     cJSON_AddNumberToObject(launch, "graph_launch_us", m->graph_launch_us);
     cJSON_AddNumberToObject(launch, "eager_launch_us", m->eager_launch_us);
+    if (m->unc.memory_frac != 0 || m->unc.compute_frac != 0 || m->unc.latency_frac != 0) {
+        cJSON *u = cJSON_AddObjectToObject(root, "uncertainty");
+        cJSON_AddNumberToObject(u, "memory_frac", m->unc.memory_frac);
+        cJSON_AddNumberToObject(u, "compute_frac", m->unc.compute_frac);
+        cJSON_AddNumberToObject(u, "latency_frac", m->unc.latency_frac);
+        cJSON_AddStringToObject(u, "source", m->unc.source);
+    }
     cJSON *phases = cJSON_AddObjectToObject(root, "phases");
     for (int p = 0; p < WM_NPHASE; p++) {
         const wm_phase_model *ph = &m->phase[p];

@@ -163,6 +163,15 @@ double batch_accdist_mean(const batch_accdist *d)
     return mean;
 }
 
+double batch_accdist_overshoot_m2(const batch_accdist *d)
+{
+    /* gain = 1 + k: P(gain > x) = P(k >= x) = 1 - cdf[x - 1] for x = 1..g */
+    double m2 = 0, eg = 1 + batch_accdist_mean(d);
+    for (int x = 1; x <= d->g; x++)
+        m2 += (double)x * x * (1 - d->cdf[x - 1]);
+    return m2 / eg;
+}
+
 /* Starts request `id` in slot s at t; progress > 0 means it is already that far along. */
 static void batch_admit(batch *b, batch_req *q, int64_t t_ns, int stagger)
 {

@@ -273,6 +273,15 @@ static int cmd_run(simcfg_set_t *s)
                     "(%ld iterations): per-request metrics (req_tok_s, tpot) come from the running "
                     "requests (partial = 1; raise --iterations or shorten --output-len)\n",
                     m ? "baseline" : "spec", (m ? &rb : &rs)->iterations);
+    for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++) {   /* --precision not reached */
+        const sim_params *pp = m ? &pb : &ps;
+        const sim_result *rr = m ? &rb : &rs;
+        if (pp->precision > 0 && !rr->precise)
+            fprintf(stderr, "specsim run: warning: %s: tok/s known to +-%.3g%% after %ld "
+                    "iterations, not the --precision %.3g%% asked (--iterations caps it)\n",
+                    m ? "baseline" : "spec", 100 * rr->precision, rr->iterations,
+                    100 * pp->precision);
+    }
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -304,6 +313,13 @@ static int cmd_run(simcfg_set_t *s)
             free(m);
             snprintf(buf, sizeof buf, "%.4f", report_speedup(&rs, base));
             cJSON_AddNumberToObject(o, "speedup", strtod(buf, NULL));
+            double lo, hi;
+            report_speedup_interval(&rs, base, &lo, &hi);
+            snprintf(buf, sizeof buf, "%.4f", lo);
+            cJSON_AddNumberToObject(o, "speedup_p10", strtod(buf, NULL));
+            cJSON_AddNumberToObject(o, "speedup_p50", cJSON_GetObjectItem(o, "speedup")->valuedouble);
+            snprintf(buf, sizeof buf, "%.4f", hi);
+            cJSON_AddNumberToObject(o, "speedup_p90", strtod(buf, NULL));
         }
         char *txt = cJSON_Print(o);
         puts(txt);
@@ -363,8 +379,13 @@ static int cmd_sweep(simcfg_set_t *s, sweep_grid *g)
         return EXIT_BAD_INPUT;
     }
     if (!s->cfg.quiet) {
-        fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION,
-                sweep_grid_size(g));
+        long lo, hi, n = sweep_grid_size(g);
+        sweep_shard(s->cfg.shard, n, &lo, &hi, err, sizeof err);   /* checked above */
+        if (s->cfg.shard[0])
+            fprintf(out, "# specsim %s sweep: configurations %ld..%ld (part %s) of %ld;",
+                    SPECSIM_VERSION, lo + 1, hi, s->cfg.shard, n);
+        else
+            fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION, n);
         for (int a = 0; a < g->naxes; a++)
             fprintf(out, " %s (%d values)", g->axis[a].knob->name, g->axis[a].nvals);
         fputc('\n', out);

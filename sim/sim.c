@@ -22,6 +22,7 @@
 #include "evq.h"
 #include "jitter.h"
 #include "bounds.h"
+#include "bmeans.h"
 
 #include <assert.h>
 #include <math.h>
@@ -58,6 +59,8 @@ typedef struct {
     double sda_us, sdb_us_per_kv;  /* sum over groups of sd_frac * cost, same form */
     double ar_total_us;            /* all collectives of the phase */
     int    ncoll;
+    long   n_meas;                 /* measured iterations planned at this size (intervals) */
+    double kv_meas;                /* and their KV context, summed */
 } sim_cost;
 
 typedef struct {
@@ -125,6 +128,13 @@ typedef struct {
     int       range;               /* a duration or a time passed the engine's limits */
     double    range_us;            /* the duration (us), or the time (us) when range == 2 */
     long      span_lo, span_hi;    /* iterations whose spans go to hooks->on_span */
+    /* the window's batch means (--precision, intervals) and the groups' GPU time in it */
+    bmeans    bm;
+    double    gain_mean;           /* expected tokens per request and iteration */
+    double    turn_m2;             /* E[overshoot^2] / E[output length]: the variance per
+                                      token of the tokens lost when requests finish */
+    int       precise;
+    interval_acc ia;
 } sim_state;
 
 /* A duration in us as ns. One of SIM_STEP_MAX_NS or more (or NaN) stops the run
@@ -276,6 +286,10 @@ static void sim_make_plan(sim_state *S, long it)
         sim_cost *c = &ph->cache[ph_key];
         if (!c->valid)
             sim_cost_fill(S, ph, c, ph_key);
+        if (p->intervals && sim_measured(S, it)) {
+            c->n_meas++;
+            c->kv_meas += kv;
+        }
         ph->bs = bs;
         ph->padded = ph_eager ? 0 : padded;
         ph->eager = ph_eager;
@@ -543,6 +557,35 @@ static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
 
 /* ---- iterations ------------------------------------------------------------------------ */
 
+/* Standard error of a ratio r (tokens/us) over a window of `tokens` tokens: the batch means'
+ * se_bm, and the variance of the tokens requests lose when they finish (their last gain is
+ * capped), which a window with few request ends does not show in its batches: per token
+ * E[overshoot^2] / E[output length] (Poisson request ends; batch.h). */
+static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
+{
+    double turn = tokens > 0 ? r * r * S->turn_m2 / tokens : 0;
+    return sqrt(se_bm * se_bm + turn);
+}
+
+/* --precision: the window holds SIM_PREC_MIN_ITERS iterations and SIM_PREC_MIN_REQS requests
+ * (one per slot when fewer) that joined and finished in it (the per-request metrics come
+ * from them), and its tok/s is known to
+ * +-precision: SIM_PREC_Z standard errors of the batch means (with the acceptance control
+ * variate for a speculative run). */
+static int sim_precise(const sim_state *S)
+{
+    int reqs = S->p->concurrency < SIM_PREC_MIN_REQS ? S->p->concurrency : SIM_PREC_MIN_REQS;
+    if (S->iters_measured < SIM_PREC_MIN_ITERS || S->b.ntpot < (size_t)reqs)
+        return 0;
+    bmeans_est e;
+    bmeans_estimate(&S->bm, &e);
+    if (e.nb < BMEANS_MAX / 2)
+        return 0;
+    double r = S->p->spec ? e.ratio_cv : e.ratio;
+    double se = sim_se(S, S->p->spec ? e.se_cv : e.se, r, (double)S->b.win_tokens);
+    return r > 0 && SIM_PREC_Z * se <= S->p->precision * r;
+}
+
 static void sim_boundary(sim_state *S, int64_t T)
 {
     const sim_params *p = S->p;
@@ -552,10 +595,17 @@ static void sim_boundary(sim_state *S, int64_t T)
         S->bs_sum += S->plan[it & 1].bs;
         S->iters_measured++;
     }
-    if (batch_step(&S->b, p->spec ? &S->acc : NULL, T) < 0) {
+    double gain0 = S->b.win_gain_tokens;
+    long reqs0 = S->b.win_req_iters;
+    long emitted = batch_step(&S->b, p->spec ? &S->acc : NULL, T);
+    if (emitted < 0) {
         S->oom = S->stop = 1;
         return;
     }
+    /* batch means: tokens, time and the acceptance draws' deviation from their expectation */
+    int batched = sim_measured(S, it) &&
+        bmeans_add(&S->bm, (double)emitted, (double)(T - S->iter_start_ns) / 1000.0,
+                   (S->b.win_gain_tokens - gain0) - S->gain_mean * (double)(S->b.win_req_iters - reqs0));
     S->iter = ++it;
     S->iter_start_ns = T;
     if (it == p->warmup) {
@@ -565,6 +615,8 @@ static void sim_boundary(sim_state *S, int64_t T)
     }
     int done = p->requests ? (S->b.n == 0 || (p->iterations && it >= p->warmup + p->iterations))
                            : it >= p->warmup + p->iterations;
+    if (!done && batched && p->precision > 0 && sim_precise(S))
+        done = S->precise = 1;
     if (done) {
         S->stop = 1;
         S->end_ns = T;
@@ -627,6 +679,11 @@ int sim_check(const sim_params *p, const char *what, char *err, size_t errlen)
         SIM_BAD("iterations", "%ld", p->iterations, "must be >= 1 (or give --requests)");
     if (!bnd_ok(&bnd_tokens, (double)p->prompt_tokens))
         SIM_BAD("prompt-len", "%ld", p->prompt_tokens, "out of range: must be in [0, 1e9] tokens (bounds.h)");
+    if (!(p->precision >= 0 && p->precision < 1))
+        SIM_BAD("precision", "%g", p->precision, "must be in [0, 1)");
+    if (p->precision > 0 && p->requests)
+        SIM_BAD("precision", "%g", p->precision, "a finite benchmark (--requests) runs to its end");
+    if (!(p->bench_s >= 0)) SIM_BAD("seconds", "%g", p->bench_s, "must be >= 0");
     if (p->spec) {
         if (p->steps < 1) SIM_BAD("steps", "%d", p->steps, "must be >= 1");
         if (p->topk < 1) SIM_BAD("topk", "%d", p->topk, "must be >= 1");
@@ -673,6 +730,35 @@ static void sim_proto(sim_state *S, int s, int wm, int rows, int forwards, int s
 static double sim_quantile(const double *sorted, size_t n, double q)
 {
     return n ? gsl_stats_quantile_from_sorted_data(sorted, 1, n, q) : 0;
+}
+
+/* The prediction interval of tok_s (interval.h): the model's part from every group's GPU
+ * time over the window (the plans' sizes and mean KV context), a benchmark's from the
+ * batch means' variance per unit time, the estimate's from its standard error se_s. */
+static void sim_interval(sim_state *S, sim_result *res, const bmeans_est *e, double se_s)
+{
+    const sim_params *p = S->p;
+    for (int s = 0; s < S->nslots; s++) {
+        const sim_phase *pr = &S->proto[s];
+        for (int key = 0; key < S->ncache; key++) {
+            const sim_cost *c = &pr->cache[key];
+            if (c->n_meas > 0)
+                interval_acc_add(&S->ia, p->model, pr->wm, (double)key * pr->rows_per_req,
+                                 c->kv_meas / (double)c->n_meas, pr->rows_per_req,
+                                 (double)c->n_meas * pr->forwards);
+        }
+    }
+    interval_model(&S->ia, p->model, res->window_us, &res->iv);
+    double bench_us = p->bench_s > 0 ? p->bench_s * 1e6 : p->requests ? res->window_us : 0;
+    /* a benchmark of bench_us: the batch means' variance per unit time, and the request ends
+     * it would see (sim_se) */
+    res->iv.run_var = bench_us > 0 && e->ratio > 0
+        ? e->lambda / bench_us / (e->ratio * e->ratio) + S->turn_m2 / (e->ratio * bench_us) : 0;
+    res->iv.est_var = res->tok_s > 0 ? (se_s / res->tok_s) * (se_s / res->tok_s) : 0;
+    res->unc_model = sqrt(interval_model_var(&res->iv));
+    res->unc_run = sqrt(res->iv.run_var);
+    res->unc_est = sqrt(res->iv.est_var);
+    interval_quantiles(res->tok_s, interval_var(&res->iv), &res->tok_s_p10, &res->tok_s_p90);
 }
 
 static void sim_results(sim_state *S, sim_result *res)
@@ -731,6 +817,20 @@ static void sim_results(sim_state *S, sim_result *res)
     res->eager_frac = S->phases_run ? (double)S->phases_eager / (double)S->phases_run : 0;
     memcpy(res->phase_tokens_max, S->tok_max, sizeof res->phase_tokens_max);
     memcpy(res->phase_q_max, S->q_max, sizeof res->phase_q_max);
+    /* --precision: the control-variate estimate (the acceptance draws' deviation from their
+     * expectation taken out); without it tok_s stays tokens / window */
+    const sim_params *p = S->p;
+    bmeans_est e;
+    bmeans_estimate(&S->bm, &e);
+    int cv = p->precision > 0 && p->spec && e.nb >= 3;
+    if (cv)
+        res->tok_s = e.ratio_cv * 1e6;
+    double se_s = sim_se(S, cv ? e.se_cv : e.se, cv ? e.ratio_cv : e.ratio,
+                         (double)S->b.win_tokens) * 1e6;     /* tok/s */
+    res->precision = res->tok_s > 0 && e.nb >= 3 ? SIM_PREC_Z * se_s / res->tok_s : 0;
+    res->precise = S->precise;
+    if (p->intervals)
+        sim_interval(S, res, &e, se_s);
 }
 
 /* A result a user can see is finite and has throughput; otherwise -2 with what is missing.
@@ -760,6 +860,8 @@ static int sim_result_check(const sim_state *S, const sim_result *r, char *err, 
         {"draft", r->phase_us[WM_DRAFT]}, {"verify", r->phase_us[WM_VERIFY]},
         {"accept", r->phase_us[WM_ACCEPT]}, {"extend", r->phase_us[WM_EXTEND]},
         {"decode", r->phase_us[WM_DECODE]}, {"sample", r->phase_us[WM_SAMPLE]},
+        {"tok_s_p10", r->tok_s_p10}, {"tok_s_p90", r->tok_s_p90}, {"unc_model", r->unc_model},
+        {"unc_run", r->unc_run}, {"unc_est", r->unc_est}, {"precision", r->precision},
     };
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         if (!isfinite(f[i].v) || (i < 6 && f[i].v < 0)) {
@@ -860,6 +962,9 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
     gsl_rng_set(S->grp_rng, jitter_stream_seed(p->seed, SIM_STREAM_GROUP));
     if (p->spec)
         batch_accdist_init(&S->acc, &p->acc, p->steps, p->topk, p->draft_tokens);
+    S->gain_mean = p->spec ? 1 + accept_expected(&p->acc, p->steps, p->topk, p->draft_tokens) : 1;
+    S->turn_m2 = p->spec ? batch_accdist_overshoot_m2(&S->acc) / batch_lendist_mean(&p->out_len) : 0;
+    bmeans_init(&S->bm);
     if (batch_init(&S->b, p->concurrency, p->requests, &p->out_len, p->prompt_tokens,
                    p->stagger, p->seed))
         goto oom;

@@ -18,6 +18,9 @@
     {name, type, offsetof(simcfg, field), sizeof(((simcfg *)0)->field), min, max, flags, unit, help}
 
 #define SIMCFG_REQ_ITERS 20000L
+/* The most measured iterations a --precision run takes when --iterations does not say: 10^6
+ * iterations are 1-6 s of one core (make bench: 0.4-6 us per iteration). */
+#define SIMCFG_PREC_MAX_ITERS 1000000L
 
 const simcfg_knob simcfg_knobs[] = {
     K("model", SK_STR, model, -1, -2, 0, "", "workload model JSON (docs/model-format.md)"),
@@ -39,8 +42,16 @@ const simcfg_knob simcfg_knobs[] = {
     K("requests", SK_LONG, requests, 0, BND_ITERATIONS_MAX, 0, "requests", "stop after this many "
       "requests finished (0 = closed loop for --iterations)"),
     K("iterations", SK_LONG, iterations, 0, BND_ITERATIONS_MAX, 0, "", "measured iterations (after "
-      "--warmup; default 1000, and at least 20000/concurrency for a speculative closed loop); "
-      "with --requests, a cap (0 = none)"),
+      "--warmup): given, a fixed length (or, with --precision, the most); else --precision "
+      "decides (with --precision 0: 1000, and at least 20000/concurrency for a speculative "
+      "closed loop); with --requests, a cap (0 = none)"),
+    K("precision", SK_DBL, precision, 0, 0.999, 0, "fraction", "end a closed-loop run once "
+      "its tok/s is known to +-P (0.01 = 1%: 4 standard errors of batch means, with the "
+      "acceptance draws as a control variate); 0 = a fixed --iterations; off when "
+      "--iterations is given without it"),
+    K("seconds", SK_DBL, seconds, 0, 1e9, 0, "s", "the prediction interval (p10/p90) is for "
+      "a benchmark that measures this many seconds (its own acceptance draws and jitter); "
+      "0 = the long-run throughput (with --requests: that finite run)"),
     K("warmup", SK_LONG, warmup, 0, BND_ITERATIONS_MAX, 0, "", "iterations left out of the metrics"),
     K("output-len", SK_STR, output_len, -1, -2, 0, "tokens", "output length: N, uniform:A:B "
       "or exp:MEAN"),
@@ -81,6 +92,11 @@ const simcfg_knob simcfg_knobs[] = {
     K("jobs", SK_INT, jobs, 0, 4096, SK_OUTPUT | SK_SWEEP, "", "sweep: worker threads (0 = online CPUs)"),
     K("out", SK_STR, out, -1, -2, SK_OUTPUT | SK_NOJSON | SK_SWEEP, "", "sweep: write the CSV here "
       "(default stdout)"),
+    K("intervals", SK_INT, intervals, 0, 1, SK_OUTPUT, "", "1: prediction intervals (p10, "
+      "p50, p90 of tok/s and speedup; docs/simulator.md); 0: none (columns 0)"),
+    K("shard", SK_STR, shard, -1, -2, SK_OUTPUT | SK_SWEEP, "", "sweep: run only part I of N "
+      "of the grid (I/N, 1 <= I <= N; the N outputs' rows, concatenated in order, are the "
+      "whole sweep's)"),
 };
 const int simcfg_nknobs = (int)(sizeof simcfg_knobs / sizeof simcfg_knobs[0]);
 
@@ -113,6 +129,8 @@ void simcfg_defaults(simcfg_set_t *s)
     c->timeline_iterations = 5;
     c->baseline = 1;
     c->baseline_reuse = 1;
+    c->precision = 0.01;
+    c->intervals = 1;
     for (int i = 0; i < simcfg_nknobs; i++)
         s->src[i] = "defaults";
 }
@@ -425,16 +443,27 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     p->requests = c->requests;
     p->iterations = c->iterations;
     p->warmup = c->warmup;
+    int iters_given = strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") != 0;
+    int prec_given = strcmp(s->src[simcfg_index(simcfg_find("precision"))], "defaults") != 0;
+    /* --precision: on by default for a closed loop; an --iterations given alone keeps its
+     * fixed length; given both, --iterations is the cap */
+    p->precision = c->requests > 0 || (iters_given && !prec_given) ? 0 : c->precision;
+    if (c->requests > 0 && prec_given && c->precision > 0) {
+        src = simcfg_src(s, "precision", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value %g: a finite benchmark (--requests %ld) runs to its "
+                   "end; --precision is for closed loops", src, field, c->precision, c->requests);
+    }
+    if (p->precision > 0 && !iters_given)
+        p->iterations = SIMCFG_PREC_MAX_ITERS;
     if (c->requests > 0) {
         /* a finite benchmark: run until every request finished, measure all of it, unless
          * --iterations / --warmup say otherwise */
-        if (strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") == 0)
+        if (!iters_given)
             p->iterations = 0;
         if (strcmp(s->src[simcfg_index(simcfg_find("warmup"))], "defaults") == 0)
             p->warmup = 0;
     }
-    else if (p->spec &&
-             strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") == 0) {
+    else if (p->spec && p->precision == 0 && !iters_given) {
         /* a default closed loop measures at least SIMCFG_REQ_ITERS request-iterations, so
          * that the acceptance draws average out: ~0.5% standard error on the tokens at
          * alpha 0.5 (docs/simulator.md); 1000 iterations alone leave ~2% at concurrency 1 */
@@ -454,6 +483,8 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     p->sync_segments = c->sync_segments;
     p->seed = (unsigned long)c->seed;
     p->timeline_iterations = c->timeline_iterations;
+    p->bench_s = c->seconds;
+    p->intervals = c->intervals;
     return sim_check(p, c->model, err, errlen);
 }
 

@@ -1429,24 +1429,31 @@ static void validate_sh_runs_on_synthetic_data(void)
                "exec '%s' \"$@\"\n", self, sim);
     fclose(w);
     chmod(cmd, 0755);
+    /* the generator's timeline is not the simulator's (its host loop differs): a systematic
+     * difference no fitted residual sees, so its measurements are not a test of the 80%
+     * intervals (tests/test_sim_interval.c is): the coverage target is off here */
     snprintf(cmd, sizeof cmd, "VALIDATE_CALIB=%s/calib VALIDATE_MEASURED=%s/measured.csv "
-             "VALIDATE_OUT=%s/validation.txt VALIDATE_WORK=%s/work sh models/validate.sh %s/specsim "
-             "> %s/log 2>&1", dir, dir, dir, dir, dir, dir);
+             "VALIDATE_OUT=%s/validation.txt VALIDATE_WORK=%s/work VALIDATE_COVERAGE=0:100 "
+             "sh models/validate.sh %s/specsim > %s/log 2>&1", dir, dir, dir, dir, dir, dir);
     rc = system(cmd);
     CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "validate.sh exit %d (see %s/log)", WEXITSTATUS(rc), dir);
     snprintf(cmd, sizeof cmd, "%s/validation.txt", dir);
     FILE *f = fopen(cmd, "r");
     int rows = 0, calib = 0, met = 0;
     char line[512];
+    int first = 1, cov = 0;   /* the first table ends at its per-preset summary */
     while (f && fgets(line, sizeof line, f)) {
-        rows += strncmp(line, "  synth ", 8) == 0 && (strstr(line, " yes") || strstr(line, " no"));
-        calib += strncmp(line, "  synth ", 8) == 0 && strstr(line, " yes\n") != NULL;
+        first &= strncmp(line, "# per preset", 12) != 0;
+        rows += first && strncmp(line, "  synth ", 8) == 0 && (strstr(line, " yes") || strstr(line, " no"));
+        calib += first && strncmp(line, "  synth ", 8) == 0 && strstr(line, " yes\n") != NULL;
         met += strstr(line, " met") != NULL;
+        cov += strncmp(line, "  specbench  synth ", 19) == 0;
     }
     if (f)
         fclose(f);
     /* 30 speculative + 6 baseline configurations; 5 of them calibrated (the baseline at 2 is not in the grid) */
-    CHECK(rows == 36 && calib == 5 && met == 1, "table: %d rows, %d calib, %d met", rows, calib, met);
+    CHECK(rows == 36 && calib == 5 && met == 2 && cov == 1, "table: %d rows, %d calib, %d met, "
+          "%d coverage rows", rows, calib, met, cov);
     snprintf(cmd, sizeof cmd, "VALIDATE_CALIB=%s/calib VALIDATE_MEASURED=%s/none.csv "
              "VALIDATE_WORK=%s/work2 sh models/validate.sh %s/specsim > %s/log2 2>&1; s=$?; "
              "grep -q 'missing' %s/log2 && exit $s; exit 99", dir, dir, dir, dir, dir, dir);

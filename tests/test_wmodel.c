@@ -43,6 +43,9 @@ static void check_same_model(const wm_model *a, const wm_model *b)
           "ranks/moe differ");
     CHECK(a->graph_launch_us == b->graph_launch_us && a->eager_launch_us == b->eager_launch_us,
           "launch differs");
+    CHECK(a->unc.memory_frac == b->unc.memory_frac && a->unc.compute_frac == b->unc.compute_frac &&
+          a->unc.latency_frac == b->unc.latency_frac && strcmp(a->unc.source, b->unc.source) == 0,
+          "uncertainty differs");
     for (int p = 0; p < WM_NPHASE; p++) {
         const wm_phase_model *x = &a->phase[p], *y = &b->phase[p];
         CHECK(x->present == y->present && x->ngroups == y->ngroups && x->ncolls == y->ncolls &&
@@ -63,7 +66,8 @@ static void check_same_model(const wm_model *a, const wm_model *b)
                   g->wave_blocks_per_token == h->wave_blocks_per_token &&
                   g->wave_blocks_per_expert == h->wave_blocks_per_expert &&
                   g->wave_blocks_max == h->wave_blocks_max &&
-                  g->wave_capacity == h->wave_capacity && g->per_wave_us == h->per_wave_us,
+                  g->wave_capacity == h->wave_capacity && g->per_wave_us == h->per_wave_us &&
+                  g->resid_frac == h->resid_frac && g->latency_bound == h->latency_bound,
                   "phase %s group %d (%s) differs", wm_phase_name[p], i, g->name);
         }
         for (int i = 0; i < x->ncolls && i < y->ncolls; i++)
@@ -115,12 +119,18 @@ static void wmodel_save_round_trips(void)
         ph->groups[1].wave_blocks_max = 12288;
         ph->groups[1].wave_capacity = 660;
         ph->groups[1].per_wave_us = 97.25;
+        ph->groups[1].resid_frac = 1.0 / 29.0;   /* the interval keys */
+        ph->groups[0].latency_bound = 1;
         ph->ncolls = 1;
         snprintf(ph->colls[0].op, sizeof ph->colls[0].op, "allreduce");
         ph->colls[0].count = 122;
         ph->colls[0].bytes_per_token = 7168 * 2;
     }
     a.phase[WM_VERIFY] = a.phase[WM_DECODE];
+    a.unc.memory_frac = 0.1;
+    a.unc.compute_frac = 1.0 / 7.0;
+    a.unc.latency_frac = 0.5;
+    snprintf(a.unc.source, sizeof a.unc.source, "carried a -> b");
     CHECK(wm_save(&a, path, err, sizeof err) == 0, "%s", err);
     CHECK(wm_load(&b, path, err, sizeof err) == 0, "%s", err);
     check_same_model(&a, &b);
@@ -166,6 +176,21 @@ static void wmodel_rejects_bad_files(void)
     }
     char err[512];
     wm_model m;
+    /* the interval keys: typed and known */
+    static const struct { const char *text, *needle; } inl[] = {
+        {"{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {\"groups\": "
+         "[{\"name\": \"g\", \"count\": 1, \"base_us\": 1, \"latency_bound\": 1}]}}}",
+         "field phases.verify.groups[0].latency_bound: value 1: must be true or false"},
+        {"{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {\"groups\": "
+         "[{\"name\": \"g\", \"count\": 1, \"base_us\": 1, \"resid_frac\": -0.1}]}}}",
+         "field phases.verify.groups[0].resid_frac: value -0.1: out of range"},
+        {"{\"specsim_model\": 1, \"name\": \"x\", \"uncertainty\": {\"memory\": 0.1}, "
+         "\"phases\": {\"verify\": {\"groups\": []}}}", "field uncertainty.memory"},
+    };
+    for (size_t i = 0; i < sizeof inl / sizeof inl[0]; i++) {
+        CHECK(wm_parse(&m, inl[i].text, "mem.json", err, sizeof err) == -1, "case %zu accepted", i);
+        CHECK(strstr(err, inl[i].needle) != NULL, "message \"%s\" lacks \"%s\"", err, inl[i].needle);
+    }
     CHECK(wm_load(&m, BAD "does-not-exist.json", err, sizeof err) == -1, "missing file loaded");
     CHECK(strstr(err, "does-not-exist.json: cannot open") != NULL, "message \"%s\"", err);
 }
