@@ -257,6 +257,8 @@ int fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t er
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
+    /* streamed, line by line: the records kept, not the text (a 1 GB trace needs no 1 GB
+     * buffer; /dev/zero stops at the line cap, bounds.h) */
     if (ptrace_scan_file(path, ft_take, t, &info, err, errlen))
         goto fail;
     if (info.merged) {

@@ -3,6 +3,7 @@
  * they reproduce the measured cells), writes the model and, with --plot, the data files and
  * gnuplot script of every fitted curve. Workload: a handful to tens of trace files. */
 #include "fit.h"
+#include "ofile.h"
 #include "gsweep.h"
 #include "carry.h"
 #include "phasemap.h"
@@ -197,9 +198,10 @@ static int fitcmd_carry_file(const char *in, const char *to, const char *from, c
     }
     if (fitcmd_carry(&m, to, from, quiet))
         return FITCMD_EXIT_BAD;
-    if (wm_save(&m, out, err, sizeof err)) {
+    int w = wm_save(&m, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        return FITCMD_EXIT_IO;
+        return w == -2 ? FITCMD_EXIT_BAD : FITCMD_EXIT_IO;
     }
     if (!quiet)
         printf("# wrote %s\n", out);
@@ -369,14 +371,16 @@ int fitcmd_main(int argc, char **argv)
         rc = FITCMD_EXIT_BAD;
         goto out;
     }
-    if (wm_save(&res.model, out, err, sizeof err)) {
+    int w = wm_save(&res.model, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        rc = FITCMD_EXIT_IO;
+        rc = w == -2 ? FITCMD_EXIT_BAD : FITCMD_EXIT_IO;   /* -2: refused, nothing written */
         goto out;
     }
-    /* what was written must load: the simulator's reader is the judge */
+    /* what was written must load: the simulator's reader is the judge (wm_save checked it
+     * before writing; a device or FIFO given as -o cannot be read back) */
     static wm_model check;
-    if (wm_load(&check, out, err, sizeof err)) {
+    if (!ofile_in_place(out) && wm_load(&check, out, err, sizeof err)) {
         fprintf(stderr, "specsim fit: the written model does not load back: %s\n", err);
         rc = FITCMD_EXIT_BAD;
         goto out;

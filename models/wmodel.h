@@ -159,7 +159,9 @@ typedef struct {
 int  wm_load(wm_model *m, const char *path, char *err, size_t errlen);
 /* Same from a JSON text already in memory; name is used in messages. */
 int  wm_parse(wm_model *m, const char *json, const char *name, char *err, size_t errlen);
-/* Writes m as JSON to path. Returns 0 or -1 with err. */
+/* Writes m as JSON to path (through PATH.tmp renamed into place; a device or FIFO in
+ * place, ofile.h). Only a model that wm_parse takes back is written: else -2 with err and
+ * nothing at path changes. Returns 0, -1 with err (cannot write) or -2. */
 int  wm_save(const wm_model *m, const char *path, char *err, size_t errlen);
 
 /* Expected distinct experts touched by `tokens` tokens, each routed to topk of E experts

@@ -12,6 +12,7 @@
 #include "fit.h"
 #include "logcmd.h"
 #include "importcmd.h"
+#include "gslerr.h"
 #include "scale.h"
 
 #include <math.h>
@@ -247,17 +248,19 @@ static int cmd_run(simcfg_set_t *s)
     if (use_tl)
         timeline_process(&tl, 1, "spec", ps.ranks);
     double t0 = now_s();
-    if (sim_run(&ps, use_tl ? &hk : NULL, &rs, err, sizeof err)) {
+    int rc = sim_run(&ps, use_tl ? &hk : NULL, &rs, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "%s\n", err);
-        return 1;
+        return rc == -2 ? EXIT_BAD_INPUT : 1;
     }
     double t1 = now_s();
     if (s->cfg.baseline) {
         if (use_tl)
             timeline_process(&tl, 1001, "baseline", pb.ranks);
-        if (sim_run(&pb, use_tl ? &hk : NULL, &rb, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
-            return 1;
+        rc = sim_run(&pb, use_tl ? &hk : NULL, &rb, err, sizeof err);
+        if (rc) {
+            fprintf(stderr, "baseline: %s\n", err);
+            return rc == -2 ? EXIT_BAD_INPUT : 1;
         }
     }
     double t2 = now_s();
@@ -269,6 +272,12 @@ static int cmd_run(simcfg_set_t *s)
         }
         sim_warn_beyond_fit(stderr, "run", ps.model, &far, "");
     }
+    for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++)   /* said on stderr too: --json, --csv */
+        if ((m ? &rb : &rs)->partial)
+            fprintf(stderr, "specsim run: warning: %s: no request finished in the measured window "
+                    "(%ld iterations): per-request metrics (req_tok_s, tpot) come from the running "
+                    "requests (partial = 1; raise --iterations or shorten --output-len)\n",
+                    m ? "baseline" : "spec", (m ? &rb : &rs)->iterations);
     for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++) {   /* --precision not reached */
         const sim_params *pp = m ? &pb : &ps;
         const sim_result *rr = m ? &rb : &rs;
@@ -449,6 +458,7 @@ int main(int argc, char **argv)
     static simcfg_set_t s;
     static sweep_grid g;
     int help = 0, rc;
+    gslerr_install();     /* GSL's default handler aborts; its errors become messages */
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage_main(stdout);

@@ -8,13 +8,20 @@
  * until it syncs on the GPU or meets the barrier), so its launch times are computed when
  * it is released, not popped one by one. Within a segment of K all-reduces the straggler
  * waits are drawn directly (max of R draws by inverse CDF, jitter.h), so a phase costs S
- * events, not K*R. Time: int64 nanoseconds. */
+ * events, not K*R. Time: int64 nanoseconds. No sum of times can overflow: every duration
+ * the engine adds goes through sim_ns, which refuses one of SIM_STEP_MAX_NS or more, and
+ * every event time is checked against SIM_HORIZON_NS when it is pushed (and a host's
+ * run-ahead when computed). Between two checks the engine adds at most a few tens of
+ * durations to a checked time (a host's gaps and launches of one iteration, a phase's
+ * segments), so no intermediate sum exceeds 2^61 + 64 * 2^53 < 2^63. A run that reaches
+ * either limit stops with an error that names the duration (sim_run returns -2). */
 /* GSL's inline gsl_rng_uniform (gsl_inline.h): the engine draws tens of uniforms per
  * iteration. Must come before any GSL header. */
 #define HAVE_INLINE 1
 #include "sim.h"
 #include "evq.h"
 #include "jitter.h"
+#include "bounds.h"
 #include "bmeans.h"
 
 #include <assert.h>
@@ -39,6 +46,11 @@ _Static_assert(SIM_SLOTS == 4, "sim_iter_of shifts by 2");
 #define SIM_STREAM_GROUP 0x30000ul
 
 enum { EV_GPU, EV_SEG, EV_BARRIER };
+
+/* The engine's limits (see the top of the file): one duration below 2^53 ns (104 days),
+ * simulated time below 2^61 ns (73 years). */
+#define SIM_STEP_MAX_NS (INT64_C(1) << 53)
+#define SIM_HORIZON_NS  (INT64_C(1) << 61)
 
 /* Cost of one phase slot at one padded batch size, read off the model once. */
 typedef struct {
@@ -113,6 +125,8 @@ typedef struct {
     long      phases_run, phases_eager;
     double    tok_max[WM_NPHASE], q_max[WM_NPHASE];   /* priced at (sim_result) */
     int       oom, win_open;
+    int       range;               /* a duration or a time passed the engine's limits */
+    double    range_us;            /* the duration (us), or the time (us) when range == 2 */
     long      span_lo, span_hi;    /* iterations whose spans go to hooks->on_span */
     /* the window's batch means (--precision, intervals) and the groups' GPU time in it */
     bmeans    bm;
@@ -123,7 +137,34 @@ typedef struct {
     interval_acc ia;
 } sim_state;
 
-static inline int64_t sim_ns(double us) { return (int64_t)(us * 1000.0 + 0.5); }
+/* A duration in us as ns. One of SIM_STEP_MAX_NS or more (or NaN) stops the run
+ * (S->range) instead of wrapping: the caller's sum stays far from overflow. */
+static inline int64_t sim_ns(sim_state *S, double us)
+{
+    double ns = us * 1000.0 + 0.5;
+    if (!(fabs(ns) < (double)SIM_STEP_MAX_NS)) {
+        if (!S->range) {
+            S->range = 1;
+            S->range_us = us;
+        }
+        S->stop = 1;
+        return ns < 0 ? -SIM_STEP_MAX_NS : SIM_STEP_MAX_NS;
+    }
+    return (int64_t)ns;
+}
+
+/* Flags a time past the horizon; 1 when t is past it. */
+static inline int sim_past_horizon(sim_state *S, int64_t t)
+{
+    if (t <= SIM_HORIZON_NS)
+        return 0;
+    if (!S->range) {
+        S->range = 2;
+        S->range_us = (double)t / 1000.0;
+    }
+    S->stop = 1;
+    return 1;
+}
 static inline int64_t sim_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static inline long sim_iter_of(const sim_state *S, long g) { (void)S; return g >> 2; }
@@ -148,6 +189,8 @@ static inline int sim_want_span(const sim_state *S, long it)
 
 static void sim_push(sim_state *S, int64_t t, int type, int a, long b)
 {
+    if (sim_past_horizon(S, t))
+        return;
     if (evq_push(&S->q, t, type, a, b))
         S->oom = S->stop = 1;
 }
@@ -272,9 +315,9 @@ static void sim_make_plan(sim_state *S, long it)
         } else {
             ph->launch_us = ph->first_us = p->graph_launch_us;
         }
-        ph->launch_ns = sim_ns(ph->launch_us);
-        ph->first_ns = sim_ns(ph->first_us);
-        ph->gap_ns = sim_ns(ph->gap_us);
+        ph->launch_ns = sim_ns(S, ph->launch_us);
+        ph->first_ns = sim_ns(S, ph->first_us);
+        ph->gap_ns = sim_ns(S, ph->gap_us);
         ph->gap_sd_scaled_us = ph->gap_sd_us * S->sigma_scale;
     }
 }
@@ -301,9 +344,11 @@ static void sim_host_run(sim_state *S, int r, int64_t t)
             gap += ph->gap_sd_scaled_us * jitter_draw(S->jt1, k->host_rng);
             if (gap < 0)
                 gap = 0;
-            lb = t + sim_ns(gap);
+            lb = t + sim_ns(S, gap);
         }
         k->host_free_ns = lb + ph->launch_ns;
+        if (sim_past_horizon(S, k->host_free_ns))
+            return;
         k->ready_ns[g & (SIM_RING - 1)] = lb + ph->first_ns;
         k->lbegin_ns[g & (SIM_RING - 1)] = lb;
         k->launched = g + 1;
@@ -405,11 +450,11 @@ static void sim_gpu_try(sim_state *S, int r)
                 mult = 0;
         }
         double work = ph->gpu_us * mult;
-        int64_t end = start + sim_ns(work);
+        int64_t end = start + sim_ns(S, work);
         double idle = 0;
         if (ph->eager && ph->kernels > 0) {
             /* the last kernel cannot run before it is launched */
-            int64_t bound = k->lbegin_ns[g & (SIM_RING - 1)] + sim_ns(ph->launch_us + ph->gpu_us / ph->kernels);
+            int64_t bound = k->lbegin_ns[g & (SIM_RING - 1)] + sim_ns(S, ph->launch_us + ph->gpu_us / ph->kernels);
             if (bound > end) {
                 idle = (double)(bound - end) / 1000.0;
                 end = bound;
@@ -456,9 +501,9 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
                 if (mult < 0)
                     mult = 0;
             }
-            arr = sim_max64(arr, S->rk[r].start_ns + sim_ns(c * mult));
+            arr = sim_max64(arr, S->rk[r].start_ns + sim_ns(S, c * mult));
         }
-        t = arr + sim_ns(ph->ar_us);
+        t = arr + sim_ns(S, ph->ar_us);
         rest = K - 1;
     } else {
         t = seg_start;
@@ -470,13 +515,13 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
             if (work < 0)
                 work = 0;
         }
-        t += sim_ns(work + rest * ph->ar_us);
+        t += sim_ns(S, work + rest * ph->ar_us);
     }
     S->g_coll_done += K;
     if (ph->eager && ph->kernels > 0) {
         /* the segment's last all-reduce needs every rank's kernels up to it launched */
         long need = ((long)ph->kernels * S->g_coll_done + ph->ncoll - 1) / ph->ncoll;
-        int64_t bound = S->g_maxlb_ns + sim_ns(need * (ph->launch_us / ph->kernels)
+        int64_t bound = S->g_maxlb_ns + sim_ns(S, need * (ph->launch_us / ph->kernels)
                                                 + ph->gpu_us / ph->kernels + ph->ar_us);
         if (bound > t) {
             S->g_idle_ns += bound - t;
@@ -604,18 +649,36 @@ int sim_check(const sim_params *p, const char *what, char *err, size_t errlen)
         what, field, v, why); return -1; } while (0)
     if (!m)
         SIM_BAD("model", "%s", "(none)", "no workload model");
-    if (p->concurrency < 1) SIM_BAD("concurrency", "%d", p->concurrency, "must be >= 1");
+    if (!bnd_ok(&bnd_rows, p->concurrency))
+        SIM_BAD("concurrency", "%d", p->concurrency, "out of range: must be in [1, 65536] (bounds.h)");
+    if (p->graphs.n > 0 && !bnd_ok(&bnd_rows, p->graphs.bs[p->graphs.n - 1]))
+        SIM_BAD("cuda-graph-bs", "%d", p->graphs.bs[p->graphs.n - 1],
+                "out of range: a batch size must be in [1, 65536] (bounds.h)");
     if (p->ranks < 1 || p->ranks > 4096) SIM_BAD("ranks", "%d", p->ranks, "must be in [1, 4096]");
     if (p->ranks > 1 && !p->algo) SIM_BAD("allreduce", "%s", "(none)", "ranks > 1 need an algorithm");
+    if (p->ranks > 1 && p->algo) {
+        if (!bnd_ok(&bnd_cost_us, p->link.latency_us))
+            SIM_BAD("link", "alpha=%g", p->link.latency_us, "out of range: a latency must be in [0, 1e7] us (bounds.h)");
+        if (!bnd_ok(&bnd_cost_us, p->link.floor_us) || !bnd_ok(&bnd_cost_us, p->link.p2p_floor_us))
+            SIM_BAD("link", "floor=%g", p->link.floor_us + p->link.p2p_floor_us,
+                    "out of range: a floor must be in [0, 1e7] us (bounds.h)");
+        if (!bnd_ok(&bnd_bw_gbps, p->link.bw_gbps) ||
+            (p->link.p2p_bw_gbps != 0 && !bnd_ok(&bnd_bw_gbps, p->link.p2p_bw_gbps)))
+            SIM_BAD("link", "beta=%g", p->link.bw_gbps,
+                    "out of range: a bandwidth must be in [0.001, 1e5] GB/s (bounds.h)");
+    }
     if (p->sync_segments < 1) SIM_BAD("sync-segments", "%d", p->sync_segments, "must be >= 1");
     if (!(p->jitter_scale >= 0)) SIM_BAD("jitter-scale", "%g", p->jitter_scale, "must be >= 0");
-    if (!(p->graph_launch_us >= 0)) SIM_BAD("graph-launch-us", "%g", p->graph_launch_us, "must be >= 0");
-    if (!(p->eager_launch_us >= 0)) SIM_BAD("eager-launch-us", "%g", p->eager_launch_us, "must be >= 0");
+    if (!bnd_ok(&bnd_cost_us, p->graph_launch_us))
+        SIM_BAD("graph-launch-us", "%g", p->graph_launch_us, "out of range: a cost must be in [0, 1e7] us (bounds.h)");
+    if (!bnd_ok(&bnd_cost_us, p->eager_launch_us))
+        SIM_BAD("eager-launch-us", "%g", p->eager_launch_us, "out of range: a cost must be in [0, 1e7] us (bounds.h)");
     if (p->warmup < 0) SIM_BAD("warmup", "%ld", p->warmup, "must be >= 0");
     if (p->requests < 0) SIM_BAD("requests", "%ld", p->requests, "must be >= 0");
     if (p->iterations < (p->requests ? 0 : 1))
         SIM_BAD("iterations", "%ld", p->iterations, "must be >= 1 (or give --requests)");
-    if (p->prompt_tokens < 0) SIM_BAD("prompt-len", "%ld", p->prompt_tokens, "must be >= 0");
+    if (!bnd_ok(&bnd_tokens, (double)p->prompt_tokens))
+        SIM_BAD("prompt-len", "%ld", p->prompt_tokens, "out of range: must be in [0, 1e9] tokens (bounds.h)");
     if (!(p->precision >= 0 && p->precision < 1))
         SIM_BAD("precision", "%g", p->precision, "must be in [0, 1)");
     if (p->precision > 0 && p->requests)
@@ -770,6 +833,50 @@ static void sim_results(sim_state *S, sim_result *res)
         sim_interval(S, res, &e, se_s);
 }
 
+/* A result a user can see is finite and has throughput; otherwise -2 with what is missing.
+ * (A model of all-zero costs would print inf tok/s; a warmup longer than a finite run
+ * would print zeros.) */
+static int sim_result_check(const sim_state *S, const sim_result *r, char *err, size_t errlen)
+{
+    const sim_params *p = S->p;
+    if (!S->win_open) {
+        snprintf(err, errlen, "sim: field warmup: value %ld: no measured window: the run ended "
+                 "at iteration %ld (%s) before the warmup was over", p->warmup, S->iter,
+                 p->requests ? "all requests finished" : "its last iteration");
+        return -2;
+    }
+    if (r->iterations < 1 || r->tokens < 1 || !(r->window_us > 0)) {
+        snprintf(err, errlen, "sim: the measured window holds %ld iterations, %ld tokens in "
+                 "%.6g us: no throughput to report (a model whose costs are all 0?)",
+                 r->iterations, r->tokens, r->window_us);
+        return -2;
+    }
+    const struct { const char *name; double v; } f[] = {
+        {"tok_s", r->tok_s}, {"req_tok_s", r->req_tok_s_mean}, {"req_tok_s_p50", r->req_tok_s_p50},
+        {"tpot_p50", r->tpot_p50_ms}, {"tpot_p90", r->tpot_p90_ms}, {"tpot_p99", r->tpot_p99_ms},
+        {"accept_len", r->accept_len}, {"bs", r->bs_mean}, {"iter", r->iter_us},
+        {"comm", r->comm_us}, {"wait", r->wait_us}, {"idle", r->idle_us}, {"host", r->host_us},
+        {"launch", r->launch_us}, {"eager", r->eager_frac},
+        {"draft", r->phase_us[WM_DRAFT]}, {"verify", r->phase_us[WM_VERIFY]},
+        {"accept", r->phase_us[WM_ACCEPT]}, {"extend", r->phase_us[WM_EXTEND]},
+        {"decode", r->phase_us[WM_DECODE]}, {"sample", r->phase_us[WM_SAMPLE]},
+        {"tok_s_p10", r->tok_s_p10}, {"tok_s_p90", r->tok_s_p90}, {"unc_model", r->unc_model},
+        {"unc_run", r->unc_run}, {"unc_est", r->unc_est}, {"precision", r->precision},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!isfinite(f[i].v) || (i < 6 && f[i].v < 0)) {
+            snprintf(err, errlen, "sim: result %s is %g over a window of %.6g us and %ld "
+                     "tokens: the model's costs are degenerate (0 us for a request?)",
+                     f[i].name, f[i].v, r->window_us, r->tokens);
+            return -2;
+        }
+    if (!(r->tok_s > 0)) {
+        snprintf(err, errlen, "sim: result tok_s is %g: no throughput", r->tok_s);
+        return -2;
+    }
+    return 0;
+}
+
 unsigned sim_beyond_fit(const wm_model *m, const sim_result *r)
 {
     unsigned mask = 0;
@@ -890,12 +997,28 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
     }
     if (S->oom)
         goto oom;
+    if (S->range == 1) {
+        snprintf(err, errlen, "sim: at iteration %ld a phase would take %.6g us, past the "
+                 "simulator's limit of %.0f s for one duration: a cost in the model, the link "
+                 "or a flag is out of proportion (bounds.h says what each may be)", S->iter,
+                 S->range_us, (double)SIM_STEP_MAX_NS / 1e9);
+        rc = -2;
+        goto out_free;
+    }
+    if (S->range == 2) {
+        snprintf(err, errlen, "sim: at iteration %ld the simulated time reached %.6g s, past "
+                 "the simulator's horizon of %.0f s (73 years): the costs are too large for "
+                 "this many iterations", S->iter, S->range_us / 1e6,
+                 (double)SIM_HORIZON_NS / 1e9);
+        rc = -2;
+        goto out_free;
+    }
     if (!S->stop) {
         snprintf(err, errlen, "sim: the event queue ran dry at iteration %ld (a bug)", S->iter);
         goto out_free;
     }
     sim_results(S, res);
-    rc = 0;
+    rc = sim_result_check(S, res, err, errlen);
     goto out_free;
 oom:
     snprintf(err, errlen, "sim: out of memory");

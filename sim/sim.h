@@ -139,7 +139,11 @@ void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim
  * "FILE: field F: value V: why" (FILE = what), never touching the run. */
 int sim_check(const sim_params *p, const char *what, char *err, size_t errlen);
 /* Runs one simulation. hooks may be NULL. Returns 0, or -1 with err (bad parameters,
- * out of memory). Deterministic: the same p gives the same *res, bit for bit. */
+ * out of memory), or -2 with err when the input gives no result a user could trust: a
+ * duration or the simulated time past the engine's limits (a cost out of proportion), no
+ * measured window (a warmup longer than the run), or a window without throughput or with a
+ * non-finite metric (costs all 0). On 0 every metric is finite and tok_s > 0.
+ * Deterministic: the same p gives the same *res, bit for bit. */
 int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res,
             char *err, size_t errlen);
 #endif

@@ -20,10 +20,14 @@ static int sweep_add_value(sweep_axis *a, const char *v, size_t len)
 {
     if (a->nvals >= SWEEP_MAX_VALUES)
         return -1;
-    char **vals = realloc(a->vals, (size_t)(a->nvals + 1) * sizeof *vals);
-    if (!vals)
-        return -1;
-    a->vals = vals;
+    if (a->nvals == a->cap) {   /* doubling: a range of 1e5 values once took 15 s (make fuzz) */
+        int cap = a->cap ? 2 * a->cap : 16;
+        char **vals = realloc(a->vals, (size_t)cap * sizeof *vals);
+        if (!vals)
+            return -1;
+        a->vals = vals;
+        a->cap = cap;
+    }
     if (!(a->vals[a->nvals] = strndup(v, len)))
         return -1;
     a->nvals++;
@@ -78,11 +82,21 @@ int sweep_grid_add(sweep_grid *g, const char *spec, char *err, size_t errlen)
             if (end == s || step < 1)
                 goto bad;
         }
-        if (*end || errno || hi < lo || (hi - lo) / step >= SWEEP_MAX_VALUES)
+        if (*end || errno || hi < lo)
             goto bad;
-        for (long x = lo; x <= hi; x += step) {
+        /* both ends within the knob's range (bounds.h), so hi - lo and lo + i * step
+         * cannot overflow (a range to 2^63 - 1 once did) */
+        if (k->max >= k->min && (lo < k->min || hi > k->max)) {
+            snprintf(err, errlen, "command line: field --grid: value %ld (in \"%s\"): out of "
+                     "range: %s must be in [%.15g, %.15g]", lo < k->min ? lo : hi, spec, k->name,
+                     k->min, k->max);
+            goto fail;
+        }
+        if ((hi - lo) / step >= SWEEP_MAX_VALUES)
+            goto bad;
+        for (long i = 0; i <= (hi - lo) / step; i++) {
             char buf[32];
-            int n = snprintf(buf, sizeof buf, "%ld", x);
+            int n = snprintf(buf, sizeof buf, "%ld", lo + i * step);
             if (sweep_add_value(a, buf, (size_t)n))
                 goto oom;
         }
@@ -202,12 +216,14 @@ typedef struct {
     atomic_long         imprecise;   /* runs that stopped at --iterations short of --precision */
     atomic_int          failed;
     pthread_mutex_t     lock;
-    char                err[1024];
+    char                err[1536];
+    int                 bad_input;   /* the failure was sim_run's -2 (the input's fault) */
     int                 progress;
     /* runs priced past their model's traces (sim_beyond_fit): how many, per phase the
      * largest tokens and query tokens per row of those past it (0: none), and the first
      * such run's model */
     long                nbeyond;
+    atomic_long         npartial;    /* runs whose window saw no request finish */
     sim_result          beyond;
     wm_model           *beyond_model;
 } sweep_ctx;
@@ -259,10 +275,22 @@ static void *sweep_worker(void *arg)
             sweep_note_beyond(c, p->model, res);
         if (!rc && p->precision > 0 && !res->precise)
             atomic_fetch_add(&c->imprecise, 1);
+        if (!rc && res->partial)
+            atomic_fetch_add(&c->npartial, 1);
         if (rc) {
+            /* name the configuration: which grid values gave this */
+            char cfg[512] = "";
+            int d[SWEEP_MAX_AXES];
+            sweep_digits(c->g, i, d);
+            for (int a = 0, n = 0; a < c->g->naxes && n < (int)sizeof cfg; a++)
+                n += snprintf(cfg + n, sizeof cfg - (size_t)n, "%s%s=%s", a ? " " : "",
+                              c->g->axis[a].knob->name, c->g->axis[a].vals[d[a]]);
             pthread_mutex_lock(&c->lock);
-            if (!atomic_load(&c->failed))
-                snprintf(c->err, sizeof c->err, "%s", err);
+            if (!atomic_load(&c->failed)) {
+                snprintf(c->err, sizeof c->err, "sweep grid: configuration %ld (%s%s): %s",
+                         i, cfg, spec ? "" : ", baseline", err);
+                c->bad_input = rc == -2;
+            }
             atomic_store(&c->failed, 1);
             pthread_mutex_unlock(&c->lock);
             break;
@@ -415,6 +443,8 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     pthread_mutex_destroy(&c.lock);
     if (atomic_load(&c.failed)) {
         snprintf(err, errlen, "%s", c.err[0] ? c.err : "sweep: out of memory in a worker");
+        if (c.bad_input)
+            rc = -2;
         goto out;
     }
     /* the CSV: varied knobs, then the metrics */
@@ -438,6 +468,11 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
         snprintf(err, errlen, "sweep: writing the CSV failed");
         goto out;
     }
+    if (atomic_load(&c.npartial))
+        fprintf(stderr, "specsim sweep: warning: in %ld of %ld runs no request finished in the "
+                "measured window: their per-request metrics (req_tok_s, tpot) come from the running "
+                "requests (CSV column partial = 1; raise --iterations or shorten --output-len)\n",
+                (long)atomic_load(&c.npartial), c.njobs);
     if (atomic_load(&c.imprecise))
         fprintf(stderr, "specsim sweep: warning: %ld of %ld runs stopped at --iterations before "
                 "their tok/s was known to +-%.3g%% (the precision column says how well)\n",

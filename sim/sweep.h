@@ -13,8 +13,8 @@
 
 typedef struct {
     const simcfg_knob *knob;
-    int    nvals;
-    char **vals;          /* owned */
+    int    nvals, cap;
+    char **vals;          /* owned; cap entries allocated */
 } sweep_axis;
 
 typedef struct {
@@ -43,7 +43,8 @@ int  sweep_shard(const char *shard, long n, long *lo, long *hi, char *err, size_
 int  sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen);
 /* Checks the configurations, then runs those of base->cfg.shard's part of the grid (all
  * without one) on `jobs` threads (0: online CPUs) and writes their CSV rows (with the
- * header) to out. Returns 0, -2 for a bad configuration (err names the grid value), -1 for
+ * header) to out. Returns 0, -2 for a bad configuration (err names the grid value; also a run that
+ * sim_run refused with -2: err names its grid values), -1 for
  * a failure while running. */
 int  sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs,
                sweep_stats *st, char *err, size_t errlen);

@@ -103,6 +103,7 @@ typedef struct {
 typedef struct {
     fit_trace *t;                     /* records go here, and/or */
     FILE *f;                          /* as JSON lines here */
+    long records;                     /* lines written to f (the end record says how many) */
     ptrace_ctx ctx;
     char line[20000];
     double boundary_us[4096];         /* iteration boundaries (host), for the iteration time */
@@ -145,8 +146,10 @@ static void gen_kernel(gen_sink *s, const char *name, double t0_us, double t1_us
     k.phase = "";
     if (s->t)
         fit_trace_add_kernel(s->t, &k);
-    if (s->f && ptrace_write_kernel(s->line, sizeof s->line, &s->ctx, &k) > 0)
+    if (s->f && ptrace_write_kernel(s->line, sizeof s->line, &s->ctx, &k) > 0) {
         fputs(s->line, s->f);
+        s->records++;
+    }
 }
 
 static void gen_api(gen_sink *s, const char *name, double t0_us, double t1_us, uint32_t corr)
@@ -160,8 +163,10 @@ static void gen_api(gen_sink *s, const char *name, double t0_us, double t1_us, u
     a.thread = 4242;
     if (s->t)
         fit_trace_add_api(s->t, &a);
-    if (s->f && ptrace_write_api(s->line, sizeof s->line, &s->ctx, &a) > 0)
+    if (s->f && ptrace_write_api(s->line, sizeof s->line, &s->ctx, &a) > 0) {
         fputs(s->line, s->f);
+        s->records++;
+    }
 }
 
 static void gen_mem(gen_sink *s, const char *kind, double t0_us, double t1_us, uint32_t corr,
@@ -180,8 +185,10 @@ static void gen_mem(gen_sink *s, const char *kind, double t0_us, double t1_us, u
     m.phase = "";
     if (s->t)
         fit_trace_add_mem(s->t, &m);
-    if (s->f && ptrace_write_mem(s->line, sizeof s->line, &s->ctx, &m) > 0)
+    if (s->f && ptrace_write_mem(s->line, sizeof s->line, &s->ctx, &m) > 0) {
         fputs(s->line, s->f);
+        s->records++;
+    }
 }
 
 static void gen_range(gen_sink *s, const char *name, double t0_us, double t1_us)
@@ -196,8 +203,10 @@ static void gen_range(gen_sink *s, const char *name, double t0_us, double t1_us)
     r.push_pop = 1;
     if (s->t)
         fit_trace_add_range(s->t, &r);
-    if (s->f && ptrace_write_range(s->line, sizeof s->line, &s->ctx, &r) > 0)
+    if (s->f && ptrace_write_range(s->line, sizeof s->line, &s->ctx, &r) > 0) {
         fputs(s->line, s->f);
+        s->records++;
+    }
 }
 
 /* A kernel name as a profiler reports it: cuBLAS-like for GEMMs (changing with tokens). */
@@ -394,6 +403,7 @@ static int gen_file(const char *path, const gen_cfg *c, gen_sink *s)
         ptrace_end e;
         memset(&e, 0, sizeof e);
         snprintf(e.reason, sizeof e.reason, "exit");
+        e.records = s->records;
         if (ptrace_write_end(s->line, sizeof s->line, &s->ctx, &e) > 0)
             fputs(s->line, s->f);
     }

@@ -407,6 +407,7 @@ static int write_specprof(const char *path)
     fputs(line, f);
     ptrace_end e;
     memset(&e, 0, sizeof e);
+    e.records = 1;   /* the end record promises what was written (a reader counts it) */
     ptrace_write_end(line, sizeof line, &ctx, &e);
     fputs(line, f);
     return fclose(f);

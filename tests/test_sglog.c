@@ -145,7 +145,10 @@ static void log_predictions_match_specsim_run(void)
     /* the run's first CSV row holds tok_s; find it by the header */
     double tok = -1;
     if (run) {
-        char *hdr = strstr(run, "tok_s");
+        /* the CSV header's column, not a word of a warning printed before it */
+        char *hdr = strstr(run, ",tok_s,");
+        if (hdr)
+            hdr++;
         if (hdr) {
             char *ls = hdr;
             while (ls > run && ls[-1] != '\n')

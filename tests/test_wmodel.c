@@ -145,17 +145,17 @@ static void wmodel_rejects_bad_files(void)
         {"truncated.json", {"invalid JSON at byte ", "ends early"}},
         {"missing-verify.json", {"field phases.verify: missing"}},
         {"missing-base.json", {"field phases.verify.groups[1].base_us: missing"}},
-        {"negative.json", {"field phases.verify.groups[2].base_us: value -3: must be >= 0"}},
+        {"negative.json", {"field phases.verify.groups[2].base_us: value -3: out of range", "[0, 10000000] us"}},
         {"string-number.json", {"field phases.verify.groups[0].per_token_us: value \"NaN\"",
                                 "must be a number"}},
         {"unknown-phase.json", {"field phases.verfy", "unknown phase"}},
         {"unknown-key.json", {"field phases.accept.groups[0].bse_us: value 3", "unknown field"}},
         {"bad-version.json", {"field specsim_model: value 2"}},
-        {"count-zero.json", {"field phases.verify.groups[1].count: value 0: must be >= 1"}},
-        {"count-fraction.json", {"field phases.verify.groups[1].count: value 2.5", "integer"}},
+        {"count-zero.json", {"field phases.verify.groups[1].count: value 0: out of range", "[1, 100000]"}},
+        {"count-fraction.json", {"field phases.verify.groups[1].count: value 2.5", "whole number"}},
         {"trailing-garbage.json", {"invalid JSON at byte ", "syntax error"}},
         {"empty.json", {"empty"}},
-        {"huge-number.json", {"field phases.verify.groups[0].base_us: value inf", "finite"}},
+        {"huge-number.json", {"field phases.verify.groups[0].base_us: value inf", "out of range"}},
         {"moe-topk.json", {"field moe.topk: value 9"}},
         {"not-object.json", {"one JSON object"}},
         {"negative-bytes.json", {"field phases.verify.collectives[0].bytes_per_token: value -8192"}},
@@ -183,7 +183,7 @@ static void wmodel_rejects_bad_files(void)
          "field phases.verify.groups[0].latency_bound: value 1: must be true or false"},
         {"{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {\"groups\": "
          "[{\"name\": \"g\", \"count\": 1, \"base_us\": 1, \"resid_frac\": -0.1}]}}}",
-         "field phases.verify.groups[0].resid_frac: value -0.1: must be >= 0"},
+         "field phases.verify.groups[0].resid_frac: value -0.1: out of range"},
         {"{\"specsim_model\": 1, \"name\": \"x\", \"uncertainty\": {\"memory\": 0.1}, "
          "\"phases\": {\"verify\": {\"groups\": []}}}", "field uncertainty.memory"},
     };
@@ -440,6 +440,35 @@ static void wmodel_phase_fallbacks(void)
     CHECK(wm_phase_find("extend") == WM_EXTEND && wm_phase_find("verfy") == -1, "phase_find");
 }
 
+
+/* A model the reader would refuse (a fit gone wrong: -nan, 1e300 us) is not written: the
+ * file at path stays as it was, no temporary is left (issue 17: a refused fit once left a
+ * -nan model at -o). */
+static void wmodel_save_refuses_what_load_refuses(void)
+{
+    wm_model a;
+    char err[512] = "", path[64], tmp[80];
+    snprintf(path, sizeof path, "/tmp/specsim-test-wmodel-nan-%d.json", (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(wm_load(&a, EXAMPLE, err, sizeof err) == 0, "%s", err);
+    a.phase[WM_VERIFY].groups[0].base_us = NAN;
+    CHECK(wm_save(&a, path, err, sizeof err) == -2 && strstr(err, "not written") &&
+          strstr(err, "phases.verify.groups[0].base_us"), "NaN model: %s", err);
+    CHECK(access(path, F_OK) != 0 && access(tmp, F_OK) != 0, "a file was left at %s", path);
+    FILE *f = fopen(path, "w");
+    fputs("old", f);
+    fclose(f);
+    a.phase[WM_VERIFY].groups[0].base_us = 1e300;
+    CHECK(wm_save(&a, path, err, sizeof err) == -2 && strstr(err, "out of range"), "1e300: %s", err);
+    char got[8] = "";
+    f = fopen(path, "r");
+    size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(n == 3 && !strcmp(got, "old"), "the old file was replaced: \"%s\"", got);
+    remove(path);
+}
+
 int main(void)
 {
     RUN(wmodel_example_loads);
@@ -452,5 +481,6 @@ int main(void)
     RUN(wmodel_wave_term_follows_formula);
     RUN(wmodel_experts_touched_matches_monte_carlo);
     RUN(wmodel_phase_fallbacks);
+    RUN(wmodel_save_refuses_what_load_refuses);
     return check_done();
 }

@@ -185,6 +185,13 @@ static const char *pjson_string(pjson_parser *ps, size_t *len_out) {
 
 static pjson *pjson_value(pjson_parser *ps, int depth);
 
+/* A double as int64, saturating (a cast of 1e300 is undefined behaviour). */
+static int64_t pjson_sat64(double d) {
+    if (d >= 9223372036854775807.0) return INT64_MAX;
+    if (d <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)d;
+}
+
 /* 10^k for k = 0..22: the powers of ten a double holds exactly (Clinger's fast path). */
 static const double pjson_pow10[23] = {
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -241,7 +248,7 @@ static pjson *pjson_number(pjson_parser *ps) {
             memcpy(buf, ps->p, n); buf[n] = 0;
             v->num = strtod(buf, NULL);
         }
-        v->i = (int64_t)v->num;
+        v->i = pjson_sat64(v->num);
         uint64_t m = mant;
         int fits = nfrac <= 3 && m <= (uint64_t)INT64_MAX;
         for (int k = nfrac; fits && k < 3; k++) {
@@ -265,12 +272,15 @@ static pjson *pjson_number(pjson_parser *ps) {
     errno = 0;
     v->num = strtod(buf, &e);
     if (*e) { pjson_fail(ps, "bad number '%s'", buf); return NULL; }
+    /* JSON has no infinity: 1e999 is refused here, so nothing downstream (a writer
+     * echoing the value) can print inf */
+    if (!isfinite(v->num)) { pjson_fail(ps, "number out of range '%s'", buf); return NULL; }
     if (is_int) {
         errno = 0;
         long long ll = strtoll(buf, &e, 10);
         if (errno == 0 && !*e) { v->is_int = 1; v->i = ll; }
-        else v->i = (int64_t)v->num;
-    } else v->i = (int64_t)v->num;
+        else v->i = pjson_sat64(v->num);
+    } else v->i = pjson_sat64(v->num);
     double m = v->num * 1000.0;
     v->milli = m >= 9.2e18 ? INT64_MAX : m <= -9.2e18 ? INT64_MIN : (int64_t)llround(m);
     ps->p = q;
@@ -447,6 +457,7 @@ static void po_val(pjson_out *o, const pjson *v) {
     case PJSON_BOOL: if (v->i) po_raw(o, "true", 4); else po_raw(o, "false", 5); break;
     case PJSON_NUM:
         if (v->is_int) snprintf(num, sizeof num, "%lld", (long long)v->i);
+        else if (!isfinite(v->num)) snprintf(num, sizeof num, "null");   /* never inf/nan */
         else snprintf(num, sizeof num, "%.17g", v->num);
         po_raw(o, num, strlen(num));
         break;

@@ -34,8 +34,8 @@ nproc | sed 's/^/cpus /' | tee -a "$LOG"
 
 step "build"
 make -j"$(nproc)" bin/libspecprof.so >> "$LOG" 2>&1
-make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -o bin/specprof \
-    profiler/specprof.c profiler/core/*.c -lpthread -ldl -lm >> "$LOG" 2>&1
+make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -Imodels -o bin/specprof \
+    profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lz -lpthread -ldl -lm >> "$LOG" 2>&1
 ls -la bin | tee -a "$LOG"
 SP=bin/specprof
 
