@@ -1,4 +1,4 @@
-# specsim: simulator and models build everywhere (GSL + cJSON through pkg-config);
+# specsim: simulator and models build everywhere (GSL, cJSON, zlib through pkg-config);
 # the CUPTI profiler library and the GPU workload only where nvcc is found.
 # Targets: all, test, asan, bench, validate, example, report, clean.  V=1 shows commands.
 
@@ -26,12 +26,12 @@ LIB      := $(BUILD)/libspecsim.a
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all test asan bench validate example report quickstart clean check-deps
+.PHONY: all test asan fuzz bench validate example report quickstart clean check-deps
 all: check-deps $(BIN)/specsim profiler
 
 check-deps:
-	$(Q)pkg-config --exists gsl libcjson || { \
-	  echo "missing GSL or cJSON: apt-get install libgsl-dev libcjson-dev (or run ./quickstart.sh)"; exit 1; }
+	$(Q)pkg-config --exists gsl libcjson zlib || { \
+	  echo "missing GSL, cJSON or zlib: apt-get install libgsl-dev libcjson-dev zlib1g-dev (or run make quickstart)"; exit 1; }
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -51,7 +51,7 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/check.h tests/specsim_bin.h
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
 
-test: check-deps $(TEST_BIN) $(BIN)/specsim
+test: check-deps $(TEST_BIN) $(BIN)/specsim $(BIN)/specprof
 	$(Q)sh tests/run.sh $(TEST_BIN)
 
 asan:
@@ -59,12 +59,34 @@ asan:
 	  OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" test
 
+# make fuzz: libFuzzer harnesses, one per reader (tests/fuzz/targets.c), built with clang's
+# -fsanitize=fuzzer,address,undefined over a library built the same way (build-fuzz/), each
+# run FUZZ_SECONDS (default 60) from its seed corpus tests/fuzz/<target>/; a summary table
+# (runs, coverage) in build-fuzz/summary.txt. docs/fuzz.md.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := trace fit model config link gsweep arsweep
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_BIN     := $(FUZZ_TARGETS:%=build-fuzz/fuzz/fuzz_%)
+fuzz:
+	$(Q)sh tests/fuzz/check_clang.sh $(FUZZ_CC)
+	$(Q)$(MAKE) --no-print-directory BUILD=build-fuzz BIN=build-fuzz/bin CC=$(FUZZ_CC) \
+	  OPT="-O1 -g -fsanitize=fuzzer-no-link $(FUZZ_SAN)" build-fuzz/libspecsim.a
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_BIN)
+	$(Q)sh tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+build-fuzz/fuzz/fuzz_%: tests/fuzz/harness.c tests/fuzz/targets.c build-fuzz/libspecsim.a
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  FUZZ    $@")
+	$(Q)$(FUZZ_CC) $(CPPFLAGS) -Itests -O1 -g -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer $(FUZZ_SAN) \
+	  -DFUZZ_TARGET=fz_$* -o $@ tests/fuzz/harness.c build-fuzz/libspecsim.a $(LDLIBS)
+
 # The profiler: the launcher and merge tool are plain C; the CUPTI library and the GPU
 # workload need nvcc (profiler/profiler.mk).
 include profiler/profiler.mk
 
-bench: $(BIN)/specsim
-	$(Q)sh sim/bench.sh $(BIN)/specsim
+bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto
+	$(Q)sh sim/bench.sh $(BIN)/specsim $(BUILD)/tests/test_pkineto
 
 # Both ground truths (docs/validation.md): specbench's table, then torchbench's (issue 13's
 # targets), then its dense preset against the grid of its capture's own device session;
@@ -93,6 +115,6 @@ quickstart:
 	$(Q)$(MAKE) --no-print-directory report
 
 clean:
-	rm -rf $(BUILD) build-asan $(BIN)
+	rm -rf $(BUILD) build-asan build-fuzz $(BIN)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

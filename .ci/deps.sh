@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs from Debian's packages what the simulator, tests and report need and a fresh
-# machine lacks: pkg-config, libgsl-dev, libcjson-dev, gnuplot-nox. Needs root (or sudo).
+# machine lacks: pkg-config, libgsl-dev, libcjson-dev, zlib1g-dev, gnuplot-nox. Needs root (or sudo).
 set -euo pipefail
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 need=""
@@ -11,8 +11,9 @@ command -v gnuplot >/dev/null          || need="$need gnuplot-nox"
 if command -v pkg-config >/dev/null; then
   pkg-config --exists gsl      || need="$need libgsl-dev"
   pkg-config --exists libcjson || need="$need libcjson-dev"
+  pkg-config --exists zlib     || need="$need zlib1g-dev"
 else
-  need="$need libgsl-dev libcjson-dev"
+  need="$need libgsl-dev libcjson-dev zlib1g-dev"
 fi
 if [ -n "$need" ]; then
   echo "deps: installing$need"

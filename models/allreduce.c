@@ -4,6 +4,7 @@
  * cost more than the bandwidth. Presets are single-node (one NVLink or PCIe domain).
  * Equations and the arithmetic behind every preset number: docs/allreduce.md. */
 #include "allreduce.h"
+#include "bounds.h"
 
 #include <errno.h>
 #include <math.h>
@@ -246,6 +247,16 @@ int ar_link_parse(ar_link *l, const char *spec, char *err, size_t errlen)
                      ">= 0", (int)(len < 40 ? len : 40), p, spec, keys[k]);
             return -1;
         }
+        /* alpha and the floors are costs, the betas bandwidths (bounds.h); p2p_beta 0 is
+         * "the same as beta" */
+        const bnd_kind *kind = k == 1 || k == 4 ? &bnd_bw_gbps : &bnd_cost_us;
+        if (!(k == 4 && v[k] == 0) && !bnd_ok(kind, v[k])) {
+            char range[96];
+            bnd_range_text(kind, range, sizeof range);
+            snprintf(err, errlen, "link: value \"%.*s\" in \"%s\": out of range: %s must be %s",
+                     (int)(len < 40 ? len : 40), p, spec, keys[k], range);
+            return -1;
+        }
         if (seen[k]++) {
             snprintf(err, errlen, "link: value \"%.*s\" in \"%s\": %s given twice",
                      (int)(len < 40 ? len : 40), p, spec, keys[k]);
@@ -276,7 +287,6 @@ int ar_link_parse(ar_link *l, const char *spec, char *err, size_t errlen)
 
 /* --- links from files (specsim fit-allreduce) --- */
 
-#define AR_LINK_FILE_MAX_BYTES (1L << 20)   /* a link file is a few KB (residuals included) */
 #define AR_LINK_FORMAT 1
 
 /* ar_link.source is a borrowed pointer and links are copied by value (sim_params, sweep
@@ -311,10 +321,10 @@ static const char *ar_src_intern(const char *text)
     return out;
 }
 
-/* A number field: required (must be present) or optional (0 when absent); min_excl: the
- * value must be > 0, else >= 0. 0 or -1 with err. */
+/* A number field: required (must be present) or optional (0 when absent), within kind's
+ * range (bounds.h); an optional bandwidth may be 0 (unset). 0 or -1 with err. */
 static int ar_json_num(const cJSON *root, const char *path, const char *key, int required,
-                       int min_excl, double *out, char *err, size_t errlen)
+                       const bnd_kind *kind, double *out, char *err, size_t errlen)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     *out = 0;
@@ -333,19 +343,15 @@ static int ar_json_num(const cJSON *root, const char *path, const char *key, int
         return -1;
     }
     *out = v->valuedouble;
-    if (min_excl ? !(*out > 0) : !(*out >= 0)) {
-        snprintf(err, errlen, "%s: field %s: value %.6g: must be %s", path, key, *out,
-                 min_excl ? "> 0" : ">= 0");
-        return -1;
-    }
-    return 0;
+    if (!required && *out == 0)
+        return 0;
+    return bnd_check(kind, *out, path, key, err, errlen);
 }
 
 int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
 {
-    int rc = -1;
+    int rc;
     char *text = NULL;
-    cJSON *root = NULL;
     memset(l, 0, sizeof *l);
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -353,19 +359,20 @@ int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
                  "fit-allreduce)", path, strerror(errno));
         return -1;
     }
-    text = malloc(AR_LINK_FILE_MAX_BYTES + 1);
-    size_t n = text ? fread(text, 1, AR_LINK_FILE_MAX_BYTES + 1, f) : 0;
     fclose(f);
-    if (!text) {
-        snprintf(err, errlen, "%s: out of memory", path);
-        goto done;
-    }
-    if (n > AR_LINK_FILE_MAX_BYTES) {
-        snprintf(err, errlen, "%s: larger than %ld bytes: not a link file", path,
-                 AR_LINK_FILE_MAX_BYTES);
-        goto done;
-    }
-    text[n] = '\0';
+    size_t n;
+    if (bnd_read_file(path, BND_LINK_FILE_BYTES, "a link file", &text, &n, err, errlen))
+        return -1;
+    rc = ar_link_from_text(text, path, l, err, errlen);
+    free(text);
+    return rc;
+}
+
+int ar_link_from_text(const char *text, const char *path, ar_link *l, char *err, size_t errlen)
+{
+    int rc = -1;
+    cJSON *root = NULL;
+    memset(l, 0, sizeof *l);
     root = cJSON_Parse(text);
     if (!root || !cJSON_IsObject(root)) {
         const char *at = cJSON_GetErrorPtr();
@@ -382,11 +389,11 @@ int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
         goto done;
     }
     double alpha, bw, floor_us, p2p_floor, p2p_bw;
-    if (ar_json_num(root, path, "latency_us", 1, 0, &alpha, err, errlen) ||
-        ar_json_num(root, path, "bw_gbps", 1, 1, &bw, err, errlen) ||
-        ar_json_num(root, path, "floor_us", 1, 0, &floor_us, err, errlen) ||
-        ar_json_num(root, path, "p2p_floor_us", 0, 0, &p2p_floor, err, errlen) ||
-        ar_json_num(root, path, "p2p_bw_gbps", 0, 0, &p2p_bw, err, errlen))
+    if (ar_json_num(root, path, "latency_us", 1, &bnd_cost_us, &alpha, err, errlen) ||
+        ar_json_num(root, path, "bw_gbps", 1, &bnd_bw_gbps, &bw, err, errlen) ||
+        ar_json_num(root, path, "floor_us", 1, &bnd_cost_us, &floor_us, err, errlen) ||
+        ar_json_num(root, path, "p2p_floor_us", 0, &bnd_cost_us, &p2p_floor, err, errlen) ||
+        ar_json_num(root, path, "p2p_bw_gbps", 0, &bnd_bw_gbps, &p2p_bw, err, errlen))
         goto done;
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
     if (name && (!cJSON_IsString(name) || !name->valuestring[0] ||
@@ -416,7 +423,6 @@ int ar_link_load(const char *path, ar_link *l, char *err, size_t errlen)
     rc = 0;
 done:
     cJSON_Delete(root);
-    free(text);
     if (rc)
         memset(l, 0, sizeof *l);
     return rc;

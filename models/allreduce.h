@@ -43,4 +43,7 @@ int            ar_link_parse(ar_link *l, const char *spec, char *err, size_t err
  * of the file's source text (prefixed with the path) that lives until the process exits,
  * so *l may be copied freely. Returns 0, or -1 with "FILE: field F: value V: why". */
 int            ar_link_load(const char *path, ar_link *l, char *err, size_t errlen);
+/* The same from the file's text already in memory (path names it in messages). */
+int            ar_link_from_text(const char *text, const char *path, ar_link *l, char *err,
+                                 size_t errlen);
 #endif

@@ -5,6 +5,8 @@
  * relative-weighted mean; line: GSL weighted least squares with w = 1/t^2) and the split
  * whose full max() model has the least relative squared error wins. Tens of sizes: cheap. */
 #include "arfit.h"
+#include "bounds.h"
+#include "ofile.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -118,8 +120,15 @@ int arfit_data_load(arfit_data *d, const char *path, char *err, size_t errlen)
     }
     d->files = files;
     int fidx = d->nfiles++;
+    long bytes = 0;
     while (fgets(line, sizeof line, fp)) {
         lineno++;
+        bytes += (long)strlen(line);
+        if (bytes > BND_CSV_FILE_BYTES) {
+            snprintf(err, errlen, "%s: line %d: larger than %ld bytes: not an arsweep CSV",
+                     path, lineno, BND_CSV_FILE_BYTES);
+            goto done;
+        }
         if (!strchr(line, '\n') && !feof(fp)) {
             snprintf(err, errlen, "%s: line %d: longer than %d characters: not an arsweep CSV",
                      path, lineno, ARFIT_LINE_MAX - 2);
@@ -171,14 +180,15 @@ int arfit_data_load(arfit_data *d, const char *path, char *err, size_t errlen)
         double g;
         if (arfit_pos(path, lineno, "gpus", f[col[C_GPUS]], &g, err, errlen))
             goto done;
-        if (g != floor(g) || g > 4096) {
-            snprintf(err, errlen, "%s: line %d: field gpus: value %s: not a GPU count", path,
-                     lineno, f[col[C_GPUS]]);
+        char where[300];
+        snprintf(where, sizeof where, "%.200s: line %d", path, lineno);
+        if (bnd_check(&bnd_ranks, g, where, "gpus", err, errlen))
             goto done;
-        }
         r->gpus = (int)g;
         if (arfit_pos(path, lineno, "bytes", f[col[C_BYTES]], &r->bytes, err, errlen) ||
             arfit_pos(path, lineno, "time_us_median", f[col[C_US]], &r->us, err, errlen) ||
+            bnd_check(&bnd_bytes, r->bytes, where, "bytes", err, errlen) ||
+            bnd_check(&bnd_cost_us, r->us, where, "time_us_median", err, errlen) ||
             arfit_copy(r->env, sizeof r->env, path, lineno, "env", f[col[C_ENV]], err, errlen) ||
             arfit_copy(r->mode, sizeof r->mode, path, lineno, "mode", f[col[C_MODE]], err,
                        errlen))
@@ -399,6 +409,8 @@ int arfit_fit_points(const double *bytes, const double *us, size_t n, int gpus,
     size_t nline = n - start[bk];
     int free_params = ba > 0 ? 2 : 1;
     double red = nline > (size_t)free_params ? bchi / (double)(nline - (size_t)free_params) : -1;
+    r->line_points = nline;
+    r->line_params = free_params;
     r->alpha_sd_us = red >= 0 && ba > 0 ? sqrt(bcov00 * red) / A : -1;
     r->beta_sd_gbps = red >= 0 ? r->link.bw_gbps * sqrt(bcov11 * red) / bb : -1;
     size_t nf = start[bk];
@@ -584,6 +596,29 @@ int arfit_fit(const arfit_data *d, const arfit_select *sel, arfit_result *r, cha
 
 /* ---- the link file ------------------------------------------------------------------------ */
 
+/* Which standard errors could not be estimated and why, as one sentence in buf; 0 when
+ * all three were (nothing to say). */
+static int arfit_sd_note(const arfit_result *r, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    int few = r->line_points <= (size_t)r->line_params;   /* no scatter left to measure */
+    if (few)
+        n += (size_t)snprintf(buf, len, "%sbw_sd_gbps not estimable: the line holds %zu "
+                              "point%s for its %d parameter%s (no scatter left to measure; "
+                              "measure more sizes past the floor)",
+                              r->alpha_sd_us < 0 ? "latency_sd_us, " : "", r->line_points,
+                              r->line_points == 1 ? "" : "s", r->line_params,
+                              r->line_params == 1 ? "" : "s");
+    else if (r->alpha_sd_us < 0)
+        n += (size_t)snprintf(buf, len, "latency_sd_us not estimable: the latency was fitted "
+                              "at 0 (the line through the origin)");
+    if (r->floor_sd_us < 0 && r->floor_to_bytes > 0 && n < len)
+        n += (size_t)snprintf(buf + n, len - n, "%sfloor_sd_us not estimable: one size on the "
+                              "floor", n ? "; " : "");
+    return n > 0;
+}
+
 /* NaN-free JSON number: a standard error that could not be estimated is null. */
 static void arfit_add_sd(cJSON *o, const char *key, double v)
 {
@@ -656,20 +691,30 @@ int arfit_write_json(const arfit_result *r, const arfit_data *d, const char *nam
         cJSON_AddNumberToObject(o, "rel_err", r->resid[k].rel_err);
         cJSON_AddBoolToObject(o, "on_floor", r->resid[k].on_floor);
     }
+    char note[400];
+    if (arfit_sd_note(r, note, sizeof note) && !cJSON_AddStringToObject(fit, "sd_note", note))
+        goto oom;
     text = cJSON_Print(root);
     if (!text)
         goto oom;
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+    size_t len = strlen(text);
+    char *nl = realloc(text, len + 2);
+    if (!nl)
+        goto oom;
+    text = nl;
+    text[len] = '\n';
+    text[len + 1] = '\0';
+    /* what is written must load: the simulator's reader is the judge, before the write
+     * (a refused link leaves the file at path as it was) */
+    ar_link back;
+    char why[768];
+    if (ar_link_from_text(text, path, &back, why, sizeof why)) {
+        snprintf(err, errlen, "%s: not written: the link would not load back: %s", path, why);
+        rc = -2;
         goto done;
     }
-    int bad = fputs(text, f) < 0 || fputc('\n', f) == EOF;
-    if (fclose(f) != 0 || bad) {
-        snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
-        goto done;
-    }
-    rc = 0;
+    /* LINK.json.tmp renamed into place; a device or FIFO given as -o written in place */
+    rc = ofile_write(path, text, len + 1, err, errlen);
     goto done;
 oom:
     snprintf(err, errlen, "%s: out of memory", path);
@@ -812,18 +857,16 @@ int arfit_main(int argc, char **argv)
         printf(" (%zu rows read)\n", d.n);
         arfit_report(stdout, &r, name, out);
     }
-    if (arfit_write_json(&r, &d, name, out, err, sizeof err)) {
+    char note[400];
+    if (arfit_sd_note(&r, note, sizeof note))
+        fprintf(stderr, "specsim fit-allreduce: warning: %s (written as null)\n", note);
+    int w = arfit_write_json(&r, &d, name, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        rc = ARFIT_EXIT_IO;
+        rc = w == -2 ? ARFIT_EXIT_BAD : ARFIT_EXIT_IO;
         goto out;
     }
-    /* what was written must load: the simulator's reader is the judge */
-    ar_link back;
-    if (ar_link_load(out, &back, err, sizeof err)) {
-        fprintf(stderr, "specsim fit-allreduce: the written link does not load back: %s\n", err);
-        goto out;
-    }
-    rc = 0;
+    rc = 0;   /* arfit_write_json wrote only what ar_link_load takes */
 out:
     arfit_result_free(&r);
     arfit_data_free(&d);

@@ -61,7 +61,10 @@ typedef struct {
     double  steps_coef, bytes_coef; /* A, C: time = max(floor, A*alpha + C*bytes/beta) */
     int     gpus;
     char    env[ARFIT_ENV_MAX], mode[16], dtype[16];
-    double  alpha_sd_us, beta_sd_gbps, floor_sd_us; /* standard errors; < 0: not estimable */
+    double  alpha_sd_us, beta_sd_gbps, floor_sd_us; /* standard errors; < 0: not estimable
+                                    (the report and the file's sd_note say why) */
+    size_t  line_points;          /* points fitted to the line, and its free parameters */
+    int     line_params;
     double  floor_to_bytes;       /* largest size fitted to the floor (0: no floor) */
     double  rms_rel, max_rel;     /* over the points */
     size_t  points;
@@ -85,7 +88,9 @@ int  arfit_fit(const arfit_data *d, const arfit_select *sel, arfit_result *r, ch
 void arfit_result_free(arfit_result *r);
 
 /* Writes the link file (ar_link_load reads it): the link, name, a source line naming the
- * CSVs and the selection, the fit quality and the residuals. 0, or -1 with err. */
+ * CSVs and the selection, the fit quality and the residuals; through PATH.tmp, or in place
+ * when path is a device or FIFO (ofile.h). 0, -1 with err (write error), or -2 with err
+ * when the link would not load back (nothing is written). */
 int  arfit_write_json(const arfit_result *r, const arfit_data *d, const char *name,
                       const char *path, char *err, size_t errlen);
 

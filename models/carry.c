@@ -147,10 +147,12 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
         for (int i = 0; i < ph->ngroups; i++) {
             wm_group *g = &ph->groups[i];
             if (strcmp(g->name, CARRY_GAP_GROUP) == 0) {
+                g->latency_bound = 1;     /* not scaled: its base stays as measured */
                 x.groups_kept++;
                 continue;
             }
             if (carry_latency_bound(g)) {
+                g->latency_bound = 1;
                 x.groups_latency++;
             } else {
                 g->base_us *= x.bw_factor;
@@ -173,6 +175,13 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
             g->per_wave_us *= x.sm_factor * x.bw_factor;
         }
     }
+    /* the uncertainty the prediction intervals carry (docs/simulator.md, "Intervals"); a
+     * model carried twice adds both in quadrature */
+    m->unc.memory_frac = hypot(m->unc.memory_frac, CARRY_UNC_BW);
+    m->unc.compute_frac = hypot(m->unc.compute_frac, CARRY_UNC_FLOPS);
+    m->unc.latency_frac = hypot(m->unc.latency_frac, CARRY_UNC_LATENCY);
+    snprintf(m->unc.source, sizeof m->unc.source, "carried %.40s -> %.40s (models/carry.h "
+             "CARRY_UNC_*)", from->name, to->name);
     /* the change first: the fit's own source (a list of traces) may be cut */
     char src[1024];
     snprintf(src, sizeof src, "carried %s -> %s by roofline scaling (memory x%.3f, compute "
@@ -190,18 +199,17 @@ int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_fac
     return 0;
 }
 
-/* One group's carried cost split into kinds, for the uncertainty band. */
-static void carry_terms(const wm_model *m, const wm_group *before, const wm_group *g,
-                        double tokens, double kv, double *mem, double *comp, double *lat)
+void carry_split(const wm_model *m, const wm_group *g, double tokens, double kv, double q,
+                 double *mem, double *comp, double *lat)
 {
     double over = tokens - g->knee_tokens;
     double e = wm_experts_touched(m, tokens);
     double base = g->base_us, slope = g->per_token_us * (over > 0 ? over : 0) +
                                       g->per_token_all_us * tokens;
-    double rest = g->per_expert_us * e + wm_kv_per_ktoken(g, 1) * kv / 1000.0 +
+    double rest = g->per_expert_us * e + wm_kv_per_ktoken(g, q) * kv / 1000.0 +
                   g->per_wave_us * wm_waves(m, g, tokens) +
-                  (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, 1) : 0);
-    if (carry_latency_bound(before))
+                  (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, q) : 0);
+    if (g->latency_bound)
         *lat += base;
     else
         *mem += base;
@@ -218,13 +226,13 @@ void carry_report(FILE *out, const wm_model *before, const wm_model *after)
     fprintf(out, "# %-8s %7s %12s %12s %12s %12s\n", "phase", "tokens", "before", "after", "low", "high");
     fprintf(out, "# %-8s %7s %12s %12s %12s %12s\n", "-", "tokens", "us", "us", "us", "us");
     for (int p = 0; p < WM_NPHASE; p++) {
-        const wm_phase_model *pb = &before->phase[p], *pa = &after->phase[p];
+        const wm_phase_model *pa = &after->phase[p];
         if (!pa->present)
             continue;
         for (size_t t = 0; t < sizeof toks / sizeof toks[0]; t++) {
             double mem = 0, comp = 0, lat = 0;
             for (int i = 0; i < pa->ngroups; i++)
-                carry_terms(after, &pb->groups[i], &pa->groups[i], toks[t], 0, &mem, &comp, &lat);
+                carry_split(after, &pa->groups[i], toks[t], 0, 1, &mem, &comp, &lat);
             double mid = mem + comp + lat;
             double lo = mem * (1 - CARRY_UNC_BW) + comp * (1 - CARRY_UNC_FLOPS) + lat * (1 - CARRY_UNC_LATENCY);
             double hi = mem * (1 + CARRY_UNC_BW) + comp * (1 + CARRY_UNC_FLOPS) + lat * (1 + CARRY_UNC_LATENCY);

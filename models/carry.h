@@ -49,9 +49,17 @@ typedef struct {
 } carry_factors;
 
 /* Scales m (caller-owned) from `from` to `to`; renames it, sets device and appends the
- * change to source. Fills f if not NULL. 0, or -1 with err (bad preset numbers). */
+ * change to source; marks the groups whose base it kept (latency_bound) and sets m->unc
+ * to the CARRY_UNC_* above (in quadrature with what m already had). Fills f if not NULL.
+ * 0, or -1 with err (bad preset numbers). */
 int carry_model(wm_model *m, const carry_hw *from, const carry_hw *to, carry_factors *f,
                 char *err, size_t errlen);
+
+/* Adds group g's cost for one forward at (tokens, kv, q query tokens per row) to *mem
+ * (bases of groups not latency_bound, experts, KV, waves, GEMM sweep), *comp (per-token
+ * slopes) and *lat (bases of latency_bound groups): the kinds of m->unc. */
+void carry_split(const wm_model *m, const wm_group *g, double tokens, double kv, double q,
+                 double *mem, double *comp, double *lat);
 
 /* Writes a table to out: per phase, GPU time per forward at a few token counts before and
  * after, with the low/high band from the CARRY_UNC_* above. */

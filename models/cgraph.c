@@ -3,6 +3,7 @@
  * above the largest captured size the batch runs eagerly. Lists hold at most a few hundred
  * sizes and are looked up once per simulated iteration, so a binary search is plenty. */
 #include "cgraph.h"
+#include "bounds.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -69,13 +70,12 @@ int cg_parse(cg_list *l, const char *spec, char *err, size_t errlen)
         return 0; /* no graphs: every batch runs eagerly */
     if (strncmp(spec, "sglang", 6) == 0 && (spec[6] == '\0' || spec[6] == ':')) {
         long max = CG_SGLANG_DEFAULT_MAX;
-        if (spec[6] == ':' && (cg_parse_int(spec + 7, strlen(spec + 7), &max) != 0 || max < 1)) {
+        if (spec[6] == ':' && (cg_parse_int(spec + 7, strlen(spec + 7), &max) != 0 ||
+                               !bnd_ok(&bnd_rows, (double)max))) {
             snprintf(err, errlen, "cuda graphs: value \"%.60s\": the max after \"sglang:\" "
-                     "must be an integer >= 1", spec);
+                     "must be an integer in [1, %d] (bounds.h, batch rows)", spec, BND_ROWS_MAX);
             return -1;
         }
-        if (max > INT_MAX)
-            max = INT_MAX;
         cg_default(l, (int)max);
         return 0;
     }
@@ -90,9 +90,9 @@ int cg_parse(cg_list *l, const char *spec, char *err, size_t errlen)
             l->n = 0;
             return -1;
         }
-        if (v < 1 || v > INT_MAX) {
-            snprintf(err, errlen, "cuda graphs: value %ld in \"%.60s\": a batch size must "
-                     "be >= 1", v, spec);
+        if (!bnd_ok(&bnd_rows, (double)v)) {
+            snprintf(err, errlen, "cuda graphs: value %ld in \"%.60s\": out of range: a "
+                     "batch size must be an integer in [1, %d] (bounds.h)", v, spec, BND_ROWS_MAX);
             l->n = 0;
             return -1;
         }

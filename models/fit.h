@@ -36,9 +36,13 @@ typedef struct {
 
 /* An empty trace named label (records added with fit_trace_add_*; tests, importers). */
 int  fit_trace_init(fit_trace *t, const char *label);
-/* Loads a specprof trace file (traces/FORMAT.md) through the trace reader (ptrace_read.h),
- * also a cut-off one (t->truncated set). Returns 0, or -1 with err. */
+/* Loads a trace file: specprof (traces/FORMAT.md, also a cut-off one: t->truncated set) or
+ * Kineto/torch.profiler JSON, plain or gzip, through the importers of timport.h. The ranges
+ * are as in the file (phasemap.h names a foreign trace's phases). Returns 0, or -1 with err. */
 int  fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen);
+/* The same for a specprof trace only (streamed through ptrace_scan_file, plain or gzip), with
+ * its windows; the specprof entry of timport.h's table. */
+int  fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t errlen);
 /* Copies one record (and its strings) into t. 0, or -1 when out of memory. */
 int  fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k);
 int  fit_trace_add_mem(fit_trace *t, const ptrace_mem *m);

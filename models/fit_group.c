@@ -99,6 +99,10 @@ static double fg_nonneg(const fit_point *pts, const size_t *use, const double *w
                 cols[p++] = c;
         for (int c = 0; c < NCOL; c++)
             coef[c] = 0;
+        /* fewer points than terms: GSL's SVD does not take it (and once left its workspace
+         * unwritten); never solved, the caller refuses (fg_knee_search) or skips it */
+        if (m < (size_t)p)
+            return -1;
         if (p == 0) {
             double chisq = 0;
             for (size_t i = 0; i < m; i++)
@@ -522,6 +526,25 @@ static double fg_knee_search(const fg_one *S, const int avail[NCOL], double best
 {
     double best_chisq = -1, cf[NCOL];
     *best_knee = 0;
+    /* an under-determined fit is refused before the solver runs: the model would be
+     * whatever the solver made of too few equations (a -nan model, once) */
+    static const char *const colname[NCOL] = {"base_us", "per_token_us", "per_expert_us",
+        "per_kv_ktoken_us", "per_kvq_ktoken_us", "per_token_all_us", "per_wave_us",
+        "per_kvq2_ktoken_us"};
+    size_t p = 0;
+    char cols[256] = "";
+    for (int c = 0; c < NCOL; c++)
+        if (avail[c]) {
+            size_t used = strlen(cols);
+            snprintf(cols + used, sizeof cols - used, "%s%s", p ? ", " : "", colname[c]);
+            p++;
+        }
+    if (S->m < p) {
+        snprintf(err, errlen, "%s: phase %s: group %s: %zu measurements for %zu terms (%s): "
+                 "under-determined, not fitted (capture more batch sizes, draft lengths or "
+                 "contexts)", fg_trn(S, S->idx[0]), S->ph, S->gn, S->m, p, cols);
+        return -1;
+    }
     for (size_t q = 0; q < S->nux; q++) {
         double knee = q == 0 ? 0 : S->ux[q - 1];
         double chisq = fg_nonneg(S->pts, S->use, S->w, S->m, avail, knee, &S->fp, cf);

@@ -4,6 +4,7 @@
  * (fr_elem: adjacent GEMM kernels merged), each record placed by its launch call's
  * correlation id; also the run's MoE shape. Workload: 10^4..10^6 records, 10^3..10^5 ranges. */
 #include "fit_int.h"
+#include "bounds.h"
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -81,13 +82,22 @@ static int fi_is_nccl_name(const char *name)
     return strncmp(name, "nccl", 4) == 0 || strncmp(name, "void nccl", 9) == 0;
 }
 
+/* The range of each key's value (bounds.h; the word range for the counts): a value outside
+ * refuses the trace, as one that does not parse (tokens=1e30 was once fitted). */
+static const bnd_kind fi_forwards = {"a forward count per range", "forwards", 1, 1024, 1};
+static const bnd_kind fi_steps = {"a draft depth", "steps", 0, 1024, 1};
+static const bnd_kind fi_kv = {"a batch's KV context", "tokens", 0, (double)BND_TOKENS_MAX * BND_ROWS_MAX, 0};
+
 /* Parses "verify tokens=64 bs=16 rows=16 ctx=8192 graph=1" into in. Returns the phase or -1
- * when the first word is not a phase. *bad gets a key whose value does not parse. */
-static int fi_parse_range(const char *name, fr_inst *in, const char **bad)
+ * when the first word is not a phase. *bad gets a key whose value does not parse; *badk its
+ * range when the value parsed but lies outside it (*badv the value), else NULL. */
+static int fi_parse_range(const char *name, fr_inst *in, const char **bad, const bnd_kind **badk,
+                          double *badv)
 {
     char word[32];
     size_t n = 0;
     *bad = NULL;
+    *badk = NULL;
     while (name[n] && name[n] != ' ' && n < sizeof word - 1) {
         word[n] = name[n];
         n++;
@@ -120,16 +130,19 @@ static int fi_parse_range(const char *name, fr_inst *in, const char **bad)
         double v = strtod(s, &end);
         int ok = end != s && (*end == 0 || *end == ' ') && errno == 0 && isfinite(v);
 #define KEY(str) (kl == sizeof(str) - 1 && strncmp(k, str, kl) == 0)
-        if (KEY("tokens"))        { if (!ok) *bad = "tokens"; else in->tokens = v; }
-        else if (KEY("ctx"))      { if (!ok) *bad = "ctx"; else in->kv = v; }
-        else if (KEY("bs"))       { if (!ok) *bad = "bs"; else in->bs = (int)v; }
-        else if (KEY("rows"))     { if (!ok) *bad = "rows"; else in->rows = (int)v; }
+        /* a value that parses and lies in kind's range, else *bad (and *badk) */
+#define VAL(str, kind) ((!ok || !bnd_ok(kind, v)) ? (*bad = str, *badk = ok ? kind : NULL, *badv = v, 0) : 1)
+        if (KEY("tokens"))        { if (VAL("tokens", &bnd_tokens)) in->tokens = v; }
+        else if (KEY("ctx"))      { if (VAL("ctx", &fi_kv)) in->kv = v; }
+        else if (KEY("bs"))       { if (VAL("bs", &bnd_rows)) in->bs = (int)v; }
+        else if (KEY("rows"))     { if (VAL("rows", &bnd_rows)) in->rows = (int)v; }
         else if (KEY("graph"))    { if (!ok) *bad = "graph"; else in->graph = v != 0; }
-        else if (KEY("steps"))    { if (!ok) *bad = "steps"; else in->steps = (int)v; }
-        else if (KEY("topk"))     { if (!ok) *bad = "topk"; else in->topk = (int)v; }
-        else if (KEY("forwards")) { if (!ok || v < 1) *bad = "forwards"; else in->F = (int)v; }
-        else if (KEY("experts"))  { if (!ok) *bad = "experts"; else in->experts = (int)v; }
-        else if (KEY("moe_topk")) { if (!ok) *bad = "moe_topk"; else in->moe_topk = (int)v; }
+        else if (KEY("steps"))    { if (VAL("steps", &fi_steps)) in->steps = (int)v; }
+        else if (KEY("topk"))     { if (VAL("topk", &fi_steps)) in->topk = (int)v; }
+        else if (KEY("forwards")) { if (VAL("forwards", &fi_forwards)) in->F = (int)v; }
+        else if (KEY("experts"))  { if (VAL("experts", &bnd_experts)) in->experts = (int)v; }
+        else if (KEY("moe_topk")) { if (VAL("moe_topk", &bnd_experts)) in->moe_topk = (int)v; }
+#undef VAL
 #undef KEY
         while (*s && *s != ' ')
             s++;
@@ -308,12 +321,20 @@ static int fi_ranges(fi_trace_st *S)
         const ptrace_range *r = &t->rng[i];
         fr_inst in;
         const char *bad;
+        const bnd_kind *badk;
+        double badv = 0;
         memset(&in, 0, sizeof in);
-        int p = fi_parse_range(r->name, &in, &bad);
+        int p = fi_parse_range(r->name, &in, &bad, &badk, &badv);
         if (p < 0)
             continue;
         if (fi_check_dur(R, t, "NVTX range", r->name, r->start_ns, r->end_ns))
             return -1;
+        if (bad && badk) {
+            char range[96];
+            bnd_range_text(badk, range, sizeof range);
+            return fit_run_fail(R, "%s: NVTX range \"%.80s\": field %s: value %.10g: out of range: "
+                                "%s must be %s", t->file, r->name, bad, badv, badk->what, range);
+        }
         if (bad)
             return fit_run_fail(R, "%s: NVTX range \"%.80s\": field %s: value does not parse "
                                 "(traces/FORMAT.md: key=number)", t->file, r->name, bad);
@@ -336,7 +357,8 @@ static int fi_ranges(fi_trace_st *S)
         R->in[R->nin++] = in;
     }
     S->b = R->nin;
-    qsort(R->in + S->a, S->b - S->a, sizeof *R->in, fi_cmp_inst);
+    if (S->b > S->a)   /* no range names a phase: R->in may be NULL (qsort of NULL is UB) */
+        qsort(R->in + S->a, S->b - S->a, sizeof *R->in, fi_cmp_inst);
     R->tin0[S->ti] = S->a;
     return 0;
 }

@@ -19,7 +19,8 @@
  * and a suffix of b? */
 static int fm_fits_shape(const fr_run *R, const fr_inst *in, int a, int n, int b)
 {
-    if (n < 1 || in->ne != a + in->F * n + b)
+    /* in 64 bits: F and n come from different instances (F is bounded, bounds.h) */
+    if (n < 1 || (long long)in->ne != (long long)a + (long long)in->F * n + b)
         return 0;
     const fr_elem *e = &R->el[in->e0 + (size_t)a];
     for (int f = 1; f < in->F; f++)
@@ -465,6 +466,11 @@ int fit_match_phase(fr_run *R, int p)
     int same = 0;
     if (fm_phase_layout(R, p, n, &lo) || fm_keep(R, p, &lo, &n, &same))
         return -1;
+    if (P->ninst == 0) {   /* every instance was cut by the capture window: as none (make fuzz) */
+        free(P->inst);
+        P->inst = NULL;
+        return 0;
+    }
     P->by = FIT_BY_NAME;
     if (same && fm_by_position(R, P, &lo))
         return -1;

@@ -134,8 +134,22 @@ static void fph_waves(const fr_run *R, const fr_phase *P, int g, fph_buf *b, fit
     fit_wave_geometry(b->wt, b->wb, b->wc, nw, R->moe_E, R->moe_k, c);
 }
 
+/* A group's relative error at a configuration its traces did not hold, for the prediction
+ * intervals (docs/fit.md, "Residuals"): the leave-one-cell-out rms of the form kept when
+ * the GEMM sweep was compared, else the rms over the cells with the columns fitted taken
+ * out (sqrt(cells / (cells - columns)), the unbiased residual variance of least squares);
+ * the plain rms when there are no more cells than columns. */
+static double fph_resid_frac(const fit_group_stats *st)
+{
+    if (st->loo_sweep >= 0 && st->loo_smooth >= 0)
+        return st->sweep_kept ? st->loo_sweep : st->loo_smooth;
+    if (st->ncells > st->ncols && st->ncols > 0)
+        return st->rms_rel * sqrt((double)st->ncells / (double)(st->ncells - st->ncols));
+    return st->rms_rel;
+}
+
 /* Group g of phase p: its points, the GEMM sweep and the waves where they apply, fit_group,
- * the spread capped. */
+ * the spread capped, the residual for the intervals. */
 static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
 {
     fr_phase *P = &R->ph[p];
@@ -186,6 +200,7 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
                 wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
                 : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
                 100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
+    wg->resid_frac = fph_resid_frac(&pr->grp[g].st);
     if (wg->sd_frac > FIT_SD_FRAC_MAX) {
         fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
                      "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,

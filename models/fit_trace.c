@@ -3,6 +3,7 @@
  * ptrace_read.h) or records added one by one; out: a fit_trace, and the string pool and array
  * growth the later stages use (fit_int.h). Workload: 10^4..10^6 records per trace. */
 #include "fit_int.h"
+#include "timport.h"
 #include "ptrace_read.h"
 #include "ptrace_out.h"
 #include <stdint.h>
@@ -249,13 +250,15 @@ static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
 
 /* Streams the file (plain or gzip, ptrace_scan_file): the fit holds its records, never the
  * text, so a trace costs its records' memory whatever its size on disk. */
-int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
+int fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t errlen)
 {
     ptrace_info info;
     if (fit_trace_init(t, path)) {
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
+    /* streamed, line by line: the records kept, not the text (a 1 GB trace needs no 1 GB
+     * buffer; /dev/zero stops at the line cap, bounds.h) */
     if (ptrace_scan_file(path, ft_take, t, &info, err, errlen))
         goto fail;
     if (info.merged) {
@@ -279,4 +282,12 @@ int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
 fail:
     fit_trace_free(t);
     return -1;
+}
+
+/* Any trace format the importers know (models/timport.h: specprof or Kineto, plain or gzip,
+ * chosen by content, streamed). Phase naming of foreign traces is the caller's
+ * (models/phasemap.h; specsim fit applies it). */
+int fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen)
+{
+    return timport_load(t, path, NULL, NULL, err, errlen);
 }

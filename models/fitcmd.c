@@ -3,8 +3,11 @@
  * they reproduce the measured cells), writes the model and, with --plot, the data files and
  * gnuplot script of every fitted curve. Workload: a handful to tens of trace files. */
 #include "fit.h"
+#include "ofile.h"
 #include "gsweep.h"
 #include "carry.h"
+#include "phasemap.h"
+#include "timport.h"
 
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -18,9 +21,10 @@
 static void fitcmd_usage(FILE *f)
 {
     fprintf(f,
-        "usage: specsim fit TRACE.json... -o MODEL.json [options]\n"
+        "usage: specsim fit TRACE.json[.gz]... -o MODEL.json [options]\n"
         "       specsim fit --from-model IN.json --carry-to HW -o OUT.json\n"
-        "  Fits a workload model (docs/model-format.md) from specprof traces (docs/fit.md).\n"
+        "  Fits a workload model (docs/model-format.md) from specprof or torch.profiler/Kineto\n"
+        "  traces, plain or gzip (docs/fit.md, docs/importers.md, docs/sglang.md).\n"
         "  -o, --out FILE        the model to write (required)\n"
         "      --plot DIR        per kernel group: data, fitted curve and DIR/plot.gp (PNGs\n"
         "                        rendered with gnuplot when it is installed)\n"
@@ -36,7 +40,13 @@ static void fitcmd_usage(FILE *f)
         "      --gemm-sweep CSV  price each phase's GEMMs from their sweep (specbench\n"
         "                        --gemm-sweep) where that predicts left-out cells better\n"
         "      --quiet           no report, only warnings and errors\n"
-        "  Exit status: 0 fitted, 2 bad input or a refused fit, 1 write error.\n");
+        "      --format F        force the importer (specprof, kineto) instead of probing\n"
+        "      --join            the traces are captures of one program: fit them as one trace\n"
+        "                        (a kernel group may be missing from some, e.g. graph vs eager)\n"
+        "  Phases of traces whose spans are not in specprof's words (docs/importers.md):\n"
+        "%s"
+        "  Exit status: 0 fitted, 2 bad input or a refused fit, 1 write error.\n",
+        phasemap_options_help);
 }
 
 /* "384,8" -> E, K. 0 or -1. */
@@ -188,9 +198,10 @@ static int fitcmd_carry_file(const char *in, const char *to, const char *from, c
     }
     if (fitcmd_carry(&m, to, from, quiet))
         return FITCMD_EXIT_BAD;
-    if (wm_save(&m, out, err, sizeof err)) {
+    int w = wm_save(&m, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        return FITCMD_EXIT_IO;
+        return w == -2 ? FITCMD_EXIT_BAD : FITCMD_EXIT_IO;
     }
     if (!quiet)
         printf("# wrote %s\n", out);
@@ -205,8 +216,20 @@ int fitcmd_main(int argc, char **argv)
         {"llm", required_argument, NULL, 'l'}, {"quiet", no_argument, NULL, 'q'},
         {"carry-to", required_argument, NULL, 'T'}, {"carry-from", required_argument, NULL, 'F'},
         {"from-model", required_argument, NULL, 'M'}, {"gemm-sweep", required_argument, NULL, 'G'},
+        {"format", required_argument, NULL, 'f'}, {"join", no_argument, NULL, 'j'},
+        /* the naming options (phasemap_option): codes 1000 + index */
+        {"profile", required_argument, NULL, 1000}, {"phase-map", required_argument, NULL, 1001},
+        {"server-args", required_argument, NULL, 1002}, {"spec-shape", required_argument, NULL, 1003},
+        {"cuda-graph-bs", required_argument, NULL, 1004}, {"ctx-log", required_argument, NULL, 1005},
+        {"ctx", required_argument, NULL, 1006},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
+    static const char *const pm_names[] = {"profile", "phase-map", "server-args", "spec-shape",
+                                           "cuda-graph-bs", "ctx-log", "ctx"};
+    static phasemap pm;
+    phasemap_init(&pm);
+    const char *format = NULL;
+    int naming = 0, join = 0;
     const char *out = NULL, *plot = NULL, *name = NULL, *llm = NULL, *moe = NULL;
     const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL, *gsweep = NULL;
     int quiet = 0, c, rc = FITCMD_EXIT_BAD;
@@ -227,6 +250,15 @@ int fitcmd_main(int argc, char **argv)
         case 'F': carry_from = optarg; break;
         case 'M': from_model = optarg; break;
         case 'G': gsweep = optarg; break;
+        case 'f': format = optarg; break;
+        case 'j': join = 1; break;
+        case 1000: case 1001: case 1002: case 1003: case 1004: case 1005: case 1006:
+            if (phasemap_option(&pm, pm_names[c - 1000], optarg, err, sizeof err) < 0) {
+                fprintf(stderr, "specsim fit: %s\n", err);
+                return FITCMD_EXIT_BAD;
+            }
+            naming = 1;
+            break;
         case 'h': fitcmd_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "specsim fit: field %s: missing value\n", argv[optind - 1]);
@@ -277,22 +309,57 @@ int fitcmd_main(int argc, char **argv)
         fprintf(stderr, "specsim fit: out of memory\n");
         return FITCMD_EXIT_IO;
     }
-    for (int i = 0; i < nt; i++, loaded++) {
+    for (int i = 0; i < nt; i++) {
         const char *path = argv[optind + i];
-        size_t len = strlen(path);
-        if (len > 3 && strcmp(path + len - 3, ".gz") == 0) {
-            fprintf(stderr, "%s: compressed: decompress it first (gzip -dc %s > X.json)\n",
-                    path, path);
-            goto out;
-        }
-        if (fit_trace_load(&tr[i], path, err, sizeof err)) {
+        timport_stats st;
+        memset(&st, 0, sizeof st);
+        if (timport_load(&tr[i], path, format, &st, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             goto out;
         }
+        loaded++;
         if (!quiet)
-            printf("# trace         %s: %zu kernels, %zu memcpy/memset, %zu launch calls, %zu "
-                   "NVTX ranges%s\n", path, tr[i].nkern, tr[i].nmem, tr[i].napi, tr[i].nrng,
-                   tr[i].truncated ? " (cut off)" : "");
+            printf("# trace         %s: %s%s, %zu kernels, %zu memcpy/memset, %zu launch calls, %zu "
+                   "ranges%s\n", path, st.importer, st.compressed ? " (gzip)" : "", tr[i].nkern,
+                   tr[i].nmem, tr[i].napi, tr[i].nrng, tr[i].truncated ? " (cut off)" : "");
+        /* specprof's own traces are in the fit's words already (the fit warns about a trace
+         * whose ranges name no phase); the others go through their naming profile */
+        if (!strcmp(st.importer, "specprof") && !naming)
+            continue;
+        phasemap local = pm;
+        pm_stats ps;
+        if (phasemap_shape_for(&local, path, err, sizeof err) ||
+            phasemap_apply(&local, &tr[i], &ps, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            goto out;
+        }
+        if (!quiet) {
+            printf("#   phases      %s profile: ", ps.profile);
+            for (int p = 0, first = 1; p < WM_NPHASE; p++)
+                if (ps.per_phase[p]) {
+                    printf("%s%s %zu", first ? "" : ", ", wm_phase_name[p], ps.per_phase[p]);
+                    first = 0;
+                }
+            printf(" (%zu spans ignored); shape %s; KV context %s\n", ps.ignored,
+                   local.shape.known ? local.shape.source : "none",
+                   ps.ctx_from == 1 ? "from g_sk=" : ps.ctx_from == 2 ? "from --ctx" :
+                   ps.ctx_from == 3 ? "from the server log" : "none: the KV terms are not fitted");
+        }
+    }
+    if (join && nt > 1) {
+        for (int i = 1; i < nt; i++) {
+            if (timport_append(&tr[0], &tr[i], err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                goto out;
+            }
+            fit_trace_free(&tr[i]);
+        }
+        snprintf(tr[0].file + strlen(tr[0].file), sizeof tr[0].file - strlen(tr[0].file),
+                 " (+%d joined)", nt - 1);
+        loaded = nt = 1;
+        if (!quiet)
+            printf("# joined        %d traces into one (%zu kernels, %zu ranges)\n", loaded, tr[0].nkern,
+                   tr[0].nrng);
     }
     if (fit_run(tr, nt, &o, &res, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
@@ -304,14 +371,16 @@ int fitcmd_main(int argc, char **argv)
         rc = FITCMD_EXIT_BAD;
         goto out;
     }
-    if (wm_save(&res.model, out, err, sizeof err)) {
+    int w = wm_save(&res.model, out, err, sizeof err);
+    if (w) {
         fprintf(stderr, "%s\n", err);
-        rc = FITCMD_EXIT_IO;
+        rc = w == -2 ? FITCMD_EXIT_BAD : FITCMD_EXIT_IO;   /* -2: refused, nothing written */
         goto out;
     }
-    /* what was written must load: the simulator's reader is the judge */
+    /* what was written must load: the simulator's reader is the judge (wm_save checked it
+     * before writing; a device or FIFO given as -o cannot be read back) */
     static wm_model check;
-    if (wm_load(&check, out, err, sizeof err)) {
+    if (!ofile_in_place(out) && wm_load(&check, out, err, sizeof err)) {
         fprintf(stderr, "specsim fit: the written model does not load back: %s\n", err);
         rc = FITCMD_EXIT_BAD;
         goto out;

@@ -1,5 +1,6 @@
 /* gsweep: the GEMM sweep reader (gsweep.h). */
 #include "gsweep.h"
+#include "bounds.h"
 
 #include <errno.h>
 #include <math.h>
@@ -85,8 +86,15 @@ int gsweep_load(wm_sweep *sw, const char *path, char *err, size_t errlen)
                      path, gs_col_name[c]);
             goto out;
         }
+    long bytes = (long)strlen(line);
     while (fgets(line, sizeof line, f)) {
         lineno++;
+        bytes += (long)strlen(line);
+        if (bytes > BND_CSV_FILE_BYTES) {
+            snprintf(err, errlen, "%s: line %d: larger than %ld bytes: not a GEMM sweep", path,
+                     lineno, BND_CSV_FILE_BYTES);
+            goto out;
+        }
         if (!strchr(line, '\n') && !feof(f)) {
             snprintf(err, errlen, "%s: line %d: longer than %d characters", path, lineno, GS_LINE - 1);
             goto out;
@@ -131,6 +139,13 @@ int gsweep_load(wm_sweep *sw, const char *path, char *err, size_t errlen)
                      : "want a finite number >= 0");
             goto out;
         }
+        /* the ranges every reader shares (bounds.h) */
+        char where[300];
+        snprintf(where, sizeof where, "%.200s: line %d", path, lineno);
+        if (bnd_check(&bnd_tokens, tok, where, "tokens", err, errlen) ||
+            bnd_check(&bnd_cost_us, us, where, "us", err, errlen) ||
+            bnd_check(&bnd_factor, perf, where, "per_forward", err, errlen))
+            goto out;
         const char *m = v[col[GS_M]];
         if (strcmp(m, "tokens") != 0 && strcmp(m, "rows") != 0) {
             snprintf(err, errlen, "%s: line %d: field m: value \"%.40s\": want tokens or rows",

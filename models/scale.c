@@ -506,6 +506,26 @@ static void scale_apply(wm_group *g, const scale_fac *f, int bound, double attn_
     g->count = n < 1 ? 1 : n > 1000000000L ? 1000000000 : (int)n;
 }
 
+/* The scaled group's relative uncertainty as one number, for the simulator's prediction
+ * intervals (its resid_frac, in quadrature with the fit's): its terms' uncertainties weighted
+ * by their cost at a representative forward of the phase (its most fitted tokens, or 64; a
+ * KV context of 1024 tokens per row), the terms of one group taken to err together. An
+ * approximation: the weights move with the configuration, and groups scaled by the same
+ * rule err together too (the simulator takes groups as independent). */
+static double scale_group_unc(const wm_model *m, const wm_phase_model *ph, const wm_group *g,
+                              const scale_fac *f)
+{
+    double t = ph->fitted_tokens_max > 0 ? ph->fitted_tokens_max : 64;
+    double q = ph->fitted_q_max > 0 ? ph->fitted_q_max : 1, kv = 1024 * t / q;
+    double over = t - g->knee_tokens;
+    double base = g->base_us, comp = g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * t;
+    double exp_ = g->per_expert_us * wm_experts_touched(m, t);
+    double wave = g->per_wave_us * wm_waves(m, g, t), kvc = wm_kv_per_ktoken(g, q) * kv / 1000;
+    double tot = base + comp + exp_ + wave + kvc;
+    return tot > 0 ? (base * f->u_base + comp * f->u_comp + exp_ * f->u_expert + wave * f->u_wave +
+                      kvc * f->u_kv) / tot : 0;
+}
+
 /* "base x4.10+-11%, token x5.0+-12%, ..." for the terms the group has and that changed. */
 static void scale_source(char *buf, size_t len, const char *kind, const scale_fac *f,
                          const wm_group *before, const wm_group *after, double attn_x)
@@ -695,6 +715,8 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
             double ax = (kind == SK_ATTN ? o->attn_x[p] : 1) * o->kind_x[kind];
             n_f += g->count;
             scale_apply(g, &f, o->bound, ax);
+            if (o->bound == 0)
+                g->resid_frac = scale_rss(g->resid_frac, scale_group_unc(m, ph, g, &f));
             n_t += g->count;
             if (scale_all_same(&f) && !scale_ne(ax, 1) && g->count == before.phase[p].groups[i].count) {
                 sum.groups_same++;
@@ -722,6 +744,8 @@ int scale_model(wm_model *m, const scale_opts *o, scale_summary *s, char *err, s
             f.u_base = f.u_comp = f.u_expert = f.u_wave = f.u_kv = scale_ne(r, 1) ? SCALE_UNC_WIDTH : 0;
             snprintf(f.scope, sizeof f.scope, "launches %.0f->%.0f", n_f, n_t);
             scale_apply(g, &f, o->bound, o->kind_x[SK_IDLE]);
+            if (o->bound == 0)
+                g->resid_frac = scale_rss(g->resid_frac, scale_group_unc(m, ph, g, &f));
             if (scale_all_same(&f) && !scale_ne(o->kind_x[SK_IDLE], 1)) {
                 sum.groups_same++;
             } else {

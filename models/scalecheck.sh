@@ -67,7 +67,8 @@ done
 # ---- 4. predict every row at the acceptance its run drew ------------------------------------
 : > "$WORK/pred.txt"
 while read -r pre L T mode steps alpha conc graphs plen olen tok acc n; do
-  set -- run --concurrency "$conc" --ranks 1 --csv --quiet --cuda-graph-bs "$(echo "$graphs" | tr ';' ',')" \
+  # --precision 0: the fixed run lengths the committed table was made with
+  set -- run --concurrency "$conc" --ranks 1 --csv --quiet --precision 0 --cuda-graph-bs "$(echo "$graphs" | tr ';' ',')" \
     --prompt-len "${plen%%:*}" --output-len "${olen%%:*}"
   if [ "$mode" = spec ]; then set -- "$@" --baseline 0 --steps "$steps" --accept-len "$acc"
   else set -- "$@" --baseline 1 --steps 1; fi

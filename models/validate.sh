@@ -3,7 +3,9 @@
 # per preset (specsim fit), predicts every configuration of the measured grid with the
 # simulator (specsim run) and prints measured vs predicted tok/s with the error, and per
 # preset the median and max absolute error over the configurations NOT in the calibration
-# subset (docs/validation.md). CPU only; a few hundred configurations in well under a minute.
+# subset (docs/validation.md); then the predictions' 80% intervals and the share of measured
+# runs inside them (models/coverage.awk). CPU only; a few hundred configurations in well
+# under a minute.
 #
 # usage: sh models/validate.sh [SPECSIM]          (default bin/specsim)
 # inputs (overridable for tests):
@@ -14,15 +16,20 @@
 #   VALIDATE_OUT       traces/validation/validation.txt (the table, also printed)
 #   VALIDATE_WORK      build/validate (decompressed traces, fitted models, logs)
 #   VALIDATE_PRESETS   only these presets of the measured grid (space-separated; default all)
+#   VALIDATE_TRUTH     the ground truth's name in the coverage table (default specbench)
+#   VALIDATE_COVERAGE  LO:HI, the coverage target in percent (default 70:90)
 #   VALIDATE_ARGS      extra specsim run knobs for every prediction, e.g. the what-ifs of
 #                      issue 7: "--ranks 4 --link h200x4-p2p-off.json" (docs/multigpu.md)
-#   VALIDATE_TARGET_MEDIAN, VALIDATE_TARGET_MAX   the targets in % (default 3 and 8, issue 5's;
-#                      torchbench's are 2 and 6, issue 13's)
+#   VALIDATE_FIT_ARGS  extra specsim fit options for every model, e.g. the naming options of
+#                      Kineto captures: "--join --spec-shape 2,1,3" (models/kineto_validate.sh)
+#   VALIDATE_TARGET_MEDIAN, VALIDATE_TARGET_MAX   the error targets in % (default 3 and 8, issue
+#                      5's; torchbench's are 2 and 6, issue 13's)
 # $VALIDATE_CALIB/fit.env, when present: FIT_*=VALUE lines (# comments) set for `specsim fit`,
 # e.g. the profiler's GPU cost per kernel measured for that program (FIT_CUPTI_KERNEL_US).
 # A preset with calibration traces but no measured row is listed as "no measured grid" and
 # is not a miss.
-# exit: 0 targets met; 1 inputs missing; 2 a fit or a simulation failed; 3 targets missed.
+# exit: 0 targets met (errors and coverage); 1 inputs missing; 2 a fit or a simulation failed;
+# 3 targets missed.
 set -u
 SPECSIM=${1:-bin/specsim}
 CALIB=${VALIDATE_CALIB:-traces/calib}
@@ -33,8 +40,18 @@ WORK=${VALIDATE_WORK:-build/validate}
 # issue 5's acceptance: per preset, over configurations not in the calibration subset
 TARGET_MEDIAN_PCT=${VALIDATE_TARGET_MEDIAN:-3}
 TARGET_MAX_PCT=${VALIDATE_TARGET_MAX:-8}
+# issue 18's: the share of held-out measurements inside their 80% prediction interval
+TARGET_COVERAGE_LO=70
+TARGET_COVERAGE_HI=90
+# the ground truth the measured grid comes from, named in the coverage table
+TRUTH=${VALIDATE_TRUTH:-specbench}
 
 die() { echo "make validate: $*" >&2; exit "${2:-2}"; }
+case "${VALIDATE_COVERAGE:-}" in
+  "") ;;
+  *:*) TARGET_COVERAGE_LO=${VALIDATE_COVERAGE%%:*}; TARGET_COVERAGE_HI=${VALIDATE_COVERAGE##*:} ;;
+  *) die "VALIDATE_COVERAGE=$VALIDATE_COVERAGE: expected LO:HI (percent)" 1 ;;
+esac
 
 [ -x "$SPECSIM" ] || die "$SPECSIM: not built (run make)" 1
 missing=""
@@ -143,15 +160,17 @@ for pre in $presets; do
   gs=""
   [ -f "$SWEEP/gemm_$pre.csv" ] && gs="--gemm-sweep $SWEEP/gemm_$pre.csv"
   # shellcheck disable=SC2086
-  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe $gs \
+  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe $gs ${VALIDATE_FIT_ARGS:-} \
     > "$WORK/fit-$pre.log" 2>&1 || { cat "$WORK/fit-$pre.log" >&2; die "specsim fit failed for preset $pre"; }
 done
 
 # ---- 3. the measured grid: repeats folded into their mean ----------------------------------------
 # configs.tsv: preset mode steps topk draft_tokens alpha concurrency graphs output_len prompt_len
 #              reps mean min max calib accept_len(mean over the repeats; spec rows of a grid
-#              that records it) iter_spread((max - min) / mean of iter_us over the repeats, %;
-#              "" without the column)
+#              that records it) seconds(mean measured window of the repeats, when the grid
+#              records it) repeats(each repeat's tok/s, ';'-separated) iter_spread((max - min)
+#              / mean of iter_us over the repeats, %); "-" where a value is missing (the
+#              shell's read would merge empty tab-separated fields)
 awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$CSV_AWK"'
   BEGIN { FS = "\t"
     while ((getline l < traces) > 0) { split(l, t, "\t"); cal[t[2] SUBSEP t[3] SUBSEP t[4] SUBSEP t[5] SUBSEP t[6]] = 1 } }
@@ -167,7 +186,8 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$C
           (("alpha" in col) ? v[col["alpha"]] : "") OFS v[col["concurrency"]] OFS g OFS \
           (("output_len" in col) ? v[col["output_len"]] : "") OFS (("prompt_len" in col) ? v[col["prompt_len"]] : "")
     if (!(key in seen)) { seen[key] = 1; order[++nk] = key }
-    x = v[col["tok_s"]] + 0; cnt[key]++; tsum[key] += x
+    x = v[col["tok_s"]] + 0; cnt[key]++; tsum[key] += x; rl[key] = rl[key] (cnt[key] > 1 ? ";" : "") v[col["tok_s"]]
+    if ("seconds" in col && v[col["seconds"]] != "") { ssum[key] += v[col["seconds"]]; scnt[key]++ }
     if ("accept_len" in col && v[col["accept_len"]] != "") { asum[key] += v[col["accept_len"]]; acnt[key]++ }
     if (!(key in mn) || x < mn[key]) mn[key] = x; if (!(key in mx) || x > mx[key]) mx[key] = x
     if ("iter_us" in col && v[col["iter_us"]] != "") { y = v[col["iter_us"]] + 0; isum[key] += y; icnt[key]++
@@ -179,8 +199,9 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$C
       # token counts; acceptance does not change the costs)
       ck = c[1] SUBSEP c[2] SUBSEP (spec ? c[3] : "") SUBSEP (spec ? topk : "") SUBSEP c[7]
       print k, cnt[k], tsum[k] / cnt[k], mn[k], mx[k], (ck in cal) ? "yes" : "no", \
-            (spec && acnt[k] > 0) ? sprintf("%.4f", asum[k] / acnt[k]) : "", \
-            (icnt[k] > 0 && isum[k] > 0) ? sprintf("%.2f", (imx[k] - imn[k]) / (isum[k] / icnt[k]) * 100) : "" } }
+            (spec && acnt[k] > 0) ? sprintf("%.4f", asum[k] / acnt[k]) : "-", \
+            (scnt[k] > 0 ? sprintf("%.4f", ssum[k] / scnt[k]) : "-"), rl[k], \
+            (icnt[k] > 0 && isum[k] > 0) ? sprintf("%.2f", (imx[k] - imn[k]) / (isum[k] / icnt[k]) * 100) : "-" } }
 ' "$MEASURED" > "$WORK/configs.tsv" || die "$MEASURED: could not be read" 1
 [ -s "$WORK/configs.tsv" ] || die "$MEASURED: no rows" 1
 
@@ -198,12 +219,18 @@ launch() {
   { "$SPECSIM" "$@" > "$WORK/runs/$r.csv" 2> "$WORK/runs/$r.err"; echo $? > "$WORK/runs/$r.rc"; } &
   jobs_n=$((jobs_n + 1))
 }
-while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc isp; do
+while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc sec rlist isp; do
   i=$((i + 1))
+  [ "$acc" = - ] && acc=""
+  [ "$sec" = - ] && sec=""
   model="$WORK/$pre.json"
   [ -f "$model" ] || die "$MEASURED: preset $pre: no calibration trace of it in $CALIB"
   # shellcheck disable=SC2086
-  set -- run --model "$model" --concurrency "$conc" --csv --quiet ${VALIDATE_ARGS:-}
+  # --precision 0: the fixed run lengths the committed table was made with (1000 iterations,
+  # at least 20,000 request-iterations), so that its point predictions stay as they were;
+  # --seconds: the interval is for a run as long as the GPU's measured window
+  set -- run --model "$model" --concurrency "$conc" --csv --quiet --precision 0 ${VALIDATE_ARGS:-}
+  [ -n "$sec" ] && set -- "$@" --seconds "$sec"
   if [ "$mode" = spec ]; then
     set -- "$@" --baseline 0 --steps "$steps"
     [ -n "$topk" ] && [ "$topk" != 0 ] && set -- "$@" --topk "$topk"
@@ -258,8 +285,10 @@ while [ $i -lt "$n" ]; do
   done
 done
 # the predicted tok/s: tok_s of a speculative run, base_tok_s of a baseline run
-# pred.tsv: configs.tsv + predicted at the nominal alpha + predicted at the realized one
-# (the nominal one again where nothing was realized)
+# pred.tsv: configs.tsv's first 16 columns + predicted at the nominal alpha + predicted at the
+# realized one (the nominal one again where nothing was realized) + beyond the traces (1/0)
+# + configs.tsv's seconds and repeats + the nominal prediction's p10 and p90 + configs.tsv's
+# iter_us spread
 awk -F'\t' -v runs="$WORK/runs" '
   function pred(f, want,    c, h, l, m, v, i, p) {
     c = 0; h = 0; p = ""
@@ -281,7 +310,9 @@ awk -F'\t' -v runs="$WORK/runs" '
     f = runs "/" NR ".r.csv"; pr = pn
     if ((getline l < f) > 0) { close(f); pr = pred(f, want) }
     beyond = warned(runs "/" NR ".err") || warned(runs "/" NR ".r.err")
-    print $0 "\t" pn "\t" pr "\t" beyond }' "$WORK/configs.tsv" > "$WORK/pred.tsv" || die "reading the simulator outputs failed"
+    lo = pred(runs "/" NR ".csv", want "_p10"); hi = pred(runs "/" NR ".csv", want "_p90")
+    for (i = 1; i <= 16; i++) printf "%s\t", $i
+    print pn "\t" pr "\t" beyond "\t" $17 "\t" $18 "\t" lo "\t" hi "\t" $19 }' "$WORK/configs.tsv" > "$WORK/pred.tsv" || die "reading the simulator outputs failed"
 
 # ---- 5. the table and the verdict ---------------------------------------------------------------
 # the calibrated presets the table is about (VALIDATE_PRESETS, when given, selects)
@@ -318,17 +349,17 @@ awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$
       n = split(graphs, g, ";"); for (i = 1; i <= n; i++) if (g[i] + 0 > mx) mx = g[i] + 0
     }
     return (mode == "spec" ? "spec" : "baseline") " " ((mx > 0 && conc + 0 <= mx) ? "graph" : "eager") }
-  { en = ($18 - $12) / $12 * 100; e = ($19 - $12) / $12 * 100; sp = $12 > 0 ? ($14 - $13) / $12 * 100 : 0
+  { en = ($17 - $12) / $12 * 100; e = ($18 - $12) / $12 * 100; sp = $12 > 0 ? ($14 - $13) / $12 * 100 : 0
     g = length($8) > 14 ? substr($8, 1, 11) "..." : $8
     printf "  %-10s %-8s %5s %4s %3s %5s %5s %-14s %7s %4s %10.2f %7.2f %6s %10.2f %+8.2f %10.2f %+8.2f %5s\n", $1, $2,
-      $3, $4, $5, $6, $7, (g == "" ? "-" : g), $9, $11, $12, sp, ($16 == "" ? "-" : $16), $18, en, $19, e, $15
+      $3, $4, $5, $6, $7, (g == "" ? "-" : g), $9, $11, $12, sp, ($16 == "" ? "-" : $16), $17, en, $18, e, $15
     if (!($1 in seen)) { seen[$1] = 1; pres[++np] = $1 }
     if ($15 == "no") { n[$1]++; errs[$1, n[$1]] = abs(e); nerrs[$1, n[$1]] = abs(en)
-      sps[$1, n[$1]] = sp; if ($17 != "") { ni[$1]++; isps[$1, ni[$1]] = $17 + 0 }
       if (abs(e) > mx[$1]) mx[$1] = abs(e); if (abs(en) > nmx[$1]) nmx[$1] = abs(en)
+      sps[$1, n[$1]] = sp; if ($24 != "-" && $24 != "") { ni[$1]++; isps[$1, ni[$1]] = $24 + 0 }
       k = $1 SUBSEP kind($8, $7, $2); if (!(k in kseen)) { kseen[k] = 1; kinds[$1, ++nks[$1]] = kind($8, $7, $2) }
       kn[k]++; kerr[k, kn[k]] = abs(e); ksum[k] += e; if (abs(e) > kmx[k]) kmx[k] = abs(e)
-      if ($20 == 1) { nb[$1]++; berrs[$1, nb[$1]] = abs(e); if (abs(e) > bmx[$1]) bmx[$1] = abs(e) } }
+      if ($19 == 1) { nb[$1]++; berrs[$1, nb[$1]] = abs(e); if (abs(e) > bmx[$1]) bmx[$1] = abs(e) } }
     else nc[$1]++ }
   END {
     printf "#\n# per preset, over configurations NOT in the calibration subset (targets: median <= %s%%, max <= %s%%)\n", tmed, tmax
@@ -365,6 +396,32 @@ awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$
       printf "  %-10s %6d %9.2f%% %9.2f%%\n", p, nb[p], median(a, nb[p]), bmx[p] }
     exit miss ? 3 : 0 }' "$WORK/pred.tsv" > "$WORK/validation.txt"
 rc=$?
+
+# ---- 6. prediction intervals: a second table, and how often the measurements fall inside ---------
+# The intervals are the nominal predictions' (what a user asking for --alpha gets), for a run
+# as long as the GPU's measured window (--seconds, from the grid's seconds column): the
+# model's residuals and that run's own acceptance draws and jitter (docs/simulator.md,
+# "Intervals"). Every repeat is a measurement. The first table above is left as it was.
+awk -F'\t' -v truth="$TRUTH" '
+  BEGIN {
+    printf "#\n# prediction intervals of the nominal predictions (specsim p10/p90; --seconds = the measured\n"
+    printf "# window, when the grid has one): inside = measured runs of the configuration within [p10, p90];\n"
+    printf "# runs = each measured run'"'"'s tok/s\n"
+    printf "# %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10s %10s %10s %7s %6s %5s %s\n", "preset", "mode", "steps",
+      "topk", "dt", "alpha", "conc", "seconds", "reps", "p10", "p50", "p90", "width", "inside", "calib", "runs"
+    printf "# %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10s %10s %10s %7s %6s %5s %s\n", "-", "-", "-", "-",
+      "tok", "-", "req", "s", "-", "tok/s", "tok/s", "tok/s", "%", "runs", "-", "tok/s" }
+  { n = split($21, r, ";"); k = 0
+    for (i = 1; i <= n; i++) k += (r[i] + 0 >= $22 + 0 && r[i] + 0 <= $23 + 0)
+    printf "  %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10.2f %10.2f %10.2f %7.2f %6d %5s %s\n", $1, $2, $3,
+      $4, $5, $6, $7, $20, $11, $22, $17, $23, ($17 > 0 ? 100 * ($23 - $22) / $17 : 0), k, $15, $21
+    printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", truth, $1, $15, $22, $17, $23, $21 > cov }
+' cov="$WORK/coverage.tsv" "$WORK/pred.tsv" >> "$WORK/validation.txt"
+awk -F'\t' -v lo="$TARGET_COVERAGE_LO" -v hi="$TARGET_COVERAGE_HI" -f "$(dirname "$0")/coverage.awk" \
+    "$WORK/coverage.tsv" >> "$WORK/validation.txt"
+crc=$?
+[ "$crc" -eq 2 ] && die "coverage: malformed rows in $WORK/coverage.tsv"
+[ "$crc" -ne 0 ] && rc=3
 cp "$WORK/validation.txt" "$OUT" || die "$OUT: cannot write"
 cat "$OUT"
 echo "# written to $OUT (models and logs in $WORK)"

@@ -3,6 +3,8 @@
  * stop the run with the file, the field path and the value, not silently cost 0. Files are
  * a few KB (tens of groups per phase); costs are evaluated once per phase per iteration. */
 #include "wmodel.h"
+#include "bounds.h"
+#include "ofile.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -16,7 +18,6 @@ const char *const wm_phase_name[WM_NPHASE] = {
     "draft", "verify", "accept", "extend", "decode", "sample",
 };
 
-#define WM_FILE_MAX_BYTES (64L << 20) /* a model is KBs; refuse to slurp a wrong 1 GB file */
 #define WM_PATH_MAX 160               /* longest field path we print */
 
 /* Parse state: where messages go and which file they name. */
@@ -158,10 +159,10 @@ static const cJSON *wm_obj(const wm_ctx *c, const cJSON *parent, const char *key
     return v;
 }
 
-/* Reads number key of parent into *out: finite, >= minv, an integer if integer != 0.
+/* Reads number key of parent into *out: a number within kind k's range (bounds.h).
  * Absent: error if required, else *out = def. */
 static int wm_num(const wm_ctx *c, const cJSON *parent, const char *key, const char *base,
-                  int required, double def, double minv, int integer, double *out)
+                  int required, double def, const bnd_kind *k, double *out)
 {
     char path[WM_PATH_MAX];
     wm_join(path, base, key);
@@ -174,22 +175,17 @@ static int wm_num(const wm_ctx *c, const cJSON *parent, const char *key, const c
     }
     if (!cJSON_IsNumber(v))
         return wm_fail(c, path, v, "must be a number");
-    double x = v->valuedouble;
-    if (!isfinite(x))
-        return wm_fail(c, path, v, "must be finite");
-    if (x < minv)
-        return wm_fail(c, path, v, "must be >= %g", minv);
-    if (integer && (x != floor(x) || x > 1e9))
-        return wm_fail(c, path, v, "must be an integer (at most 1e9)");
-    *out = x;
+    if (bnd_check(k, v->valuedouble, c->file, path, c->err, c->errlen) != 0)
+        return -1;
+    *out = v->valuedouble;
     return 0;
 }
 
 static int wm_int(const wm_ctx *c, const cJSON *parent, const char *key, const char *base,
-                  int required, int def, int minv, int *out)
+                  int required, int def, const bnd_kind *k, int *out)
 {
     double x;
-    if (wm_num(c, parent, key, base, required, def, minv, 1, &x) != 0)
+    if (wm_num(c, parent, key, base, required, def, k, &x) != 0)
         return -1;
     *out = (int)x;
     return 0;
@@ -222,7 +218,7 @@ static const char *const wm_group_keys[] = {
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
     "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
-    "q_tile_knee", "source", "q_min", NULL,
+    "q_tile_knee", "resid_frac", "latency_bound", "source", "q_min", NULL,
 };
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
@@ -232,28 +228,36 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
     if (wm_check_keys(c, g, base, wm_group_keys) != 0)
         return -1;
     if (wm_str(c, g, "name", base, 1, out->name, sizeof out->name) != 0 ||
-        wm_int(c, g, "count", base, 1, 1, 1, &out->count) != 0 ||
-        wm_num(c, g, "base_us", base, 1, 0, 0, 0, &out->base_us) != 0 ||
-        wm_num(c, g, "per_token_us", base, 0, 0, 0, 0, &out->per_token_us) != 0 ||
-        wm_num(c, g, "knee_tokens", base, 0, 0, 0, 0, &out->knee_tokens) != 0 ||
-        wm_num(c, g, "per_expert_us", base, 0, 0, 0, 0, &out->per_expert_us) != 0 ||
-        wm_num(c, g, "per_kv_ktoken_us", base, 0, 0, 0, 0, &out->per_kv_ktoken_us) != 0 ||
-        wm_num(c, g, "per_kvq_ktoken_us", base, 0, 0, 0, 0, &out->per_kvq_ktoken_us) != 0 ||
-        wm_num(c, g, "q_tile", base, 0, 0, 0, 0, &out->q_tile) != 0 ||
-        wm_num(c, g, "per_kvq2_ktoken_us", base, 0, 0, 0, 0, &out->per_kvq2_ktoken_us) != 0 ||
-        wm_num(c, g, "q_tile_knee", base, 0, 0, 0, 0, &out->q_tile_knee) != 0 ||
-        wm_num(c, g, "q_min", base, 0, 0, 0, 0, &out->q_min) != 0 ||
-        wm_num(c, g, "per_token_all_us", base, 0, 0, 0, 0, &out->per_token_all_us) != 0 ||
-        wm_num(c, g, "wave_blocks0", base, 0, 0, 0, 0, &out->wave_blocks0) != 0 ||
-        wm_num(c, g, "wave_blocks_per_token", base, 0, 0, 0, 0, &out->wave_blocks_per_token) != 0 ||
-        wm_num(c, g, "wave_blocks_per_expert", base, 0, 0, 0, 0, &out->wave_blocks_per_expert) != 0 ||
-        wm_num(c, g, "wave_blocks_max", base, 0, 0, 0, 0, &out->wave_blocks_max) != 0 ||
-        wm_num(c, g, "wave_capacity", base, 0, 0, 0, 0, &out->wave_capacity) != 0 ||
-        wm_num(c, g, "per_wave_us", base, 0, 0, 0, 0, &out->per_wave_us) != 0 ||
-        wm_num(c, g, "sd_frac", base, 0, 0, 0, 0, &out->sd_frac) != 0 ||
-        wm_num(c, g, "sweep_scale", base, 0, 0, 0, 0, &out->sweep_scale) != 0 ||
+        wm_int(c, g, "count", base, 1, 1, &bnd_count, &out->count) != 0 ||
+        wm_num(c, g, "base_us", base, 1, 0, &bnd_cost_us, &out->base_us) != 0 ||
+        wm_num(c, g, "per_token_us", base, 0, 0, &bnd_slope_us, &out->per_token_us) != 0 ||
+        wm_num(c, g, "knee_tokens", base, 0, 0, &bnd_tokens, &out->knee_tokens) != 0 ||
+        wm_num(c, g, "per_expert_us", base, 0, 0, &bnd_slope_us, &out->per_expert_us) != 0 ||
+        wm_num(c, g, "per_kv_ktoken_us", base, 0, 0, &bnd_slope_us, &out->per_kv_ktoken_us) != 0 ||
+        wm_num(c, g, "per_kvq_ktoken_us", base, 0, 0, &bnd_slope_us, &out->per_kvq_ktoken_us) != 0 ||
+        wm_num(c, g, "q_tile", base, 0, 0, &bnd_q_tokens, &out->q_tile) != 0 ||
+        wm_num(c, g, "per_kvq2_ktoken_us", base, 0, 0, &bnd_slope_us, &out->per_kvq2_ktoken_us) != 0 ||
+        wm_num(c, g, "q_tile_knee", base, 0, 0, &bnd_q_tokens, &out->q_tile_knee) != 0 ||
+        wm_num(c, g, "q_min", base, 0, 0, &bnd_q_tokens, &out->q_min) != 0 ||
+        wm_num(c, g, "per_token_all_us", base, 0, 0, &bnd_slope_us, &out->per_token_all_us) != 0 ||
+        wm_num(c, g, "wave_blocks0", base, 0, 0, &bnd_blocks, &out->wave_blocks0) != 0 ||
+        wm_num(c, g, "wave_blocks_per_token", base, 0, 0, &bnd_blocks, &out->wave_blocks_per_token) != 0 ||
+        wm_num(c, g, "wave_blocks_per_expert", base, 0, 0, &bnd_blocks, &out->wave_blocks_per_expert) != 0 ||
+        wm_num(c, g, "wave_blocks_max", base, 0, 0, &bnd_blocks, &out->wave_blocks_max) != 0 ||
+        wm_num(c, g, "wave_capacity", base, 0, 0, &bnd_blocks, &out->wave_capacity) != 0 ||
+        wm_num(c, g, "per_wave_us", base, 0, 0, &bnd_slope_us, &out->per_wave_us) != 0 ||
+        wm_num(c, g, "sd_frac", base, 0, 0, &bnd_frac, &out->sd_frac) != 0 ||
+        wm_num(c, g, "resid_frac", base, 0, 0, &bnd_frac, &out->resid_frac) != 0 ||
+        wm_num(c, g, "sweep_scale", base, 0, 0, &bnd_factor, &out->sweep_scale) != 0 ||
         wm_str(c, g, "source", base, 0, out->source, sizeof out->source) != 0)
         return -1;
+    const cJSON *lb = cJSON_GetObjectItemCaseSensitive(g, "latency_bound");
+    if (lb != NULL && !cJSON_IsBool(lb)) {
+        char path[WM_PATH_MAX];
+        wm_join(path, base, "latency_bound");
+        return wm_fail(c, path, lb, "must be true or false");
+    }
+    out->latency_bound = lb != NULL && cJSON_IsTrue(lb);
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(g, "sweep_phase");
     if (sp != NULL || out->sweep_scale > 0) {
         char path[WM_PATH_MAX];
@@ -284,8 +288,8 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
         return wm_fail(c, path, cJSON_GetObjectItemCaseSensitive(j, "op"),
                        "unknown collective (expected: allreduce, allgather, reducescatter)");
     }
-    if (wm_int(c, j, "count", base, 1, 1, 1, &out->count) != 0 ||
-        wm_num(c, j, "bytes_per_token", base, 1, 0, 0, 0, &out->bytes_per_token) != 0)
+    if (wm_int(c, j, "count", base, 1, 1, &bnd_count, &out->count) != 0 ||
+        wm_num(c, j, "bytes_per_token", base, 1, 0, &bnd_bytes, &out->bytes_per_token) != 0)
         return -1;
     return 0;
 }
@@ -301,12 +305,12 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
     if (!cJSON_IsObject(j))
         return wm_fail(c, base, j, "must be an object {\"groups\": [...], ...}");
     if (wm_check_keys(c, j, base, wm_phase_keys) != 0 ||
-        wm_num(c, j, "host_gap_us", base, 0, 0, 0, 0, &ph->host_gap_us) != 0 ||
-        wm_num(c, j, "host_gap_sd_us", base, 0, 0, 0, 0, &ph->host_gap_sd_us) != 0 ||
-        wm_num(c, j, "fitted_tokens_max", base, 0, 0, 0, 0, &ph->fitted_tokens_max) != 0 ||
-        wm_num(c, j, "fitted_q_max", base, 0, 0, 0, 0, &ph->fitted_q_max) != 0 ||
-        wm_num(c, j, "host_gap_per_row_us", base, 0, 0, 0, 0, &ph->host_gap_per_row_us) != 0 ||
-        wm_num(c, j, "eager_launch_us", base, 0, 0, 0, 0, &ph->eager_launch_us) != 0)
+        wm_num(c, j, "host_gap_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_us) != 0 ||
+        wm_num(c, j, "host_gap_sd_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_sd_us) != 0 ||
+        wm_num(c, j, "fitted_tokens_max", base, 0, 0, &bnd_tokens, &ph->fitted_tokens_max) != 0 ||
+        wm_num(c, j, "fitted_q_max", base, 0, 0, &bnd_q_tokens, &ph->fitted_q_max) != 0 ||
+        wm_num(c, j, "host_gap_per_row_us", base, 0, 0, &bnd_slope_us, &ph->host_gap_per_row_us) != 0 ||
+        wm_num(c, j, "eager_launch_us", base, 0, 0, &bnd_cost_us, &ph->eager_launch_us) != 0)
         return -1;
     const cJSON *ae = cJSON_GetObjectItemCaseSensitive(j, "always_eager");
     if (ae != NULL && !cJSON_IsBool(ae)) {
@@ -356,15 +360,15 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
 
 static const char *const wm_top_keys[] = {
     "specsim_model", "name", "source", "device", "ranks", "moe", "launch", "phases",
-    "gemm_sweep", NULL,
+    "gemm_sweep", "uncertainty", NULL,
 };
 static const char *const wm_sweep_keys[] = {"source", "tokens", "sites", NULL};
 static const char *const wm_site_keys[] = {"name", "phases", "per_forward", "m", "us", NULL};
 
 /* Reads a JSON array of n numbers (n = *len on entry when > 0, else up to max) into out:
- * finite, >= 0; increasing when inc. */
+ * each within kind k's range; increasing when inc. */
 static int wm_numarr(const wm_ctx *c, const cJSON *a, const char *path, int max, int inc,
-                     double *out, int *len)
+                     const bnd_kind *k, double *out, int *len)
 {
     if (!cJSON_IsArray(a))
         return wm_fail(c, path, a, "must be an array of numbers");
@@ -378,8 +382,10 @@ static int wm_numarr(const wm_ctx *c, const cJSON *a, const char *path, int max,
     cJSON_ArrayForEach(v, a) {
         char p2[WM_PATH_MAX];
         wm_index(p2, path, i);
-        if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < 0)
-            return wm_fail(c, p2, v, "must be a finite number >= 0");
+        if (!cJSON_IsNumber(v))
+            return wm_fail(c, p2, v, "must be a number");
+        if (bnd_check(k, v->valuedouble, c->file, p2, c->err, c->errlen) != 0)
+            return -1;
         if (inc && i > 0 && !(v->valuedouble > out[i - 1]))
             return wm_fail(c, p2, v, "must be larger than the one before (%g)", out[i - 1]);
         out[i++] = v->valuedouble;
@@ -397,7 +403,7 @@ static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
     if (tok == NULL)
         return wm_missing(c, "gemm_sweep.tokens", "required array (token counts)");
     sw->ntok = 0;
-    if (wm_numarr(c, tok, "gemm_sweep.tokens", WM_SWEEP_TOK, 1, sw->tok, &sw->ntok) != 0)
+    if (wm_numarr(c, tok, "gemm_sweep.tokens", WM_SWEEP_TOK, 1, &bnd_tokens, sw->tok, &sw->ntok) != 0)
         return -1;
     const cJSON *sites = cJSON_GetObjectItemCaseSensitive(j, "sites");
     if (!cJSON_IsArray(sites) || cJSON_GetArraySize(sites) < 1)
@@ -416,7 +422,7 @@ static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
         char mm[16];
         if (wm_check_keys(c, it, base, wm_site_keys) != 0 ||
             wm_str(c, it, "name", base, 1, st->name, sizeof st->name) != 0 ||
-            wm_num(c, it, "per_forward", base, 1, 0, 0, 0, &st->per_forward) != 0 ||
+            wm_num(c, it, "per_forward", base, 1, 0, &bnd_factor, &st->per_forward) != 0 ||
             wm_str(c, it, "m", base, 0, mm, sizeof mm) != 0)
             return -1;
         wm_join(path, base, "m");
@@ -442,7 +448,7 @@ static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
         if (us == NULL)
             return wm_missing(c, path, "required array (us per call at each token count)");
         int n = sw->ntok;
-        if (wm_numarr(c, us, path, WM_SWEEP_TOK, 0, st->us, &n) != 0)
+        if (wm_numarr(c, us, path, WM_SWEEP_TOK, 0, &bnd_cost_us, st->us, &n) != 0)
             return -1;
         sw->nsite++;
     }
@@ -450,6 +456,8 @@ static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
 }
 static const char *const wm_moe_keys[] = {"experts", "topk", NULL};
 static const char *const wm_launch_keys[] = {"graph_launch_us", "eager_launch_us", NULL};
+static const char *const wm_unc_keys[] = {"memory_frac", "compute_frac", "latency_frac",
+                                          "source", NULL};
 
 /* Fills m from the parsed document root. */
 static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
@@ -470,7 +478,7 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
     if (wm_str(c, root, "name", "", 1, m->name, sizeof m->name) != 0 ||
         wm_str(c, root, "source", "", 0, m->source, sizeof m->source) != 0 ||
         wm_str(c, root, "device", "", 0, m->device, sizeof m->device) != 0 ||
-        wm_int(c, root, "ranks", "", 0, 1, 1, &m->ranks) != 0)
+        wm_int(c, root, "ranks", "", 0, 1, &bnd_ranks, &m->ranks) != 0)
         return -1;
 
     const cJSON *moe = wm_obj(c, root, "moe", "", 0, &e);
@@ -478,8 +486,8 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
         return -1;
     if (moe) {
         if (wm_check_keys(c, moe, "moe", wm_moe_keys) != 0 ||
-            wm_int(c, moe, "experts", "moe", 1, 0, 0, &m->moe_experts) != 0 ||
-            wm_int(c, moe, "topk", "moe", 1, 0, 0, &m->moe_topk) != 0)
+            wm_int(c, moe, "experts", "moe", 1, 0, &bnd_experts, &m->moe_experts) != 0 ||
+            wm_int(c, moe, "topk", "moe", 1, 0, &bnd_experts, &m->moe_topk) != 0)
             return -1;
         if (m->moe_experts > 0 && (m->moe_topk < 1 || m->moe_topk > m->moe_experts))
             return wm_fail(c, "moe.topk", cJSON_GetObjectItemCaseSensitive(moe, "topk"),
@@ -495,10 +503,22 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
         return -1;
     if (launch) {
         if (wm_check_keys(c, launch, "launch", wm_launch_keys) != 0 ||
-            wm_num(c, launch, "graph_launch_us", "launch", 0, 0, 0, 0,
+            wm_num(c, launch, "graph_launch_us", "launch", 0, 0, &bnd_cost_us,
                    &m->graph_launch_us) != 0 ||
-            wm_num(c, launch, "eager_launch_us", "launch", 0, 0, 0, 0,
+            wm_num(c, launch, "eager_launch_us", "launch", 0, 0, &bnd_cost_us,
                    &m->eager_launch_us) != 0)
+            return -1;
+    }
+
+    const cJSON *unc = wm_obj(c, root, "uncertainty", "", 0, &e);
+    if (e)
+        return -1;
+    if (unc) {
+        if (wm_check_keys(c, unc, "uncertainty", wm_unc_keys) != 0 ||
+            wm_num(c, unc, "memory_frac", "uncertainty", 0, 0, &bnd_frac, &m->unc.memory_frac) != 0 ||
+            wm_num(c, unc, "compute_frac", "uncertainty", 0, 0, &bnd_frac, &m->unc.compute_frac) != 0 ||
+            wm_num(c, unc, "latency_frac", "uncertainty", 0, 0, &bnd_frac, &m->unc.latency_frac) != 0 ||
+            wm_str(c, unc, "source", "uncertainty", 0, m->unc.source, sizeof m->unc.source) != 0)
             return -1;
     }
 
@@ -587,44 +607,17 @@ int wm_parse(wm_model *m, const char *json, const char *name, char *err, size_t 
 
 int wm_load(wm_model *m, const char *path, char *err, size_t errlen)
 {
-    int rc = -1;
     char *buf = NULL;
-    FILE *f = fopen(path, "rb");
+    size_t n = 0;
     wm_init(m);
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        goto out;
-    }
-    if (fseek(f, 0, SEEK_END) != 0) {
-        snprintf(err, errlen, "%s: cannot seek: %s", path, strerror(errno));
-        goto out;
-    }
-    long n = ftell(f);
-    if (n < 0 || n > WM_FILE_MAX_BYTES) {
-        snprintf(err, errlen, "%s: size %ld bytes: not a model file (at most %ld bytes)",
-                 path, n, WM_FILE_MAX_BYTES);
-        goto out;
-    }
-    rewind(f);
-    buf = malloc((size_t)n + 1);
-    if (buf == NULL) {
-        snprintf(err, errlen, "%s: out of memory reading %ld bytes", path, n);
-        goto out;
-    }
-    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        snprintf(err, errlen, "%s: read error: %s", path, strerror(errno));
-        goto out;
-    }
-    buf[n] = '\0';
-    if (memchr(buf, '\0', (size_t)n) != NULL) {
+    if (bnd_read_file(path, BND_MODEL_FILE_BYTES, "a model file", &buf, &n, err, errlen) != 0)
+        return -1;
+    int rc = -1;
+    if (memchr(buf, '\0', n) != NULL)
         snprintf(err, errlen, "%s: invalid JSON at byte %zu: NUL byte (binary file?)",
-                 path, (size_t)((char *)memchr(buf, '\0', (size_t)n) - buf));
-        goto out;
-    }
-    rc = wm_parse(m, buf, path, err, errlen);
-out:
-    if (f)
-        fclose(f);
+                 path, (size_t)((char *)memchr(buf, '\0', n) - buf));
+    else
+        rc = wm_parse(m, buf, path, err, errlen);
     free(buf);
     return rc;
 }
@@ -668,6 +661,10 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddStringToObject(o, "sweep_phase", wm_phase_name[g->sweep_phase]);
     }
     cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
+    if (g->resid_frac != 0)          /* older readers do not know the keys */
+        cJSON_AddNumberToObject(o, "resid_frac", g->resid_frac);
+    if (g->latency_bound)
+        cJSON_AddBoolToObject(o, "latency_bound", 1);
     if (g->source[0])   /* derived groups only: fitted files stay as they were */
         cJSON_AddStringToObject(o, "source", g->source);
     return o;
@@ -709,6 +706,13 @@ static cJSON *wm_to_json(const wm_model *m)
     cJSON *launch = cJSON_AddObjectToObject(root, "launch");
     cJSON_AddNumberToObject(launch, "graph_launch_us", m->graph_launch_us);
     cJSON_AddNumberToObject(launch, "eager_launch_us", m->eager_launch_us);
+    if (m->unc.memory_frac != 0 || m->unc.compute_frac != 0 || m->unc.latency_frac != 0) {
+        cJSON *u = cJSON_AddObjectToObject(root, "uncertainty");
+        cJSON_AddNumberToObject(u, "memory_frac", m->unc.memory_frac);
+        cJSON_AddNumberToObject(u, "compute_frac", m->unc.compute_frac);
+        cJSON_AddNumberToObject(u, "latency_frac", m->unc.latency_frac);
+        cJSON_AddStringToObject(u, "source", m->unc.source);
+    }
     cJSON *phases = cJSON_AddObjectToObject(root, "phases");
     for (int p = 0; p < WM_NPHASE; p++) {
         const wm_phase_model *ph = &m->phase[p];
@@ -747,48 +751,36 @@ static cJSON *wm_to_json(const wm_model *m)
 int wm_save(const wm_model *m, const char *path, char *err, size_t errlen)
 {
     int rc = -1;
-    char tmp[4096];
-    FILE *f = NULL;
     cJSON *root = wm_to_json(m);
     char *text = root ? cJSON_Print(root) : NULL;
+    char *check = NULL;
     if (text == NULL) {
         snprintf(err, errlen, "%s: cannot write: out of memory building JSON", path);
         goto out;
     }
-    /* Write to a temporary name and rename, so a reader never sees half a model. */
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
-        snprintf(err, errlen, "%s: cannot write: path too long", path);
-        goto out;
-    }
-    f = fopen(tmp, "wb");
-    if (f == NULL) {
-        snprintf(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
+    /* Only a model the reader takes is written: a value out of range (a fit gone wrong,
+     * -nan) is refused here and the file at path is left as it was. */
+    static _Thread_local wm_model back;
+    char why[768];
+    if (wm_parse(&back, text, path, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s: not written: the model would not load back: %s", path, why);
+        rc = -2;
         goto out;
     }
     size_t len = strlen(text);
-    if (fwrite(text, 1, len, f) != len || fputc('\n', f) == EOF) {
-        snprintf(err, errlen, "%s: write error: %s", path, strerror(errno));
+    check = malloc(len + 2);
+    if (check == NULL) {
+        snprintf(err, errlen, "%s: cannot write: out of memory", path);
         goto out;
     }
-    int closed = fclose(f);
-    f = NULL;
-    if (closed != 0) {
-        snprintf(err, errlen, "%s: write error: %s", path, strerror(errno));
-        goto out;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: cannot rename %s into place: %s", path, tmp,
-                 strerror(errno));
-        goto out;
-    }
-    rc = 0;
+    memcpy(check, text, len);
+    check[len] = '\n';
+    check[len + 1] = '\0';
+    /* NAME.tmp renamed into place (a reader never sees half a model); a device or FIFO
+     * given as path is written in place (ofile.h) */
+    rc = ofile_write(path, check, len + 1, err, errlen);
 out:
-    if (f) {
-        fclose(f);
-        remove(tmp);
-    } else if (rc != 0 && text != NULL) {
-        remove(tmp);
-    }
+    free(check);
     cJSON_free(text);
     cJSON_Delete(root);
     return rc;

@@ -75,6 +75,13 @@ typedef struct {
      * kv_tokens / 1000 * max(0, tiles - q_tile_knee); 0 in files without them */
     double per_kvq2_ktoken_us;
     double q_tile_knee;
+    /* prediction intervals (docs/simulator.md, "Intervals"); 0 in files without them */
+    double resid_frac;            /* relative sd of the group's cost at a configuration the
+                                     traces did not hold: the fit's residual over its cells,
+                                     corrected for the columns fitted (specsim fit) */
+    int    latency_bound;         /* 1: a carried model kept this group's base as measured
+                                     (latency-bound kernels, models/carry.c): its base takes
+                                     the model's unc.latency_frac, else unc.memory_frac */
     /* how the group's terms were derived when not fitted directly (specsim scale writes its
      * factors and their uncertainty here); "" in fitted and hand-written files */
     char   source[WM_GSRC_MAX];
@@ -148,6 +155,14 @@ typedef struct {
     double eager_launch_us;  /* host cost per kernel launched eagerly */
     wm_phase_model phase[WM_NPHASE];
     wm_sweep sweep;          /* GEMM sweep (ntok 0: none) */
+    /* A carried model's uncertainty (models/carry.c; all 0: none): relative sd of every
+     * memory-bound term (bases, experts, KV, waves, the GEMM sweep), of every compute-bound
+     * term (per-token slopes) and of latency-bound bases, each shared by all groups (the
+     * fraction of peak a GPU reaches moves them together). */
+    struct {
+        double memory_frac, compute_frac, latency_frac;
+        char   source[128];
+    } unc;
 } wm_model;
 
 /* Loads path into *m (caller-owned, nothing to free inside). Returns 0, or -1 with a
@@ -155,7 +170,9 @@ typedef struct {
 int  wm_load(wm_model *m, const char *path, char *err, size_t errlen);
 /* Same from a JSON text already in memory; name is used in messages. */
 int  wm_parse(wm_model *m, const char *json, const char *name, char *err, size_t errlen);
-/* Writes m as JSON to path. Returns 0 or -1 with err. */
+/* Writes m as JSON to path (through PATH.tmp renamed into place; a device or FIFO in
+ * place, ofile.h). Only a model that wm_parse takes back is written: else -2 with err and
+ * nothing at path changes. Returns 0, -1 with err (cannot write) or -2. */
 int  wm_save(const wm_model *m, const char *path, char *err, size_t errlen);
 
 /* Expected distinct experts touched by `tokens` tokens, each routed to topk of E experts

@@ -1,9 +1,12 @@
 # best.awk: figure 3 of `make report`: the fastest draft configuration per (acceptance,
 # concurrency) and the break-even acceptance per concurrency.
-# Input rows: conc alpha steps topk draft_tokens tok_s base_tok_s speedup (one per simulation).
+# Input rows: conc alpha steps topk draft_tokens tok_s base_tok_s speedup [speedup_p10
+# speedup_p90] (one per simulation).
 # Writes: stdout  alpha conc steps topk draft_tokens speedup tok_s base_tok_s (the best)
 #         tab=FILE  xi yi speedup "s,k,d" alpha conc   (labelled heatmap, alpha 0.3,0.4..0.9,0.95)
-#         be=FILE   conc best cfg314 cfg548 cfg112 top  (break-even alpha; NaN: none up to top)
+#         be=FILE   conc best cfg314 cfg548 cfg112 top best_p90 best_p10  (break-even alpha;
+#                   NaN: none up to top; best_p90/p10: the best's from its speedup's p90 and
+#                   p10, NaN without them)
 #         md=FILE   the best configurations as a Markdown table
 #         xt=FILE   gnuplot commands for the heatmap's tics
 # Break-even: the first simulated alpha (ascending) whose speedup is >= 1, linearly
@@ -16,14 +19,17 @@
     sp[c, a, key] = $8 + 0
     if (!((c, a) in bsp) || $8 + 0 > bsp[c, a]) {
         bsp[c, a] = $8 + 0; bk[c, a] = key; btok[c, a] = $6; bbase[c, a] = $7
+        bp10[c, a] = NF >= 10 ? $9 + 0 : ""; bp90[c, a] = NF >= 10 ? $10 + 0 : ""
     }
 }
 function sortnum(X, n,    i, j, x) {
     for (i = 2; i <= n; i++) { x = X[i]; for (j = i - 1; j >= 1 && X[j] > x; j--) X[j + 1] = X[j]; X[j + 1] = x }
 }
-function breakeven(c, key,    i, s, s0, a0) {   # key "" = the best configuration
+function breakeven(c, key, q,    i, s, s0, a0) {   # key "" = the best; q 10/90: its pNN
     for (i = 1; i <= na; i++) {
-        if (key == "") s = bsp[c, A[i]]
+        if (key == "" && q == 10) { if (bp10[c, A[i]] == "") return "NaN"; s = bp10[c, A[i]] }
+        else if (key == "" && q == 90) { if (bp90[c, A[i]] == "") return "NaN"; s = bp90[c, A[i]] }
+        else if (key == "") s = bsp[c, A[i]]
         else if ((c, A[i], key) in sp) s = sp[c, A[i], key]
         else return "NaN"
         if (s >= 1) {
@@ -60,10 +66,11 @@ END {
     print xtx ")" > xt
     print yt ")" > xt
     printf "nrows = %d\nncols = %d\n", nr, nc > xt
-    print "# conc be_best be_3_1_4 be_5_4_8 be_1_1_2 alpha_top" > be
+    print "# conc be_best be_3_1_4 be_5_4_8 be_1_1_2 alpha_top be_best_p90 be_best_p10" > be
     for (j = 1; j <= nc; j++)
-        printf "%d %s %s %s %s %.2f\n", C[j], breakeven(C[j], ""), breakeven(C[j], "3,1,4"),
-               breakeven(C[j], "5,4,8"), breakeven(C[j], "1,1,2"), A[na] > be
+        printf "%d %s %s %s %s %.2f %s %s\n", C[j], breakeven(C[j], ""), breakeven(C[j], "3,1,4"),
+               breakeven(C[j], "5,4,8"), breakeven(C[j], "1,1,2"), A[na],
+               breakeven(C[j], "", 90), breakeven(C[j], "", 10) > be
     printf "| alpha \\ concurrency |" > md
     for (j = 1; j <= nc; j++) printf " %d |", C[j] > md
     printf "\n|---|" > md

@@ -1,7 +1,8 @@
 # fig3_best.gp: left, the fastest configuration per acceptance (rows) and concurrency (columns)
 # as a labelled heatmap; right, the break-even acceptance per concurrency.
 # Input: tab = xi yi speedup "s,k,d" alpha conc; be = conc be_best be_3_1_4 be_5_4_8 be_1_1_2
-# alpha_top; xtfile = gnuplot tics (xtics, ytics, nrows, ncols) written by plots/best.awk.
+# alpha_top be_best_p90 be_best_p10 (the band: the best's break-even from its speedup's 80%
+# interval); xtfile = gnuplot tics (xtics, ytics, nrows, ncols) written by plots/best.awk.
 w = 1450; h = 680
 load "plots/common.gp"
 load xtfile
@@ -46,7 +47,9 @@ set ytics 0.1
 set grid xtics ytics
 set key top left Left reverse opaque box lc rgb "#C0C0C0" samplen 2
 unset colorbox
-plot be using 1:2 with linespoints lw 3 pt 7 ps 1.1 lc rgb "#000000" title "best of all configurations", \
+plot be using 1:($7 == $7 && $8 == $8 ? $7 : NaN):8 with filledcurves fc rgb "#D9D9D9" \
+        title "best: 80% interval of its break-even (speedup p90 .. p10)", \
+     be using 1:2 with linespoints lw 3 pt 7 ps 1.1 lc rgb "#000000" title "best of all configurations", \
      be using 1:3 with linespoints lw 2 pt 5 dt 2 lc rgb c_verify title "steps 3, topk 1, 4 tokens (SGLang auto, MoE)", \
      be using 1:4 with linespoints lw 2 pt 9 dt 3 lc rgb c_draft title "steps 5, topk 4, 8 tokens (SGLang auto, Llama)", \
      be using 1:5 with linespoints lw 2 pt 13 dt 4 lc rgb c_accept title "steps 1, topk 1, 2 tokens", \

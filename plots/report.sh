@@ -248,6 +248,7 @@ BS_HI=32
 ALPHAS_HEAT=$(seq_list 0.30 0.95 0.05 '%.2f')
 ALPHAS_BEST=$(seq_list 0.00 0.95 0.05 '%.2f')
 BS_BEST=1,2,4,8,16,32,64,128
+BS_SPD=1,2,4,8,12,16,24,32,48,64,96,128
 
 # ---- figures 1 and 2: throughput and speedup over acceptance x draft length -------------------
 fig12() {
@@ -300,8 +301,8 @@ fig3() {
     # chain: topk 1, draft tokens = steps + 1
     sweep best_chain "$MODEL" --topk 1 --grid concurrency=$BS_BEST --grid alpha="$ALPHAS_BEST" \
         --grid steps=1..8 || return 1
-    pick "$D/best_chain.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup \
-        | awk '!/^#/ { print $1, $2, $3, 1, $3 + 1, $4, $5, $6 }' >> "$D/best_all.dat"
+    pick "$D/best_chain.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup,speedup_p10,speedup_p90 \
+        | awk '!/^#/ { print $1, $2, $3, 1, $3 + 1, $4, $5, $6, $7, $8 }' >> "$D/best_all.dat"
     # trees: topk 2, 4, 8 with 4, 8 or 16 verified tokens; steps where the tree holds them
     for k in 2 4 8; do
         for dt in 4 8 16; do
@@ -309,8 +310,8 @@ fig3() {
             [ $smin -le 8 ] || continue
             sweep "best_k${k}_d$dt" "$MODEL" --topk $k --draft-tokens $dt --grid concurrency=$BS_BEST \
                 --grid alpha="$ALPHAS_BEST" --grid steps=$smin..8 || return 1
-            pick "$D/best_k${k}_d$dt.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup \
-                | awk -v k=$k -v d=$dt '!/^#/ { print $1, $2, $3, k, d, $4, $5, $6 }' >> "$D/best_all.dat"
+            pick "$D/best_k${k}_d$dt.csv" concurrency,alpha,steps,tok_s,base_tok_s,speedup,speedup_p10,speedup_p90 \
+                | awk -v k=$k -v d=$dt '!/^#/ { print $1, $2, $3, k, d, $4, $5, $6, $7, $8 }' >> "$D/best_all.dat"
         done
     done
     # best per (alpha, concurrency); break-even alpha per concurrency for the best and for
@@ -323,12 +324,28 @@ fig3() {
     nobe=$(awk '!/^#/ && $2 == "NaN" { n = 1 } END { print n + 0 }' "$D/breakeven.dat")
     if plot fig3_best.gp fig3_best "tab='$D/best_tab.dat'; be='$D/breakeven.dat'; xtfile='$D/best_xtics.gp'; nobe=$nobe"; then
         embed fig3_best "best configuration and break-even acceptance" >> "$CUR"
-        caption 3 "Left: for each acceptance rate (rows) and concurrency (columns), the fastest of $(awk '{ k[$3 "," $4 "," $5] = 1 } END { for (x in k) n++; print n }' "$D/best_all.dat") draft configurations (steps 1..8; chain, or a tree of topk 2/4/8 verifying 4/8/16 tokens), labelled steps,topk,draft-tokens and its speedup; red cells: even the best is slower than no speculation. Right: the break-even acceptance rate (speedup = 1, linear between the simulated rates 0.00..0.95 step 0.05) per concurrency, for the best configuration and for fixed ones (SGLang's automatic choices (3,1,4) and (5,4,8), and the 1-step chain)."
+        caption 3 "Left: for each acceptance rate (rows) and concurrency (columns), the fastest of $(awk '{ k[$3 "," $4 "," $5] = 1 } END { for (x in k) n++; print n }' "$D/best_all.dat") draft configurations (steps 1..8; chain, or a tree of topk 2/4/8 verifying 4/8/16 tokens), labelled steps,topk,draft-tokens and its speedup; red cells: even the best is slower than no speculation. Right: the break-even acceptance rate (speedup = 1, linear between the simulated rates 0.00..0.95 step 0.05) per concurrency, for the best configuration and for fixed ones (SGLang's automatic choices (3,1,4) and (5,4,8), and the 1-step chain); the grey band is the best configuration's break-even taken from its speedup's 80% prediction interval (p90 to p10: the model's fitted residuals and the simulation's own estimate, docs/simulator.md \"Intervals\")."
     else fail_fig 3 "gnuplot failed (see $D/fig3_best.png.log)"; fi
     say "Best configuration (steps, topk, draft tokens) and its speedup:"
     say ""
     cat "$D/best_table.md" >> "$CUR"
     say ""
+}
+
+# ---- figure 9: speedup vs concurrency with 80% intervals --------------------------------------
+fig9() {
+    log "figure 9: speedup vs concurrency with 80% prediction intervals"
+    sweep speedup_conc "$MODEL" --acceptance alpha:0.7 --grid steps=1,3,5 --grid concurrency=$BS_SPD || return 1
+    pick "$D/speedup_conc.csv" steps,concurrency,speedup,speedup_p10,speedup_p90 \
+        | awk '/^#/ { next } $1 != s { if (s != "") print "\n"; printf "# steps %s\n# concurrency speedup p10 p90\n", $1; s = $1 }
+               { print $2, $3, $4, $5 }' > "$D/speedup_conc.dat"
+    section
+    say "## 9. Speedup vs concurrency, with its 80% prediction interval"
+    say ""
+    if plot fig9_speedup_conc.gp fig9_speedup_conc "spd='$D/speedup_conc.dat'; steps_list='1 3 5'"; then
+        embed fig9_speedup_conc "speedup vs concurrency" >> "$CUR"
+        caption 9 "Speedup (speculative tokens/s over the baseline's, same specsim call) against concurrency for chains of 1, 3 and 5 draft steps at alpha 0.7. Each band is the speedup's 80% prediction interval (p10 to p90): the model's fitted residuals (each kernel group's, from specsim fit), a carried model's roofline uncertainty, and the simulation's own estimate; errors the speculative run and its baseline share cancel. Where a band straddles 1, the model cannot tell whether speculation pays there."
+    else fail_fig 9 "gnuplot failed (see $D/fig9_speedup_conc.png.log)"; fi
 }
 
 # ---- figure 4: CUDA-graph padding and eager fallback -----------------------------------------
@@ -489,12 +506,24 @@ fig7() {
     # label the 4 largest misses beyond the 8% band (more would pile up on each other)
     labthr=$(awk '!/^#/ { e = $3 < 0 ? -$3 : $3; print e }' "$D/validation.dat" | sort -gr | sed -n 4p)
     labthr=$(awk -v t="${labthr:-8}" 'BEGIN { print (t > 8 ? t : 8) }')
-    if plot fig7_validation.gp fig7_validation "val='$D/validation.dat'; groups='$groups'; vars='$D/validation_vars.gp'; labthr=$labthr" \
+    # the prediction intervals, when the table has them (make validate writes them since issue 18)
+    ivvars=""
+    if awk -v pts="$D/intervals_pts.dat" -v sum="$D/intervals_summary.txt" -f plots/intervals.awk \
+        "$VALIDATION" > "$D/intervals.dat" 2> "$D/intervals.err"; then
+        ivvars="; ivb='$D/intervals.dat'; ivp='$D/intervals_pts.dat'"
+    fi
+    if plot fig7_validation.gp fig7_validation "val='$D/validation.dat'; groups='$groups'; vars='$D/validation_vars.gp'; labthr=$labthr$ivvars" \
         "$(printf 'validation table: %s | %s' "$(rel "$(abspath "$VALIDATION")")" "$VERSION" | tr -d "'\"")"; then
         embed fig7_validation "predicted vs measured" >> "$CUR"
         caption 7 "Each point is one measured configuration of traces/validation/measured.csv: x the throughput the GPU measured, y the throughput specsim predicted from the calibration traces (columns read from $VALIDATION, written by make validate; one colour per preset). make validate predicts each speculative configuration at the acceptance its GPU run drew (its mean accepted tokens per iteration; the table also gives the error at the nominal alpha). Left: predicted against measured, the line y = x, the shaded bands +-3% (the median error goal) and +-8% (the maximum error goal); log axes when the points span more than a decade. Right: the same points as relative error, with the same bands; points outside +-8% are labelled. Where the table has a calib column, configurations in the calibration subset are drawn open and left out of the error summary below (the goals are about the others)." "$vsrc"
         cat "$D/validation_summary.txt" >> "$CUR"
         say ""
+        if [ -n "$ivvars" ]; then
+            say "Below: each configuration's 80% prediction interval of its nominal prediction (the model's fitted residuals and the draws of a run as long as the GPU's measured window: specsim --seconds), relative to its p50, and the configuration's measured runs; red open circles lie outside. Held-out configurations:"
+            say ""
+            cat "$D/intervals_summary.txt" >> "$CUR"
+            say ""
+        fi
         say "<details><summary>$VALIDATION as make validate wrote it</summary>"
         say ""
         say '```'
@@ -623,6 +652,7 @@ else
     FAILED="$FAILED 5 6 8"
     fig7 || FAILED="$FAILED 7"
 fi
+fig9 || FAILED="$FAILED 9"
 
 if [ -s "$D/beyond_fit.txt" ]; then
     note "$(wc -l < "$D/beyond_fit.txt" | tr -d ' ') of the figures' sweeps price phases past what the model was fitted from (more query tokens per row or tokens a forward than its traces hold): their costs there are extrapolated (docs/fit.md, \"Beyond the traces\"); which runs, phases and values: \`data/beyond_fit.txt\`."

@@ -21,8 +21,13 @@ profiler: $(BIN)/specprof
 	@echo "  NOTE    nvcc not found at $(NVCC): building the simulator only (no libspecprof.so, no specbench)"
 endif
 
+# The trace code's libc-only helpers from models/: the ranges every reader checks and the
+# output-file rule (bounds.h, ofile.h).
+PROF_CORE_OBJ := $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ)) $(BUILD)/models/bounds.o \
+                 $(BUILD)/models/ofile.o
+
 # libc and zlib only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
-$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
+$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(PROF_CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lz -lpthread -ldl -lm
@@ -34,7 +39,7 @@ $(BUILD)/profiler/inject/%.o: profiler/inject/%.c
 
 # The injection library carries its own copy of the trace writer (profiler/core) so that
 # it depends on nothing but libcupti and libc at run time.
-$(BIN)/libspecprof.so: $(INJ_OBJ) $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ))
+$(BIN)/libspecprof.so: $(INJ_OBJ) $(PROF_CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) -shared -o $@ $^ -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti -lz -lpthread -ldl
@@ -79,6 +84,13 @@ $(BIN)/specprof_demo: profiler/demo/graph_demo.cu
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  NVCC    $@")
 	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< $(DEMO_NCCL) -ldl
+
+# specprof under faults (profiler/demo/fault_demo.cu, profiler/device/faults.sh): crashes,
+# fork + exec, 32 launching threads.   make bin/fault_demo
+$(BIN)/fault_demo: profiler/demo/fault_demo.cu
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  NVCC    $@")
+	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $< -lpthread
 
 # tests/test_ptrace_cupti.c feeds synthetic CUPTI records through the injection library's
 # record converter; it needs CUPTI's headers and library, else it only reports a skip.

@@ -54,7 +54,12 @@ static void usage(FILE *f) {
         "                          (experimental: processes capturing graphs crashed with it on the H200, CUPTI 13.0.1)\n"
         "      --records R         fit (default): launch, copy and sync API records; all: every runtime/driver API\n"
         "      --gz-level N        zlib level of the .json.gz trace (default 6); --no-compress: plain .json\n"
-        "      --no-calibrate      skip the launch-cost calibration at the start\n");
+        "      --no-calibrate      skip the launch-cost calibration at the start\n"
+        "      --torch-annotate SPEC  name PyTorch model forwards with NVTX phase ranges as the models are\n"
+        "                          built: PATTERN=ROLE[,...], PATTERN a class name (or module.Class,\n"
+        "                          fnmatch wildcards) with an optional #N (the N-th such module built),\n"
+        "                          ROLE target, draft or a phase word; e.g.\n"
+        "                          LlamaForCausalLM#1=target,LlamaForCausalLM#2=draft (docs/pytorch.md)\n");
 }
 
 static int parse_signal(const char *s) {
@@ -269,8 +274,73 @@ static int exe_dir(char *out, size_t cap) {
     return 0;
 }
 
+/* --torch-annotate: the spec's syntax (profiler/python/specprof_torch/ranges.py parse_spec
+ * says the same, for programs started without specprof). Returns 0, or -1 with err set. */
+static int torch_spec_check(const char *spec, char *err, size_t errlen) {
+    if (!*spec) { snprintf(err, errlen, "--torch-annotate: empty spec; expected PATTERN=ROLE[,PATTERN=ROLE...]"); return -1; }
+    const char *s = spec;
+    for (;;) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        const char *eq = memchr(s, '=', n), *hash = NULL;
+        int bad = !eq || memchr(eq + 1, '=', n - (size_t)(eq + 1 - s)) != NULL || eq == s;
+        for (const char *p = s; !bad && p < eq; p++) {
+            if (*p == ' ') bad = 1;
+            if (*p == '#') { if (hash) bad = 1; hash = p; }
+        }
+        if (!bad && hash) {
+            long nth = 0;
+            bad = hash == s || hash + 1 == eq;
+            for (const char *p = hash + 1; !bad && p < eq; p++) {
+                if (*p < '0' || *p > '9') bad = 1;
+                else if (nth < 1000000) nth = nth * 10 + (*p - '0');
+            }
+            bad = bad || nth < 1;
+        }
+        if (!bad) {
+            bad = eq + 1 == s + n;
+            for (const char *p = eq + 1; !bad && p < s + n; p++) if (!(*p >= 'a' && *p <= 'z') && *p != '_') bad = 1;
+        }
+        if (bad) {
+            snprintf(err, errlen, "--torch-annotate: item \"%.*s\": expected PATTERN[#N]=ROLE: PATTERN a class name "
+                     "without spaces, N >= 1, ROLE target, draft or a lower-case phase word "
+                     "(e.g. LlamaForCausalLM#1=target,LlamaForCausalLM#2=draft)", (int)n, s);
+            return -1;
+        }
+        if (!end) return 0;
+        s = end + 1;
+    }
+}
+
+/* The directory that holds specprof_torch/ and site/sitecustomize.py: $SPECPROF_PYTHON_DIR,
+ * else the first of <dir of specprof>/../profiler/python (bin/specprof in the source tree),
+ * <dir>/../../profiler/python (build-asan/bin/specprof) and <dir>/../share/specprof/python. */
+static int torch_helper_dir(char *out, char *err, size_t errlen) {
+    static const char *const rel[] = {"/../profiler/python", "/../../profiler/python", "/../share/specprof/python"};
+    const char *env = getenv("SPECPROF_PYTHON_DIR");
+    char here[PATH_MAX], cand[PATH_MAX + 64], probe[PATH_MAX + 128], tried[3 * PATH_MAX] = "";
+    int n = env && *env ? 1 : 3;
+    if (!(env && *env) && exe_dir(here, sizeof here)) {
+        snprintf(err, errlen, "--torch-annotate: cannot find specprof's own directory; set SPECPROF_PYTHON_DIR");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (env && *env) snprintf(cand, sizeof cand, "%s", env);
+        else snprintf(cand, sizeof cand, "%s%s", here, rel[i]);
+        snprintf(probe, sizeof probe, "%s/site/sitecustomize.py", cand);
+        int ok = access(probe, R_OK) == 0;
+        snprintf(probe, sizeof probe, "%s/specprof_torch/__init__.py", cand);
+        if (ok && access(probe, R_OK) == 0 && realpath(cand, out)) return 0;
+        size_t used = strlen(tried);
+        snprintf(tried + used, sizeof tried - used, "%s%s", used ? ", " : "", cand);
+    }
+    snprintf(err, errlen, "--torch-annotate: %.2048s: no specprof_torch/__init__.py and site/sitecustomize.py there "
+             "(the Python helper, profiler/python in the source tree); set SPECPROF_PYTHON_DIR to its directory", tried);
+    return -1;
+}
+
 static int cmd_run(int argc, char **argv) {
-    const char *out = NULL, *phases = NULL;
+    const char *out = NULL, *phases = NULL, *torch_spec = NULL;
     double delay = 0, duration = 0;
     int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
     long flush_ms = 500, buffer_mb = 64;
@@ -279,7 +349,7 @@ static int cmd_run(int argc, char **argv) {
     long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,
-           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE };
+           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH };
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'}, {"delay", required_argument, 0, O_DELAY},
         {"duration", required_argument, 0, O_DURATION}, {"signal-start", optional_argument, 0, O_SSTART},
@@ -291,7 +361,7 @@ static int cmd_run(int argc, char **argv) {
         {"window-max-ms", required_argument, 0, O_WMAX}, {"between", required_argument, 0, O_BETWEEN},
         {"records", required_argument, 0, O_RECORDS}, {"gz-level", required_argument, 0, O_GZ},
         {"no-compress", no_argument, 0, O_NOGZ}, {"no-calibrate", no_argument, 0, O_NOCAL},
-        {"shape-ignore", required_argument, 0, O_IGNORE},
+        {"shape-ignore", required_argument, 0, O_IGNORE}, {"torch-annotate", required_argument, 0, O_TORCH},
         {0, 0, 0, 0}};
     int c;
     optind = 1;
@@ -336,6 +406,7 @@ static int cmd_run(int argc, char **argv) {
         case O_NOGZ: gz_level = 0; break;
         case O_NOCAL: calibrate = 0; break;
         case O_IGNORE: shape_ignore = optarg; break;
+        case O_TORCH: torch_spec = optarg; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -347,7 +418,9 @@ static int cmd_run(int argc, char **argv) {
     if (period_ms < window_ms) SP_FAIL("--period-ms: value %ld: must be at least --window-ms (%ld)", period_ms, window_ms);
     char **cmd = argv + optind;
 
-    char err[512], lib[PATH_MAX + 32], dir[PATH_MAX], here[PATH_MAX];
+    char err[PATH_MAX + 512], lib[PATH_MAX + 32], dir[PATH_MAX], here[PATH_MAX], pydir[PATH_MAX];
+    if (torch_spec && (torch_spec_check(torch_spec, err, sizeof err) || torch_helper_dir(pydir, err, sizeof err)))
+        SP_FAIL("%s", err);
     if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("%s", err);
     if (!realpath(out, dir)) SP_FAIL("%s: %s", out, strerror(errno));
     const char *env_lib = getenv("SPECPROF_LIB");
@@ -392,6 +465,7 @@ static int cmd_run(int argc, char **argv) {
     else
         fprintf(stderr, "# specprof: mode always: every record all the time; API records %s; %s\n", records,
                 gz_level ? "gzip" : "plain JSON");
+    if (torch_spec) fprintf(stderr, "# specprof: torch-annotate %s (Python helper %s)\n", torch_spec, pydir);
     fprintf(stderr, "# specprof: command");
     for (char **a = cmd; *a; a++) fprintf(stderr, " %s", *a);
     fprintf(stderr, "\n");
@@ -433,6 +507,16 @@ static int cmd_run(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         snprintf(v, sizeof v, "%lld", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
         setenv("SPECPROF_LAUNCH_MONO_MS", v, 1);
+    }
+    if (torch_spec) {   /* profiler/python/site/sitecustomize.py reads these at Python's start */
+        const char *pp = getenv("PYTHONPATH");
+        char *np = malloc(2 * strlen(pydir) + (pp ? strlen(pp) : 0) + 16);
+        if (!np) SP_FAIL("out of memory");
+        sprintf(np, "%s/site:%s%s%s", pydir, pydir, pp && *pp ? ":" : "", pp ? pp : "");
+        setenv("PYTHONPATH", np, 1);
+        free(np);
+        setenv("SPECPROF_TORCH_ANNOTATE", torch_spec, 1);
+        if (quiet) setenv("SPECPROF_QUIET", "1", 1);
     }
     time_t launched = time(NULL);
     struct sigaction sa;

@@ -5,6 +5,7 @@
 #define HAVE_INLINE 1   /* GSL inline gsl_rng_uniform; before any GSL header */
 #include "batch.h"
 #include "jitter.h"
+#include "bounds.h"
 
 #include <errno.h>
 #include <math.h>
@@ -42,6 +43,8 @@ int batch_lendist_parse(batch_lendist *d, const char *spec, char *err, size_t er
         if (batch_parse_long(buf + 8, &d->a_tokens) || batch_parse_long(colon + 1, &d->b_tokens)
             || d->a_tokens < 1 || d->b_tokens < d->a_tokens)
             goto bad;
+        if (d->b_tokens > BND_TOKENS_MAX)
+            goto big;
         return 0;
     }
     if (strncmp(buf, "exp:", 4) == 0) {
@@ -50,13 +53,22 @@ int batch_lendist_parse(batch_lendist *d, const char *spec, char *err, size_t er
         d->mean_tokens = strtod(buf + 4, &end);
         if (end == buf + 4 || *end || !(d->mean_tokens >= 1) || !isfinite(d->mean_tokens))
             goto bad;
+        if (d->mean_tokens > BND_TOKENS_MAX)
+            goto big;
         return 0;
     }
     d->kind = BATCH_LEN_FIXED;
     if (batch_parse_long(buf, &d->a_tokens) || d->a_tokens < 1)
         goto bad;
+    if (d->a_tokens > BND_TOKENS_MAX)
+        goto big;
     d->b_tokens = d->a_tokens;
     return 0;
+big:
+    snprintf(err, errlen, "output length: value \"%s\": out of range: a token count must be "
+             "in [1, %.10g] tokens (bounds.h)", spec, BND_TOKENS_MAX);
+    memset(d, 0, sizeof *d);
+    return -1;
 bad:
     snprintf(err, errlen, "output length: value \"%s\": expected N >= 1, uniform:A:B "
              "(1 <= A <= B) or exp:MEAN (MEAN >= 1)", spec ? spec : "");
@@ -72,7 +84,9 @@ long batch_lendist_draw(const batch_lendist *d, gsl_rng *r)
         /* exponential with the given mean, rounded up: at least one token */
         double x = -d->mean_tokens * log1p(-gsl_rng_uniform(r));
         double c = ceil(x);
-        return c < 1 ? 1 : c > 1e12 ? (long)1e12 : (long)c;
+        /* capped at the longest output bounds.h allows (gsl_rng_uniform_int, which draws the
+         * staggered start, takes at most 2^32 - 1) */
+        return c < 1 ? 1 : c > BND_TOKENS_MAX ? (long)BND_TOKENS_MAX : (long)c;
     }
     default:
         return d->a_tokens;
@@ -147,6 +161,15 @@ double batch_accdist_mean(const batch_accdist *d)
         prev = c;
     }
     return mean;
+}
+
+double batch_accdist_overshoot_m2(const batch_accdist *d)
+{
+    /* gain = 1 + k: P(gain > x) = P(k >= x) = 1 - cdf[x - 1] for x = 1..g */
+    double m2 = 0, eg = 1 + batch_accdist_mean(d);
+    for (int x = 1; x <= d->g; x++)
+        m2 += (double)x * x * (1 - d->cdf[x - 1]);
+    return m2 / eg;
 }
 
 /* Starts request `id` in slot s at t; progress > 0 means it is already that far along. */

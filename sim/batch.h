@@ -55,6 +55,12 @@ void batch_accdist_init(batch_accdist *d, const accept_model *a, int steps, int 
                         int draft_tokens);
 int  batch_accdist_draw(const batch_accdist *d, gsl_rng *r);
 double batch_accdist_mean(const batch_accdist *d);
+/* E[D^2] of the tokens a finishing request drew past its output length (its last gain is
+ * capped): the overshoot of a renewal process with increments 1 + accepted, whose
+ * stationary law is P(D = x) = P(gain > x) / E[gain] (Feller, "An Introduction to
+ * Probability Theory", vol. II, XI.4). A window with few request ends misses this
+ * variance; the simulator adds it (docs/simulator.md, "Precision"). */
+double batch_accdist_overshoot_m2(const batch_accdist *d);
 
 typedef struct {
     int      cap;                /* concurrency C: slots */

@@ -10,6 +10,9 @@
 #include "timeline.h"
 #include "arfit.h"
 #include "fit.h"
+#include "logcmd.h"
+#include "importcmd.h"
+#include "gslerr.h"
 #include "scale.h"
 
 #include <math.h>
@@ -42,6 +45,9 @@ static void usage_main(FILE *f)
         "  specsim scale MODEL.json --from TRACED --llm TARGET -o OUT.json  another shape, TP "
         "size, weight format (docs/scale.md)\n"
         "  specsim fit-allreduce SWEEP.csv... -o LINK.json  fit a link to arsweep CSVs (docs/allreduce.md)\n"
+        "  specsim import TRACE...             what the fit reads from specprof or Kineto traces\n"
+        "  specsim log SERVER.log... [--model M.json]  acceptance per batch size from SGLang logs,\n"
+        "                                      and each logged interval predicted (docs/sglang.md)\n"
         "  specsim help                        this text; `specsim run --help` lists the knobs\n"
         "examples:\n"
         "  specsim run --model models/example-llama8b.json --alpha 0.7 --steps 3 --bs 16\n"
@@ -242,17 +248,19 @@ static int cmd_run(simcfg_set_t *s)
     if (use_tl)
         timeline_process(&tl, 1, "spec", ps.ranks);
     double t0 = now_s();
-    if (sim_run(&ps, use_tl ? &hk : NULL, &rs, err, sizeof err)) {
+    int rc = sim_run(&ps, use_tl ? &hk : NULL, &rs, err, sizeof err);
+    if (rc) {
         fprintf(stderr, "%s\n", err);
-        return 1;
+        return rc == -2 ? EXIT_BAD_INPUT : 1;
     }
     double t1 = now_s();
     if (s->cfg.baseline) {
         if (use_tl)
             timeline_process(&tl, 1001, "baseline", pb.ranks);
-        if (sim_run(&pb, use_tl ? &hk : NULL, &rb, err, sizeof err)) {
-            fprintf(stderr, "%s\n", err);
-            return 1;
+        rc = sim_run(&pb, use_tl ? &hk : NULL, &rb, err, sizeof err);
+        if (rc) {
+            fprintf(stderr, "baseline: %s\n", err);
+            return rc == -2 ? EXIT_BAD_INPUT : 1;
         }
     }
     double t2 = now_s();
@@ -263,6 +271,21 @@ static int cmd_run(simcfg_set_t *s)
             far.phase_q_max[p] = fmax(far.phase_q_max[p], rb.phase_q_max[p]);
         }
         sim_warn_beyond_fit(stderr, "run", ps.model, &far, "");
+    }
+    for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++)   /* said on stderr too: --json, --csv */
+        if ((m ? &rb : &rs)->partial)
+            fprintf(stderr, "specsim run: warning: %s: no request finished in the measured window "
+                    "(%ld iterations): per-request metrics (req_tok_s, tpot) come from the running "
+                    "requests (partial = 1; raise --iterations or shorten --output-len)\n",
+                    m ? "baseline" : "spec", (m ? &rb : &rs)->iterations);
+    for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++) {   /* --precision not reached */
+        const sim_params *pp = m ? &pb : &ps;
+        const sim_result *rr = m ? &rb : &rs;
+        if (pp->precision > 0 && !rr->precise)
+            fprintf(stderr, "specsim run: warning: %s: tok/s known to +-%.3g%% after %ld "
+                    "iterations, not the --precision %.3g%% asked (--iterations caps it)\n",
+                    m ? "baseline" : "spec", 100 * rr->precision, rr->iterations,
+                    100 * pp->precision);
     }
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
@@ -295,6 +318,13 @@ static int cmd_run(simcfg_set_t *s)
             free(m);
             snprintf(buf, sizeof buf, "%.4f", report_speedup(&rs, base));
             cJSON_AddNumberToObject(o, "speedup", strtod(buf, NULL));
+            double lo, hi;
+            report_speedup_interval(&rs, base, &lo, &hi);
+            snprintf(buf, sizeof buf, "%.4f", lo);
+            cJSON_AddNumberToObject(o, "speedup_p10", strtod(buf, NULL));
+            cJSON_AddNumberToObject(o, "speedup_p50", cJSON_GetObjectItem(o, "speedup")->valuedouble);
+            snprintf(buf, sizeof buf, "%.4f", hi);
+            cJSON_AddNumberToObject(o, "speedup_p90", strtod(buf, NULL));
         }
         char *txt = cJSON_Print(o);
         puts(txt);
@@ -354,8 +384,13 @@ static int cmd_sweep(simcfg_set_t *s, sweep_grid *g)
         return EXIT_BAD_INPUT;
     }
     if (!s->cfg.quiet) {
-        fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION,
-                sweep_grid_size(g));
+        long lo, hi, n = sweep_grid_size(g);
+        sweep_shard(s->cfg.shard, n, &lo, &hi, err, sizeof err);   /* checked above */
+        if (s->cfg.shard[0])
+            fprintf(out, "# specsim %s sweep: configurations %ld..%ld (part %s) of %ld;",
+                    SPECSIM_VERSION, lo + 1, hi, s->cfg.shard, n);
+        else
+            fprintf(out, "# specsim %s sweep: %ld configurations;", SPECSIM_VERSION, n);
         for (int a = 0; a < g->naxes; a++)
             fprintf(out, " %s (%d values)", g->axis[a].knob->name, g->axis[a].nvals);
         fputc('\n', out);
@@ -423,6 +458,7 @@ int main(int argc, char **argv)
     static simcfg_set_t s;
     static sweep_grid g;
     int help = 0, rc;
+    gslerr_install();     /* GSL's default handler aborts; its errors become messages */
     if (argc < 2 || strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
         strcmp(argv[1], "-h") == 0) {
         usage_main(stdout);
@@ -440,10 +476,14 @@ int main(int argc, char **argv)
         return scalecmd_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "fit-allreduce") == 0)  /* models/arfit.c (docs/allreduce.md) */
         return arfit_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "log") == 0)          /* sim/logcmd.c (docs/sglang.md) */
+        return logcmd_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "import") == 0)       /* models/importcmd.c (docs/importers.md) */
+        return importcmd_main(argc - 1, argv + 1);
     int sweep = strcmp(argv[1], "sweep") == 0;
     if (!sweep && strcmp(argv[1], "run") != 0) {
         fprintf(stderr, "specsim: field command: value \"%s\": unknown command (run, sweep, "
-                "presets, fit, scale, fit-allreduce, help)\n", argv[1]);
+                "presets, fit, scale, fit-allreduce, import, log, help)\n", argv[1]);
         return EXIT_BAD_INPUT;
     }
     simcfg_defaults(&s);

@@ -10,8 +10,12 @@
 G(tok_s) G(req_tok_s_mean) G(req_tok_s_p50) G(tpot_p50_ms) G(tpot_p90_ms) G(tpot_p99_ms)
 G(accept_len) G(iter_us) G(bs_mean) G(requests_measured) G(iterations) G(tokens)
 G(comm_us) G(wait_us) G(idle_us) G(host_us) G(launch_us) G(eager_frac) G(events)
-G(partial)
+G(partial) G(tok_s_p10) G(tok_s_p90)
 #undef G
+/* relative parts in percent */
+#define PCT(field) static double report_##field(const sim_result *r) { return 100 * r->field; }
+PCT(unc_model) PCT(unc_run) PCT(unc_est) PCT(precision)
+#undef PCT
 #define P(ph) static double report_##ph(const sim_result *r) { return r->phase_us[WM_##ph]; }
 P(DRAFT) P(VERIFY) P(ACCEPT) P(EXTEND) P(DECODE) P(SAMPLE)
 #undef P
@@ -45,12 +49,29 @@ const report_metric report_metrics[] = {
     {"events", "count", "%.0f", 2, report_events},
     {"sim_s", "s", "%.6f", 2, report_sim_s},
     {"partial", "flag", "%.0f", 2, report_partial},
+    {"tok_s_p10", "tok/s", "%.2f", 3, report_tok_s_p10},
+    {"tok_s_p50", "tok/s", "%.2f", 3, report_tok_s},
+    {"tok_s_p90", "tok/s", "%.2f", 3, report_tok_s_p90},
+    {"unc_model", "%", "%.3f", 3, report_unc_model},
+    {"unc_run", "%", "%.3f", 3, report_unc_run},
+    {"unc_est", "%", "%.3f", 3, report_unc_est},
+    {"precision", "%", "%.3f", 3, report_precision},
 };
 const int report_nmetrics = (int)(sizeof report_metrics / sizeof report_metrics[0]);
 
 double report_speedup(const sim_result *spec, const sim_result *base)
 {
     return base && base->tok_s > 0 ? spec->tok_s / base->tok_s : 0;
+}
+
+void report_speedup_interval(const sim_result *spec, const sim_result *base, double *p10,
+                             double *p90)
+{
+    double s = report_speedup(spec, base);
+    if (s > 0 && spec->tok_s_p90 > 0 && base->tok_s_p90 > 0)
+        interval_quantiles(s, interval_speedup_var(&spec->iv, &base->iv), p10, p90);
+    else
+        *p10 = *p90 = 0;
 }
 
 static void report_table(FILE *f, int table, const sim_result *spec, const sim_result *base)
@@ -92,6 +113,17 @@ void report_text(FILE *f, const sim_result *spec, const sim_result *base)
     report_table(f, 0, spec, base);
     if (base)
         fprintf(f, "# speedup %.4f (spec tok/s / baseline tok/s)\n", report_speedup(spec, base));
+    if (spec->tok_s_p90 > 0) {
+        fprintf(f, "# prediction interval of tok/s (p50 = tok_s); relative sd of its parts: "
+                   "model (fit residuals, carry), run (a benchmark of --seconds), est (this "
+                   "simulation); precision: +-%.3g standard errors of tok_s\n", SIM_PREC_Z);
+        report_table(f, 3, spec, base);
+        if (base) {
+            double lo, hi;
+            report_speedup_interval(spec, base, &lo, &hi);
+            fprintf(f, "# speedup p10 %.4f p50 %.4f p90 %.4f\n", lo, report_speedup(spec, base), hi);
+        }
+    }
     fprintf(f, "# iteration breakdown, rank 0, us per iteration: compute per phase + comm + "
                "wait + idle = iter; host (gaps + launches) overlaps the GPU\n");
     report_table(f, 1, spec, base);
@@ -116,7 +148,7 @@ void report_csv_header(FILE *f, const char *const *knobs, int nknobs, int baseli
         for (int i = 0; i < report_nmetrics; i++, first = 0)
             fprintf(f, "%s%s%s", first ? "" : ",", b ? "base_" : "", report_metrics[i].name);
     if (baseline)
-        fprintf(f, "%sspeedup", first ? "" : ",");
+        fprintf(f, "%sspeedup,speedup_p10,speedup_p50,speedup_p90", first ? "" : ",");
     fputc('\n', f);
 }
 
@@ -153,8 +185,11 @@ void report_csv_row(FILE *f, const char *const *values, int nvalues, const sim_r
             fprintf(f, report_metrics[i].fmt, report_metrics[i].get(r));
         }
     }
-    if (base)
-        fprintf(f, "%s%.4f", first ? "" : ",", report_speedup(spec, base));
+    if (base) {
+        double lo, hi, sp = report_speedup(spec, base);
+        report_speedup_interval(spec, base, &lo, &hi);
+        fprintf(f, "%s%.4f,%.4f,%.4f,%.4f", first ? "" : ",", sp, lo, sp, hi);
+    }
     fputc('\n', f);
 }
 

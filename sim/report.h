@@ -10,7 +10,8 @@ typedef struct {
     const char *name;     /* CSV/JSON column ("tok_s"); baseline columns get "base_" */
     const char *unit;
     const char *fmt;      /* printf format of the value */
-    int         table;    /* 0: summary table, 1: breakdown table, 2: engine (CSV/JSON) */
+    int         table;    /* 0: summary table, 1: breakdown table, 2: engine (CSV/JSON),
+                             3: the prediction interval */
     double    (*get)(const sim_result *r);
 } report_metric;
 
@@ -19,6 +20,9 @@ extern const int report_nmetrics;
 
 /* speedup = spec tok/s / baseline tok/s (0 when the baseline produced nothing) */
 double report_speedup(const sim_result *spec, const sim_result *base);
+/* p10 and p90 of the speedup (interval_speedup_var); 0 and 0 without intervals. */
+void report_speedup_interval(const sim_result *spec, const sim_result *base, double *p10,
+                             double *p90);
 /* Text tables; base may be NULL (no baseline). */
 void report_text(FILE *f, const sim_result *spec, const sim_result *base);
 /* CSV header: the given knob columns, then every metric, base_ metrics and speedup when

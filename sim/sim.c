@@ -8,13 +8,21 @@
  * until it syncs on the GPU or meets the barrier), so its launch times are computed when
  * it is released, not popped one by one. Within a segment of K all-reduces the straggler
  * waits are drawn directly (max of R draws by inverse CDF, jitter.h), so a phase costs S
- * events, not K*R. Time: int64 nanoseconds. */
+ * events, not K*R. Time: int64 nanoseconds. No sum of times can overflow: every duration
+ * the engine adds goes through sim_ns, which refuses one of SIM_STEP_MAX_NS or more, and
+ * every event time is checked against SIM_HORIZON_NS when it is pushed (and a host's
+ * run-ahead when computed). Between two checks the engine adds at most a few tens of
+ * durations to a checked time (a host's gaps and launches of one iteration, a phase's
+ * segments), so no intermediate sum exceeds 2^61 + 64 * 2^53 < 2^63. A run that reaches
+ * either limit stops with an error that names the duration (sim_run returns -2). */
 /* GSL's inline gsl_rng_uniform (gsl_inline.h): the engine draws tens of uniforms per
  * iteration. Must come before any GSL header. */
 #define HAVE_INLINE 1
 #include "sim.h"
 #include "evq.h"
 #include "jitter.h"
+#include "bounds.h"
+#include "bmeans.h"
 
 #include <assert.h>
 #include <math.h>
@@ -39,6 +47,11 @@ _Static_assert(SIM_SLOTS == 4, "sim_iter_of shifts by 2");
 
 enum { EV_GPU, EV_SEG, EV_BARRIER };
 
+/* The engine's limits (see the top of the file): one duration below 2^53 ns (104 days),
+ * simulated time below 2^61 ns (73 years). */
+#define SIM_STEP_MAX_NS (INT64_C(1) << 53)
+#define SIM_HORIZON_NS  (INT64_C(1) << 61)
+
 /* Cost of one phase slot at one padded batch size, read off the model once. */
 typedef struct {
     int    valid, linear;
@@ -46,6 +59,8 @@ typedef struct {
     double sda_us, sdb_us_per_kv;  /* sum over groups of sd_frac * cost, same form */
     double ar_total_us;            /* all collectives of the phase */
     int    ncoll;
+    long   n_meas;                 /* measured iterations planned at this size (intervals) */
+    double kv_meas;                /* and their KV context, summed */
 } sim_cost;
 
 typedef struct {
@@ -112,10 +127,46 @@ typedef struct {
     long      phases_run, phases_eager;
     double    tok_max[WM_NPHASE], q_max[WM_NPHASE];   /* priced at (sim_result) */
     int       oom, win_open;
+    int       range;               /* a duration or a time passed the engine's limits */
+    double    range_us;            /* the duration (us), or the time (us) when range == 2 */
     long      span_lo, span_hi;    /* iterations whose spans go to hooks->on_span */
+    /* the window's batch means (--precision, intervals) and the groups' GPU time in it */
+    bmeans    bm;
+    double    gain_mean;           /* expected tokens per request and iteration */
+    double    turn_m2;             /* E[overshoot^2] / E[output length]: the variance per
+                                      token of the tokens lost when requests finish */
+    int       precise;
+    interval_acc ia;
 } sim_state;
 
-static inline int64_t sim_ns(double us) { return (int64_t)(us * 1000.0 + 0.5); }
+/* A duration in us as ns. One of SIM_STEP_MAX_NS or more (or NaN) stops the run
+ * (S->range) instead of wrapping: the caller's sum stays far from overflow. */
+static inline int64_t sim_ns(sim_state *S, double us)
+{
+    double ns = us * 1000.0 + 0.5;
+    if (!(fabs(ns) < (double)SIM_STEP_MAX_NS)) {
+        if (!S->range) {
+            S->range = 1;
+            S->range_us = us;
+        }
+        S->stop = 1;
+        return ns < 0 ? -SIM_STEP_MAX_NS : SIM_STEP_MAX_NS;
+    }
+    return (int64_t)ns;
+}
+
+/* Flags a time past the horizon; 1 when t is past it. */
+static inline int sim_past_horizon(sim_state *S, int64_t t)
+{
+    if (t <= SIM_HORIZON_NS)
+        return 0;
+    if (!S->range) {
+        S->range = 2;
+        S->range_us = (double)t / 1000.0;
+    }
+    S->stop = 1;
+    return 1;
+}
 static inline int64_t sim_max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 static inline long sim_iter_of(const sim_state *S, long g) { (void)S; return g >> 2; }
@@ -140,6 +191,8 @@ static inline int sim_want_span(const sim_state *S, long it)
 
 static void sim_push(sim_state *S, int64_t t, int type, int a, long b)
 {
+    if (sim_past_horizon(S, t))
+        return;
     if (evq_push(&S->q, t, type, a, b))
         S->oom = S->stop = 1;
 }
@@ -237,6 +290,10 @@ static void sim_make_plan(sim_state *S, long it)
         sim_cost *c = &ph->cache[ph_key];
         if (!c->valid)
             sim_cost_fill(S, ph, c, ph_key);
+        if (p->intervals && sim_measured(S, it)) {
+            c->n_meas++;
+            c->kv_meas += kv;
+        }
         ph->bs = bs;
         ph->padded = ph_eager ? 0 : padded;
         ph->eager = ph_eager;
@@ -262,9 +319,9 @@ static void sim_make_plan(sim_state *S, long it)
         } else {
             ph->launch_us = ph->first_us = p->graph_launch_us;
         }
-        ph->launch_ns = sim_ns(ph->launch_us);
-        ph->first_ns = sim_ns(ph->first_us);
-        ph->gap_ns = sim_ns(ph->gap_us);
+        ph->launch_ns = sim_ns(S, ph->launch_us);
+        ph->first_ns = sim_ns(S, ph->first_us);
+        ph->gap_ns = sim_ns(S, ph->gap_us);
         ph->gap_sd_scaled_us = ph->gap_sd_us * S->sigma_scale;
     }
 }
@@ -291,9 +348,11 @@ static void sim_host_run(sim_state *S, int r, int64_t t)
             gap += ph->gap_sd_scaled_us * jitter_draw(S->jt1, k->host_rng);
             if (gap < 0)
                 gap = 0;
-            lb = t + sim_ns(gap);
+            lb = t + sim_ns(S, gap);
         }
         k->host_free_ns = lb + ph->launch_ns;
+        if (sim_past_horizon(S, k->host_free_ns))
+            return;
         k->ready_ns[g & (SIM_RING - 1)] = lb + ph->first_ns;
         k->lbegin_ns[g & (SIM_RING - 1)] = lb;
         k->launched = g + 1;
@@ -395,11 +454,11 @@ static void sim_gpu_try(sim_state *S, int r)
                 mult = 0;
         }
         double work = ph->gpu_us * mult;
-        int64_t end = start + sim_ns(work);
+        int64_t end = start + sim_ns(S, work);
         double idle = 0;
         if (ph->eager && ph->kernels > 0) {
             /* the last kernel cannot run before it is launched */
-            int64_t bound = k->lbegin_ns[g & (SIM_RING - 1)] + sim_ns(ph->launch_us + ph->gpu_us / ph->kernels);
+            int64_t bound = k->lbegin_ns[g & (SIM_RING - 1)] + sim_ns(S, ph->launch_us + ph->gpu_us / ph->kernels);
             if (bound > end) {
                 idle = (double)(bound - end) / 1000.0;
                 end = bound;
@@ -446,9 +505,9 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
                 if (mult < 0)
                     mult = 0;
             }
-            arr = sim_max64(arr, S->rk[r].start_ns + sim_ns(c * mult));
+            arr = sim_max64(arr, S->rk[r].start_ns + sim_ns(S, c * mult));
         }
-        t = arr + sim_ns(ph->ar_us);
+        t = arr + sim_ns(S, ph->ar_us);
         rest = K - 1;
     } else {
         t = seg_start;
@@ -460,13 +519,13 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
             if (work < 0)
                 work = 0;
         }
-        t += sim_ns(work + rest * ph->ar_us);
+        t += sim_ns(S, work + rest * ph->ar_us);
     }
     S->g_coll_done += K;
     if (ph->eager && ph->kernels > 0) {
         /* the segment's last all-reduce needs every rank's kernels up to it launched */
         long need = ((long)ph->kernels * S->g_coll_done + ph->ncoll - 1) / ph->ncoll;
-        int64_t bound = S->g_maxlb_ns + sim_ns(need * (ph->launch_us / ph->kernels)
+        int64_t bound = S->g_maxlb_ns + sim_ns(S, need * (ph->launch_us / ph->kernels)
                                                 + ph->gpu_us / ph->kernels + ph->ar_us);
         if (bound > t) {
             S->g_idle_ns += bound - t;
@@ -502,6 +561,35 @@ static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
 
 /* ---- iterations ------------------------------------------------------------------------ */
 
+/* Standard error of a ratio r (tokens/us) over a window of `tokens` tokens: the batch means'
+ * se_bm, and the variance of the tokens requests lose when they finish (their last gain is
+ * capped), which a window with few request ends does not show in its batches: per token
+ * E[overshoot^2] / E[output length] (Poisson request ends; batch.h). */
+static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
+{
+    double turn = tokens > 0 ? r * r * S->turn_m2 / tokens : 0;
+    return sqrt(se_bm * se_bm + turn);
+}
+
+/* --precision: the window holds SIM_PREC_MIN_ITERS iterations and SIM_PREC_MIN_REQS requests
+ * (one per slot when fewer) that joined and finished in it (the per-request metrics come
+ * from them), and its tok/s is known to
+ * +-precision: SIM_PREC_Z standard errors of the batch means (with the acceptance control
+ * variate for a speculative run). */
+static int sim_precise(const sim_state *S)
+{
+    int reqs = S->p->concurrency < SIM_PREC_MIN_REQS ? S->p->concurrency : SIM_PREC_MIN_REQS;
+    if (S->iters_measured < SIM_PREC_MIN_ITERS || S->b.ntpot < (size_t)reqs)
+        return 0;
+    bmeans_est e;
+    bmeans_estimate(&S->bm, &e);
+    if (e.nb < BMEANS_MAX / 2)
+        return 0;
+    double r = S->p->spec ? e.ratio_cv : e.ratio;
+    double se = sim_se(S, S->p->spec ? e.se_cv : e.se, r, (double)S->b.win_tokens);
+    return r > 0 && SIM_PREC_Z * se <= S->p->precision * r;
+}
+
 static void sim_boundary(sim_state *S, int64_t T)
 {
     const sim_params *p = S->p;
@@ -511,10 +599,17 @@ static void sim_boundary(sim_state *S, int64_t T)
         S->bs_sum += S->plan[it & 1].bs;
         S->iters_measured++;
     }
-    if (batch_step(&S->b, p->spec ? &S->acc : NULL, T) < 0) {
+    double gain0 = S->b.win_gain_tokens;
+    long reqs0 = S->b.win_req_iters;
+    long emitted = batch_step(&S->b, p->spec ? &S->acc : NULL, T);
+    if (emitted < 0) {
         S->oom = S->stop = 1;
         return;
     }
+    /* batch means: tokens, time and the acceptance draws' deviation from their expectation */
+    int batched = sim_measured(S, it) &&
+        bmeans_add(&S->bm, (double)emitted, (double)(T - S->iter_start_ns) / 1000.0,
+                   (S->b.win_gain_tokens - gain0) - S->gain_mean * (double)(S->b.win_req_iters - reqs0));
     S->iter = ++it;
     S->iter_start_ns = T;
     if (it == p->warmup) {
@@ -524,6 +619,8 @@ static void sim_boundary(sim_state *S, int64_t T)
     }
     int done = p->requests ? (S->b.n == 0 || (p->iterations && it >= p->warmup + p->iterations))
                            : it >= p->warmup + p->iterations;
+    if (!done && batched && p->precision > 0 && sim_precise(S))
+        done = S->precise = 1;
     if (done) {
         S->stop = 1;
         S->end_ns = T;
@@ -556,18 +653,41 @@ int sim_check(const sim_params *p, const char *what, char *err, size_t errlen)
         what, field, v, why); return -1; } while (0)
     if (!m)
         SIM_BAD("model", "%s", "(none)", "no workload model");
-    if (p->concurrency < 1) SIM_BAD("concurrency", "%d", p->concurrency, "must be >= 1");
+    if (!bnd_ok(&bnd_rows, p->concurrency))
+        SIM_BAD("concurrency", "%d", p->concurrency, "out of range: must be in [1, 65536] (bounds.h)");
+    if (p->graphs.n > 0 && !bnd_ok(&bnd_rows, p->graphs.bs[p->graphs.n - 1]))
+        SIM_BAD("cuda-graph-bs", "%d", p->graphs.bs[p->graphs.n - 1],
+                "out of range: a batch size must be in [1, 65536] (bounds.h)");
     if (p->ranks < 1 || p->ranks > 4096) SIM_BAD("ranks", "%d", p->ranks, "must be in [1, 4096]");
     if (p->ranks > 1 && !p->algo) SIM_BAD("allreduce", "%s", "(none)", "ranks > 1 need an algorithm");
+    if (p->ranks > 1 && p->algo) {
+        if (!bnd_ok(&bnd_cost_us, p->link.latency_us))
+            SIM_BAD("link", "alpha=%g", p->link.latency_us, "out of range: a latency must be in [0, 1e7] us (bounds.h)");
+        if (!bnd_ok(&bnd_cost_us, p->link.floor_us) || !bnd_ok(&bnd_cost_us, p->link.p2p_floor_us))
+            SIM_BAD("link", "floor=%g", p->link.floor_us + p->link.p2p_floor_us,
+                    "out of range: a floor must be in [0, 1e7] us (bounds.h)");
+        if (!bnd_ok(&bnd_bw_gbps, p->link.bw_gbps) ||
+            (p->link.p2p_bw_gbps != 0 && !bnd_ok(&bnd_bw_gbps, p->link.p2p_bw_gbps)))
+            SIM_BAD("link", "beta=%g", p->link.bw_gbps,
+                    "out of range: a bandwidth must be in [0.001, 1e5] GB/s (bounds.h)");
+    }
     if (p->sync_segments < 1) SIM_BAD("sync-segments", "%d", p->sync_segments, "must be >= 1");
     if (!(p->jitter_scale >= 0)) SIM_BAD("jitter-scale", "%g", p->jitter_scale, "must be >= 0");
-    if (!(p->graph_launch_us >= 0)) SIM_BAD("graph-launch-us", "%g", p->graph_launch_us, "must be >= 0");
-    if (!(p->eager_launch_us >= 0)) SIM_BAD("eager-launch-us", "%g", p->eager_launch_us, "must be >= 0");
+    if (!bnd_ok(&bnd_cost_us, p->graph_launch_us))
+        SIM_BAD("graph-launch-us", "%g", p->graph_launch_us, "out of range: a cost must be in [0, 1e7] us (bounds.h)");
+    if (!bnd_ok(&bnd_cost_us, p->eager_launch_us))
+        SIM_BAD("eager-launch-us", "%g", p->eager_launch_us, "out of range: a cost must be in [0, 1e7] us (bounds.h)");
     if (p->warmup < 0) SIM_BAD("warmup", "%ld", p->warmup, "must be >= 0");
     if (p->requests < 0) SIM_BAD("requests", "%ld", p->requests, "must be >= 0");
     if (p->iterations < (p->requests ? 0 : 1))
         SIM_BAD("iterations", "%ld", p->iterations, "must be >= 1 (or give --requests)");
-    if (p->prompt_tokens < 0) SIM_BAD("prompt-len", "%ld", p->prompt_tokens, "must be >= 0");
+    if (!bnd_ok(&bnd_tokens, (double)p->prompt_tokens))
+        SIM_BAD("prompt-len", "%ld", p->prompt_tokens, "out of range: must be in [0, 1e9] tokens (bounds.h)");
+    if (!(p->precision >= 0 && p->precision < 1))
+        SIM_BAD("precision", "%g", p->precision, "must be in [0, 1)");
+    if (p->precision > 0 && p->requests)
+        SIM_BAD("precision", "%g", p->precision, "a finite benchmark (--requests) runs to its end");
+    if (!(p->bench_s >= 0)) SIM_BAD("seconds", "%g", p->bench_s, "must be >= 0");
     if (p->spec) {
         if (p->steps < 1) SIM_BAD("steps", "%d", p->steps, "must be >= 1");
         if (p->topk < 1) SIM_BAD("topk", "%d", p->topk, "must be >= 1");
@@ -633,6 +753,35 @@ static double sim_quantile(const double *sorted, size_t n, double q)
     return n ? gsl_stats_quantile_from_sorted_data(sorted, 1, n, q) : 0;
 }
 
+/* The prediction interval of tok_s (interval.h): the model's part from every group's GPU
+ * time over the window (the plans' sizes and mean KV context), a benchmark's from the
+ * batch means' variance per unit time, the estimate's from its standard error se_s. */
+static void sim_interval(sim_state *S, sim_result *res, const bmeans_est *e, double se_s)
+{
+    const sim_params *p = S->p;
+    for (int s = 0; s < S->nslots; s++) {
+        const sim_phase *pr = &S->proto[s];
+        for (int key = 0; key < S->ncache; key++) {
+            const sim_cost *c = &pr->cache[key];
+            if (c->n_meas > 0)
+                interval_acc_add(&S->ia, p->model, pr->wm, (double)key * pr->rows_per_req,
+                                 c->kv_meas / (double)c->n_meas, pr->rows_per_req,
+                                 (double)c->n_meas * pr->forwards);
+        }
+    }
+    interval_model(&S->ia, p->model, res->window_us, &res->iv);
+    double bench_us = p->bench_s > 0 ? p->bench_s * 1e6 : p->requests ? res->window_us : 0;
+    /* a benchmark of bench_us: the batch means' variance per unit time, and the request ends
+     * it would see (sim_se) */
+    res->iv.run_var = bench_us > 0 && e->ratio > 0
+        ? e->lambda / bench_us / (e->ratio * e->ratio) + S->turn_m2 / (e->ratio * bench_us) : 0;
+    res->iv.est_var = res->tok_s > 0 ? (se_s / res->tok_s) * (se_s / res->tok_s) : 0;
+    res->unc_model = sqrt(interval_model_var(&res->iv));
+    res->unc_run = sqrt(res->iv.run_var);
+    res->unc_est = sqrt(res->iv.est_var);
+    interval_quantiles(res->tok_s, interval_var(&res->iv), &res->tok_s_p10, &res->tok_s_p90);
+}
+
 static void sim_results(sim_state *S, sim_result *res)
 {
     batch *b = &S->b;
@@ -689,6 +838,64 @@ static void sim_results(sim_state *S, sim_result *res)
     res->eager_frac = S->phases_run ? (double)S->phases_eager / (double)S->phases_run : 0;
     memcpy(res->phase_tokens_max, S->tok_max, sizeof res->phase_tokens_max);
     memcpy(res->phase_q_max, S->q_max, sizeof res->phase_q_max);
+    /* --precision: the control-variate estimate (the acceptance draws' deviation from their
+     * expectation taken out); without it tok_s stays tokens / window */
+    const sim_params *p = S->p;
+    bmeans_est e;
+    bmeans_estimate(&S->bm, &e);
+    int cv = p->precision > 0 && p->spec && e.nb >= 3;
+    if (cv)
+        res->tok_s = e.ratio_cv * 1e6;
+    double se_s = sim_se(S, cv ? e.se_cv : e.se, cv ? e.ratio_cv : e.ratio,
+                         (double)S->b.win_tokens) * 1e6;     /* tok/s */
+    res->precision = res->tok_s > 0 && e.nb >= 3 ? SIM_PREC_Z * se_s / res->tok_s : 0;
+    res->precise = S->precise;
+    if (p->intervals)
+        sim_interval(S, res, &e, se_s);
+}
+
+/* A result a user can see is finite and has throughput; otherwise -2 with what is missing.
+ * (A model of all-zero costs would print inf tok/s; a warmup longer than a finite run
+ * would print zeros.) */
+static int sim_result_check(const sim_state *S, const sim_result *r, char *err, size_t errlen)
+{
+    const sim_params *p = S->p;
+    if (!S->win_open) {
+        snprintf(err, errlen, "sim: field warmup: value %ld: no measured window: the run ended "
+                 "at iteration %ld (%s) before the warmup was over", p->warmup, S->iter,
+                 p->requests ? "all requests finished" : "its last iteration");
+        return -2;
+    }
+    if (r->iterations < 1 || r->tokens < 1 || !(r->window_us > 0)) {
+        snprintf(err, errlen, "sim: the measured window holds %ld iterations, %ld tokens in "
+                 "%.6g us: no throughput to report (a model whose costs are all 0?)",
+                 r->iterations, r->tokens, r->window_us);
+        return -2;
+    }
+    const struct { const char *name; double v; } f[] = {
+        {"tok_s", r->tok_s}, {"req_tok_s", r->req_tok_s_mean}, {"req_tok_s_p50", r->req_tok_s_p50},
+        {"tpot_p50", r->tpot_p50_ms}, {"tpot_p90", r->tpot_p90_ms}, {"tpot_p99", r->tpot_p99_ms},
+        {"accept_len", r->accept_len}, {"bs", r->bs_mean}, {"iter", r->iter_us},
+        {"comm", r->comm_us}, {"wait", r->wait_us}, {"idle", r->idle_us}, {"host", r->host_us},
+        {"launch", r->launch_us}, {"eager", r->eager_frac},
+        {"draft", r->phase_us[WM_DRAFT]}, {"verify", r->phase_us[WM_VERIFY]},
+        {"accept", r->phase_us[WM_ACCEPT]}, {"extend", r->phase_us[WM_EXTEND]},
+        {"decode", r->phase_us[WM_DECODE]}, {"sample", r->phase_us[WM_SAMPLE]},
+        {"tok_s_p10", r->tok_s_p10}, {"tok_s_p90", r->tok_s_p90}, {"unc_model", r->unc_model},
+        {"unc_run", r->unc_run}, {"unc_est", r->unc_est}, {"precision", r->precision},
+    };
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (!isfinite(f[i].v) || (i < 6 && f[i].v < 0)) {
+            snprintf(err, errlen, "sim: result %s is %g over a window of %.6g us and %ld "
+                     "tokens: the model's costs are degenerate (0 us for a request?)",
+                     f[i].name, f[i].v, r->window_us, r->tokens);
+            return -2;
+        }
+    if (!(r->tok_s > 0)) {
+        snprintf(err, errlen, "sim: result tok_s is %g: no throughput", r->tok_s);
+        return -2;
+    }
+    return 0;
 }
 
 unsigned sim_beyond_fit(const wm_model *m, const sim_result *r)
@@ -778,6 +985,9 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
     gsl_rng_set(S->grp_rng, jitter_stream_seed(p->seed, SIM_STREAM_GROUP));
     if (p->spec)
         batch_accdist_init(&S->acc, &p->acc, p->steps, p->topk, p->draft_tokens);
+    S->gain_mean = p->spec ? 1 + accept_expected(&p->acc, p->steps, p->topk, p->draft_tokens) : 1;
+    S->turn_m2 = p->spec ? batch_accdist_overshoot_m2(&S->acc) / batch_lendist_mean(&p->out_len) : 0;
+    bmeans_init(&S->bm);
     if (batch_init(&S->b, p->concurrency, p->requests, &p->out_len, p->prompt_tokens,
                    p->stagger, p->seed))
         goto oom;
@@ -810,12 +1020,28 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
     }
     if (S->oom)
         goto oom;
+    if (S->range == 1) {
+        snprintf(err, errlen, "sim: at iteration %ld a phase would take %.6g us, past the "
+                 "simulator's limit of %.0f s for one duration: a cost in the model, the link "
+                 "or a flag is out of proportion (bounds.h says what each may be)", S->iter,
+                 S->range_us, (double)SIM_STEP_MAX_NS / 1e9);
+        rc = -2;
+        goto out_free;
+    }
+    if (S->range == 2) {
+        snprintf(err, errlen, "sim: at iteration %ld the simulated time reached %.6g s, past "
+                 "the simulator's horizon of %.0f s (73 years): the costs are too large for "
+                 "this many iterations", S->iter, S->range_us / 1e6,
+                 (double)SIM_HORIZON_NS / 1e9);
+        rc = -2;
+        goto out_free;
+    }
     if (!S->stop) {
         snprintf(err, errlen, "sim: the event queue ran dry at iteration %ld (a bug)", S->iter);
         goto out_free;
     }
     sim_results(S, res);
-    rc = 0;
+    rc = sim_result_check(S, res, err, errlen);
     goto out_free;
 oom:
     snprintf(err, errlen, "sim: out of memory");

@@ -13,6 +13,7 @@
 #include "cgraph.h"
 #include "allreduce.h"
 #include "batch.h"
+#include "interval.h"
 
 /* Everything a run needs, resolved (simcfg.c fills it from the CLI; tests fill it by hand).
  * The model is borrowed: the caller keeps it alive for the run. */
@@ -42,7 +43,29 @@ typedef struct {
     int    eager_launch_override;     /* 1: eager_launch_us for every phase (a what-if);
                                          0: a phase's own cost where the model has one
                                          (wm_phase_model.eager_launch_us) */
+    /* added with the intervals (docs/simulator.md, "Intervals", "Precision") */
+    double precision;                 /* > 0: end the window once tok_s is known to
+                                         +-precision (relative, SIM_PREC_Z standard errors;
+                                         `iterations` is then the most it may run); 0: run
+                                         `iterations` */
+    double bench_s;                   /* the interval is for a benchmark measuring this many
+                                         seconds; 0: the long-run throughput (with
+                                         `requests`: that finite run) */
+    int    intervals;                 /* 1: compute tok_s_p10/p90 and their parts */
 } sim_params;
+
+/* --precision's half-width in standard errors of the batch-means estimate: 4, so that a
+ * sweep of 10^4 configurations has every one within +-precision of its long-run tok/s
+ * (a normal error passes 4 sd once in 16,000; the batch means' own error in the standard
+ * error, ~15% with 20-40 batches, is what the margin over 3 sd is for; docs/simulator.md,
+ * "Precision", and sim/precision_check.sh measure it). */
+#define SIM_PREC_Z 4.0
+/* The fewest measured iterations a --precision run stops at: the batch means need
+ * BMEANS_MAX/2 batches of a few iterations to estimate a variance. */
+#define SIM_PREC_MIN_ITERS 64
+/* ... and at least this many requests (or one per slot, if fewer) that joined and finished
+ * in the window: the per-request metrics (TPOT percentiles) come from them. */
+#define SIM_PREC_MIN_REQS 10
 
 enum { SIM_TRACK_HOST, SIM_TRACK_GPU };
 /* One span of the timeline (a host gap, a launch, a phase, a collective segment). */
@@ -97,6 +120,14 @@ typedef struct {
      * (warmup included; 0: the phase never ran): wm_beyond_fit says whether the model was
      * fitted that far */
     double   phase_tokens_max[WM_NPHASE], phase_q_max[WM_NPHASE];
+    /* prediction interval of tok_s (docs/simulator.md, "Intervals"; 0 without intervals):
+     * p10 and p90 (p50 is tok_s), each part's relative standard deviation, the parts */
+    double   tok_s_p10, tok_s_p90;
+    double   unc_model, unc_run, unc_est;
+    interval_parts iv;
+    /* the estimate's precision: SIM_PREC_Z standard errors / tok_s (0: too few batches) */
+    double   precision;
+    int      precise;                 /* --precision: 1 reached, 0 stopped at `iterations` */
 } sim_result;
 
 /* The phases run r priced beyond what model m was fitted from (wm_beyond_fit), as bit
@@ -111,7 +142,11 @@ void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim
  * "FILE: field F: value V: why" (FILE = what), never touching the run. */
 int sim_check(const sim_params *p, const char *what, char *err, size_t errlen);
 /* Runs one simulation. hooks may be NULL. Returns 0, or -1 with err (bad parameters,
- * out of memory). Deterministic: the same p gives the same *res, bit for bit. */
+ * out of memory), or -2 with err when the input gives no result a user could trust: a
+ * duration or the simulated time past the engine's limits (a cost out of proportion), no
+ * measured window (a warmup longer than the run), or a window without throughput or with a
+ * non-finite metric (costs all 0). On 0 every metric is finite and tok_s > 0.
+ * Deterministic: the same p gives the same *res, bit for bit. */
 int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res,
             char *err, size_t errlen);
 #endif

@@ -3,6 +3,7 @@
  * sweep grid all go through simcfg_set, so a value is checked the same way wherever it
  * comes from, and the message names where it came from. */
 #include "simcfg.h"
+#include "bounds.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -13,12 +14,13 @@
 #include <unistd.h>
 #include <cjson/cJSON.h>
 
-#define SIMCFG_CONFIG_MAX_BYTES (1L << 20)
-
 #define K(name, type, field, min, max, flags, unit, help) \
     {name, type, offsetof(simcfg, field), sizeof(((simcfg *)0)->field), min, max, flags, unit, help}
 
 #define SIMCFG_REQ_ITERS 20000L
+/* The most measured iterations a --precision run takes when --iterations does not say: 10^6
+ * iterations are 1-6 s of one core (make bench: 0.4-6 us per iteration). */
+#define SIMCFG_PREC_MAX_ITERS 1000000L
 
 const simcfg_knob simcfg_knobs[] = {
     K("model", SK_STR, model, -1, -2, 0, "", "workload model JSON (docs/model-format.md)"),
@@ -33,31 +35,39 @@ const simcfg_knob simcfg_knobs[] = {
       "--speculative-num-steps)"),
     K("topk", SK_INT, topk, 1, 64, SK_SPEC_ONLY, "", "draft tree branching "
       "(--speculative-eagle-topk); 1 = chain"),
-    K("draft-tokens", SK_INT, draft_tokens, 0, 4096, SK_SPEC_ONLY, "tokens", "verify width per "
+    K("draft-tokens", SK_INT, draft_tokens, 0, BND_Q_TOKENS_MAX, SK_SPEC_ONLY, "tokens", "verify width per "
       "request (--speculative-num-draft-tokens); 0 = steps+1 (a chain)"),
-    K("concurrency", SK_INT, concurrency, 1, 65536, 0, "requests", "closed-loop running "
+    K("concurrency", SK_INT, concurrency, 1, BND_ROWS_MAX, 0, "requests", "closed-loop running "
       "requests (alias --bs)"),
-    K("requests", SK_LONG, requests, 0, 1e12, 0, "requests", "stop after this many "
+    K("requests", SK_LONG, requests, 0, BND_ITERATIONS_MAX, 0, "requests", "stop after this many "
       "requests finished (0 = closed loop for --iterations)"),
-    K("iterations", SK_LONG, iterations, 0, 1e12, 0, "", "measured iterations (after "
-      "--warmup; default 1000, and at least 20000/concurrency for a speculative closed loop); "
-      "with --requests, a cap (0 = none)"),
-    K("warmup", SK_LONG, warmup, 0, 1e12, 0, "", "iterations left out of the metrics"),
+    K("iterations", SK_LONG, iterations, 0, BND_ITERATIONS_MAX, 0, "", "measured iterations (after "
+      "--warmup): given, a fixed length (or, with --precision, the most); else --precision "
+      "decides (with --precision 0: 1000, and at least 20000/concurrency for a speculative "
+      "closed loop); with --requests, a cap (0 = none)"),
+    K("precision", SK_DBL, precision, 0, 0.999, 0, "fraction", "end a closed-loop run once "
+      "its tok/s is known to +-P (0.01 = 1%: 4 standard errors of batch means, with the "
+      "acceptance draws as a control variate); 0 = a fixed --iterations; off when "
+      "--iterations is given without it"),
+    K("seconds", SK_DBL, seconds, 0, 1e9, 0, "s", "the prediction interval (p10/p90) is for "
+      "a benchmark that measures this many seconds (its own acceptance draws and jitter); "
+      "0 = the long-run throughput (with --requests: that finite run)"),
+    K("warmup", SK_LONG, warmup, 0, BND_ITERATIONS_MAX, 0, "", "iterations left out of the metrics"),
     K("output-len", SK_STR, output_len, -1, -2, 0, "tokens", "output length: N, uniform:A:B "
       "or exp:MEAN"),
-    K("prompt-len", SK_LONG, prompt_len, 0, 1e9, 0, "tokens", "prompt length: the KV "
+    K("prompt-len", SK_LONG, prompt_len, 0, BND_TOKENS_MAX, 0, "tokens", "prompt length: the KV "
       "context a request starts with"),
     K("stagger", SK_INT, stagger, 0, 1, 0, "", "1: initial requests start part-way through "
       "their output (steady state); 0: all start at 0"),
     K("cuda-graph-bs", SK_STR, cuda_graph_bs, -1, -2, 0, "", "captured batch sizes: 1,2,4,8,.. "
       "or sglang[:MAX] (SGLang's list) or none"),
-    K("cuda-graph-max-bs", SK_INT, cuda_graph_max_bs, 0, 1e7, 0, "requests", "drop captured "
+    K("cuda-graph-max-bs", SK_INT, cuda_graph_max_bs, 0, BND_ROWS_MAX, 0, "requests", "drop captured "
       "sizes above this (0 = keep the list)"),
-    K("eager-launch-us", SK_DBL, eager_launch_us, 0, 1e6, 0, "us", "host cost per kernel "
+    K("eager-launch-us", SK_DBL, eager_launch_us, 0, BND_COST_US_MAX, 0, "us", "host cost per kernel "
       "launched eagerly (default: the model's)"),
-    K("graph-launch-us", SK_DBL, graph_launch_us, 0, 1e6, 0, "us", "host cost of one "
+    K("graph-launch-us", SK_DBL, graph_launch_us, 0, BND_COST_US_MAX, 0, "us", "host cost of one "
       "CUDA-graph launch (default: the model's)"),
-    K("ranks", SK_INT, ranks, 1, 4096, 0, "", "tensor-parallel size (default: the model's)"),
+    K("ranks", SK_INT, ranks, 1, BND_RANKS_MAX, 0, "", "tensor-parallel size (default: the model's)"),
     K("link", SK_STR, link, -1, -2, 0, "", "interconnect preset (specsim presets), "
       "alpha=US,beta=GBPS[,floor=US] or a link file FILE.json (specsim fit-allreduce)"),
     K("allreduce", SK_STR, allreduce, -1, -2, 0, "", "all-reduce algorithm: nccl, ring, tree, "
@@ -82,6 +92,11 @@ const simcfg_knob simcfg_knobs[] = {
     K("jobs", SK_INT, jobs, 0, 4096, SK_OUTPUT | SK_SWEEP, "", "sweep: worker threads (0 = online CPUs)"),
     K("out", SK_STR, out, -1, -2, SK_OUTPUT | SK_NOJSON | SK_SWEEP, "", "sweep: write the CSV here "
       "(default stdout)"),
+    K("intervals", SK_INT, intervals, 0, 1, SK_OUTPUT, "", "1: prediction intervals (p10, "
+      "p50, p90 of tok/s and speedup; docs/simulator.md); 0: none (columns 0)"),
+    K("shard", SK_STR, shard, -1, -2, SK_OUTPUT | SK_SWEEP, "", "sweep: run only part I of N "
+      "of the grid (I/N, 1 <= I <= N; the N outputs' rows, concatenated in order, are the "
+      "whole sweep's)"),
 };
 const int simcfg_nknobs = (int)(sizeof simcfg_knobs / sizeof simcfg_knobs[0]);
 
@@ -114,6 +129,8 @@ void simcfg_defaults(simcfg_set_t *s)
     c->timeline_iterations = 5;
     c->baseline = 1;
     c->baseline_reuse = 1;
+    c->precision = 0.01;
+    c->intervals = 1;
     for (int i = 0; i < simcfg_nknobs; i++)
         s->src[i] = "defaults";
 }
@@ -153,12 +170,10 @@ int simcfg_set(simcfg_set_t *s, const simcfg_knob *k, const char *v, const char 
         double d = strtod(v, &end);    /* accept 1e6; must be a whole number */
         if (end == v || *end || errno || !isfinite(d) || d != floor(d))
             SIMCFG_ERR("%s: field %s: value \"%s\": not an integer", src, field, v);
-        if (k->max >= k->min && (d < k->min || d > k->max)) {
-            if (k->max >= 1e6)
-                SIMCFG_ERR("%s: field %s: value %s: must be >= %.0f", src, field, v, k->min);
-            SIMCFG_ERR("%s: field %s: value %s: must be in [%.0f, %.0f]", src, field, v,
-                       k->min, k->max);
-        }
+        if (k->max >= k->min && (d < k->min || d > k->max))
+            SIMCFG_ERR("%s: field %s: value %s: out of range: must be a whole number in "
+                       "[%.15g, %.15g]%s%s", src, field, v, k->min, k->max,
+                       k->unit[0] ? " " : "", k->unit);
         if (k->type == SK_INT)
             *(int *)dst = (int)d;
         else
@@ -179,7 +194,8 @@ int simcfg_set(simcfg_set_t *s, const simcfg_knob *k, const char *v, const char 
             break;
         }
         if (k->max >= k->min && (d < k->min || d > k->max))
-            SIMCFG_ERR("%s: field %s: value %s: must be in [%g, %g]", src, field, v, k->min, k->max);
+            SIMCFG_ERR("%s: field %s: value %s: out of range: must be in [%.15g, %.15g]%s%s",
+                       src, field, v, k->min, k->max, k->unit[0] ? " " : "", k->unit);
         *(double *)dst = d;
         break;
     }
@@ -209,28 +225,15 @@ int simcfg_load_json(simcfg_set_t *s, const char *path, char *err, size_t errlen
 {
     int rc = -1;
     char *buf = NULL;
+    size_t n = 0;
     cJSON *root = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    if (bnd_read_file(path, BND_CONFIG_FILE_BYTES, "a config file", &buf, &n, err, errlen))
+        return -1;
+    if (memchr(buf, '\0', n)) {
+        snprintf(err, errlen, "%s: invalid JSON at byte %zu: NUL byte (binary file?)", path,
+                 (size_t)((char *)memchr(buf, '\0', n) - buf));
         goto out;
     }
-    if (fseek(f, 0, SEEK_END)) {
-        snprintf(err, errlen, "%s: cannot seek: %s", path, strerror(errno));
-        goto out;
-    }
-    long n = ftell(f);
-    if (n < 0 || n > SIMCFG_CONFIG_MAX_BYTES) {
-        snprintf(err, errlen, "%s: size %ld bytes: not a config file (at most %ld)", path, n,
-                 SIMCFG_CONFIG_MAX_BYTES);
-        goto out;
-    }
-    rewind(f);
-    if (!(buf = malloc((size_t)n + 1)) || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        snprintf(err, errlen, "%s: cannot read", path);
-        goto out;
-    }
-    buf[n] = '\0';
     const char *end = NULL;
     root = cJSON_ParseWithOpts(buf, &end, 1);
     if (!root) {
@@ -286,8 +289,6 @@ int simcfg_load_json(simcfg_set_t *s, const char *path, char *err, size_t errlen
     }
     rc = 0;
 out:
-    if (f)
-        fclose(f);
     free(buf);
     cJSON_Delete(root);
     return rc;
@@ -442,16 +443,27 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     p->requests = c->requests;
     p->iterations = c->iterations;
     p->warmup = c->warmup;
+    int iters_given = strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") != 0;
+    int prec_given = strcmp(s->src[simcfg_index(simcfg_find("precision"))], "defaults") != 0;
+    /* --precision: on by default for a closed loop; an --iterations given alone keeps its
+     * fixed length; given both, --iterations is the cap */
+    p->precision = c->requests > 0 || (iters_given && !prec_given) ? 0 : c->precision;
+    if (c->requests > 0 && prec_given && c->precision > 0) {
+        src = simcfg_src(s, "precision", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value %g: a finite benchmark (--requests %ld) runs to its "
+                   "end; --precision is for closed loops", src, field, c->precision, c->requests);
+    }
+    if (p->precision > 0 && !iters_given)
+        p->iterations = SIMCFG_PREC_MAX_ITERS;
     if (c->requests > 0) {
         /* a finite benchmark: run until every request finished, measure all of it, unless
          * --iterations / --warmup say otherwise */
-        if (strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") == 0)
+        if (!iters_given)
             p->iterations = 0;
         if (strcmp(s->src[simcfg_index(simcfg_find("warmup"))], "defaults") == 0)
             p->warmup = 0;
     }
-    else if (p->spec &&
-             strcmp(s->src[simcfg_index(simcfg_find("iterations"))], "defaults") == 0) {
+    else if (p->spec && p->precision == 0 && !iters_given) {
         /* a default closed loop measures at least SIMCFG_REQ_ITERS request-iterations, so
          * that the acceptance draws average out: ~0.5% standard error on the tokens at
          * alpha 0.5 (docs/simulator.md); 1000 iterations alone leave ~2% at concurrency 1 */
@@ -472,6 +484,8 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     p->sync_segments = c->sync_segments;
     p->seed = (unsigned long)c->seed;
     p->timeline_iterations = c->timeline_iterations;
+    p->bench_s = c->seconds;
+    p->intervals = c->intervals;
     return sim_check(p, c->model, err, errlen);
 }
 

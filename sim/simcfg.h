@@ -35,6 +35,10 @@ typedef struct {
     int    json, csv, quiet, perf;
     int    jobs;
     char   out[SIMCFG_STR];
+    double precision;                       /* relative; 0: fixed iterations */
+    double seconds;                         /* benchmark length of the interval; 0: long run */
+    int    intervals;
+    char   shard[32];                       /* sweep: "I/N" (empty: the whole grid) */
 } simcfg;
 
 enum { SK_INT, SK_LONG, SK_DBL, SK_STR, SK_FLAG, SK_ALPHA };

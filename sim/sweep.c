@@ -20,10 +20,14 @@ static int sweep_add_value(sweep_axis *a, const char *v, size_t len)
 {
     if (a->nvals >= SWEEP_MAX_VALUES)
         return -1;
-    char **vals = realloc(a->vals, (size_t)(a->nvals + 1) * sizeof *vals);
-    if (!vals)
-        return -1;
-    a->vals = vals;
+    if (a->nvals == a->cap) {   /* doubling: a range of 1e5 values once took 15 s (make fuzz) */
+        int cap = a->cap ? 2 * a->cap : 16;
+        char **vals = realloc(a->vals, (size_t)cap * sizeof *vals);
+        if (!vals)
+            return -1;
+        a->vals = vals;
+        a->cap = cap;
+    }
     if (!(a->vals[a->nvals] = strndup(v, len)))
         return -1;
     a->nvals++;
@@ -78,11 +82,21 @@ int sweep_grid_add(sweep_grid *g, const char *spec, char *err, size_t errlen)
             if (end == s || step < 1)
                 goto bad;
         }
-        if (*end || errno || hi < lo || (hi - lo) / step >= SWEEP_MAX_VALUES)
+        if (*end || errno || hi < lo)
             goto bad;
-        for (long x = lo; x <= hi; x += step) {
+        /* both ends within the knob's range (bounds.h), so hi - lo and lo + i * step
+         * cannot overflow (a range to 2^63 - 1 once did) */
+        if (k->max >= k->min && (lo < k->min || hi > k->max)) {
+            snprintf(err, errlen, "command line: field --grid: value %ld (in \"%s\"): out of "
+                     "range: %s must be in [%.15g, %.15g]", lo < k->min ? lo : hi, spec, k->name,
+                     k->min, k->max);
+            goto fail;
+        }
+        if ((hi - lo) / step >= SWEEP_MAX_VALUES)
+            goto bad;
+        for (long i = 0; i <= (hi - lo) / step; i++) {
             char buf[32];
-            int n = snprintf(buf, sizeof buf, "%ld", x);
+            int n = snprintf(buf, sizeof buf, "%ld", lo + i * step);
             if (sweep_add_value(a, buf, (size_t)n))
                 goto oom;
         }
@@ -162,24 +176,54 @@ static int sweep_config(const sweep_grid *g, const simcfg_set_t *base, long i, s
     return 0;
 }
 
+int sweep_shard(const char *spec, long n, long *lo, long *hi, char *err, size_t errlen)
+{
+    *lo = 0;
+    *hi = n;
+    if (!spec || !*spec)
+        return 0;
+    char *end;
+    errno = 0;
+    long i = strtol(spec, &end, 10), k;
+    if (end == spec || *end != '/')
+        goto bad;
+    const char *t = end + 1;
+    k = strtol(t, &end, 10);
+    if (end == t || *end || errno || k < 1 || i < 1 || i > k)
+        goto bad;
+    /* contiguous parts, in grid order: part i holds [n(i-1)/k, n i/k) */
+    *lo = (long)((long double)n * (i - 1) / k);
+    *hi = (long)((long double)n * i / k);
+    return 0;
+bad:
+    snprintf(err, errlen, "command line: field --shard: value \"%s\": expected I/N, integers "
+             "with 1 <= I <= N (part I of N)", spec);
+    return -1;
+}
+
 typedef struct {
     const sweep_grid   *g;
     const simcfg_set_t *base;
     long                n;
+    long                lo, hi;      /* the configurations run: [lo, hi) of the grid */
     int                 baseline;
-    long               *base_of;     /* config -> config index whose baseline it uses */
-    long               *jobs;        /* >= 0: spec run of config j; < 0: baseline of -j-1 */
+    long               *base_slot;   /* config lo+j -> its baseline's slot in bres */
+    long               *bases;       /* slot -> the config index whose baseline it is */
+    long               *jobs;        /* >= 0: spec run of config j; < 0: baseline slot -j-1 */
     long                njobs;
-    sim_result         *spec, *bres;   /* results: speculative, baseline */
+    sim_result         *spec, *bres;   /* results: speculative (config lo+j), baselines */
     atomic_long         next, done;
+    atomic_long         imprecise;   /* runs that stopped at --iterations short of --precision */
     atomic_int          failed;
     pthread_mutex_t     lock;
-    char                err[1024];
+    char                err[1536];
+    int                 bad_input;   /* the failure was sim_run's -2 (the input's fault) */
     int                 progress;
     /* runs priced past their model's traces (sim_beyond_fit): how many, per phase the
      * largest tokens and query tokens per row of those past it (0: none), and the first
      * such run's model */
     long                nbeyond;
+    atomic_long         npartial;    /* runs whose window saw no request finish */
     sim_result          beyond;
     wm_model           *beyond_model;
 } sweep_ctx;
@@ -219,19 +263,34 @@ static void *sweep_worker(void *arg)
         if (j >= c->njobs || atomic_load(&c->failed))
             break;
         long job = c->jobs[j];
-        long i = job >= 0 ? job : -job - 1;
         int spec = job >= 0;
+        long i = spec ? job : c->bases[-job - 1];
+        sim_result *res = spec ? &c->spec[i - c->lo] : &c->bres[-job - 1];
         int rc = sweep_config(c->g, c->base, i, s, err, sizeof err);
         if (!rc)
             rc = simcfg_resolve(s, mc, spec, p, err, sizeof err);
         if (!rc)
-            rc = sim_run(p, NULL, spec ? &c->spec[i] : &c->bres[i], err, sizeof err);
+            rc = sim_run(p, NULL, res, err, sizeof err);
         if (!rc)
-            sweep_note_beyond(c, p->model, spec ? &c->spec[i] : &c->bres[i]);
+            sweep_note_beyond(c, p->model, res);
+        if (!rc && p->precision > 0 && !res->precise)
+            atomic_fetch_add(&c->imprecise, 1);
+        if (!rc && res->partial)
+            atomic_fetch_add(&c->npartial, 1);
         if (rc) {
+            /* name the configuration: which grid values gave this */
+            char cfg[512] = "";
+            int d[SWEEP_MAX_AXES];
+            sweep_digits(c->g, i, d);
+            for (int a = 0, n = 0; a < c->g->naxes && n < (int)sizeof cfg; a++)
+                n += snprintf(cfg + n, sizeof cfg - (size_t)n, "%s%s=%s", a ? " " : "",
+                              c->g->axis[a].knob->name, c->g->axis[a].vals[d[a]]);
             pthread_mutex_lock(&c->lock);
-            if (!atomic_load(&c->failed))
-                snprintf(c->err, sizeof c->err, "%s", err);
+            if (!atomic_load(&c->failed)) {
+                snprintf(c->err, sizeof c->err, "sweep grid: configuration %ld (%s%s): %s",
+                         i, cfg, spec ? "" : ", baseline", err);
+                c->bad_input = rc == -2;
+            }
             atomic_store(&c->failed, 1);
             pthread_mutex_unlock(&c->lock);
             break;
@@ -252,6 +311,12 @@ out:
     return NULL;
 }
 
+static int sweep_cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
 /* The baseline key of configuration i: the values of the axes the baseline reads. */
 static void sweep_base_key(const sweep_grid *g, long i, long *key)
 {
@@ -267,7 +332,7 @@ int sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t
     simcfg_model *mc = calloc(1, sizeof *mc);
     simcfg_set_t *s = malloc(sizeof *s);
     sim_params *p = malloc(sizeof *p);
-    long n = sweep_grid_size(g);
+    long n = sweep_grid_size(g), lo, hi;
     if (n < 0) {
         snprintf(err, errlen, "command line: field --grid: value (product): more than 10^8 "
                  "configurations");
@@ -277,7 +342,11 @@ int sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t
         snprintf(err, errlen, "sweep: out of memory");
         goto out;
     }
-    for (long i = 0; i < n; i++)
+    if (sweep_shard(base->cfg.shard, n, &lo, &hi, err, errlen))
+        goto out;
+    /* a part's configurations (their baselines differ from them in speculative knobs only,
+     * which a baseline does not read) */
+    for (long i = lo; i < hi; i++)
         if (sweep_config(g, base, i, s, err, errlen) ||
             simcfg_resolve(s, mc, 1, p, err, errlen) ||
             (base->cfg.baseline && simcfg_resolve(s, mc, 0, p, err, errlen)))
@@ -306,32 +375,48 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     c.n = sweep_grid_size(g);
     c.baseline = base->cfg.baseline;
     /* check every configuration first: a bad grid value fails before any run */
-    if (sweep_check(g, base, err, errlen)) {
+    if (sweep_check(g, base, err, errlen) ||
+        sweep_shard(base->cfg.shard, c.n, &c.lo, &c.hi, err, errlen)) {
         rc = -2;
         goto out;
     }
-    c.spec = calloc((size_t)c.n, sizeof *c.spec);
-    c.bres = c.baseline ? calloc((size_t)c.n, sizeof *c.bres) : NULL;
-    c.base_of = calloc((size_t)c.n, sizeof *c.base_of);
-    c.jobs = calloc((size_t)c.n * 2, sizeof *c.jobs);
-    if (!c.spec || (c.baseline && !c.bres) || !c.base_of || !c.jobs)
+    long m = c.hi - c.lo;
+    c.spec = calloc((size_t)(m ? m : 1), sizeof *c.spec);
+    c.base_slot = calloc((size_t)(m ? m : 1), sizeof *c.base_slot);
+    c.bases = calloc((size_t)(m ? m : 1), sizeof *c.bases);
+    c.jobs = calloc((size_t)(m ? m : 1) * 2, sizeof *c.jobs);
+    if (!c.spec || !c.base_slot || !c.bases || !c.jobs)
         goto oom;
     if (c.baseline) {
         /* configuration i's baseline is that of the first configuration with the same
          * baseline key. Axes decode in mixed radix, so the first such configuration is i
-         * with every speculative axis at index 0. */
-        for (long i = 0; i < c.n; i++) {
+         * with every speculative axis at index 0 (before lo in a part of the grid: its
+         * baseline is run here too). */
+        long nb = 0;
+        for (long i = c.lo; i < c.hi; i++) {
             long key[SWEEP_MAX_AXES], idx = 0;
             sweep_base_key(g, i, key);
             for (int a = 0; a < g->naxes; a++)
                 idx = idx * g->axis[a].nvals + key[a];
-            c.base_of[i] = base->cfg.baseline_reuse ? idx : i;
-            if (c.base_of[i] == i)
-                c.jobs[c.njobs++] = -i - 1;
+            c.base_slot[i - c.lo] = c.bases[nb++] = base->cfg.baseline_reuse ? idx : i;
         }
+        qsort(c.bases, (size_t)nb, sizeof *c.bases, sweep_cmp_long);
+        long u = 0;
+        for (long k = 0; k < nb; k++)
+            if (u == 0 || c.bases[k] != c.bases[u - 1])
+                c.bases[u++] = c.bases[k];
+        for (long j = 0; j < m; j++) {
+            const long *f = bsearch(&c.base_slot[j], c.bases, (size_t)u, sizeof *c.bases,
+                                    sweep_cmp_long);
+            c.base_slot[j] = f - c.bases;
+        }
+        if (!(c.bres = calloc((size_t)(u ? u : 1), sizeof *c.bres)))
+            goto oom;
+        for (long k = 0; k < u; k++)
+            c.jobs[c.njobs++] = -k - 1;
         st->baselines = c.njobs;
     }
-    for (long i = 0; i < c.n; i++)
+    for (long i = c.lo; i < c.hi; i++)
         c.jobs[c.njobs++] = i;
     if (jobs <= 0)
         jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -339,6 +424,8 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
         jobs = 1;
     if (jobs > c.njobs)
         jobs = (int)c.njobs;
+    if (jobs < 1)
+        jobs = 1;          /* an empty part: one worker finds nothing to do */
     c.progress = isatty(fileno(stderr));
     pthread_mutex_init(&c.lock, NULL);
     th = calloc((size_t)jobs, sizeof *th);
@@ -356,6 +443,8 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     pthread_mutex_destroy(&c.lock);
     if (atomic_load(&c.failed)) {
         snprintf(err, errlen, "%s", c.err[0] ? c.err : "sweep: out of memory in a worker");
+        if (c.bad_input)
+            rc = -2;
         goto out;
     }
     /* the CSV: varied knobs, then the metrics */
@@ -363,27 +452,37 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     for (int a = 0; a < g->naxes; a++)
         names[a] = g->axis[a].knob->name;
     report_csv_header(out, names, g->naxes, c.baseline);
-    for (long i = 0; i < c.n; i++) {
+    for (long i = c.lo; i < c.hi; i++) {
         int d[SWEEP_MAX_AXES];
         const char *vals[SWEEP_MAX_AXES];
         sweep_digits(g, i, d);
         for (int a = 0; a < g->naxes; a++)
             vals[a] = g->axis[a].vals[d[a]];
-        report_csv_row(out, vals, g->naxes, &c.spec[i], c.baseline ? &c.bres[c.base_of[i]] : NULL);
-        st->events += c.spec[i].events;
-        if (c.baseline && c.base_of[i] == i)
-            st->events += c.bres[i].events;
+        report_csv_row(out, vals, g->naxes, &c.spec[i - c.lo],
+                       c.baseline ? &c.bres[c.base_slot[i - c.lo]] : NULL);
+        st->events += c.spec[i - c.lo].events;
     }
+    for (long k = 0; c.baseline && k < st->baselines; k++)
+        st->events += c.bres[k].events;
     if (fflush(out) || ferror(out)) {
         snprintf(err, errlen, "sweep: writing the CSV failed");
         goto out;
     }
+    if (atomic_load(&c.npartial))
+        fprintf(stderr, "specsim sweep: warning: in %ld of %ld runs no request finished in the "
+                "measured window: their per-request metrics (req_tok_s, tpot) come from the running "
+                "requests (CSV column partial = 1; raise --iterations or shorten --output-len)\n",
+                (long)atomic_load(&c.npartial), c.njobs);
+    if (atomic_load(&c.imprecise))
+        fprintf(stderr, "specsim sweep: warning: %ld of %ld runs stopped at --iterations before "
+                "their tok/s was known to +-%.3g%% (the precision column says how well)\n",
+                (long)atomic_load(&c.imprecise), c.njobs, 100 * base->cfg.precision);
     if (c.beyond_model) {
         char note[96];
         snprintf(note, sizeof note, "in %ld of %ld runs, up to ", c.nbeyond, c.njobs);
         sim_warn_beyond_fit(stderr, "sweep", c.beyond_model, &c.beyond, note);
     }
-    st->configs = c.n;
+    st->configs = c.hi - c.lo;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     rc = 0;
@@ -394,7 +493,8 @@ out:
     free(th);
     free(c.spec);
     free(c.bres);
-    free(c.base_of);
+    free(c.base_slot);
+    free(c.bases);
     free(c.jobs);
     free(c.beyond_model);
     return rc;

@@ -13,8 +13,8 @@
 
 typedef struct {
     const simcfg_knob *knob;
-    int    nvals;
-    char **vals;          /* owned */
+    int    nvals, cap;
+    char **vals;          /* owned; cap entries allocated */
 } sweep_axis;
 
 typedef struct {
@@ -29,16 +29,23 @@ void sweep_grid_free(sweep_grid *g);
 long sweep_grid_size(const sweep_grid *g);
 
 typedef struct {
-    long   configs, baselines;   /* runs done */
+    long   configs, baselines;   /* runs done (configs: of the part run) */
     double wall_s;
     unsigned long long events;
 } sweep_stats;
 
-/* Checks every configuration (base + grid): 0, or -1 with err naming the grid value. */
+/* The part of n configurations that shard "I/N" runs: [lo, hi), contiguous in grid order,
+ * so that the N parts' rows concatenated in order are the whole grid's; "" or NULL: all.
+ * 0, or -1 with err naming the value. */
+int  sweep_shard(const char *shard, long n, long *lo, long *hi, char *err, size_t errlen);
+/* Checks every configuration of base->cfg.shard's part of the grid (base + grid): 0, or -1
+ * with err naming the grid value (or the shard). */
 int  sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen);
-/* Checks every configuration (base + grid), then runs them on `jobs` threads (0: online
- * CPUs) and writes the CSV to out. Returns 0, -2 for a bad configuration (err names the
- * grid value), -1 for a failure while running. */
+/* Checks the configurations, then runs those of base->cfg.shard's part of the grid (all
+ * without one) on `jobs` threads (0: online CPUs) and writes their CSV rows (with the
+ * header) to out. Returns 0, -2 for a bad configuration (err names the grid value; also a run that
+ * sim_run refused with -2: err names its grid values), -1 for
+ * a failure while running. */
 int  sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs,
                sweep_stats *st, char *err, size_t errlen);
 #endif

@@ -170,7 +170,7 @@ static void allreduce_link_parse_checks_values(void)
         {"alpha=1", "both required"},
         {"beta=40", "both required"},
         {"alpha=-1,beta=40", "alpha=-1"},
-        {"alpha=1,beta=0", "beta must be > 0"},
+        {"alpha=1,beta=0", "beta must be in [0.001, 100000] GB/s"},
         {"alpha=1,beta=abc", "beta=abc"},
         {"alpha=1,beta=40,gamma=3", "gamma=3"},
         {"alpha=1,beta=40,alpha=2", "given twice"},

@@ -357,9 +357,9 @@ static void ar_link_load_refuses_bad_files(void)
         {"l-nobw.json", "{\"specsim_link\": 1, \"latency_us\": 1, \"floor_us\": 3}",
          "field bw_gbps: missing"},
         {"l-zerobw.json", "{\"specsim_link\": 1, \"latency_us\": 1, \"bw_gbps\": 0, "
-                          "\"floor_us\": 3}", "field bw_gbps: value 0: must be > 0"},
+                          "\"floor_us\": 3}", "field bw_gbps: value 0: out of range"},
         {"l-negfloor.json", "{\"specsim_link\": 1, \"latency_us\": 1, \"bw_gbps\": 5, "
-                            "\"floor_us\": -1}", "field floor_us: value -1: must be >= 0"},
+                            "\"floor_us\": -1}", "field floor_us: value -1: out of range"},
         {"l-strlat.json", "{\"specsim_link\": 1, \"latency_us\": \"1\", \"bw_gbps\": 5, "
                           "\"floor_us\": 1}", "field latency_us: value \"1\": not a finite"},
         {"l-name.json", "{\"specsim_link\": 1, \"latency_us\": 1, \"bw_gbps\": 5, "

@@ -97,6 +97,24 @@ static void carry_scales_terms_by_roofline_ratios(void)
           f.groups_memory, f.groups_latency, f.groups_kept);
     CHECK(strstr(m.source, "carried h200-sxm -> rtx-pro-6000") && strstr(m.device, "RTX PRO 6000"),
           "source \"%s\" device \"%s\"", m.source, m.device);
+    /* the uncertainty the intervals take: the CARRY_UNC_* kinds, and which bases stayed */
+    CHECK(m.unc.memory_frac == CARRY_UNC_BW && m.unc.compute_frac == CARRY_UNC_FLOPS &&
+          m.unc.latency_frac == CARRY_UNC_LATENCY, "unc %g %g %g", m.unc.memory_frac,
+          m.unc.compute_frac, m.unc.latency_frac);
+    CHECK(!g->latency_bound && n->latency_bound && i->latency_bound, "latency_bound %d %d %d",
+          g->latency_bound, n->latency_bound, i->latency_bound);
+    /* carry_split: the kinds add up to the group's cost, the base where its kind says */
+    for (int k = 0; k < 3; k++) {
+        const wm_group *x = &m.phase[WM_VERIFY].groups[k];
+        double mem = 0, comp = 0, lat = 0;
+        carry_split(&m, x, 96, 2000, 4, &mem, &comp, &lat);
+        CHECK_NEAR(mem + comp + lat, wm_group_us_q(&m, x, 96, 2000, 4), 1e-9, 1e-12);
+        CHECK(x->latency_bound ? lat == x->base_us : lat == 0 && mem >= x->base_us,
+              "group %d: mem %g comp %g lat %g base %g", k, mem, comp, lat, x->base_us);
+    }
+    /* carried twice: the uncertainties add in quadrature */
+    CHECK(carry_model(&m, &r, &h, &f, err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(m.unc.memory_frac, sqrt(2) * CARRY_UNC_BW, 1e-12, 1e-12);
 }
 
 static void carry_round_trip_is_identity(void)

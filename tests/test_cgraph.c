@@ -91,6 +91,9 @@ static void cgraph_parse_rejects_bad_lists(void)
         {"sglang:0", "sglang:0"},
         {"sglang:abc", "sglang:abc"},
         {"99999999999999999999", "99999999999999999999"},
+        {"1,2147483647", "[1, 65536]"},        /* pad + 1 once overflowed the simulator */
+        {"65537", "value 65537"},
+        {"sglang:2147483647", "[1, 65536]"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cg_list l;

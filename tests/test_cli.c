@@ -144,6 +144,9 @@ static void cli_bad_input_exits_2(void)
         {"--allreduce butterfly", "--allreduce", "butterfly"},
         {"--jitter-scale -1", "--jitter-scale", "value -1"},
         {"--iterations 0", "--iterations", "value 0"},
+        {"--precision 1", "--precision", "value 1"},
+        {"--precision 0.01 --requests 20", "--precision", "finite benchmark"},
+        {"--seconds -2", "--seconds", "value -2"},
         {"--steps", "--steps", "missing"},
         {"stray", "stray", "unexpected"},
     };
@@ -175,6 +178,8 @@ static void cli_bad_input_exits_2(void)
         {SPECSIM " sweep --model %M --grid alpha=0.5,1.2 --iterations 10", "alpha", "value 1.2"},
         {SPECSIM " sweep --model %M --grid steps=0..2 --iterations 10", "steps", "value 0"},
         {SPECSIM " run --model %M --grid steps=1..2", "--grid", "sweep"},
+        {SPECSIM " sweep --model %M --grid steps=1..2 --shard 3/2", "--shard", "3/2"},
+        {SPECSIM " sweep --model %M --grid steps=1..2 --shard 1", "--shard", "I/N"},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         char buf[1024];
@@ -271,7 +276,7 @@ static void cli_warns_beyond_fitted_range(void)
     free(out);
     snprintf(cmd, sizeof cmd, SPECSIM " run --model %s/model_fitted.json --steps 3 --bs 4 "
              "--iterations 200 --csv --quiet", dir);
-    CHECK(sh(cmd, 1, &out) == 0 && out && !strstr(out, "warning"), "within the range, yet:\n%s",
+    CHECK(sh(cmd, 1, &out) == 0 && out && !strstr(out, "extrapolated"), "within the range, yet:\n%s",
           out ? out : "");
     free(out);
     snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s/model_fitted.json --grid steps=1..5 "
@@ -323,9 +328,43 @@ static void cli_sweep_csv_independent_of_jobs(void)
         lines += *p == '\n';
     CHECK(lines == 1 + 12, "%d lines, want a header and 12 rows", lines);
     CHECK(a && strncmp(a, "steps,alpha,concurrency,tok_s,", 30) == 0, "header: %.60s", a ? a : "");
-    CHECK(a && strstr(a, ",speedup\n") && strstr(a, "\n1,0.6,1,") && strstr(a, "\n3,0.8,5,"),
+    CHECK(a && strstr(a, ",speedup,speedup_p10,speedup_p50,speedup_p90\n") &&
+          strstr(a, "\n1,0.6,1,") && strstr(a, "\n3,0.8,5,"),
           "rows not in grid order:\n%s", a ? a : "");
     free(a), free(b), free(c);
+}
+
+/* --shard I/N: the N parts' rows, concatenated in order, are the whole sweep's, whatever the
+ * parts' workers; a speculative axis outermost puts a part's baselines in an earlier part. */
+static void cli_sweep_shards_concatenate_to_the_whole(void)
+{
+    char cmd[1024], *whole, *part;
+    const char *grid = "--grid steps=1..3 --grid concurrency=1,5 --grid alpha=0.6,0.8 "
+                       "--iterations 120 --quiet";
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s", model_path, grid);
+    CHECK(sh(cmd, 0, &whole) == 0, "`%s` failed", cmd);
+    size_t cap = 1 << 16, len = 0;
+    char *cat = calloc(1, cap);
+    int parts = 5;                 /* 12 configurations: parts of 2 and 3 */
+    for (int i = 1; i <= parts && cat; i++) {
+        snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s --shard %d/%d --jobs %d",
+                 model_path, grid, i, parts, 1 + i % 2);
+        CHECK(sh(cmd, 0, &part) == 0, "`%s` failed", cmd);
+        const char *rows = part ? strchr(part, '\n') : NULL;   /* each part has the header */
+        if (i == 1 && part)
+            rows = part;
+        else if (rows)
+            rows++;
+        if (rows && len + strlen(rows) < cap) {
+            memcpy(cat + len, rows, strlen(rows) + 1);
+            len += strlen(rows);
+        }
+        free(part);
+    }
+    CHECK(whole && cat && strcmp(whole, cat) == 0, "parts differ from the whole:\n%s\n---\n%s",
+          whole ? whole : "", cat ? cat : "");
+    free(whole);
+    free(cat);
 }
 
 static void cli_timeline_is_chrome_trace(void)
@@ -428,6 +467,7 @@ int main(int argc, char **argv)
     RUN(cli_accept_len_sets_alpha);
     RUN(cli_warns_beyond_fitted_range);
     RUN(cli_sweep_csv_independent_of_jobs);
+    RUN(cli_sweep_shards_concatenate_to_the_whole);
     RUN(cli_timeline_is_chrome_trace);
     RUN(cli_help_lists_every_knob);
     char cmd[128];

@@ -6,6 +6,8 @@
 #include "ptrace_out.h"
 #include "ptrace_read.h"
 #include "ptrace_write.h"
+#include "ptrace_sum.h"
+#include "pjson.h"
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -388,6 +390,158 @@ static void ptrace_long_names_are_cut_not_overflowed(void) {
     free(longname);
 }
 
+
+/* Times out of bounds.h's ranges: once summed into int64 overflow (UBSan, ptrace_read.c,
+ * ptrace_sum.c, ptrace_merge.c, the fit). A header's t0 refuses the file; an event's ts or
+ * dur makes its line bad (skipped, counted, named). */
+static void ptrace_refuses_times_out_of_range(void) {
+    char hdr[2048], text[8192], err[256];
+    ptrace_header h; fill_header(&h);
+    ptrace_ctx c = { 0, 0 };
+    h.t0_ns = 9223372036854775000LL;
+    int n = ptrace_write_header(hdr, sizeof hdr, &c, &h);
+    snprintf(text, sizeof text, "[\n%.*s", n, hdr);
+    ptrace_file f;
+    CHECK(ptrace_read_buf(text, strlen(text), "t0.json", &f, err, sizeof err) == -1 &&
+          strstr(err, "t0.json: line 2: field t0_ns: value 9223372036854775000: out of range"), "message '%s'", err);
+    fill_header(&h);
+    n = ptrace_write_header(hdr, sizeof hdr, &c, &h);
+    snprintf(text, sizeof text, "[\n%.*s"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"a\",\"pid\":0,\"tid\":7,\"ts\":9223372036854775,\"dur\":1},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"b\",\"pid\":0,\"tid\":7,\"ts\":1e300,\"dur\":1},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"c\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":-5},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"d\",\"pid\":0,\"tid\":7,\"ts\":5,\"dur\":1e999},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"e\",\"pid\":0,\"tid\":7,\"ts\":-9.2e15,\"dur\":1},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ok\",\"pid\":0,\"tid\":7,\"ts\":-1e12,\"dur\":1e12},\n"
+             "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\",\"pid\":0,\"tid\":0,\"ts\":9,\"args\":"
+             "{\"records\":1e300,\"reason\":\"exit\"}}\n]\n", n, hdr);
+    CHECK(ptrace_read_buf(text, strlen(text), "ts.json", &f, err, sizeof err) == 0, "%s", err);
+    CHECK(f.n_ev == 1 && !strcmp(f.ev[0].name, "ok") && f.ev[0].ts_ns == -1000000000000000LL, "events %zu", f.n_ev);
+    CHECK(f.info.bad_lines == 6 && f.info.first_bad_line == 3 && strstr(f.info.first_bad_err, "field ts: value "
+          "9223372036854775: out of range"), "bad %zu at %zu: %s", f.info.bad_lines, f.info.first_bad_line,
+          f.info.first_bad_err);
+    CHECK(!f.info.has_end && !f.info.complete, "an end record promising 1e300 records taken");
+    ptrace_file_free(&f);
+}
+
+/* `specprof check` once called a file with 1 of its 1203 records "complete". */
+static void ptrace_counts_records_against_the_end(void) {
+    char hdr[2048], text[8192], err[256];
+    ptrace_header h; fill_header(&h);
+    ptrace_ctx c = { 0, h.t0_ns };
+    int n = ptrace_write_header(hdr, sizeof hdr, &c, &h);
+    snprintf(text, sizeof text, "[\n%.*s"
+             "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"process_name\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":{\"name\":\"r\"}},\n"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1},\n"
+             "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\",\"pid\":0,\"tid\":0,\"ts\":9,\"args\":"
+             "{\"records\":1203,\"dropped_records\":0,\"reason\":\"exit\"}}\n]\n", n, hdr);
+    ptrace_sum s;
+    ptrace_info info;
+    ptrace_sum_init(&s);
+    CHECK(ptrace_scan_buf(text, strlen(text), "one.json", NULL, NULL, &info, err, sizeof err) == 0, "%s", err);
+    CHECK(info.has_end && !info.complete && info.records_seen == 1 && info.records_promised == 1203,
+          "has_end %d complete %d seen %lld promised %lld", info.has_end, info.complete,
+          (long long)info.records_seen, (long long)info.records_promised);
+    FILE *o = tmpfile();
+    ptrace_sum_print(o, &s, &info, "one.json");
+    ptrace_sum_print_json(o, &s, &info, "one.json");
+    rewind(o);
+    char out[4096] = "";
+    size_t got = fread(out, 1, sizeof out - 1, o);
+    out[got] = 0;
+    fclose(o);
+    CHECK(strstr(out, "INCOMPLETE: 1 of the 1203 records") && !strstr(out, "complete: end reason") &&
+          strstr(out, "\"complete\":false") && strstr(out, "\"records\":1,\"records_promised\":1203"),
+          "check output: %s", out);
+    ptrace_sum_free(&s);
+    /* the written file holds what it promises: NK + 10 records, 2 metadata lines */
+    ptrace_file f;
+    CHECK(ptrace_read_buf(whole.buf, whole.len, "whole", &f, err, sizeof err) == 0 && f.info.complete &&
+          f.info.records_seen == NK + 10 && f.info.records_promised == NK + 10, "whole: seen %lld",
+          (long long)f.info.records_seen);
+    ptrace_file_free(&f);
+    /* one record line gone: incomplete, with both numbers */
+    const char *k = strstr(whole.buf, "\"cat\":\"kernel\"");
+    const char *b = k, *e = strchr(k, '\n') + 1;
+    while (b > whole.buf && b[-1] != '\n') b--;
+    sbuf cut = { 0 };
+    sb_add(&cut, whole.buf, (int)(b - whole.buf));
+    sb_add(&cut, e, (int)(whole.len - (size_t)(e - whole.buf)));
+    CHECK(ptrace_read_buf(cut.buf, cut.len, "lost", &f, err, sizeof err) == 0 && f.info.has_end && !f.info.complete &&
+          f.info.records_seen == NK + 9, "a lost line: complete %d seen %lld", f.info.complete,
+          (long long)f.info.records_seen);
+    ptrace_file_free(&f);
+    free(cut.buf);
+}
+
+static int count_ev(void *user, const ptrace_event *e, const ptrace_info *info) {
+    (void)e; (void)info;
+    (*(size_t *)user)++;
+    return 0;
+}
+
+/* The stream reader (chunks of 1 MiB, a line may span two) sees what the buffer reader
+ * sees, also cut anywhere; a line over the cap refuses the input at once. */
+static void ptrace_stream_reads_like_the_buffer(void) {
+    char err[256], err2[256];
+    for (size_t off = 0; off <= whole.len; off += off < 2000 ? 1 : 37) {
+        ptrace_info a, b;
+        size_t na = 0, nb = 0;
+        int ra = ptrace_scan_buf(whole.buf, off, "cut", count_ev, &na, &a, err, sizeof err);
+        FILE *fp = fmemopen(whole.buf, off ? off : 1, "r");
+        if (!off) { fclose(fp); fp = fopen("/dev/null", "r"); }
+        int rb = ptrace_scan_stream(fp, "cut", count_ev, &nb, &b, err2, sizeof err2);
+        fclose(fp);
+        CHECK(ra == rb && na == nb && a.complete == b.complete && a.cut_last_line == b.cut_last_line &&
+              a.bad_lines == b.bad_lines && a.records_seen == b.records_seen && (ra || a.header.t0_ns == b.header.t0_ns),
+              "offset %zu: buf rc %d n %zu cut %d, stream rc %d n %zu cut %d (%s / %s)", off, ra, na, a.cut_last_line,
+              rb, nb, b.cut_last_line, err, err2);
+        if (ra != rb || na != nb) break;
+    }
+    /* 3 MiB of records: lines across chunk boundaries */
+    const char *k = strstr(whole.buf, "{\"ph\":\"X\",\"cat\":\"kernel\"");
+    const char *ke = strchr(k, '\n') + 1, *end = strstr(whole.buf, "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\"");
+    sbuf big = { 0 };
+    sb_add(&big, whole.buf, (int)(end - whole.buf));
+    int reps = 0;
+    while (big.len < (3u << 20)) { sb_add(&big, k, (int)(ke - k)); reps++; }
+    sb_add(&big, end, (int)(whole.len - (size_t)(end - whole.buf)));
+    size_t na = 0, nb = 0;
+    ptrace_info a, b;
+    FILE *fp = fmemopen(big.buf, big.len, "r");
+    CHECK(ptrace_scan_buf(big.buf, big.len, "big", count_ev, &na, &a, err, sizeof err) == 0 &&
+          ptrace_scan_stream(fp, "big", count_ev, &nb, &b, err, sizeof err) == 0, "%s", err);
+    fclose(fp);
+    CHECK(na == nb && na == (size_t)NK + 12 + (size_t)reps && !b.bad_lines && b.records_seen == NK + 10 + reps,
+          "big: %zu vs %zu events (%d added), bad %zu", na, nb, reps, b.bad_lines);
+    free(big.buf);
+    /* a line longer than BND_TRACE_LINE_BYTES (1 MiB) */
+    sbuf longl = { 0 };
+    const char *hdr_end = strchr(strchr(whole.buf, '\n') + 1, '\n') + 1;
+    sb_add(&longl, whole.buf, (int)(hdr_end - whole.buf));
+    for (int i = 0; i < (1 << 21) / 64; i++) sb_add(&longl, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 64);
+    fp = fmemopen(longl.buf, longl.len, "r");
+    CHECK(ptrace_scan_stream(fp, "long.json", NULL, NULL, &b, err, sizeof err) == -1 &&
+          strstr(err, "long.json: line 3: longer than 1048576 bytes"), "message '%s'", err);
+    fclose(fp);
+    free(longl.buf);
+}
+
+/* JSON never holds inf: 1e999 is refused by the parser, and the writer turns a non-finite
+ * number (built in code) into null. `specprof merge` once echoed -1e999 as -inf. */
+static void pjson_refuses_and_never_writes_infinity(void) {
+    pjson_arena *a = pjson_arena_create();
+    pjson *v = NULL;
+    char err[128], out[64];
+    CHECK(pjson_parse(a, "{\"x\":-1e999}", 12, 0, &v, err, sizeof err) == -1 && strstr(err, "out of range"),
+          "-1e999 parsed: %s", err);
+    CHECK(pjson_parse(a, "[1e300, -9.3e18, 1e-999]", 24, 0, &v, err, sizeof err) == 0 && v->len == 3 &&
+          v->items[0]->i == INT64_MAX && v->items[1]->i == INT64_MIN && v->items[2]->num == 0, "%s", err);
+    pjson inf = { .type = PJSON_NUM, .num = INFINITY };
+    CHECK(pjson_write(&inf, out, sizeof out) == 4 && !strcmp(out, "null"), "inf written as %s", out);
+    pjson_arena_destroy(a);
+}
+
 int main(void) {
     setup();
     RUN(ptrace_roundtrips_every_field);
@@ -398,6 +552,10 @@ int main(void) {
     RUN(ptrace_bad_middle_line_is_skipped_and_reported);
     RUN(ptrace_part_file_stays_when_not_finished);
     RUN(ptrace_long_names_are_cut_not_overflowed);
+    RUN(ptrace_refuses_times_out_of_range);
+    RUN(ptrace_counts_records_against_the_end);
+    RUN(ptrace_stream_reads_like_the_buffer);
+    RUN(pjson_refuses_and_never_writes_infinity);
     remove(trace_path);
     char d[400];
     snprintf(d, sizeof d, "%s/part", tmpdir); rmdir(d);

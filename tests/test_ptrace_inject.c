@@ -14,6 +14,7 @@
 #include "pncclshim.c"
 #include "pcalib.c"
 #include "ptrace_read.h"
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
@@ -220,7 +221,42 @@ static void submit_buffer(uint32_t corr_eager, uint32_t corr_graph, uint64_t nod
 
 static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
 
-typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM, WINDOWS } scenario_end;
+typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM, WINDOWS, END_SEGV, END_ABORT,
+               END_FULL, END_FORK, THREADS } scenario_end;
+
+/* issue 17's faults, on the CPU (END_FULL limits the file's size to what it holds after the
+ * first records, so that every later write fails) */
+#define THREADS_N 32
+#define THREADS_K 50
+
+/* 32 host threads launching and pushing NVTX ranges at once (named tTT.III). */
+static void *thread_body(void *arg) {
+    int t = (int)(intptr_t)arg;
+    for (int i = 0; i < THREADS_K; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%02d.%03d", t, i);
+        cb_push(name);
+        cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+               (uint32_t)(1000 + t * THREADS_K + i), NULL);
+        cb_pop();
+    }
+    submit_buffer((uint32_t)(20000 + 2 * t), (uint32_t)(20001 + 2 * t), 0x900);
+    return NULL;
+}
+
+static void scenario_threads(void) {
+    if (!InitializeInjection() || !fake_cb) _exit(3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    pthread_t th[THREADS_N];
+    for (int t = 0; t < THREADS_N; t++)
+        if (pthread_create(&th[t], NULL, thread_body, (void *)(intptr_t)t)) _exit(9);
+    for (int t = 0; t < THREADS_N; t++) pthread_join(th[t], NULL);
+    sleep_ms(200);
+    exit(0);
+}
 
 /* The interposer for real: an all-reduce captured into a graph (CUPTI reports no node
  * creation here, so the capture-graph diff finds NCCL's node 0x777, cloned to 0x778 at
@@ -274,7 +310,47 @@ static void scenario(scenario_end how, int signals) {
     case END_SIGTERM: raise(SIGTERM); sleep_ms(5000); _exit(4);
     case END_HANG: for (;;) sleep_ms(1000);
     case END_LATE_BUFFER: sleep_ms(300); submit_buffer(51, 52, 0x900); sleep_ms(100); exit(0);
-    case NCCL_SHIM: case WINDOWS: break;
+    case END_SEGV: {                     /* a wild store */
+        volatile uintptr_t wild = 8;
+        *(volatile int *)wild = 1;
+        sleep_ms(5000);
+        _exit(4);
+    }
+    case END_ABORT: abort();
+    case END_FULL: {                     /* the disk fills now: many more writes fail */
+        const char *d = getenv("SPECPROF_DIR");
+        DIR *dd = d ? opendir(d) : NULL;
+        struct dirent *de;
+        struct stat sb;
+        long size = -1;
+        char path[1024];
+        while (dd && (de = readdir(dd)))
+            if (strstr(de->d_name, ".part")) {
+                snprintf(path, sizeof path, "%s/%s", d, de->d_name);
+                if (stat(path, &sb) == 0) size = (long)sb.st_size;
+            }
+        if (dd) closedir(dd);
+        if (size < 0) _exit(12);
+        struct rlimit rl = { (rlim_t)size + 16, (rlim_t)size + 16 };   /* what is there, and 16 bytes */
+        signal(SIGXFSZ, SIG_IGN);           /* writes past it fail with EFBIG, like ENOSPC */
+        setrlimit(RLIMIT_FSIZE, &rl);
+        for (int i = 0; i < 6; i++) {
+            cb_push("verify bs=4 tokens=16");
+            cb_pop();
+            submit_buffer(51, 52, 0x900);
+            sleep_ms(60);
+        }
+        exit(0);
+    }
+    case END_FORK: {                     /* a child that never execs, and exits */
+        pid_t c = fork();
+        if (c == 0) { sleep_ms(50); exit(0); }
+        int st;
+        waitpid(c, &st, 0);
+        sleep_ms(100);                   /* the parent's writer runs on after the child's exit */
+        exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 10);
+    }
+    case NCCL_SHIM: case THREADS: case WINDOWS: break;
     }
 }
 
@@ -382,6 +458,16 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
         setenv("SPECPROF_DURATION_S", duration, 1);
         setenv("SPECPROF_START_SIGNAL", signals ? "10" : "0", 1);   /* SIGUSR1 */
         setenv("SPECPROF_STOP_SIGNAL", signals ? "12" : "0", 1);    /* SIGUSR2 */
+        if (how == END_FULL || how == THREADS || !strcmp(sub, "nodir")) {
+            setenv("SPECPROF_QUIET", "0", 1);   /* what it says goes to DIR.stderr */
+            char ep[450];
+            snprintf(ep, sizeof ep, "%s/%s.stderr", dir, sub);
+            mkdir(dir, 0777);
+            if (!freopen(ep, "w", stderr)) _exit(11);
+        }
+        if (!strcmp(sub, "nodir")) setenv("SPECPROF_DIR", "/dev/null/specprof", 1);  /* cannot be made */
+        if (how == THREADS) setenv("SPECPROF_BUFFER_MB", "256", 1);
+        signal(SIGSEGV, SIG_DFL);   /* a program without its own handler (ASan installs one) */
         /* the signals scenario records 80 ms after the start: past the default 50 ms start
          * window, so its window is made long enough to hold everything */
         setenv("SPECPROF_WINDOW_MS", signals ? "2000" : "50", 1);
@@ -395,6 +481,7 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
             scenario_windows();
         }
         if (how == NCCL_SHIM) scenario_nccl();
+        if (how == THREADS) scenario_threads();
         scenario(how, signals);
         _exit(5);
     }
@@ -598,6 +685,117 @@ static void inject_nccl_interposer_sizes_eager_and_captured(void) {
     ptrace_file_free(&f);
 }
 
+
+/* Counts lines of DIR/sub.stderr that hold needle. */
+static int stderr_count(const char *sub, const char *needle) {
+    char path[450], line[2048];
+    snprintf(path, sizeof path, "%s/%s.stderr", dir, sub);
+    FILE *f = fopen(path, "r");
+    int n = 0;
+    while (f && fgets(line, sizeof line, f)) n += strstr(line, needle) != NULL;
+    if (f) fclose(f);
+    return n;
+}
+
+/* A crash (SIGSEGV from a wild store, SIGABRT from abort()): the trace holds everything up
+ * to the fault, ends with the signal's name, is renamed complete, and the program still
+ * dies by its signal. */
+static void inject_crash_finishes_file_and_says_which_signal(void) {
+    const struct { scenario_end how; const char *sub; int sig; const char *reason; } c[] = {
+        {END_SEGV, "segv", SIGSEGV, "signal SIGSEGV"}, {END_ABORT, "abort", SIGABRT, "signal SIGABRT"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        pid_t p = run_child(c[i].how, c[i].sub, "0", "0", 0);
+        int st;
+        waitpid(p, &st, 0);
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == c[i].sig, "%s: the program must still die by its signal: status %d",
+              c[i].sub, st);
+        ptrace_file f; int part = 1;
+        if (load(c[i].sub, &f, &part)) { CHECK(0, "%s: no trace", c[i].sub); continue; }
+        CHECK(!part && f.info.complete && !strcmp(f.info.end.reason, c[i].reason), "%s: part %d complete %d reason '%s'",
+              c[i].sub, part, f.info.complete, f.info.end.reason);
+        check_recorded(&f, 0);
+        ptrace_file_free(&f);
+    }
+}
+
+/* The disk fills after the header (a file size limit: writes fail with EFBIG as they would
+ * with ENOSPC): the program runs on and exits 0, specprof says once why it stopped, the
+ * .part file loads up to there. */
+static void inject_full_disk_stops_once_and_program_runs_on(void) {
+    ptrace_file f; int part;
+    pid_t p = run_child(END_FULL, "full", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the program must run on and exit 0: status %d", st);
+    int said = stderr_count("full", "failed"), stops = stderr_count("full", "recording stops here");
+    CHECK(said == 1 && stops == 1, "specprof said %d times that a write failed (want once)", said);
+    CHECK(load("full", &f, &part) == 0 && part && !f.info.complete && f.info.has_header, "the .part file must load");
+    ptrace_file_free(&f);
+    /* a directory that cannot be made: said once, the program runs on */
+    p = run_child(END_EXIT, "nodir", "0", "0", 0);
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nodir: status %d", st);
+    CHECK(stderr_count("nodir", "cannot write the trace") == 1, "nodir: said %d times",
+          stderr_count("nodir", "cannot write the trace"));
+}
+
+/* fork without exec: the child never touches the parent's file (one file, complete, with
+ * the records written after the child exited). */
+static void inject_fork_child_leaves_parent_file_alone(void) {
+    pid_t p = run_child(END_FORK, "fork", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    char d[400];
+    snprintf(d, sizeof d, "%s/fork", dir);
+    DIR *dd = opendir(d);
+    int files = 0;
+    struct dirent *de;
+    while (dd && (de = readdir(dd))) files += !strncmp(de->d_name, "specprof.rank", 13);
+    if (dd) closedir(dd);
+    CHECK(files == 1, "%d trace files (the forked child must write none)", files);
+    ptrace_file f; int part = 1;
+    if (load("fork", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!part && f.info.complete && !f.info.bad_lines, "part %d complete %d bad %zu", part, f.info.complete,
+          f.info.bad_lines);
+    check_recorded(&f, 0);
+    ptrace_file_free(&f);
+}
+
+/* 32 threads launching and pushing ranges at once: every record there once, none mixed up
+ * (each thread's ranges carry its own thread id), none dropped. */
+static void inject_32_threads_lose_and_mix_nothing(void) {
+    pid_t p = run_child(THREADS, "threads", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+    ptrace_file f; int part = 1;
+    if (load("threads", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!part && f.info.complete && !f.info.bad_lines, "complete %d bad %zu", f.info.complete, f.info.bad_lines);
+    int per[THREADS_N] = {0}, kernels = 0, mixed = 0;
+    int64_t tid[THREADS_N];
+    for (int t = 0; t < THREADS_N; t++) tid[t] = -1;
+    for (size_t i = 0; i < f.n_ev; i++) {
+        ptrace_range r; ptrace_kernel k;
+        if (!ptrace_read_range(&f.ev[i], f.info.header.t0_ns, &r)) {
+            int t = -1, n = -1;
+            if (sscanf(r.name, "t%d.%d", &t, &n) != 2 || t < 0 || t >= THREADS_N) { mixed++; continue; }
+            per[t]++;
+            if (tid[t] < 0) tid[t] = r.thread;
+            else if (tid[t] != r.thread) mixed++;
+        } else if (!ptrace_read_kernel(&f.ev[i], f.info.header.t0_ns, &k) && k.corr >= 20000) kernels++;
+    }
+    for (int t = 0; t < THREADS_N; t++) {
+        CHECK(per[t] == THREADS_K, "thread %d: %d ranges (want %d)", t, per[t], THREADS_K);
+        for (int u = 0; u < t; u++) if (tid[u] == tid[t]) mixed++;
+    }
+    CHECK(kernels == 2 * THREADS_N && !mixed, "kernels %d (want %d), mixed up %d", kernels, 2 * THREADS_N, mixed);
+    CHECK(f.info.end.dropped_host_events == 0 && f.info.end.dropped_records == 0, "dropped %lld/%lld",
+          (long long)f.info.end.dropped_host_events, (long long)f.info.end.dropped_records);
+    ptrace_file_free(&f);
+}
+
 static void inject_windows_follow_shapes_and_time(void) {
     pid_t p = run_child(WINDOWS, "win", "0", "0", 0);
     int st;
@@ -653,6 +851,10 @@ int main(void) {
     RUN(inject_delay_longer_than_run_records_nothing);
     RUN(inject_refuses_older_cupti_and_other_subscriber);
     RUN(inject_nccl_interposer_sizes_eager_and_captured);
+    RUN(inject_crash_finishes_file_and_says_which_signal);
+    RUN(inject_full_disk_stops_once_and_program_runs_on);
+    RUN(inject_fork_child_leaves_parent_file_alone);
+    RUN(inject_32_threads_lose_and_mix_nothing);
     RUN(inject_windows_follow_shapes_and_time);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

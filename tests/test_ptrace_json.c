@@ -2,6 +2,9 @@
  * (profiler/core/pjson): values, escapes, errors with offsets, write/parse round trip. */
 #include "check.h"
 #include "pjson.h"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static pjson *parse(pjson_arena *a, const char *s, char *err) {
@@ -70,9 +73,47 @@ static void pjson_write_then_parse_is_identity(void) {
     pjson_arena_destroy(NULL);
 }
 
+/* The fast number path (integer mantissa, no strtod) against strtod on seeded random
+ * numbers of the shapes traces hold, and the exact x1000 value of up to 3 decimals. */
+static void pjson_numbers_match_strtod_and_milli_is_exact(void) {
+    pjson_arena *a = pjson_arena_create();
+    char err[128], buf[64];
+    uint64_t x = 0x9e3779b97f4a7c15ull;     /* xorshift64, seeded */
+    int bad_num = 0, bad_milli = 0;
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        uint64_t ip = x % 1000000000000000ull;           /* up to 15 integer digits */
+        int dec = (int)((x >> 40) % 6);                  /* 0..5 decimals */
+        unsigned fr = (unsigned)((x >> 20) % 100000);
+        if (dec == 0) snprintf(buf, sizeof buf, "%s%llu", i & 1 ? "-" : "", (unsigned long long)ip);
+        else snprintf(buf, sizeof buf, "%s%llu.%0*u", i & 1 ? "-" : "", (unsigned long long)(ip % 1000000000000ull),
+                      dec, fr % (unsigned)(dec == 1 ? 10 : dec == 2 ? 100 : dec == 3 ? 1000 : dec == 4 ? 10000 : 100000));
+        pjson *v = parse(a, buf, err);
+        if (!v) { bad_num++; continue; }
+        if (v->num != strtod(buf, NULL)) bad_num++;
+        if (dec <= 3) {
+            /* the same digits with the point moved 3 places: an exact integer */
+            char ib[64]; const char *dot = strchr(buf, '.');
+            if (!dot) snprintf(ib, sizeof ib, "%s000", buf);
+            else snprintf(ib, sizeof ib, "%.*s%s%.*s", (int)(dot - buf), buf, dot + 1, 3 - dec, "000");
+            if (!v->milli_exact || v->milli != strtoll(ib, NULL, 10)) bad_milli++;
+        } else if (v->milli_exact) bad_milli++;
+        pjson_arena_reset(a);
+    }
+    CHECK(bad_num == 0, "%d numbers differ from strtod", bad_num);
+    CHECK(bad_milli == 0, "%d milli values wrong", bad_milli);
+    /* a Kineto-style absolute timestamp past 2^53 ns keeps its nanoseconds */
+    pjson *v = parse(a, "5427389637806123.457", err);
+    CHECK(v && v->milli_exact && v->milli == 5427389637806123457LL, "milli %lld", v ? (long long)v->milli : 0LL);
+    v = parse(a, "1.5e3", err);
+    CHECK(v && v->milli == 1500000 && !v->milli_exact, "exponent: milli %lld", v ? (long long)v->milli : 0LL);
+    pjson_arena_destroy(a);
+}
+
 int main(void) {
     RUN(pjson_parses_values_and_escapes);
     RUN(pjson_errors_name_the_offset);
     RUN(pjson_write_then_parse_is_identity);
+    RUN(pjson_numbers_match_strtod_and_milli_is_exact);
     return check_done();
 }

@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 static char dir[256];
 
@@ -112,6 +115,68 @@ static void ptrace_merge_aligns_ranks_and_reports_cut_files(void) {
     remove(out);
 }
 
+
+/* A rank file with a line holding -1e999 (the merge once echoed it as -inf, not JSON) and
+ * -o a FIFO (once replaced by a regular file): the merged text comes through the FIFO, is
+ * strict JSON without inf, and its end record's records are what it holds. */
+static void ptrace_merge_writes_a_fifo_and_no_infinity(void) {
+    char sub[256], fifo[400], got[400], err[512], rank[400];
+    snprintf(sub, sizeof sub, "%.240s/fifo", dir);
+    CHECK(ptrace_out_mkdirs(sub, err, sizeof err) == 0, "%s", err);
+    char keep[256];
+    snprintf(keep, sizeof keep, "%s", dir);
+    snprintf(dir, sizeof dir, "%s", sub);
+    write_rank(0, 5000000, 2, 0);
+    snprintf(dir, sizeof dir, "%s", keep);
+    /* add the bad line before the end record */
+    snprintf(rank, sizeof rank, "%s/specprof.rank0.pid100.json", sub);
+    FILE *f = fopen(rank, "r");
+    char text[65536];
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    char *end = strstr(text, "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\"");
+    CHECK(end != NULL, "no end record");
+    if (!end) return;
+    f = fopen(rank, "w");
+    fwrite(text, 1, (size_t)(end - text), f);
+    fputs("{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"x\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1,\"args\":{\"v\":-1e999}},\n", f);
+    fputs(end, f);
+    fclose(f);
+    snprintf(fifo, sizeof fifo, "%s/merged.fifo", sub);
+    snprintf(got, sizeof got, "%s/got.json", sub);
+    CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    pid_t pid = fork();
+    if (pid == 0) {
+        int in = open(fifo, O_RDONLY), out = open(got, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        char buf[4096];
+        ssize_t r;
+        while (in >= 0 && (r = read(in, buf, sizeof buf)) > 0) if (write(out, buf, (size_t)r) != r) _exit(1);
+        _exit(0);
+    }
+    ptrace_merge_result r;
+    int rc = ptrace_merge_dir(sub, fifo, NULL, &r, err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    int st;
+    waitpid(pid, &st, 0);
+    struct stat sb;
+    CHECK(stat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode), "the FIFO was replaced");
+    char part[450];
+    snprintf(part, sizeof part, "%s.part", fifo);
+    CHECK(access(part, F_OK) != 0, "a .part file next to the FIFO");
+    f = fopen(got, "r");
+    n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    CHECK(n > 100 && !strstr(text, "inf") && !strstr(text, "nan"), "merged text: %.300s", text);
+    ptrace_file m;
+    CHECK(ptrace_read_buf(text, n, "merged", &m, err, sizeof err) == 0 && m.info.merged && m.info.complete &&
+          !m.info.bad_lines && m.info.records_seen == 2 * 9, "merged: complete %d seen %lld promised %lld bad %zu: %s",
+          m.info.complete, (long long)m.info.records_seen, (long long)m.info.records_promised, m.info.bad_lines, err);
+    ptrace_file_free(&m);
+    remove(rank); remove(fifo); remove(got); rmdir(sub);
+}
+
 static void ptrace_merge_of_empty_dir_fails_with_message(void) {
     char err[512] = "", out[400];
     ptrace_merge_result r;
@@ -140,6 +205,7 @@ int main(void) {
     char err[256];
     if (ptrace_out_mkdirs(dir, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
     RUN(ptrace_merge_aligns_ranks_and_reports_cut_files);
+    RUN(ptrace_merge_writes_a_fifo_and_no_infinity);
     RUN(ptrace_merge_of_empty_dir_fails_with_message);
     RUN(ptrace_sum_period_finds_smallest_cycle);
     rmdir(dir);

@@ -581,6 +581,67 @@ static void sim_breakdown_adds_up_to_iteration(void)
     }
 }
 
+
+/* ---- the engine's limits (issue 17) ---- */
+
+/* Durations and times past the engine's int64 ns limits stop the run with -2 (they once
+ * overflowed: a slower link ran 119x faster); values the readers would refuse are refused
+ * by sim_check too, for parameters built in code. */
+static void sim_refuses_durations_past_its_limits(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[512];
+    model_golden(&m, 1e300, 0.1);          /* a verify of 1e300 us */
+    params_base(&p, &m, 1);
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == -2 && strstr(err, "past the simulator's limit"),
+          "1e300 us: %s", err);
+    model_golden(&m, 1e12, 0.1);           /* 1e15 ns a verify: 2300 of them pass 2^61 ns */
+    params_base(&p, &m, 0);
+    p.iterations = 100000;
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == -2 && strstr(err, "horizon"), "horizon: %s", err);
+    model_golden(&m, 1e9, 0.1);            /* large but within: runs, time increases */
+    params_base(&p, &m, 1);
+    p.iterations = 50;
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == 0 && r.tok_s > 0 && isfinite(r.tpot_p99_ms) &&
+          r.tpot_p50_ms > 0, "1e9 us: %s (tok/s %g)", err, r.tok_s);
+    /* a link latency of 1e300 or a bandwidth of 1e-300 */
+    model_tp4(&m);
+    params_base(&p, &m, 1);
+    p.ranks = 4;
+    p.link.latency_us = 1e300;
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == -1 && strstr(err, "field link: value alpha=1e+300"),
+          "latency 1e300: %s", err);
+    p.link = *ar_link_preset("nvlink4-8gpu");
+    p.link.bw_gbps = 1e-300;
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == -1 && strstr(err, "beta=1e-300"), "bw 1e-300: %s", err);
+    /* a batch size past bounds.h (pad + 1 once overflowed) */
+    model_golden(&m, 100, 0.1);
+    params_base(&p, &m, 1);
+    p.graphs.n = 1;
+    p.graphs.bs[0] = 2147483647;
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == -1 && strstr(err, "cuda-graph-bs"), "bs: %s", err);
+}
+
+/* A model whose costs are all 0 has no throughput: -2, never inf tok/s. */
+static void sim_without_throughput_is_refused(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[512];
+    model_golden(&m, 0, 0);
+    params_base(&p, &m, 1);
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == -2 && strstr(err, "no throughput"), "zeros: %s", err);
+    model_golden(&m, 100, 0.1);
+    params_base(&p, &m, 1);
+    p.requests = 5;
+    p.warmup = 100000;
+    CHECK(batch_lendist_parse(&p.out_len, "10", err, sizeof err) == 0, "%s", err);
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) == -2 && strstr(err, "no measured window"), "warmup: %s", err);
+}
+
 int main(void)
 {
     RUN(sim_tokens_per_iteration_matches_closed_form);
@@ -596,5 +657,7 @@ int main(void)
     RUN(sim_ranks_leave_collectives_together);
     RUN(sim_deterministic_for_seed);
     RUN(sim_breakdown_adds_up_to_iteration);
+    RUN(sim_refuses_durations_past_its_limits);
+    RUN(sim_without_throughput_is_refused);
     return check_done();
 }

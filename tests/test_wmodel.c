@@ -43,6 +43,9 @@ static void check_same_model(const wm_model *a, const wm_model *b)
           "ranks/moe differ");
     CHECK(a->graph_launch_us == b->graph_launch_us && a->eager_launch_us == b->eager_launch_us,
           "launch differs");
+    CHECK(a->unc.memory_frac == b->unc.memory_frac && a->unc.compute_frac == b->unc.compute_frac &&
+          a->unc.latency_frac == b->unc.latency_frac && strcmp(a->unc.source, b->unc.source) == 0,
+          "uncertainty differs");
     for (int p = 0; p < WM_NPHASE; p++) {
         const wm_phase_model *x = &a->phase[p], *y = &b->phase[p];
         CHECK(x->present == y->present && x->ngroups == y->ngroups && x->ncolls == y->ncolls &&
@@ -66,7 +69,8 @@ static void check_same_model(const wm_model *a, const wm_model *b)
                   g->wave_blocks_per_expert == h->wave_blocks_per_expert &&
                   g->wave_blocks_max == h->wave_blocks_max &&
                   g->wave_capacity == h->wave_capacity && g->per_wave_us == h->per_wave_us &&
-                  g->q_min == h->q_min,
+                  g->q_min == h->q_min &&
+                  g->resid_frac == h->resid_frac && g->latency_bound == h->latency_bound,
                   "phase %s group %d (%s) differs", wm_phase_name[p], i, g->name);
         }
         for (int i = 0; i < x->ncolls && i < y->ncolls; i++)
@@ -121,12 +125,18 @@ static void wmodel_save_round_trips(void)
         ph->groups[1].wave_blocks_max = 12288;
         ph->groups[1].wave_capacity = 660;
         ph->groups[1].per_wave_us = 97.25;
+        ph->groups[1].resid_frac = 1.0 / 29.0;   /* the interval keys */
+        ph->groups[0].latency_bound = 1;
         ph->ncolls = 1;
         snprintf(ph->colls[0].op, sizeof ph->colls[0].op, "allreduce");
         ph->colls[0].count = 122;
         ph->colls[0].bytes_per_token = 7168 * 2;
     }
     a.phase[WM_VERIFY] = a.phase[WM_DECODE];
+    a.unc.memory_frac = 0.1;
+    a.unc.compute_frac = 1.0 / 7.0;
+    a.unc.latency_frac = 0.5;
+    snprintf(a.unc.source, sizeof a.unc.source, "carried a -> b");
     CHECK(wm_save(&a, path, err, sizeof err) == 0, "%s", err);
     CHECK(wm_load(&b, path, err, sizeof err) == 0, "%s", err);
     check_same_model(&a, &b);
@@ -141,17 +151,17 @@ static void wmodel_rejects_bad_files(void)
         {"truncated.json", {"invalid JSON at byte ", "ends early"}},
         {"missing-verify.json", {"field phases.verify: missing"}},
         {"missing-base.json", {"field phases.verify.groups[1].base_us: missing"}},
-        {"negative.json", {"field phases.verify.groups[2].base_us: value -3: must be >= 0"}},
+        {"negative.json", {"field phases.verify.groups[2].base_us: value -3: out of range", "[0, 10000000] us"}},
         {"string-number.json", {"field phases.verify.groups[0].per_token_us: value \"NaN\"",
                                 "must be a number"}},
         {"unknown-phase.json", {"field phases.verfy", "unknown phase"}},
         {"unknown-key.json", {"field phases.accept.groups[0].bse_us: value 3", "unknown field"}},
         {"bad-version.json", {"field specsim_model: value 2"}},
-        {"count-zero.json", {"field phases.verify.groups[1].count: value 0: must be >= 1"}},
-        {"count-fraction.json", {"field phases.verify.groups[1].count: value 2.5", "integer"}},
+        {"count-zero.json", {"field phases.verify.groups[1].count: value 0: out of range", "[1, 100000]"}},
+        {"count-fraction.json", {"field phases.verify.groups[1].count: value 2.5", "whole number"}},
         {"trailing-garbage.json", {"invalid JSON at byte ", "syntax error"}},
         {"empty.json", {"empty"}},
-        {"huge-number.json", {"field phases.verify.groups[0].base_us: value inf", "finite"}},
+        {"huge-number.json", {"field phases.verify.groups[0].base_us: value inf", "out of range"}},
         {"moe-topk.json", {"field moe.topk: value 9"}},
         {"not-object.json", {"one JSON object"}},
         {"negative-bytes.json", {"field phases.verify.collectives[0].bytes_per_token: value -8192"}},
@@ -172,6 +182,21 @@ static void wmodel_rejects_bad_files(void)
     }
     char err[512];
     wm_model m;
+    /* the interval keys: typed and known */
+    static const struct { const char *text, *needle; } inl[] = {
+        {"{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {\"groups\": "
+         "[{\"name\": \"g\", \"count\": 1, \"base_us\": 1, \"latency_bound\": 1}]}}}",
+         "field phases.verify.groups[0].latency_bound: value 1: must be true or false"},
+        {"{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {\"groups\": "
+         "[{\"name\": \"g\", \"count\": 1, \"base_us\": 1, \"resid_frac\": -0.1}]}}}",
+         "field phases.verify.groups[0].resid_frac: value -0.1: out of range"},
+        {"{\"specsim_model\": 1, \"name\": \"x\", \"uncertainty\": {\"memory\": 0.1}, "
+         "\"phases\": {\"verify\": {\"groups\": []}}}", "field uncertainty.memory"},
+    };
+    for (size_t i = 0; i < sizeof inl / sizeof inl[0]; i++) {
+        CHECK(wm_parse(&m, inl[i].text, "mem.json", err, sizeof err) == -1, "case %zu accepted", i);
+        CHECK(strstr(err, inl[i].needle) != NULL, "message \"%s\" lacks \"%s\"", err, inl[i].needle);
+    }
     CHECK(wm_load(&m, BAD "does-not-exist.json", err, sizeof err) == -1, "missing file loaded");
     CHECK(strstr(err, "does-not-exist.json: cannot open") != NULL, "message \"%s\"", err);
 }
@@ -430,6 +455,35 @@ static void wmodel_phase_fallbacks(void)
     CHECK(wm_phase_find("extend") == WM_EXTEND && wm_phase_find("verfy") == -1, "phase_find");
 }
 
+
+/* A model the reader would refuse (a fit gone wrong: -nan, 1e300 us) is not written: the
+ * file at path stays as it was, no temporary is left (issue 17: a refused fit once left a
+ * -nan model at -o). */
+static void wmodel_save_refuses_what_load_refuses(void)
+{
+    wm_model a;
+    char err[512] = "", path[64], tmp[80];
+    snprintf(path, sizeof path, "/tmp/specsim-test-wmodel-nan-%d.json", (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    CHECK(wm_load(&a, EXAMPLE, err, sizeof err) == 0, "%s", err);
+    a.phase[WM_VERIFY].groups[0].base_us = NAN;
+    CHECK(wm_save(&a, path, err, sizeof err) == -2 && strstr(err, "not written") &&
+          strstr(err, "phases.verify.groups[0].base_us"), "NaN model: %s", err);
+    CHECK(access(path, F_OK) != 0 && access(tmp, F_OK) != 0, "a file was left at %s", path);
+    FILE *f = fopen(path, "w");
+    fputs("old", f);
+    fclose(f);
+    a.phase[WM_VERIFY].groups[0].base_us = 1e300;
+    CHECK(wm_save(&a, path, err, sizeof err) == -2 && strstr(err, "out of range"), "1e300: %s", err);
+    char got[8] = "";
+    f = fopen(path, "r");
+    size_t n = f ? fread(got, 1, sizeof got - 1, f) : 0;
+    if (f)
+        fclose(f);
+    CHECK(n == 3 && !strcmp(got, "old"), "the old file was replaced: \"%s\"", got);
+    remove(path);
+}
+
 int main(void)
 {
     RUN(wmodel_example_loads);
@@ -442,5 +496,6 @@ int main(void)
     RUN(wmodel_wave_term_follows_formula);
     RUN(wmodel_experts_touched_matches_monte_carlo);
     RUN(wmodel_phase_fallbacks);
+    RUN(wmodel_save_refuses_what_load_refuses);
     return check_done();
 }

@@ -3,6 +3,7 @@
  * is freed at once; a parse error never leaks (its partial values stay in the arena). */
 #include "pjson.h"
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,21 @@ static const char *pjson_string(pjson_parser *ps, size_t *len_out) {
     char *out = pjson_arena_alloc(ps->a, (size_t)(q - ps->p) + 1);
     if (!out) { pjson_fail(ps, "out of memory"); return NULL; }
     size_t n = 0;
+    if (!memchr(ps->p, '\\', (size_t)(q - ps->p))) {   /* no escapes (most strings): one copy */
+        size_t len = (size_t)(q - ps->p);
+        unsigned char bad = 0;
+        for (size_t k = 0; k < len; k++) bad |= (unsigned char)ps->p[k] < 0x20;
+        if (bad) {
+            while ((unsigned char)*ps->p >= 0x20) ps->p++;
+            pjson_fail(ps, "control character in string");
+            return NULL;
+        }
+        memcpy(out, ps->p, len);
+        out[len] = 0;
+        ps->p = q + 1;
+        *len_out = len;
+        return out;
+    }
     while (ps->p < ps->end && *ps->p != '"') {
         unsigned char c = (unsigned char)*ps->p;
         if (c < 0x20) { pjson_fail(ps, "control character in string"); return NULL; }
@@ -169,31 +185,104 @@ static const char *pjson_string(pjson_parser *ps, size_t *len_out) {
 
 static pjson *pjson_value(pjson_parser *ps, int depth);
 
+/* A double as int64, saturating (a cast of 1e300 is undefined behaviour). */
+static int64_t pjson_sat64(double d) {
+    if (d >= 9223372036854775807.0) return INT64_MAX;
+    if (d <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)d;
+}
+
+/* 10^k for k = 0..22: the powers of ten a double holds exactly (Clinger's fast path). */
+static const double pjson_pow10[23] = {
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+};
+
+/* A number without exponent and with at most 19 digits is read as an integer mantissa and a
+ * count of decimals: the value x1000 (milli) comes out exact for up to 3 decimals (trace
+ * timestamps in microseconds written to the ns), and the double is correctly rounded
+ * (mantissa <= 2^53 and <= 22 decimals: one exact division), without strtod. Anything else
+ * goes through strtod. */
 static pjson *pjson_number(pjson_parser *ps) {
     const char *q = ps->p;
-    int is_int = 1;
-    if (q < ps->end && *q == '-') q++;
+    int is_int = 1, neg = 0, fast = 1, ndig = 0, nfrac = 0;
+    uint64_t mant = 0;
+    if (q < ps->end && *q == '-') { neg = 1; q++; }
     if (q >= ps->end || !(*q >= '0' && *q <= '9')) { pjson_fail(ps, "bad number"); return NULL; }
     while (q < ps->end && ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' || *q == '+' || *q == '-')) {
-        if (*q == '.' || *q == 'e' || *q == 'E') is_int = 0;
+        char c = *q;
+        if (c >= '0' && c <= '9') {
+            if (++ndig > 19) fast = 0;
+            else mant = mant * 10 + (uint64_t)(c - '0');
+            if (!is_int) nfrac++;
+        } else if (c == '.') {
+            if (!is_int) fast = 0;   /* a second '.': strtod judges */
+            is_int = 0;
+        } else {
+            is_int = 0;
+            fast = 0;
+        }
         q++;
     }
-    char buf[64];
     size_t n = (size_t)(q - ps->p);
-    if (n >= sizeof buf) { pjson_fail(ps, "number too long"); return NULL; }
-    memcpy(buf, ps->p, n); buf[n] = 0;
     pjson *v = pjson_new(ps, PJSON_NUM);
     if (!v) return NULL;
+    if (fast && nfrac == 0 && !is_int) fast = 0;   /* "1." */
+    if (fast && is_int && mant <= (uint64_t)INT64_MAX) {
+        v->is_int = 1;
+        v->i = neg ? -(int64_t)mant : (int64_t)mant;
+        v->num = (double)v->i;
+        if (v->i <= INT64_MAX / 1000 && v->i >= INT64_MIN / 1000) { v->milli = v->i * 1000; v->milli_exact = 1; }
+        else v->milli = v->i > 0 ? INT64_MAX : INT64_MIN;
+        ps->p = q;
+        return v;
+    }
+    if (fast && !is_int) {
+        int exact_num = mant <= ((uint64_t)1 << 53) && nfrac <= 22;
+        if (exact_num) {
+            v->num = (double)mant / pjson_pow10[nfrac];
+            if (neg) v->num = -v->num;
+        } else {
+            char buf[64];
+            if (n >= sizeof buf) { pjson_fail(ps, "number too long"); return NULL; }
+            memcpy(buf, ps->p, n); buf[n] = 0;
+            v->num = strtod(buf, NULL);
+        }
+        v->i = pjson_sat64(v->num);
+        uint64_t m = mant;
+        int fits = nfrac <= 3 && m <= (uint64_t)INT64_MAX;
+        for (int k = nfrac; fits && k < 3; k++) {
+            fits = m <= (uint64_t)INT64_MAX / 10;
+            m *= 10;
+        }
+        if (fits) {
+            v->milli = neg ? -(int64_t)m : (int64_t)m;
+            v->milli_exact = 1;
+        } else {
+            double m = v->num * 1000.0;
+            v->milli = m >= 9.2e18 ? INT64_MAX : m <= -9.2e18 ? INT64_MIN : (int64_t)llround(m);
+        }
+        ps->p = q;
+        return v;
+    }
+    char buf[64];
+    if (n >= sizeof buf) { pjson_fail(ps, "number too long"); return NULL; }
+    memcpy(buf, ps->p, n); buf[n] = 0;
     char *e;
     errno = 0;
     v->num = strtod(buf, &e);
     if (*e) { pjson_fail(ps, "bad number '%s'", buf); return NULL; }
+    /* JSON has no infinity: 1e999 is refused here, so nothing downstream (a writer
+     * echoing the value) can print inf */
+    if (!isfinite(v->num)) { pjson_fail(ps, "number out of range '%s'", buf); return NULL; }
     if (is_int) {
         errno = 0;
         long long ll = strtoll(buf, &e, 10);
         if (errno == 0 && !*e) { v->is_int = 1; v->i = ll; }
-        else v->i = (int64_t)v->num;
-    } else v->i = (int64_t)v->num;
+        else v->i = pjson_sat64(v->num);
+    } else v->i = pjson_sat64(v->num);
+    double m = v->num * 1000.0;
+    v->milli = m >= 9.2e18 ? INT64_MAX : m <= -9.2e18 ? INT64_MIN : (int64_t)llround(m);
     ps->p = q;
     return v;
 }
@@ -368,6 +457,7 @@ static void po_val(pjson_out *o, const pjson *v) {
     case PJSON_BOOL: if (v->i) po_raw(o, "true", 4); else po_raw(o, "false", 5); break;
     case PJSON_NUM:
         if (v->is_int) snprintf(num, sizeof num, "%lld", (long long)v->i);
+        else if (!isfinite(v->num)) snprintf(num, sizeof num, "null");   /* never inf/nan */
         else snprintf(num, sizeof num, "%.17g", v->num);
         po_raw(o, num, strlen(num));
         break;

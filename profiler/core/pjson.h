@@ -18,6 +18,8 @@ struct pjson {
     int is_int;          /* NUM written without fraction/exponent and fits int64 */
     int64_t i;           /* NUM as integer (exact when is_int), BOOL as 0/1 */
     double num;          /* NUM as double */
+    int64_t milli;       /* NUM x 1000, rounded (a count of us as ns, of ms as us) */
+    int milli_exact;     /* milli is exact: an integer, or at most 3 decimals, no exponent */
     const char *str;     /* STR: NUL-terminated UTF-8 (escapes decoded) */
     size_t len;          /* STR: bytes; ARR/OBJ: element count */
     pjson **items;       /* ARR */

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MERGE_MAX_FILES 4096
 #define MERGE_LINE_BYTES (64 * 1024)
@@ -27,7 +28,7 @@ typedef struct {
     int64_t shift_ns;
     char *line;
     int failed;
-    long long events;
+    long long events, records;   /* lines written; of which not metadata (what records counts) */
 } merge_ctx;
 
 static int merge_name_ok(const char *n) {
@@ -77,6 +78,7 @@ static int merge_emit(void *user, const ptrace_event *e, const ptrace_info *info
     n += snprintf(c->line + n, MERGE_LINE_BYTES - (size_t)n, "},\n");
     if (ptrace_out_write(c->out, c->line, (size_t)n)) { c->failed = 1; return 1; }
     c->events++;
+    c->records += e->ph != 'M';
     return 0;
 }
 
@@ -150,7 +152,7 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     for (int i = 0; i < nf; i++) {
         if (!files[i].ok) continue;
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
-        merge_ctx c = { &out, files[i].pid, files[i].shift_ns, line, 0, 0 };
+        merge_ctx c = { &out, files[i].pid, files[i].shift_ns, line, 0, 0, 0 };
         ptrace_ctx pc = { files[i].pid, files[i].info.header.t0_ns };
         const ptrace_info *fi = &files[i].info;
         /* the rank's header, renamed so that the merged file has one specprof_header-free start */
@@ -182,15 +184,19 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
             dropped += fi->end.dropped_records;
         } else {
             res->truncated++;
-            if (report) fprintf(report, "TRUNCATED %s: no specprof_end, %zu events merged%s\n", files[i].name,
-                                fi->events, fi->cut_last_line ? ", last line cut mid-write" : "");
+            if (report && fi->has_end)
+                fprintf(report, "INCOMPLETE %s: %lld of the %lld records its end record promises, %zu events merged\n",
+                        files[i].name, (long long)fi->records_seen, (long long)fi->records_promised, fi->events);
+            else if (report)
+                fprintf(report, "TRUNCATED %s: no specprof_end, %zu events merged%s\n", files[i].name,
+                        fi->events, fi->cut_last_line ? ", last line cut mid-write" : "");
         }
         if (report) fprintf(report, "merged %s: rank %d as pid %d, shift %.3f us, %lld events\n", files[i].name,
                             fi->header.rank, files[i].pid, (double)files[i].shift_ns / 1e3, c.events);
-        total_records += c.events;
+        total_records += c.records;
+        res->events += c.events;
         res->files++;
     }
-    res->events = total_records;
     {
         ptrace_end e;
         memset(&e, 0, sizeof e);
@@ -205,7 +211,7 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     if (ptrace_out_finish(&out, err, errlen)) goto done;
     rc = 0;
 done:
-    if (rc && out.fd >= 0) ptrace_out_abandon(&out);
+    if (rc && out.fd >= 0) ptrace_out_discard(&out);   /* nothing half-written at -o */
     free(files);
     free(line);
     return rc;

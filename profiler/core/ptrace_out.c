@@ -4,6 +4,7 @@
  * cut by SIGKILL decompresses up to its last block (zlib's own guarantee for full flush). */
 #include "ptrace_out.h"
 #include "ptrace_write.h"
+#include "ofile.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -88,7 +89,11 @@ int ptrace_out_open_path_gz(ptrace_out *o, const char *final_path, int gz_level,
         o->z = z;
         o->gz_level = gz_level;
     }
-    o->fd = open(o->path_part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* a device or FIFO given as the final name is written in place, never replaced (ofile.h) */
+    o->in_place = ofile_in_place(final_path);
+    if (o->in_place) snprintf(o->path_part, sizeof o->path_part, "%s", final_path);
+    o->fd = o->in_place ? open(o->path_part, O_WRONLY | O_CLOEXEC)
+                        : open(o->path_part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (o->fd < 0) {
         snprintf(err, errlen, "%s: cannot create: %s", o->path_part, strerror(errno));
         ptrace_out_abandon(o);
@@ -167,7 +172,7 @@ int ptrace_out_finish(ptrace_out *o, char *err, size_t errlen) {
     }
     if (close(o->fd) && !rc) { snprintf(err, errlen, "%s: close failed: %s", o->path_part, strerror(errno)); rc = -1; }
     o->fd = -1;
-    if (!rc && rename(o->path_part, o->path_final)) {
+    if (!rc && !o->in_place && rename(o->path_part, o->path_final)) {
         snprintf(err, errlen, "%s: rename to %s failed: %s", o->path_part, o->path_final, strerror(errno));
         rc = -1;
     }
@@ -182,4 +187,9 @@ void ptrace_out_abandon(ptrace_out *o) {
         free(o->z);
         o->z = NULL;
     }
+}
+
+void ptrace_out_discard(ptrace_out *o) {
+    ptrace_out_abandon(o);
+    if (!o->in_place && o->path_part[0]) unlink(o->path_part);
 }

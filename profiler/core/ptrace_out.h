@@ -19,6 +19,7 @@ typedef struct {
     int64_t blocks;         /* blocks ended (compressed files) */
     int gz_level;           /* 0: plain JSON; 1..9: zlib level */
     void *z;                /* the deflate stream and its output buffer (compressed files) */
+    int in_place;           /* the final name is a device or FIFO: written there, no rename */
 } ptrace_out;
 
 /* Creates DIR (and parents) if missing, opens DIR/specprof.rank<R>.pid<P>.json.part
@@ -28,7 +29,8 @@ int ptrace_out_open(ptrace_out *o, const char *dir, int rank, long pid, char *er
 int ptrace_out_open_gz(ptrace_out *o, const char *dir, int rank, long pid, int gz_level, char *err, size_t errlen);
 
 /* Opens final_path.part (for a given final name, e.g. DIR/merged.json); writes "[\n".
- * A final_path ending in ".gz" is written compressed (zlib level 6). */
+ * A final_path ending in ".gz" is written compressed (zlib level 6). A final_path
+ * that is a device or a FIFO (ofile.h) is written in place, not replaced. */
 int ptrace_out_open_path(ptrace_out *o, const char *final_path, char *err, size_t errlen);
 int ptrace_out_open_path_gz(ptrace_out *o, const char *final_path, int gz_level, char *err, size_t errlen);
 
@@ -45,6 +47,8 @@ int ptrace_out_finish(ptrace_out *o, char *err, size_t errlen);
 
 /* Closes without renaming (a forked child that must not touch its parent's file). */
 void ptrace_out_abandon(ptrace_out *o);
+/* Closes and removes the .part file (a write that failed: nothing is left at the name). */
+void ptrace_out_discard(ptrace_out *o);
 
 /* mkdir -p; 0 or -1 with err. */
 int ptrace_out_mkdirs(const char *dir, char *err, size_t errlen);

@@ -2,6 +2,7 @@
  * One JSON object per line; the reader never trusts the file to be complete: a process
  * killed with SIGKILL leaves whole lines and at most one cut line at the end. */
 #include "ptrace_read.h"
+#include "bounds.h"
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,10 +10,17 @@
 #include <string.h>
 #include <zlib.h>
 
-static int64_t pr_us_to_ns(const pjson *v) {
+/* An event's ts or dur (us, 3 decimals) as ns, if within kind's range (bounds.h): 0, or -1
+ * with the message in why. Absent or not a number: 0 ns. */
+static int pr_us_to_ns(const pjson *v, const bnd_kind *kind, const char *field, int64_t *ns,
+                       char *why, size_t whylen) {
+    *ns = 0;
     if (!v || v->type != PJSON_NUM) return 0;
-    if (v->is_int) return v->i * 1000;
-    return (int64_t)llround(v->num * 1000.0);
+    if (v->is_int ? bnd_check_i64(kind, v->i, "", field, why, whylen)
+                  : bnd_check(kind, v->num, "", field, why, whylen))
+        return -1;
+    *ns = v->milli;   /* exact for up to 3 decimals (pjson.h); within range: checked above */
+    return 0;
 }
 
 static void pr_copy(char *dst, size_t cap, const char *src) {
@@ -133,6 +141,42 @@ typedef struct {
     char pending_err[160];
 } pr_state;
 
+static void pr_bad(pr_state *st, size_t line, const char *why) {
+    ptrace_info *info = st->info;
+    if (!info->bad_lines) {
+        info->first_bad_line = line;
+        snprintf(info->first_bad_err, sizeof info->first_bad_err, "%.*s", (int)sizeof info->first_bad_err - 1, why);
+    }
+    info->bad_lines++;
+}
+
+/* The header's t0_ns within bounds.h: 0, or -1 with err (the file is refused: every time
+ * in it is relative to t0). */
+static int pr_check_t0(pr_state *st, const pjson *args) {
+    const pjson *t0 = pjson_get(args, "t0_ns");
+    char where[200];
+    snprintf(where, sizeof where, "%s: line %zu", st->label, st->line_no);
+    if (t0 && t0->type == PJSON_NUM && !t0->is_int) {
+        snprintf(st->err, st->errlen, "%s: field t0_ns: value %.10g: not an integer (ns)", where, t0->num);
+        return -1;
+    }
+    return bnd_check_i64(&bnd_clock_ns, pjson_get_int(args, "t0_ns", 0), where, "t0_ns", st->err, st->errlen);
+}
+
+/* The end record's counts and times within bounds.h: 0, or -1 with why. */
+static int pr_check_end(const pjson *a, char *why, size_t whylen) {
+    static const char *const counts[] = { "dropped_records", "dropped_host_events", "records", "nccl_calls",
+                                          "nccl_graph_nodes", "nccl_matched", "nvtx_ranges",
+                                          "graph_nodes_created", "graph_nodes_cloned", "windows",
+                                          "graph_trace_records", "bytes_in", "bytes" };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (bnd_check_i64(&bnd_records, pjson_get_int(a, counts[i], 0), "", counts[i], why, whylen)) return -1;
+    if (pjson_get(a, "end_ns") && bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "end_ns", 0), "", "end_ns", why, whylen))
+        return -1;
+    if (bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "window_ns", 0), "", "window_ns", why, whylen)) return -1;
+    return 0;
+}
+
 static int pr_state_init(pr_state *st, const char *label, pjson_arena *keep, ptrace_scan_fn fn, void *user,
                          ptrace_info *info, char *err, size_t errlen) {
     memset(st, 0, sizeof *st);
@@ -140,6 +184,7 @@ static int pr_state_init(pr_state *st, const char *label, pjson_arena *keep, ptr
     st->keep = keep;
     st->a = keep ? keep : pjson_arena_create();
     st->fn = fn; st->user = user; st->info = info; st->label = label; st->err = err; st->errlen = errlen;
+    info->records_promised = -1;
     if (!st->a) { snprintf(err, errlen, "%s: out of memory", label); return -1; }
     return 0;
 }
@@ -154,11 +199,7 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
     while (t > s && (t[-1] == ' ' || t[-1] == '\t' || t[-1] == '\r')) t--;
     if (t == s) return 0;
     if (st->pending_bad) {   /* a line follows the one that did not parse: it was bad, not cut */
-        if (!info->bad_lines) {
-            info->first_bad_line = st->pending_line;
-            snprintf(info->first_bad_err, sizeof info->first_bad_err, "%s", st->pending_err);
-        }
-        info->bad_lines++;
+        pr_bad(st, st->pending_line, st->pending_err);
         st->pending_bad = 0;
     }
     if (t - s == 1 && (*s == '[' || *s == ']')) { st->started = 1; return 0; }
@@ -179,12 +220,18 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
     x.name = pjson_get_str(ev, "name", "");
     x.pid = pjson_get_int(ev, "pid", 0);
     x.tid = pjson_get_int(ev, "tid", 0);
-    x.ts_ns = pr_us_to_ns(pjson_get(ev, "ts"));
-    x.dur_ns = pr_us_to_ns(pjson_get(ev, "dur"));
     x.args = pjson_get(ev, "args");
     x.line = st->line_no;
+    /* times within bounds.h, so that t0 + ts + dur cannot overflow anywhere downstream */
+    char why[200];
+    if (pr_us_to_ns(pjson_get(ev, "ts"), &bnd_ts_us, "ts", &x.ts_ns, why, sizeof why) ||
+        pr_us_to_ns(pjson_get(ev, "dur"), &bnd_dur_us, "dur", &x.dur_ns, why, sizeof why)) {
+        pr_bad(st, st->line_no, why + 2);   /* why starts ": field ..." (no file) */
+        return 0;
+    }
     if (!info->has_header && !info->merged) {
         if (x.ph == 'M' && !strcmp(x.name, "specprof_header")) {
+            if (pr_check_t0(st, x.args)) { st->rc = -1; return 1; }
             pr_header(x.args, &info->header);
             info->has_header = 1;
             if (info->header.format_version != PTRACE_FORMAT_VERSION) {
@@ -202,15 +249,19 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
         return 1;
     }
     if (x.ph == 'M' && !strcmp(x.name, "specprof_end")) {
+        if (pr_check_end(x.args, why, sizeof why)) { pr_bad(st, st->line_no, why + 2); return 0; }
         pr_end(x.args, info->header.t0_ns, x.ts_ns, &info->end);
-        info->complete = 1;
+        info->has_end = 1;
+        info->records_promised = pjson_get(x.args, "records") ? info->end.records : -1;
         return 0;
     }
     if (info->merged && !info->has_header && x.ph == 'M' && !strcmp(x.name, "specprof_rank_header")) {
+        if (pr_check_t0(st, x.args)) { st->rc = -1; return 1; }
         pr_header(x.args, &info->header);
         info->has_header = 1;
     }
     info->events++;
+    if (x.ph != 'M') info->records_seen++;
     if (st->fn && st->fn(st->user, &x, info)) { st->stop = 1; return 1; }
     return 0;
 }
@@ -219,6 +270,8 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
 static int pr_state_end(pr_state *st, size_t len_seen) {
     ptrace_info *info = st->info;
     if (st->pending_bad && !st->stop && !st->rc) info->cut_last_line = 1;
+    /* complete: the end record came, and the file holds the records it promises */
+    info->complete = info->has_end && (info->records_promised < 0 || info->records_seen == info->records_promised);
     if (!st->rc && !info->has_header && !info->merged) {
         if (info->bad_lines || info->cut_last_line) {
             size_t l = info->bad_lines ? info->first_bad_line : st->pending_line;
@@ -251,7 +304,7 @@ static int pr_scan(const char *text, size_t len, const char *label, pjson_arena 
 /* ---- streaming from a file: plain JSON or gzip (one or more members), in bounded memory ---- */
 
 #define PR_CHUNK_BYTES ((size_t)1 << 20)     /* read(2) and inflate output granularity */
-#define PR_LINE_MAX_BYTES ((size_t)64 << 20) /* a longer line stops the read with an error */
+#define PR_LINE_MAX_BYTES ((size_t)BND_TRACE_LINE_BYTES) /* a longer line stops the read (bounds.h) */
 
 typedef struct {
     FILE *fp;
@@ -305,18 +358,21 @@ static long pr_src_read(pr_src *r, char *out, size_t cap) {
     return (long)(cap - r->z.avail_out);
 }
 
-static int pr_scan_file(const char *path, pjson_arena *keep, ptrace_scan_fn fn, void *user, ptrace_info *info,
-                        char *err, size_t errlen) {
+/* Scans fp (a file: plain or gzip, told by its first two bytes and rewound; a stream that
+ * cannot be rewound: plain, detect 0). path names it in messages. */
+static int pr_scan_fp(FILE *fp, int detect, const char *path, pjson_arena *keep, ptrace_scan_fn fn, void *user,
+                      ptrace_info *info, char *err, size_t errlen) {
     pr_src r;
     memset(&r, 0, sizeof r);
-    r.fp = fopen(path, "rb");
-    if (!r.fp) { memset(info, 0, sizeof *info); snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    r.fp = fp;
     pr_state st;
-    if (pr_state_init(&st, path, keep, fn, user, info, err, errlen)) { fclose(r.fp); return -1; }
+    if (pr_state_init(&st, path, keep, fn, user, info, err, errlen)) return -1;
     r.info = info;
-    int c1 = getc(r.fp), c2 = c1 == EOF ? EOF : getc(r.fp);
-    r.gz = c1 == 0x1f && c2 == 0x8b;
-    rewind(r.fp);
+    if (detect) {
+        int c1 = getc(r.fp), c2 = c1 == EOF ? EOF : getc(r.fp);
+        r.gz = c1 == 0x1f && c2 == 0x8b;
+        rewind(r.fp);
+    }
     size_t cap = 4 * PR_CHUNK_BYTES, have = 0, seen = 0;
     char *buf = malloc(cap);
     if (r.gz) {
@@ -343,6 +399,12 @@ static int pr_scan_file(const char *path, pjson_arena *keep, ptrace_scan_fn fn, 
         long n = pr_src_read(&r, buf + have, cap - have);
         if (n < 0) { snprintf(err, errlen, "%s: read error: %s", path, strerror(errno)); st.rc = -1; goto done; }
         seen += (size_t)n;
+        if (seen > (size_t)BND_TRACE_FILE_BYTES) {   /* an endless input stops (bounds.h) */
+            snprintf(err, errlen, "%s: larger than %lld bytes: not a specprof trace (bounds.h)", path,
+                     (long long)BND_TRACE_FILE_BYTES);
+            st.rc = -1;
+            goto done;
+        }
         int last = n == 0;
         have += (size_t)n;
         /* hand over whole lines; keep the tail */
@@ -359,6 +421,12 @@ static int pr_scan_file(const char *path, pjson_arena *keep, ptrace_scan_fn fn, 
         }
         have = (size_t)(end - p);
         memmove(buf, p, have);
+        if (have > PR_LINE_MAX_BYTES) {   /* a line this long is not a trace's (/dev/zero, a binary file) */
+            snprintf(err, errlen, "%s: line %zu: longer than %zu bytes: not a specprof trace line (a binary "
+                     "file, /dev/zero?)", path, st.line_no + 1, PR_LINE_MAX_BYTES);
+            st.rc = -1;
+            goto done;
+        }
         /* a big buffer is given back once its long line is gone */
         if (cap > 4 * PR_CHUNK_BYTES && have < PR_CHUNK_BYTES) {
             char *nb = realloc(buf, 4 * PR_CHUNK_BYTES);
@@ -369,12 +437,26 @@ done:
     free(buf);
     free(r.in);
     if (r.z_live) inflateEnd(&r.z);
-    fclose(r.fp);
+    if (st.rc) st.pending_bad = 0;
     return pr_state_end(&st, seen);
+}
+
+static int pr_scan_file(const char *path, pjson_arena *keep, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                        char *err, size_t errlen) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) { memset(info, 0, sizeof *info); snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    int rc = pr_scan_fp(fp, 1, path, keep, fn, user, info, err, errlen);
+    fclose(fp);
+    return rc;
 }
 
 int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen) {
     return pr_scan_file(path, NULL, fn, user, info, err, errlen);
+}
+
+int ptrace_scan_stream(FILE *fp, const char *label, ptrace_scan_fn fn, void *user, ptrace_info *info,
+                       char *err, size_t errlen) {
+    return pr_scan_fp(fp, 0, label, NULL, fn, user, info, err, errlen);
 }
 
 int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan_fn fn,
@@ -413,28 +495,9 @@ int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file
 }
 
 int ptrace_slurp(const char *path, char **text, size_t *len, char *err, size_t errlen) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) { snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno)); return -1; }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap + 1);
-    while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, fp);
-        n += r;
-        if (n < cap) break;
-        char *nb = realloc(buf, cap * 2 + 1);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb; cap *= 2;
-    }
-    int bad = ferror(fp);
-    fclose(fp);
-    if (!buf || bad) {
-        free(buf);
-        snprintf(err, errlen, "%s: %s", path, bad ? "read error" : "out of memory");
-        return -1;
-    }
-    buf[n] = 0;
-    *text = buf; *len = n;
-    return 0;
+    /* the whole file in memory: capped like every reader (bounds.h); the streaming readers
+     * above are what a large trace should go through */
+    return bnd_read_file(path, (long)BND_TRACE_FILE_BYTES, "a specprof trace", text, len, err, errlen);
 }
 
 int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen) {
@@ -598,5 +661,22 @@ int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphla
     g->graph_exec_id = (uint32_t)pjson_get_int(a, "graph_exec_id", 0);
     g->nvtx = pjson_get_str(a, "nvtx", "");
     g->phase = pjson_get_str(a, "phase", "");
+    return 0;
+}
+
+int ptrace_probe(const char *head, size_t len) {
+    static const char *names[] = {"\"specprof_header\"", "\"specprof_merged\""};
+    /* the first event: line 1 is "[" then the event, or "[{...}," on one line */
+    size_t i = 0;
+    while (i < len && (head[i] == ' ' || head[i] == '\t' || head[i] == '\r' || head[i] == '\n')) i++;
+    if (i >= len || head[i] != '[') return 0;
+    const char *first = head + i, *e = memchr(first, '\n', len - i);
+    if (e && (size_t)(e - first) <= 2) {     /* "[" alone: the event is the next line */
+        first = e + 1;
+        e = memchr(first, '\n', len - (size_t)(first - head));
+    }
+    size_t n = e ? (size_t)(e - first) : len - (size_t)(first - head);
+    for (size_t k = 0; k < 2; k++)
+        if (memmem(first, n, names[k], strlen(names[k]))) return 1;
     return 0;
 }

@@ -8,6 +8,7 @@
 #ifndef PTRACE_READ_H
 #define PTRACE_READ_H
 #include <stddef.h>
+#include <stdio.h>
 #include "pjson.h"
 #include "ptrace.h"
 
@@ -25,8 +26,12 @@ typedef struct {
     int has_header;
     ptrace_header header;
     int merged;               /* first event is specprof_merged (specprof merge output) */
-    int complete;             /* specprof_end seen (and, for merged files, its last line) */
-    ptrace_end end;           /* valid when an end event was seen */
+    int has_end;              /* a specprof_end record was read */
+    int complete;             /* has_end, and the file holds the records it promises:
+                                 records_seen == records_promised (when it gives one) */
+    ptrace_end end;           /* valid when has_end */
+    int64_t records_promised; /* the end record's records; -1: no end, or it gives none */
+    int64_t records_seen;     /* events other than metadata (ph M): what records counts */
     int cut_last_line;        /* the last line did not parse (cut off mid-write): dropped */
     size_t bad_lines;         /* other lines that did not parse (skipped) */
     size_t first_bad_line;
@@ -35,6 +40,10 @@ typedef struct {
     int cut_compressed;       /* gzip input ended without its trailer (or was damaged) */
     char compressed_err[96];  /* zlib's message when the gzip data was damaged, else "" */
 } ptrace_info;
+
+/* Every number a reader turns into time is bounded (models/bounds.h): the header's t0_ns
+ * (else the file is refused), each event's ts and dur and the end record's counts (else the
+ * line is counted as bad and skipped), so that no sum of times overflows downstream. */
 
 /* Called for each event; return non-zero to stop. The event (and its args) is valid
  * only during the call. */
@@ -46,10 +55,20 @@ int ptrace_scan_buf(const char *text, size_t len, const char *label, ptrace_scan
                     void *user, ptrace_info *info, char *err, size_t errlen);
 
 /* Streams the file at path (plain or gzip, found by its first two bytes) through fn:
- * memory stays bounded by the longest line (at most 64 MiB) plus 6 MiB of buffers.
+ * memory stays bounded by the longest line (at most BND_TRACE_LINE_BYTES, 1 MiB: a longer
+ * one refuses the input, /dev/zero stops there) plus 6 MiB of buffers; at most
+ * BND_TRACE_FILE_BYTES (64 GiB) are read.
  * Returns 0 (also for a cut-off file: see info), -1 with err when it cannot be read or is
  * not a specprof trace. */
 int ptrace_scan_file(const char *path, ptrace_scan_fn fn, void *user, ptrace_info *info, char *err, size_t errlen);
+/* The same from a stream that is read once (a pipe, fmemopen): plain JSON only; label
+ * names it in messages. */
+int ptrace_scan_stream(FILE *fp, const char *label, ptrace_scan_fn fn, void *user,
+                       ptrace_info *info, char *err, size_t errlen);
+
+/* 1 when the first bytes of a file look like a specprof trace: the first event (line 1 "["
+ * and line 2, or "[{...}," on line 1) is specprof_header or specprof_merged. */
+int ptrace_probe(const char *head, size_t len);
 
 /* Every event kept in memory. Caller-owned; ptrace_file_free releases it. */
 typedef struct {
@@ -65,7 +84,8 @@ int ptrace_read_buf(const char *text, size_t len, const char *label, ptrace_file
 int ptrace_read_file(const char *path, ptrace_file *f, char *err, size_t errlen);
 void ptrace_file_free(ptrace_file *f);
 
-/* Reads a whole file into a malloc'd NUL-terminated buffer; 0 or -1 with err. */
+/* Reads a whole file (at most BND_TRACE_FILE_BYTES) into a malloc'd NUL-terminated buffer;
+ * 0 or -1 with err. The scan readers need no such buffer. */
 int ptrace_slurp(const char *path, char **text, size_t *len, char *err, size_t errlen);
 
 /* Typed views of one event (absolute CUPTI times: t0_ns + ts). Strings point into the

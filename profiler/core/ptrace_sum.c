@@ -153,6 +153,10 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
         fprintf(f, "complete: end reason \"%s\", %" PRId64 " records, %" PRId64 " dropped by CUPTI, %" PRId64
                    " host events dropped\n", info->end.reason, info->end.records, info->end.dropped_records,
                 info->end.dropped_host_events);
+    else if (info->has_end)
+        fprintf(f, "INCOMPLETE: %" PRId64 " of the %" PRId64 " records the end record promises are in the file "
+                   "(end reason \"%s\"; lines lost or added after it was written)\n", info->records_seen,
+                info->records_promised, info->end.reason);
     else
         fprintf(f, "TRUNCATED: no specprof_end (process killed or still running); %zu events loaded%s\n",
                 info->events, info->cut_last_line ? ", last line cut mid-write and dropped" : "");
@@ -231,9 +235,11 @@ void ptrace_sum_print_json(FILE *f, const ptrace_sum *s, const ptrace_info *info
     fprintf(f, ",\"complete\":%s,\"merged\":%s,\"cut_last_line\":%s,\"bad_lines\":%zu,\"events\":%zu",
             info->complete ? "true" : "false", info->merged ? "true" : "false",
             info->cut_last_line ? "true" : "false", info->bad_lines, info->events);
+    fprintf(f, ",\"has_end\":%s,\"records\":%" PRId64 ",\"records_promised\":%" PRId64,
+            info->has_end ? "true" : "false", info->records_seen, info->records_promised);
     fprintf(f, ",\"end_reason\":");
-    sum_json_str(f, info->complete ? info->end.reason : "");
-    fprintf(f, ",\"dropped_records\":%" PRId64, info->complete ? info->end.dropped_records : -1);
+    sum_json_str(f, info->has_end ? info->end.reason : "");
+    fprintf(f, ",\"dropped_records\":%" PRId64, info->has_end ? info->end.dropped_records : -1);
     fprintf(f, ",\"kernels\":%" PRId64 ",\"kernels_in_graphs\":%" PRId64 ",\"kernels_nccl\":%" PRId64
                ",\"kernels_with_nvtx\":%" PRId64 ",\"kernels_with_phase\":%" PRId64 ",\"memcpy\":%" PRId64
                ",\"memset\":%" PRId64 ",\"mem_nccl\":%" PRId64 ",\"api\":%" PRId64 ",\"graph_launches\":%zu"

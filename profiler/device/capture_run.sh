@@ -28,8 +28,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=c
 [ "${SKIP_BUILD:-0}" = 1 ] || {
 step "build"
 make -j"$(nproc)" bin/specbench bin/libspecprof.so bin/specprof_demo >> "$LOG" 2>&1
-make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -o bin/specprof \
-    profiler/specprof.c profiler/core/*.c -lz -lpthread -ldl -lm >> "$LOG" 2>&1
+make bin/specprof >> "$LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -Imodels -o bin/specprof \
+    profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lz -lpthread -ldl -lm >> "$LOG" 2>&1
 }
 ls -la bin | tee -a "$LOG"
 SP=bin/specprof; SB=bin/specbench

@@ -81,8 +81,8 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
   make -j"$(nproc)" bin/arsweep bin/specbench bin/libspecprof.so > "$BUILD_LOG" 2>&1 || rc=1
   # bin/specprof through make wants GSL/cJSON flags; build it from profiler/ alone when make
   # cannot (as capture_run.sh does)
-  make bin/specprof >> "$BUILD_LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core \
-    -o bin/specprof profiler/specprof.c profiler/core/*.c -lpthread -ldl -lm >> "$BUILD_LOG" 2>&1
+  make bin/specprof >> "$BUILD_LOG" 2>&1 || cc -O2 -std=c11 -D_GNU_SOURCE -Iprofiler/core -Imodels \
+    -o bin/specprof profiler/specprof.c profiler/core/*.c models/bounds.c models/ofile.c -lz -lpthread -ldl -lm >> "$BUILD_LOG" 2>&1
   tail -5 "$BUILD_LOG" | tee -a "$MAIN_LOG"
   for b in arsweep specbench specprof libspecprof.so; do
     [ -e "bin/$b" ] || { note "bin/$b missing after the build (see the build log)"; rc=1; }

@@ -55,8 +55,8 @@ make -j8 "${MV[@]}" bin/libspecprof.so 2>&1 | tee -a "$LOG"
 make "${MV[@]}" bin/specprof 2>&1 | tee -a "$LOG" || true
 if [ ! -x bin/specprof ]; then   # bin/specprof needs the whole libspecsim.a (GSL, cJSON) in make
   say "make bin/specprof failed (no GSL/cJSON here?): building it from profiler/ alone"
-  cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iprofiler/core -o bin/specprof profiler/specprof.c \
-     profiler/core/*.c -lpthread -ldl 2>&1 | tee -a "$LOG"
+  cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Iprofiler/core -Imodels -o bin/specprof profiler/specprof.c \
+     profiler/core/*.c models/bounds.c models/ofile.c -lz -lpthread -ldl -lm 2>&1 | tee -a "$LOG"
 fi
 make "${MV[@]}" bin/specprof_demo 2>&1 | tee -a "$LOG"
 say "build done in $(( $(date +%s) - t0 )) s"

@@ -353,13 +353,28 @@ static void pinj_host_window(const ptrace_window *w) {
 
 /* ---------- writer (control thread) ---------- */
 
+static void pinj_window_close(void);
+static void pinj_graph_trace(int on);
+
+/* A write to the trace failed (a full disk, a quota, a file size limit): say so once, keep
+ * what is on disk (a .part file that loads up to here), stop recording; the program runs
+ * on. Control thread only. */
+static void pinj_write_failed(int err) {
+    pinject_note("writing %s failed: %s; recording stops here (the file holds what was written before; "
+                 "the program runs on)", g.out.path_part, strerror(err));
+    ptrace_out_abandon(&g.out);
+    g.out_open = 0;
+    g.wlen = 0;
+    atomic_store(&g.capture_done, 1);
+    pinj_window_close();   /* recording off: no more records to drop on the floor */
+    pinj_graph_trace(0);
+}
+
 static void pinj_flush_wbuf(void) {
     if (!g.wlen || !g.out_open) { g.wlen = 0; return; }
     if (ptrace_out_write(&g.out, g.wbuf, g.wlen)) {
-        pinject_note("writing %s failed: %s; recording stops", g.out.path_part, strerror(errno));
-        ptrace_out_abandon(&g.out);
-        g.out_open = 0;
-        atomic_store(&g.capture_done, 1);
+        pinj_write_failed(errno);
+        return;
     }
     g.wlen = 0;
 }
@@ -418,12 +433,7 @@ static void pinj_drain(int block) {
     static int64_t blocked_at;
     if (!block || !g.out_open || g.out.bytes_in == blocked_at) return;
     blocked_at = g.out.bytes_in;
-    if (ptrace_out_block(&g.out)) {
-        pinject_note("writing %s failed: %s; recording stops", g.out.path_part, strerror(errno));
-        ptrace_out_abandon(&g.out);
-        g.out_open = 0;
-        atomic_store(&g.capture_done, 1);
-    }
+    if (ptrace_out_block(&g.out)) pinj_write_failed(errno);
 }
 
 /* Node-level recording on or off: activity kinds, API records, window callbacks. */
@@ -788,15 +798,33 @@ static void pinj_atexit(void) {
     pinj_request_stop("exit", 1);
 }
 
-static struct sigaction pinj_old_term, pinj_old_int;
+/* The signals that end a process and after which the trace is finished first: SIGTERM and
+ * SIGINT (a server stopped), and the crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT from
+ * abort()): the records up to the fault are flushed, the end record says which signal, and
+ * the signal is delivered again with the program's own disposition (the exit status and a
+ * core dump stay what they would have been). The wait for the writer is bounded
+ * (PINJ_STOP_WAIT_MS) in case the fault left a lock held. */
+static const struct { int sig; const char *reason; } pinj_fatal[] = {
+    {SIGTERM, "signal SIGTERM"}, {SIGINT, "signal SIGINT"}, {SIGSEGV, "signal SIGSEGV"},
+    {SIGBUS, "signal SIGBUS"}, {SIGFPE, "signal SIGFPE"}, {SIGILL, "signal SIGILL"},
+    {SIGABRT, "signal SIGABRT"},
+};
+#define PINJ_NFATAL (sizeof pinj_fatal / sizeof pinj_fatal[0])
+static struct sigaction pinj_old_fatal[PINJ_NFATAL];
 
 static void pinj_on_fatal_signal(int sig) {
     int saved = errno;
-    if (getpid() == g.pid && !atomic_load(&g.forked))
-        pinj_request_stop(sig == SIGTERM ? "signal SIGTERM" : sig == SIGINT ? "signal SIGINT" : "signal", 1);
-    sigaction(sig, sig == SIGTERM ? &pinj_old_term : &pinj_old_int, NULL);
+    size_t i = 0;
+    while (i < PINJ_NFATAL && pinj_fatal[i].sig != sig) i++;
+    /* not on the writer thread itself (it would wait for itself) */
+    if (i < PINJ_NFATAL && getpid() == g.pid && !atomic_load(&g.forked) &&
+        !(g.ctl_running && pthread_equal(pthread_self(), g.ctl)))
+        pinj_request_stop(pinj_fatal[i].reason, 1);
+    if (i < PINJ_NFATAL) sigaction(sig, &pinj_old_fatal[i], NULL);
+    else signal(sig, SIG_DFL);
     errno = saved;
-    raise(sig);   /* delivered with the old disposition once this handler returns */
+    raise(sig);   /* delivered with the old disposition once this handler returns (a fault
+                     re-executes the instruction and meets it too) */
 }
 
 static void pinj_on_window_signal(int sig) {
@@ -1266,8 +1294,8 @@ static void pinj_init(void) {
     else pinject_note("cannot start the writer thread: nothing will be written");
     atexit(pinj_atexit);
     pthread_atfork(NULL, NULL, pinj_atfork_child);
-    pinj_install(SIGTERM, pinj_on_fatal_signal, &pinj_old_term, NULL);
-    pinj_install(SIGINT, pinj_on_fatal_signal, &pinj_old_int, NULL);
+    for (size_t i = 0; i < PINJ_NFATAL; i++)
+        pinj_install(pinj_fatal[i].sig, pinj_on_fatal_signal, &pinj_old_fatal[i], NULL);
     if (g.cfg.start_sig) pinj_install(g.cfg.start_sig, pinj_on_window_signal, NULL, "the start signal will not be seen");
     if (g.cfg.stop_sig && g.cfg.stop_sig != g.cfg.start_sig)
         pinj_install(g.cfg.stop_sig, pinj_on_window_signal, NULL, "the stop signal will not be seen");

@@ -1,0 +1,220 @@
+/* sglog.c: the Decode batch line parser of sglog.h. A line is found by its "Decode batch"
+ * text wherever it starts (prefixes vary), then read as "key: value" pairs separated by
+ * ", "; unknown keys (pre-allocated usage, #prealloc-req, est. decode TFLOPS/s, ...) are
+ * skipped, so lines of releases with more fields still parse. */
+#include "sglog.h"
+#include "pgz.h"
+#include "psrc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SGLOG_MAX_LINE ((size_t)1 << 20)   /* a log line longer than this is not a log */
+
+void sglog_init(sglog *g) { memset(g, 0, sizeof *g); }
+
+void sglog_free(sglog *g)
+{
+    if (!g)
+        return;
+    free(g->iv);
+    memset(g, 0, sizeof *g);
+}
+
+/* "[2025-06-01 12:00:00 DP6 TP6 EP6] ..." -> dp, tp (the last bracket before pos). */
+static void sg_ranks(const char *line, const char *pos, int *dp, int *tp)
+{
+    *dp = *tp = -1;
+    const char *open = NULL;
+    for (const char *p = line; p < pos; p++)
+        if (*p == '[')
+            open = p;
+    if (!open)
+        return;
+    for (const char *p = open; p < pos && *p != ']'; p++) {
+        if ((p[0] == 'D' && p[1] == 'P') || (p[0] == 'T' && p[1] == 'P')) {
+            if (p > open && p[-1] != ' ' && p[-1] != '[')
+                continue;
+            char *e;
+            long v = strtol(p + 2, &e, 10);
+            if (e != p + 2 && (*e == ' ' || *e == ']')) {
+                if (p[0] == 'D')
+                    *dp = (int)v;
+                else
+                    *tp = (int)v;
+            }
+        }
+    }
+}
+
+int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err, size_t errlen)
+{
+    static const char tag[] = "Decode batch";
+    const char *m = memmem(line, len, tag, sizeof tag - 1);
+    if (!m)
+        return 0;
+    const char *end = line + len, *p = m + sizeof tag - 1;
+    memset(iv, 0, sizeof *iv);
+    iv->running_req = iv->cuda_graph = iv->queue_req = -1;
+    iv->kv_tokens = iv->token_usage = iv->accept_len = iv->accept_rate = iv->gen_tok_s = -1;
+    iv->iter = -1;
+    sg_ranks(line, m, &iv->dp, &iv->tp);
+    if (p < end && *p == ' ' && p + 1 < end && p[1] == '[') {   /* Decode batch [123], */
+        char *e;
+        long long it = strtoll(p + 2, &e, 10);
+        if (e == p + 2 || e >= end || *e != ']') {
+            snprintf(err, errlen, "field iteration: \"Decode batch [\" without a number");
+            return -1;
+        }
+        iv->iter = it;
+        p = e + 1;
+    }
+    if (p >= end || (*p != ',' && *p != '.')) {
+        snprintf(err, errlen, "expected ',' or '.' after \"Decode batch\"");
+        return -1;
+    }
+    p++;
+    /* key: value pairs */
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ','))
+            p++;
+        if (p >= end)
+            break;
+        const char *k = p, *colon = NULL;
+        while (p < end && *p != ',') {
+            if (*p == ':' && !colon && p + 1 < end && p[1] == ' ')
+                colon = p;
+            p++;
+        }
+        if (!colon)
+            continue;                        /* a field without "key: value" */
+        size_t kl = (size_t)(colon - k);
+        const char *v = colon + 2;
+        char vb[64];
+        size_t vl = (size_t)(p - v);
+        if (vl >= sizeof vb)
+            vl = sizeof vb - 1;
+        memcpy(vb, v, vl);
+        vb[vl] = 0;
+        while (vl && (vb[vl - 1] == ' ' || vb[vl - 1] == '\r'))
+            vb[--vl] = 0;
+        char *e;
+        double x = strtod(vb, &e);
+        int num = e != vb && *e == 0;
+#define KEY(s) (kl == sizeof(s) - 1 && memcmp(k, s, kl) == 0)
+        if (KEY("cuda graph")) {
+            if (!strcmp(vb, "True"))
+                iv->cuda_graph = 1;
+            else if (!strcmp(vb, "False"))
+                iv->cuda_graph = 0;
+            else {
+                snprintf(err, errlen, "field cuda graph: value \"%s\": expected True or False", vb);
+                return -1;
+            }
+            continue;
+        }
+        int known = KEY("#running-req") || KEY("#token") || KEY("#full token") ||
+                    KEY("token usage") || KEY("accept len") || KEY("accept rate") ||
+                    KEY("gen throughput (token/s)") || KEY("#queue-req");
+        if (!known)
+            continue;
+        if (!num || x < 0) {
+            snprintf(err, errlen, "field %.*s: value \"%s\": not a number >= 0", (int)kl, k, vb);
+            return -1;
+        }
+        if (KEY("#running-req"))
+            iv->running_req = (int)x;
+        else if (KEY("#token") || KEY("#full token"))
+            iv->kv_tokens = x;
+        else if (KEY("token usage"))
+            iv->token_usage = x;
+        else if (KEY("accept len"))
+            iv->accept_len = x;
+        else if (KEY("accept rate"))
+            iv->accept_rate = x;
+        else if (KEY("gen throughput (token/s)"))
+            iv->gen_tok_s = x;
+        else if (KEY("#queue-req"))
+            iv->queue_req = (int)x;
+#undef KEY
+    }
+    if (iv->running_req < 0) {
+        snprintf(err, errlen, "field #running-req: missing");
+        return -1;
+    }
+    return 1;
+}
+
+int sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen)
+{
+    pgz *z;
+    if (pgz_open(path, &z, err, errlen))
+        return -1;
+    psrc_lines L;
+    if (psrc_lines_init(&L, pgz_src(z), SGLOG_MAX_LINE)) {
+        pgz_close(z);
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    const char *ln;
+    size_t len, lines = 0, decode = 0;
+    int got, rc = -1;
+    char perr[200];
+    while ((got = psrc_lines_next(&L, &ln, &len, err, errlen)) == 1) {
+        lines++;
+        sglog_interval iv;
+        int r = sglog_parse_line(ln, len, &iv, perr, sizeof perr);
+        if (r == 0) {
+            g->other_lines++;
+            continue;
+        }
+        decode++;
+        g->decode_lines++;
+        if (r < 0) {
+            if (!g->bad_lines) {
+                g->first_bad_line = lines;
+                snprintf(g->first_bad, sizeof g->first_bad, "%.200s: line %zu: %.180s", path, lines, perr);
+            }
+            g->bad_lines++;
+            continue;
+        }
+        iv.file = fi;
+        iv.line = lines;
+        const char *m = memmem(ln, len, "Decode batch", 12);
+        g->v_comma += m[12] == ',';
+        g->v_period += m[12] == '.';
+        g->v_iter += iv.iter >= 0;
+        g->v_full_token += memmem(ln, len, "#full token:", 12) != NULL;
+        g->v_no_accept += iv.accept_len < 0;
+        g->v_no_accept_rate += iv.accept_len >= 0 && iv.accept_rate < 0;
+        g->v_engine_prefix += memmem(ln, len, "(SGLangEngine", 13) != NULL;
+        g->v_rank_prefix += iv.tp >= 0 || iv.dp >= 0;
+        if (g->n == g->cap) {
+            size_t nc = g->cap ? g->cap * 2 : 256;
+            sglog_interval *ni = realloc(g->iv, nc * sizeof *ni);
+            if (!ni) {
+                snprintf(err, errlen, "%s: out of memory after %zu intervals", path, g->n);
+                goto out;
+            }
+            g->iv = ni;
+            g->cap = nc;
+        }
+        g->iv[g->n++] = iv;
+    }
+    g->lines += lines;
+    if (got < 0)
+        goto out;
+    if (decode == 0) {
+        snprintf(err, errlen, "%s: field \"Decode batch\": no such line among %zu lines: not "
+                 "an SGLang server log, or one written above log level INFO (SGLang writes "
+                 "\"Decode batch, #running-req: N, #token: T, ..., gen throughput (token/s): G, "
+                 "#queue-req: Q\" every --decode-log-interval steps)", path, lines);
+        goto out;
+    }
+    rc = 0;
+out:
+    psrc_lines_free(&L);
+    pgz_close(z);
+    return rc;
+}

@@ -1,0 +1,55 @@
+/* sglog: reads SGLang server logs, the "Decode batch" lines that the scheduler writes every
+ * decode_log_interval decode steps (managers/scheduler_metrics_mixin.py,
+ * report_decode_stats): running requests, KV tokens, accept length, CUDA graph, generation
+ * throughput. Every variant seen in releases is read: `Decode batch,` / `Decode batch.` /
+ * `Decode batch [iter],`, `#token:` or `#full token:`, with or without accept rate,
+ * prefixes such as `(SGLangEngine pid=..)` and `[time DP6 TP6 EP6]`; other lines are
+ * counted and ignored. Why: the log is what every production server already has; it gives
+ * acceptance per batch size and a check of a model against production, without a GPU.
+ * Workload: logs of 10^3..10^7 lines, plain or gzip (streamed). */
+#ifndef SGLOG_H
+#define SGLOG_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* One logged interval (one "Decode batch" line). Absent fields are < 0. */
+typedef struct {
+    int     file;                 /* index of the file in the read order */
+    size_t  line;                 /* 1-based line in that file */
+    int     running_req;          /* #running-req: the batch at the end of the interval */
+    double  kv_tokens;            /* #token (or #full token): KV slots in use */
+    double  token_usage;          /* fraction of the KV pool */
+    double  accept_len;           /* accept len: tokens per verify, bonus token included */
+    double  accept_rate;
+    int     cuda_graph;           /* cuda graph: 1 True, 0 False, -1 absent */
+    double  gen_tok_s;            /* gen throughput (token/s) over the interval */
+    int     queue_req;            /* #queue-req */
+    int     dp, tp;               /* from the [... DPn TPn] prefix; -1 absent */
+    int64_t iter;                 /* Decode batch [iter]; -1 absent */
+} sglog_interval;
+
+/* Everything read from one or more logs. Caller-owned: sglog_init / sglog_free. */
+typedef struct {
+    sglog_interval *iv;
+    size_t n, cap;
+    size_t lines, decode_lines, other_lines;
+    size_t bad_lines;             /* "Decode batch" lines whose fields do not parse */
+    size_t first_bad_line;
+    char   first_bad[400];
+    /* the variants met (a count of lines each) */
+    size_t v_comma, v_period, v_iter, v_full_token, v_no_accept_rate, v_no_accept,
+           v_engine_prefix, v_rank_prefix;
+} sglog;
+
+void sglog_init(sglog *g);
+void sglog_free(sglog *g);
+
+/* Parses one line. 1: a Decode batch line, *iv filled (file/line left to the caller); 0: not
+ * one; -1: a Decode batch line whose fields do not parse (why in err). */
+int  sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err, size_t errlen);
+
+/* Reads a whole log (plain or gzip) and appends its intervals with file index fi. Returns
+ * 0, or -1 with err: unreadable, or a file with no Decode batch line at all (naming the
+ * file, the lines read and what a Decode batch line looks like). */
+int  sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen);
+#endif

@@ -1,0 +1,608 @@
+/* timport.c: the importer table of timport.h and its two entries. The file is opened twice:
+ * once to read its first 64 KiB for the probes, once to stream it through the importer
+ * that accepted them (re-reading 64 KiB costs nothing next to a trace). */
+#include "timport.h"
+#include "pgz.h"
+#include "pkineto.h"
+#include "ptrace_read.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define TIMPORT_HEAD_BYTES ((size_t)64 << 10)   /* what the probes see */
+
+/* ---- specprof ------------------------------------------------------------------------------ */
+
+/* --scan-only: the records counted, not kept. */
+static int ti_sp_count(void *user, const ptrace_event *ev, const ptrace_info *info)
+{
+    timport_stats *st = user;
+    int64_t t0 = info->header.t0_ns;
+    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; } x;
+    if (ptrace_read_kernel(ev, t0, &x.k) == 0)
+        st->kernels++;
+    else if (ptrace_read_mem(ev, t0, &x.m) == 0)
+        st->mems++;
+    else if (ptrace_read_api(ev, t0, &x.a) == 0)
+        st->apis++;
+    else if (ptrace_read_range(ev, t0, &x.r) == 0)
+        st->ranges++;
+    return 0;
+}
+
+/* specprof's own loader (fit_trace.c: records and windows, streamed, plain or gzip). */
+static int ti_sp_load(const char *path, psrc *src, fit_trace *t, timport_stats *st, char *err,
+                      size_t errlen)
+{
+    (void)src;
+    if (st->discard) {
+        ptrace_info info;
+        if (fit_trace_init(t, path)) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            return -1;
+        }
+        if (ptrace_scan_file(path, ti_sp_count, st, &info, err, errlen)) {
+            fit_trace_free(t);
+            return -1;
+        }
+        st->events = info.events;
+        st->complete = info.complete;
+    } else {
+        if (fit_trace_load_specprof(t, path, err, errlen))
+            return -1;
+        st->kernels = t->nkern;
+        st->mems = t->nmem;
+        st->apis = t->napi;
+        st->ranges = t->nrng;
+        st->events = t->nkern + t->nmem + t->napi + t->nrng;
+        st->complete = !t->truncated;
+    }
+    st->skipped = st->events - (st->kernels + st->mems + st->apis + st->ranges);
+    return 0;
+}
+
+/* ---- Kineto -------------------------------------------------------------------------------- */
+
+/* One host event Kineto recorded: its thread and start (ns); after sorting, the profiler
+ * time taken out up to it (shift_ns) and still to take out after it (debt_ns). */
+typedef struct { int64_t thread, start_ns, shift_ns, debt_ns; } ti_host;
+
+typedef struct {
+    fit_trace *t;
+    int oom, discard;
+    ti_host *host;             /* every recorded host event (grows with the file's events) */
+    size_t nhost, caphost;
+} ti_kn;
+
+static int ti_kn_host(void *u, int64_t thread, int64_t s, int64_t e)
+{
+    (void)e;
+    ti_kn *x = u;
+    if (x->nhost == x->caphost) {
+        size_t nc = x->caphost ? x->caphost * 2 : 4096;
+        ti_host *nh = realloc(x->host, nc * sizeof *nh);
+        if (!nh)
+            return x->oom = 1;
+        x->host = nh;
+        x->caphost = nc;
+    }
+    x->host[x->nhost++] = (ti_host){thread, s, 0, 0};
+    return 0;
+}
+
+static int ti_kn_kernel(void *u, const ptrace_kernel *k)
+{
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_kernel(x->t, k) != 0);
+}
+static int ti_kn_mem(void *u, const ptrace_mem *m)
+{
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_mem(x->t, m) != 0);
+}
+static int ti_kn_api(void *u, const ptrace_api *a)
+{
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_api(x->t, a) != 0);
+}
+static int ti_kn_range(void *u, const ptrace_range *r)
+{
+    ti_kn *x = u;
+    return x->discard ? 0 : (x->oom = fit_trace_add_range(x->t, r) != 0);
+}
+
+static int ti_cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Kineto before PyTorch 2.12 writes no graph ids; a graph launch's kernels carry its
+ * correlation id (CUPTI), so GPU work whose id is a cudaGraphLaunch's is graph work. */
+static size_t ti_kn_graphs(fit_trace *t)
+{
+    size_t n = 0, marked = 0;
+    uint32_t *c = malloc((t->napi + 1) * sizeof *c);
+    if (!c)
+        return 0;
+    for (size_t i = 0; i < t->napi; i++)
+        if (strstr(t->api[i].name, "GraphLaunch"))
+            c[n++] = t->api[i].corr;
+    qsort(c, n, sizeof *c, ti_cmp_u32);
+    for (size_t i = 0; i < t->nkern && n; i++)
+        if (t->kern[i].graph_id == 0 && t->kern[i].corr &&
+            bsearch(&t->kern[i].corr, c, n, sizeof *c, ti_cmp_u32)) {
+            t->kern[i].graph_id = 1;
+            marked++;
+        }
+    for (size_t i = 0; i < t->nmem && n; i++)
+        if (t->mem[i].graph_id == 0 && t->mem[i].corr &&
+            bsearch(&t->mem[i].corr, c, n, sizeof *c, ti_cmp_u32)) {
+            t->mem[i].graph_id = 1;
+            marked++;
+        }
+    free(c);
+    return marked;
+}
+
+/* Host time that torch.profiler/Kineto adds per host event it records (a cpu_op, a runtime
+ * or driver call, a user_annotation), beyond specprof's: measured on the H200 from the same
+ * torchbench configurations captured both ways, over the eager (host-bound) phase spans at
+ * 80 rows, (Kineto span - specprof span) / Kineto's host events in the span: 2.07 to 6.77 us
+ * over the 7 such spans, mean 4.00 (traces/torch/kineto/kineto_cost.txt, made by
+ * kineto_cost.py there). KINETO_HOST_EVENT_US overrides it (0: keep the trace's times). */
+#define TIMPORT_KINETO_HOST_EVENT_US 4.0
+/* Between two GPU records of different launches on a stream, a gap up to this long is the
+ * GPU's own (back to back: ~0.5-1.5 us on the H200); a longer one waited for the host, and
+ * shrinks with it. */
+#define TIMPORT_GPU_GAP_MAX_NS 2000
+
+static double ti_kn_host_cost_us(void)
+{
+    const char *e = getenv("KINETO_HOST_EVENT_US");
+    double v = e && *e ? atof(e) : TIMPORT_KINETO_HOST_EVENT_US;
+    return v > 0 ? v : 0;
+}
+
+static int ti_cmp_host(const void *a, const void *b)
+{
+    const ti_host *x = a, *y = b;
+    if (x->thread != y->thread)
+        return x->thread < y->thread ? -1 : 1;
+    return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* The profiler's host time before t on a thread whose events are h[lo..hi) (sorted, with
+ * shift_ns/debt_ns set by ti_debts): each event's cost follows its start and is taken out of
+ * the time right after it (time there stands still) until paid, so that the mapped times
+ * never go backwards and nested ranges stay nested. */
+static int64_t ti_shift(const ti_host *h, size_t lo, size_t hi, int64_t t, double cost_ns)
+{
+    (void)cost_ns;
+    size_t a = lo, b = hi;
+    while (a < b) {                 /* first event starting after t */
+        size_t m = a + (b - a) / 2;
+        if (h[m].start_ns <= t)
+            a = m + 1;
+        else
+            b = m;
+    }
+    if (a == lo)
+        return 0;
+    const ti_host *k = &h[a - 1];
+    int64_t d = t - k->start_ns;
+    return k->shift_ns + (d < k->debt_ns ? d : k->debt_ns);
+}
+
+/* shift_ns and debt_ns of each event of a thread (h[lo..hi), sorted by start). */
+static void ti_debts(ti_host *h, size_t lo, size_t hi, int64_t cost_ns)
+{
+    int64_t shift = 0, debt = 0, prev = 0;
+    for (size_t i = lo; i < hi; i++) {
+        if (i > lo) {
+            int64_t paid = h[i].start_ns - prev < debt ? h[i].start_ns - prev : debt;
+            shift += paid;
+            debt -= paid;
+        }
+        debt += cost_ns;
+        h[i].shift_ns = shift;
+        h[i].debt_ns = debt;
+        prev = h[i].start_ns;
+    }
+}
+
+/* The threads of sorted h, each with its events h[lo..hi): a few entries (the process's
+ * threads), looked up by binary search. */
+typedef struct { int64_t thread; size_t lo, hi; } ti_thr;
+
+static void ti_thread_span(const ti_thr *th, size_t nth, int64_t thread, size_t *lo, size_t *hi)
+{
+    size_t a = 0, b = nth;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (th[m].thread < thread)
+            a = m + 1;
+        else
+            b = m;
+    }
+    if (a < nth && th[a].thread == thread) {
+        *lo = th[a].lo;
+        *hi = th[a].hi;
+    } else {
+        *lo = *hi = 0;
+    }
+}
+
+typedef struct { uint32_t corr; int64_t shift; } ti_cs;
+typedef struct { int64_t s; size_t i; int mem; } ti_g;
+
+static int ti_cmp_cs(const void *a, const void *b)
+{
+    uint32_t x = ((const ti_cs *)a)->corr, y = ((const ti_cs *)b)->corr;
+    return (x > y) - (x < y);
+}
+
+/* Each GPU record's stream, for ordering. */
+static uint32_t ti_g_stream(const fit_trace *t, const ti_g *g)
+{
+    return g->mem ? t->mem[g->i].stream : t->kern[g->i].stream;
+}
+
+static int ti_cmp_g(const void *a, const void *b, void *ctx)
+{
+    const fit_trace *t = ctx;
+    const ti_g *x = a, *y = b;
+    uint32_t sx = ti_g_stream(t, x), sy = ti_g_stream(t, y);
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
+    return (x->s > y->s) - (x->s < y->s);
+}
+
+/* Takes the profiler's own host cost out of a Kineto trace (docs/importers.md, Profiler
+ * cost): every host record moves earlier by cost x the events its thread recorded before it;
+ * each GPU record moves with its launch, but not before the record ahead of it on its stream
+ * ends (plus the gap they had, up to TIMPORT_GPU_GAP_MAX_NS between launches: a longer gap
+ * was the GPU waiting for the host). Durations are kept. */
+static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, timport_stats *st)
+{
+    double cost_ns = cost_us * 1000.0;
+    qsort(h, n, sizeof *h, ti_cmp_host);
+    ti_cs *cs = malloc((t->napi + 1) * sizeof *cs);
+    ti_g *g = malloc((t->nkern + t->nmem + 1) * sizeof *g);
+    if (!cs || !g) {
+        free(cs);
+        free(g);
+        return -1;
+    }
+    /* per thread: the profiler time to take out; the thread with the most events is the one
+     * GPU records without a launch follow */
+    size_t nth = 0;
+    for (size_t i = 0; i < n; i++)
+        nth += i == 0 || h[i].thread != h[i - 1].thread;
+    ti_thr *th = malloc((nth + 1) * sizeof *th);
+    if (!th) {
+        free(cs);
+        free(g);
+        return -1;
+    }
+    nth = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && h[j].thread == h[i].thread)
+            j++;
+        th[nth++] = (ti_thr){h[i].thread, i, j};
+        ti_debts(h, i, j, (int64_t)llround(cost_ns));
+        i = j;
+    }
+    size_t mlo = 0, mhi = 0;
+    for (size_t k = 0; k < nth; k++)
+        if (th[k].hi - th[k].lo > mhi - mlo) {
+            mlo = th[k].lo;
+            mhi = th[k].hi;
+        }
+    /* host records */
+    for (size_t i = 0; i < t->napi; i++) {
+        ptrace_api *a = &t->api[i];
+        size_t lo, hi;
+        ti_thread_span(th, nth, a->thread, &lo, &hi);
+        int64_t s0 = ti_shift(h, lo, hi, a->start_ns, cost_ns);
+        int64_t s1 = ti_shift(h, lo, hi, a->end_ns, cost_ns);
+        cs[i] = (ti_cs){a->corr, s0};
+        a->start_ns -= s0;
+        a->end_ns -= s1;
+    }
+    for (size_t i = 0; i < t->nrng; i++) {
+        ptrace_range *r = &t->rng[i];
+        size_t lo, hi;
+        ti_thread_span(th, nth, r->thread, &lo, &hi);
+        int64_t s0 = ti_shift(h, lo, hi, r->start_ns, cost_ns);
+        int64_t s1 = ti_shift(h, lo, hi, r->end_ns, cost_ns);
+        r->start_ns -= s0;
+        r->end_ns -= s1;
+    }
+    qsort(cs, t->napi, sizeof *cs, ti_cmp_cs);
+    /* GPU records, stream by stream in time order */
+    size_t ng = 0;
+    for (size_t i = 0; i < t->nkern; i++)
+        g[ng++] = (ti_g){t->kern[i].start_ns, i, 0};
+    for (size_t i = 0; i < t->nmem; i++)
+        g[ng++] = (ti_g){t->mem[i].start_ns, i, 1};
+    qsort_r(g, ng, sizeof *g, ti_cmp_g, t);
+    int64_t prev_end0 = 0, prev_end1 = 0;
+    uint32_t prev_stream = 0, prev_corr = 0;
+    for (size_t k = 0; k < ng; k++) {
+        int64_t *s, *e;
+        uint32_t corr, stream;
+        if (g[k].mem) {
+            s = &t->mem[g[k].i].start_ns;
+            e = &t->mem[g[k].i].end_ns;
+            corr = t->mem[g[k].i].corr;
+            stream = t->mem[g[k].i].stream;
+        } else {
+            s = &t->kern[g[k].i].start_ns;
+            e = &t->kern[g[k].i].end_ns;
+            corr = t->kern[g[k].i].corr;
+            stream = t->kern[g[k].i].stream;
+        }
+        ti_cs key = {corr, 0};
+        const ti_cs *c = corr ? bsearch(&key, cs, t->napi, sizeof *cs, ti_cmp_cs) : NULL;
+        int64_t sh = c ? c->shift : ti_shift(h, mlo, mhi, *s, cost_ns);
+        int64_t dur = *e - *s, ns = *s - sh;
+        if (k > 0 && stream == prev_stream) {
+            int64_t gap = *s - prev_end0;
+            if (corr != prev_corr && gap > TIMPORT_GPU_GAP_MAX_NS)
+                gap = TIMPORT_GPU_GAP_MAX_NS;
+            if (ns < prev_end1 + gap)
+                ns = prev_end1 + gap;
+        }
+        prev_end0 = *e;
+        prev_stream = stream;
+        prev_corr = corr;
+        *s = ns;
+        *e = ns + dur;
+        prev_end1 = *e;
+    }
+    st->host_cost_us = mhi > mlo ? (double)(h[mhi - 1].shift_ns + h[mhi - 1].debt_ns) / 1000.0 : 0;
+    st->host_cost_per_event_us = cost_us;
+    free(th);
+    free(cs);
+    free(g);
+    return 0;
+}
+
+static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen);
+
+static int ti_kn_load(const char *path, psrc *src, fit_trace *t, timport_stats *st, char *err,
+                      size_t errlen)
+{
+    if (fit_trace_init(t, path)) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    if (ti_kn_load_src(src, t, st, err, errlen)) {
+        fit_trace_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err, size_t errlen)
+{
+    ti_kn u = {t, 0, st->discard, NULL, 0, 0};
+    double cost_us = ti_kn_host_cost_us();
+    pkineto_cb cb = {ti_kn_kernel, ti_kn_mem, ti_kn_api, ti_kn_range, NULL,
+                     st->discard || cost_us <= 0 ? NULL : ti_kn_host, &u};
+    pkineto_info info;
+    if (pkineto_scan(src, &cb, &info, err, errlen)) {
+        free(u.host);
+        return -1;
+    }
+    if (u.oom) {
+        free(u.host);
+        snprintf(err, errlen, "%s: out of memory after %zu records", t->file,
+                 t->nkern + t->nmem + t->napi + t->nrng);
+        return -1;
+    }
+    st->events = info.events;
+    st->kernels = info.kernels;
+    st->mems = info.mems;
+    st->apis = info.apis;
+    st->ranges = info.ranges;
+    st->json_bytes = info.json_bytes;
+    st->skipped = info.events - info.kernels - info.mems - info.apis - info.ranges;
+    st->gpu_ranges = info.gpu_ranges;
+    st->nccl_kernels = info.nccl_kernels;
+    st->complete = info.complete;
+    if (info.kernels + info.mems == 0) {
+        snprintf(err, errlen, "%s: field traceEvents: value %zu events, none of cat kernel, "
+                 "gpu_memcpy or gpu_memset: a CPU-only profile (%zu cpu_op, %zu user_annotation): "
+                 "record with activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA] "
+                 "(SGLang: activities [\"CPU\", \"GPU\"])", t->file, info.events, info.cpu_ops,
+                 info.ranges);
+        free(u.host);
+        return -1;
+    }
+    t->has_header = 1;
+    t->hdr = info.hdr;
+    /* the CUPTI collector behind Kineto; the file does not always say its version */
+    if (t->hdr.cupti_version <= 0)
+        t->hdr.cupti_version = 1;
+    t->truncated = !info.complete;
+    t->bad_lines = info.bad_events;
+    st->graph_inferred = info.graph_kernels ? 0 : ti_kn_graphs(t);
+    st->host_events = u.nhost;
+    int rc = 0;
+    if (u.nhost && ti_kn_unprofile(t, u.host, u.nhost, cost_us, st)) {
+        snprintf(err, errlen, "%s: out of memory taking the profiler's host cost out", t->file);
+        rc = -1;
+    }
+    free(u.host);
+    return rc;
+}
+
+/* ---- the table ----------------------------------------------------------------------------- */
+
+const timport_ops timport_table[] = {
+    {"specprof", ptrace_probe, ti_sp_load},
+    {"kineto", pkineto_probe, ti_kn_load},
+    {NULL, NULL, NULL},
+};
+
+const timport_ops *timport_find(const char *name)
+{
+    for (const timport_ops *o = timport_table; o->name; o++)
+        if (strcmp(o->name, name) == 0)
+            return o;
+    return NULL;
+}
+
+/* The first bytes as printable text, for a message. */
+static void ti_show(const char *head, size_t n, char *out, size_t cap)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 1 < cap && k < 40; i++) {
+        char c = head[i];
+        out[k++] = c >= 32 && c < 127 ? c : c == '\n' ? ' ' : '.';
+    }
+    out[k] = 0;
+}
+
+int timport_load(fit_trace *t, const char *path, const char *force, timport_stats *stp,
+                 char *err, size_t errlen)
+{
+    timport_stats dummy;
+    timport_stats *st = stp ? stp : &dummy;
+    int discard = stp ? stp->discard : 0;
+    memset(st, 0, sizeof *st);
+    st->discard = discard;
+    memset(t, 0, sizeof *t);         /* the loader initialises it */
+    const timport_ops *op = NULL;
+    pgz *g = NULL;
+    char *head = NULL;
+    if (force && !(op = timport_find(force))) {
+        snprintf(err, errlen, "%s: field --format: value %s: not an importer (specprof, kineto)",
+                 path, force);
+        goto fail;
+    }
+    if (!op) {
+        head = malloc(TIMPORT_HEAD_BYTES + 1);
+        if (!head) {
+            snprintf(err, errlen, "%s: out of memory", path);
+            goto fail;
+        }
+        if (pgz_open(path, &g, err, errlen))
+            goto fail;
+        /* what inflates before an error is enough to probe (specprof's gzip traces cut by
+         * SIGKILL have no trailer: its own loader reads them up to the cut) */
+        ssize_t n = 0;
+        char perr[256];
+        while ((size_t)n < TIMPORT_HEAD_BYTES) {
+            ssize_t r = pgz_src(g)->read(pgz_src(g), head + n, TIMPORT_HEAD_BYTES - (size_t)n, perr,
+                                         sizeof perr);
+            if (r <= 0) {
+                if (r < 0 && n == 0) {
+                    snprintf(err, errlen, "%s", perr);
+                    pgz_close(g);
+                    g = NULL;
+                    goto fail;
+                }
+                break;
+            }
+            n += r;
+        }
+        pgz_close(g);
+        g = NULL;
+        head[n] = 0;
+        for (const timport_ops *o = timport_table; o->name && !op; o++)
+            if (o->probe(head, (size_t)n))
+                op = o;
+        if (!op) {
+            char show[64];
+            ti_show(head, (size_t)n, show, sizeof show);
+            snprintf(err, errlen, "%s: not a trace this reader knows: neither a specprof trace "
+                     "(first event specprof_header) nor a Kineto/torch.profiler trace (an object "
+                     "with traceEvents); it starts \"%s\"%s", path, show,
+                     n == 0 ? " (empty file)" : "");
+            goto fail;
+        }
+    }
+    if (pgz_open(path, &g, err, errlen))
+        goto fail;
+    st->importer = op->name;
+    st->compressed = pgz_compressed(g);
+    if (op->load(path, pgz_src(g), t, st, err, errlen))
+        goto fail;
+    st->file_bytes = pgz_src(g)->bytes_in;
+    struct stat sb;
+    if (st->file_bytes == 0 && stat(path, &sb) == 0)   /* a loader that read the path itself */
+        st->file_bytes = (unsigned long long)sb.st_size;
+    pgz_close(g);
+    free(head);
+    return 0;
+fail:
+    pgz_close(g);
+    free(head);
+    fit_trace_free(t);
+    return -1;
+}
+
+/* ---- joining captures ---------------------------------------------------------------------- */
+
+int timport_append(fit_trace *dst, const fit_trace *src, char *err, size_t errlen)
+{
+    uint32_t cmax = 0;
+    int64_t dmax = INT64_MIN, smin = INT64_MAX;
+#define SPAN(arr, n, lo, hi) for (size_t i = 0; i < (n); i++) { \
+        if ((arr)[i].end_ns > (hi)) (hi) = (arr)[i].end_ns; \
+        if ((arr)[i].start_ns < (lo)) (lo) = (arr)[i].start_ns; }
+    int64_t dmin = INT64_MAX, smax = INT64_MIN;
+    SPAN(dst->kern, dst->nkern, dmin, dmax) SPAN(dst->mem, dst->nmem, dmin, dmax)
+    SPAN(dst->api, dst->napi, dmin, dmax) SPAN(dst->rng, dst->nrng, dmin, dmax)
+    SPAN(src->kern, src->nkern, smin, smax) SPAN(src->mem, src->nmem, smin, smax)
+    SPAN(src->api, src->napi, smin, smax) SPAN(src->rng, src->nrng, smin, smax)
+#undef SPAN
+    for (size_t i = 0; i < dst->nkern; i++) cmax = dst->kern[i].corr > cmax ? dst->kern[i].corr : cmax;
+    for (size_t i = 0; i < dst->nmem; i++) cmax = dst->mem[i].corr > cmax ? dst->mem[i].corr : cmax;
+    for (size_t i = 0; i < dst->napi; i++) cmax = dst->api[i].corr > cmax ? dst->api[i].corr : cmax;
+    /* 1 ms after the last record when the two overlap (captures of one process do not) */
+    int64_t shift = dmax != INT64_MIN && smin != INT64_MAX && smin <= dmax ? dmax - smin + 1000000 : 0;
+    uint32_t coff = cmax;
+    int rc = 0;
+    for (size_t i = 0; i < src->nkern && !rc; i++) {
+        ptrace_kernel k = src->kern[i];
+        k.start_ns += shift;
+        k.end_ns += shift;
+        k.corr += k.corr ? coff : 0;
+        rc = fit_trace_add_kernel(dst, &k);
+    }
+    for (size_t i = 0; i < src->nmem && !rc; i++) {
+        ptrace_mem m = src->mem[i];
+        m.start_ns += shift;
+        m.end_ns += shift;
+        m.corr += m.corr ? coff : 0;
+        rc = fit_trace_add_mem(dst, &m);
+    }
+    for (size_t i = 0; i < src->napi && !rc; i++) {
+        ptrace_api a = src->api[i];
+        a.start_ns += shift;
+        a.end_ns += shift;
+        a.corr += a.corr ? coff : 0;
+        rc = fit_trace_add_api(dst, &a);
+    }
+    for (size_t i = 0; i < src->nrng && !rc; i++) {
+        ptrace_range r = src->rng[i];
+        r.start_ns += shift;
+        r.end_ns += shift;
+        rc = fit_trace_add_range(dst, &r);
+    }
+    if (rc) {
+        snprintf(err, errlen, "%s: out of memory joining %s", dst->file, src->file);
+        return -1;
+    }
+    dst->truncated |= src->truncated;
+    return 0;
+}

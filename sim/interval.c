@@ -1,0 +1,95 @@
+/* interval: the propagation of interval.h. Model errors are systematic for a configuration
+ * (a group priced 3% high is 3% high in every iteration), so a group's error moves the
+ * window's GPU time by resid_frac times that group's whole GPU time in it; groups are taken
+ * as independent of each other, a carry's kinds as one error each. Every microsecond of GPU
+ * time is taken to move the window by a microsecond (the GPU is the critical path: true when
+ * the host never holds the GPU back; otherwise the interval is wider than it need be). */
+#include "interval.h"
+#include "carry.h"
+
+#include <math.h>
+#include <string.h>
+
+void interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
+                      double kv_tokens, double q_per_row, double weight)
+{
+    const wm_phase_model *pm = wm_phase_get(m, p);
+    if (!pm || !(weight > 0))
+        return;
+    int rp = (int)(pm - m->phase);
+    double mem = 0, comp = 0, lat = 0;
+    for (int i = 0; i < pm->ngroups; i++) {
+        const wm_group *g = &pm->groups[i];
+        a->group_us[rp][i] += weight * wm_group_us_q(m, g, tokens, kv_tokens, q_per_row);
+        carry_split(m, g, tokens, kv_tokens, q_per_row, &mem, &comp, &lat);
+    }
+    a->kind_us[INTERVAL_MEM] += weight * mem;
+    a->kind_us[INTERVAL_COMP] += weight * comp;
+    a->kind_us[INTERVAL_LAT] += weight * lat;
+}
+
+void interval_model(const interval_acc *a, const wm_model *m, double window_us,
+                    interval_parts *out)
+{
+    for (int p = 0; p < WM_NPHASE; p++)
+        out->phase_var[p] = 0;
+    memset(out->group_sd, 0, sizeof out->group_sd);
+    for (int k = 0; k < INTERVAL_NKIND; k++)
+        out->kind_sd[k] = 0;
+    if (!(window_us > 0))
+        return;
+    for (int p = 0; p < WM_NPHASE; p++)
+        for (int i = 0; i < m->phase[p].ngroups; i++) {
+            double sd = m->phase[p].groups[i].resid_frac * a->group_us[p][i] / window_us;
+            out->phase_var[p] += sd * sd;
+            if (p == WM_VERIFY || p == WM_ACCEPT)
+                out->group_sd[p == WM_ACCEPT][i] = (float)sd;
+        }
+    const double u[INTERVAL_NKIND] = {m->unc.memory_frac, m->unc.compute_frac,
+                                      m->unc.latency_frac};
+    for (int k = 0; k < INTERVAL_NKIND; k++)
+        out->kind_sd[k] = u[k] * a->kind_us[k] / window_us;
+}
+
+double interval_model_var(const interval_parts *p)
+{
+    double v = 0;
+    for (int i = 0; i < WM_NPHASE; i++)
+        v += p->phase_var[i];
+    for (int k = 0; k < INTERVAL_NKIND; k++)
+        v += p->kind_sd[k] * p->kind_sd[k];
+    return v;
+}
+
+double interval_var(const interval_parts *p)
+{
+    return interval_model_var(p) + p->run_var + p->est_var;
+}
+
+void interval_quantiles(double mid, double var, double *p10, double *p90)
+{
+    double s = var > 0 ? sqrt(var) : 0;
+    *p10 = mid * exp(-INTERVAL_Z90 * s);
+    *p90 = mid * exp(INTERVAL_Z90 * s);
+}
+
+double interval_speedup_var(const interval_parts *s, const interval_parts *b)
+{
+    double v = s->run_var + b->run_var + s->est_var + b->est_var;
+    for (int i = 0; i < WM_NPHASE; i++) {
+        if (i == WM_VERIFY || i == WM_ACCEPT) {
+            /* shared phases: group by group */
+            for (int g = 0; g < WM_GROUPS_MAX; g++) {
+                double d = (double)s->group_sd[i == WM_ACCEPT][g] - b->group_sd[i == WM_ACCEPT][g];
+                v += d * d;
+            }
+        } else {
+            v += s->phase_var[i] + b->phase_var[i];   /* only one of the two runs has it */
+        }
+    }
+    for (int k = 0; k < INTERVAL_NKIND; k++) {
+        double d = s->kind_sd[k] - b->kind_sd[k];
+        v += d * d;
+    }
+    return v;
+}

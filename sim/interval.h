@@ -1,0 +1,56 @@
+/* interval: prediction intervals of a simulated throughput and of a speedup. A run's tok/s
+ * is uncertain for four reasons: the model's costs (each fitted group's residual; a carried
+ * model's roofline scaling), the draws of a benchmark of a given length (acceptance, jitter,
+ * host gaps: what a real run of that length would see), and the simulation's own estimate.
+ * Each is propagated analytically to a relative variance of tok/s; the interval is lognormal
+ * around the point estimate. docs/simulator.md ("Intervals") has the equations.
+ * Workload: once per run, tens of groups. */
+#ifndef INTERVAL_H
+#define INTERVAL_H
+#include "wmodel.h"
+
+#define INTERVAL_Z90 1.2815515655446004   /* standard normal quantile at 0.90 (and -: 0.10) */
+
+enum { INTERVAL_MEM, INTERVAL_COMP, INTERVAL_LAT, INTERVAL_NKIND };
+
+/* What a run knows about the uncertainty of its tok/s, as variances of log tok/s (relative
+ * variances), kept apart so that a speedup can cancel what two runs share. */
+typedef struct {
+    /* the fit's residuals, per model phase (after fallbacks: a baseline's decode that falls
+     * back to verify shares verify's errors): sum over its groups of
+     * (resid_frac * the group's GPU time in the window / the window)^2 */
+    double phase_var[WM_NPHASE];
+    /* the same per group for the two phases a baseline may share with a speculative run
+     * (decode falls back to verify, sample to accept): their groups' errors cancel in a
+     * speedup one by one */
+    float  group_sd[2][WM_GROUPS_MAX];
+    /* a carried model, per kind of term (memory, compute, latency): unc * the GPU time of
+     * that kind in the window / the window; one error shared by every group */
+    double kind_sd[INTERVAL_NKIND];
+    double run_var;      /* a benchmark of the asked length (--seconds) */
+    double est_var;      /* the simulation's estimate (batch means) */
+} interval_parts;
+
+/* GPU time per group over a run's measured window, for interval_model. Caller-owned,
+ * zeroed (memset or calloc) before the first add. */
+typedef struct {
+    double group_us[WM_NPHASE][WM_GROUPS_MAX];
+    double kind_us[INTERVAL_NKIND];
+} interval_acc;
+
+/* Adds `weight` forwards of phase p (wm_phase_get's fallback applies) at `tokens` tokens,
+ * kv_tokens of KV context and q_per_row query tokens per row. */
+void   interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
+                        double kv_tokens, double q_per_row, double weight);
+/* The model parts of out (phase_var, kind_sd) for a window of window_us; run_var and
+ * est_var are left as they are. */
+void   interval_model(const interval_acc *a, const wm_model *m, double window_us,
+                      interval_parts *out);
+double interval_model_var(const interval_parts *p);     /* phase_var and kind_sd */
+double interval_var(const interval_parts *p);           /* all four parts */
+/* p10 and p90 of a lognormal with median mid and log-variance var. */
+void   interval_quantiles(double mid, double var, double *p10, double *p90);
+/* Variance of log(spec tok/s / base tok/s): what the two runs share (the same model
+ * phase's residuals, a carry's kinds) cancels; their draws and estimates are independent. */
+double interval_speedup_var(const interval_parts *spec, const interval_parts *base);
+#endif

@@ -1,0 +1,358 @@
+/* logcmd.c: `specsim log` (logcmd.h). Intervals with the same batch size, CUDA-graph state
+ * and accept length (to 0.01 token, as the log prints it) share one simulation; with 10^3
+ * logged intervals that is tens of runs of --iterations each. */
+#include "logcmd.h"
+#include "accept.h"
+#include "phasemap.h"
+#include "sglog.h"
+#include "simcfg.h"
+#include "sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LOG_EXIT_BAD 2
+#define LOG_EXIT_RUN 1
+/* Simulated iterations per distinct interval: 1,000 (simcfg's default) keep the mean
+ * tokens per iteration within ~1% at alpha 0.7 and a few hundred runs under a minute. */
+#define LOG_MAX_FILES 256
+/* An interval whose logged throughput is below this share of the prediction spent most of
+ * its time idle (the server waiting for requests, the first interval after start-up): it is
+ * listed, flagged, and left out of the summary. */
+#define LOG_IDLE_FRAC 0.2
+
+static void log_usage(FILE *f)
+{
+    fprintf(f,
+        "usage: specsim log SERVER.log... [options] [--model MODEL.json [run knobs]]\n"
+        "  Reads SGLang server logs (\"Decode batch\" lines; other lines are counted and\n"
+        "  ignored): acceptance per batch size, and with --model each logged interval\n"
+        "  predicted at its batch size, accept length and CUDA-graph state (docs/sglang.md).\n"
+        "  --server-args F     SGLang's server_args.json (the speculative shape and CUDA-graph\n"
+        "                      batch sizes; default: server_args.json beside the first log)\n"
+        "  --spec-shape S,K,D  speculative_num_steps, _eagle_topk, _num_draft_tokens\n"
+        "  --model M.json      predict every interval with this workload model\n"
+        "  --csv               the interval table as CSV (with --model)\n"
+        "  any `specsim run` knob (--ranks 8 --link pcie5-8gpu --iterations 2000 ...) applies\n"
+        "  to the predictions\n"
+        "  Exit status: 0, 2 bad input (no Decode batch line, bad flag), 1 a simulation failed.\n");
+}
+
+typedef struct {
+    int bs, graph, len_c;      /* len_c: accept length in 0.01 tokens (-1: baseline) */
+    double tok_s;
+    int done, failed;
+} log_key;
+
+static int log_cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The captured list of the shape as a cuda-graph-bs knob value. */
+static void log_graph_knob(const pm_shape *sh, char *buf, size_t cap)
+{
+    if (sh->ngraph_bs == 0) {
+        snprintf(buf, cap, "sglang");
+        return;
+    }
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; i < sh->ngraph_bs && n + 8 < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, "%s%d", i ? "," : "", sh->graph_bs[i]);
+}
+
+static int log_set(simcfg_set_t *s, const char *knob, const char *v, char *err, size_t errlen)
+{
+    return simcfg_set(s, simcfg_find(knob), v, "specsim log", knob, err, errlen);
+}
+
+int logcmd_main(int argc, char **argv)
+{
+    const char *files[LOG_MAX_FILES], *args_path = NULL, *shape_flag = NULL, *model = NULL;
+    int nfiles = 0, csv = 0;
+    static simcfg_set_t base;
+    simcfg_defaults(&base);
+    char err[2048], v[64];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            log_usage(stdout);
+            return 0;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            if (nfiles >= LOG_MAX_FILES) {
+                fprintf(stderr, "specsim log: field FILES: more than %d logs\n", LOG_MAX_FILES);
+                return LOG_EXIT_BAD;
+            }
+            files[nfiles++] = a;
+            continue;
+        }
+        char name[64];
+        const char *eq = strchr(a + 2, '='), *val = NULL;
+        snprintf(name, sizeof name, "%.*s", eq ? (int)(eq - a - 2) : (int)strlen(a + 2), a + 2);
+        const simcfg_knob *k = simcfg_find(name);
+        int mine = !strcmp(name, "server-args") || !strcmp(name, "spec-shape") ||
+                   !strcmp(name, "model") || !strcmp(name, "csv");
+        int flag = !strcmp(name, "csv") || (k && !mine && k->type == SK_FLAG);
+        if (!flag) {
+            val = eq ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
+            if (!val) {
+                fprintf(stderr, "specsim log: field --%s: missing value\n", name);
+                return LOG_EXIT_BAD;
+            }
+        }
+        if (!strcmp(name, "server-args"))
+            args_path = val;
+        else if (!strcmp(name, "spec-shape"))
+            shape_flag = val;
+        else if (!strcmp(name, "model"))
+            model = val;
+        else if (!strcmp(name, "csv"))
+            csv = 1;
+        else if (k) {
+            if (simcfg_set(&base, k, flag ? "1" : val, "command line", a, err, sizeof err)) {
+                fprintf(stderr, "%s\n", err);
+                return LOG_EXIT_BAD;
+            }
+        } else {
+            fprintf(stderr, "specsim log: field %s: unknown option (specsim log --help)\n", a);
+            return LOG_EXIT_BAD;
+        }
+    }
+    if (nfiles == 0) {
+        fprintf(stderr, "specsim log: field FILES: missing: give one or more SGLang server logs\n");
+        log_usage(stderr);
+        return LOG_EXIT_BAD;
+    }
+    sglog g;
+    sglog_init(&g);
+    int rc = LOG_EXIT_BAD;
+    log_key *keys = NULL;
+    double *errs = NULL;
+    for (int f = 0; f < nfiles; f++)
+        if (sglog_read(&g, files[f], f, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            goto out;
+        }
+    /* the speculative shape */
+    pm_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.cuda_graph = 1;
+    char found[700] = "";
+    if (args_path) {
+        if (phasemap_shape_load(&sh, args_path, err, sizeof err)) {
+            fprintf(stderr, "specsim log: field --server-args: %s\n", err);
+            goto out;
+        }
+    } else {
+        int r = phasemap_shape_find(&sh, files[0], found, sizeof found, err, sizeof err);
+        if (r < 0) {
+            fprintf(stderr, "%s\n", err);
+            goto out;
+        }
+    }
+    if (shape_flag && phasemap_shape_flag(&sh, shape_flag, err, sizeof err)) {
+        fprintf(stderr, "specsim log: %s\n", err);
+        goto out;
+    }
+    size_t nacc = 0;
+    for (size_t i = 0; i < g.n; i++)
+        nacc += g.iv[i].accept_len >= 0;
+    printf("# specsim log: %d file%s, %zu lines: %zu Decode batch lines (%zu unparsable), %zu "
+           "other lines ignored\n", nfiles, nfiles > 1 ? "s" : "", g.lines, g.decode_lines,
+           g.bad_lines, g.other_lines);
+    printf("# variants     \"Decode batch,\" %zu, \"Decode batch.\" %zu, [iter] %zu, #full token %zu, "
+           "no accept len %zu, no accept rate %zu, (SGLangEngine ..) prefix %zu, [.. TPn] prefix %zu\n",
+           g.v_comma, g.v_period, g.v_iter, g.v_full_token, g.v_no_accept, g.v_no_accept_rate,
+           g.v_engine_prefix, g.v_rank_prefix);
+    if (g.bad_lines)
+        printf("# first unparsable: %s\n", g.first_bad);
+    printf("# shape        %s\n", sh.known ? (snprintf(v, sizeof v, "steps %d, topk %d, draft_tokens %d",
+           sh.steps, sh.topk, sh.draft_tokens), v) : "unknown (alpha needs --server-args or --spec-shape)");
+    printf("# shape from   %s\n", sh.source[0] ? sh.source : found[0] ? found : "(none)");
+    /* ---- acceptance per batch size ---- */
+    int maxbs = 0;
+    for (size_t i = 0; i < g.n; i++)
+        if (g.iv[i].running_req > maxbs)
+            maxbs = g.iv[i].running_req;
+    printf("#\n# acceptance per batch size (#running-req) over %zu intervals with an accept len\n", nacc);
+    printf("# %5s %9s %10s %8s %8s %8s %8s  %s\n", "bs", "intervals", "accept_len", "sd", "min", "max",
+           "alpha", "--acceptance");
+    printf("# %5s %9s %10s %8s %8s %8s %8s  %s\n", "-", "-", "tokens", "tokens", "tokens", "tokens", "-", "-");
+    double all_sum = 0;
+    size_t all_n = 0;
+    for (int b = 0; b <= maxbs && nacc; b++) {
+        double s = 0, s2 = 0, mn = 1e300, mx = -1;
+        size_t n = 0;
+        for (size_t i = 0; i < g.n; i++) {
+            const sglog_interval *x = &g.iv[i];
+            if (x->running_req != b || x->accept_len < 0)
+                continue;
+            s += x->accept_len;
+            s2 += x->accept_len * x->accept_len;
+            mn = x->accept_len < mn ? x->accept_len : mn;
+            mx = x->accept_len > mx ? x->accept_len : mx;
+            n++;
+        }
+        if (!n)
+            continue;
+        all_sum += s;
+        all_n += n;
+        double mean = s / (double)n, sd = n > 1 ? sqrt(fmax(0, (s2 - s * mean) / (double)(n - 1))) : 0;
+        char spec[64] = "", al[16] = "-";
+        double alpha;
+        char aerr[256];
+        if (sh.known && accept_alpha_for_len(mean, sh.steps, sh.topk, sh.draft_tokens, &alpha, aerr,
+                                             sizeof aerr) == 0) {
+            snprintf(al, sizeof al, "%.4f", alpha);
+            snprintf(spec, sizeof spec, "alpha:%.4f", alpha);
+        } else {
+            snprintf(spec, sizeof spec, "--accept-len %.2f", mean);
+        }
+        printf("  %5d %9zu %10.3f %8.3f %8.2f %8.2f %8s  %s\n", b, n, mean, sd, mn, mx, al, spec);
+    }
+    if (all_n) {
+        double mean = all_sum / (double)all_n, alpha;
+        char aerr[256];
+        if (sh.known && accept_alpha_for_len(mean, sh.steps, sh.topk, sh.draft_tokens, &alpha, aerr,
+                                             sizeof aerr) == 0)
+            printf("# all batch sizes: accept len %.3f over %zu intervals -> --acceptance alpha:%.4f "
+                   "(steps %d, topk %d, draft_tokens %d)\n", mean, all_n, alpha, sh.steps, sh.topk,
+                   sh.draft_tokens);
+        else
+            printf("# all batch sizes: accept len %.3f over %zu intervals -> --accept-len %.2f%s\n",
+                   mean, all_n, mean, sh.known ? "" : " (alpha: give the speculative shape)");
+        printf("# (a per-request histogram of accepted lengths is not in the log: SGLang returns it "
+               "per request as meta_info spec_accept_histogram)\n");
+    } else {
+        printf("# no accept len in the log: a server without speculative decoding\n");
+    }
+    if (!model) {
+        rc = 0;
+        goto out;
+    }
+    /* ---- predictions ---- */
+    if (log_set(&base, "model", model, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        goto out;
+    }
+    if (nacc && !sh.known) {
+        fprintf(stderr, "specsim log: field --spec-shape: missing: predicting a speculative "
+                "server's intervals needs its steps, topk and draft tokens (--server-args or "
+                "--spec-shape S,K,D)\n");
+        goto out;
+    }
+    keys = calloc(g.n + 1, sizeof *keys);
+    errs = calloc(g.n + 1, sizeof *errs);
+    size_t nkeys = 0, npred = 0, nidle = 0;
+    static simcfg_model mc;
+    if (!keys || !errs) {
+        fprintf(stderr, "specsim log: out of memory\n");
+        goto out;
+    }
+    char gl[SIMCFG_STR];
+    log_graph_knob(&sh, gl, sizeof gl);
+    if (csv)
+        printf("file,line,bs,cuda_graph,accept_len,logged_tok_s,predicted_tok_s,error_pct,idle\n");
+    else {
+        printf("#\n# every logged interval predicted by %s (%ld iterations each; intervals that "
+               "share bs, graph and accept len share a run)\n", model, base.cfg.iterations);
+        printf("# %-28s %5s %5s %10s %12s %12s %8s\n", "file:line", "bs", "graph", "accept_len",
+               "logged", "predicted", "error");
+        printf("# %-28s %5s %5s %10s %12s %12s %8s\n", "-", "-", "-", "tokens", "tok/s", "tok/s", "%");
+    }
+    for (size_t i = 0; i < g.n; i++) {
+        const sglog_interval *x = &g.iv[i];
+        if (x->gen_tok_s <= 0 || x->running_req < 1)
+            continue;
+        int graph = x->cuda_graph != 0;
+        int len_c = x->accept_len >= 0 ? (int)lround(x->accept_len * 100) : -1;
+        log_key *k = NULL;
+        for (size_t q = 0; q < nkeys && !k; q++)
+            if (keys[q].bs == x->running_req && keys[q].graph == graph && keys[q].len_c == len_c)
+                k = &keys[q];
+        if (!k) {
+            k = &keys[nkeys++];
+            k->bs = x->running_req;
+            k->graph = graph;
+            k->len_c = len_c;
+            static simcfg_set_t s;
+            s = base;
+            sim_params p;
+            sim_result res;
+            int spec = len_c >= 0;
+            snprintf(v, sizeof v, "%d", k->bs);
+            int bad = log_set(&s, "concurrency", v, err, sizeof err);
+            if (!bad && spec) {
+                snprintf(v, sizeof v, "%d", sh.steps);
+                bad = log_set(&s, "steps", v, err, sizeof err);
+                snprintf(v, sizeof v, "%d", sh.topk);
+                bad = bad || log_set(&s, "topk", v, err, sizeof err);
+                snprintf(v, sizeof v, "%d", sh.draft_tokens);
+                bad = bad || log_set(&s, "draft-tokens", v, err, sizeof err);
+                /* accept len >= 1 always: 1 is a verify that kept only the bonus token */
+                snprintf(v, sizeof v, "%.2f", len_c / 100.0 > 1.0 ? len_c / 100.0 : 1.0);
+                bad = bad || (len_c > 100 ? log_set(&s, "accept-len", v, err, sizeof err)
+                                          : log_set(&s, "acceptance", "alpha:0", err, sizeof err));
+            }
+            if (!bad)
+                bad = log_set(&s, "cuda-graph-bs", graph ? gl : "none", err, sizeof err);
+            if (!bad)
+                bad = simcfg_resolve(&s, &mc, spec, &p, err, sizeof err);
+            if (!bad)
+                bad = sim_run(&p, NULL, &res, err, sizeof err);
+            if (bad) {
+                fprintf(stderr, "%s:%zu: bs %d: %s\n", files[x->file], x->line, k->bs, err);
+                rc = LOG_EXIT_RUN;
+                goto out;
+            }
+            k->tok_s = res.tok_s;
+        }
+        double e = 100.0 * (k->tok_s - x->gen_tok_s) / x->gen_tok_s;
+        int idle = x->gen_tok_s < LOG_IDLE_FRAC * k->tok_s;
+        if (idle)
+            nidle++;
+        else
+            errs[npred++] = e;
+        char fl[40];
+        const char *bn = strrchr(files[x->file], '/');
+        snprintf(fl, sizeof fl, "%.24s:%zu", bn ? bn + 1 : files[x->file], x->line);
+        if (csv)
+            printf("%s,%zu,%d,%d,%.2f,%.2f,%.2f,%.2f,%d\n", files[x->file], x->line, x->running_req, graph,
+                   x->accept_len, x->gen_tok_s, k->tok_s, e, idle);
+        else
+            printf("  %-28s %5d %5d %10.2f %12.2f %12.2f %8.2f%s\n", fl, x->running_req, graph,
+                   x->accept_len, x->gen_tok_s, k->tok_s, e, idle ? "  idle" : "");
+    }
+    if (npred) {
+        double *ab = malloc(npred * sizeof *ab), mean = 0;
+        size_t within = 0;
+        for (size_t i = 0; i < npred && ab; i++) {
+            ab[i] = fabs(errs[i]);
+            mean += errs[i];
+            within += ab[i] <= 10;
+        }
+        if (ab) {
+            qsort(ab, npred, sizeof *ab, log_cmp_dbl);
+            fprintf(csv ? stderr : stdout, "# %zu intervals predicted (%zu simulations): median |error| "
+                    "%.2f%%, mean error %+.2f%%, %zu within 10%%; %zu idle intervals (logged below "
+                    "%.0f%% of the prediction) left out (logged gen throughput includes prefill "
+                    "batches and queueing between decode steps; the model does not)\n",
+                    npred, nkeys, ab[npred / 2], mean / (double)npred, within, nidle,
+                    100 * LOG_IDLE_FRAC);
+        }
+        free(ab);
+    } else {
+        fprintf(stderr, "specsim log: no interval with a gen throughput and a batch to predict\n");
+    }
+    rc = 0;
+out:
+    free(keys);
+    free(errs);
+    sglog_free(&g);
+    return rc;
+}

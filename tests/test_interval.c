@@ -1,0 +1,345 @@
+/* test_interval: the prediction intervals (sim/interval.c, sim/bmeans.c) against truths that
+ * are known. Each part of the variance is checked against its closed form (the model part
+ * against the groups' stated residuals, a benchmark's part against the acceptance
+ * distribution's variance), and the whole interval by coverage: a synthetic model whose
+ * groups carry stated spreads, a "true" model drawn from those spreads per seed, a benchmark
+ * of a given length run on it, and the share of 1000 seeds whose benchmark lands inside the
+ * nominal model's 80% interval, which must be within 5 points of 80%. */
+#include "check.h"
+#include "sim.h"
+#include "bmeans.h"
+
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void group(wm_phase_model *ph, int i, const char *name, double base_us,
+                  double per_token_us, double per_kv_ktoken_us, double sd, double resid)
+{
+    wm_group *g = &ph->groups[i];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    g->count = 4;
+    g->base_us = base_us;
+    g->per_token_us = per_token_us;
+    g->per_kv_ktoken_us = per_kv_ktoken_us;
+    g->sd_frac = sd;
+    g->resid_frac = resid;
+    if (i >= ph->ngroups)
+        ph->ngroups = i + 1;
+}
+
+/* A small speculative server: verify has a weight-bound group and an attention group, the
+ * draft and extend one group each, host gaps with spreads; decode and sample fall back to
+ * verify and accept (so a speedup shares verify's errors). resid scales every group's
+ * stated residual (0: an exact model). */
+static void model_synth(wm_model *m, double resid)
+{
+    wm_init(m);
+    strcpy(m->name, "synth-interval");
+    m->graph_launch_us = 8;
+    static const int ph[] = {WM_DRAFT, WM_VERIFY, WM_ACCEPT, WM_EXTEND};
+    for (size_t i = 0; i < sizeof ph / sizeof ph[0]; i++) {
+        m->phase[ph[i]].present = 1;
+        m->phase[ph[i]].host_gap_us = 15;
+        m->phase[ph[i]].host_gap_sd_us = 3;
+    }
+    group(&m->phase[WM_DRAFT], 0, "draft", 300, 0.5, 1, 0.03, 0.06 * resid);
+    group(&m->phase[WM_VERIFY], 0, "gemm", 4000, 2, 0, 0.01, 0.03 * resid);
+    group(&m->phase[WM_VERIFY], 1, "attention", 100, 0, 300, 0.02, 0.10 * resid);
+    group(&m->phase[WM_ACCEPT], 0, "sample", 40, 0.1, 0, 0.05, 0.05 * resid);
+    group(&m->phase[WM_EXTEND], 0, "extend", 350, 0.5, 1, 0.03, 0.06 * resid);
+}
+
+/* The model with every group's cost multiplied by (1 + resid_frac * z), z standard normal
+ * from r: one draw of the truth the stated residuals describe. */
+static void model_truth(wm_model *t, const wm_model *m, gsl_rng *r)
+{
+    *t = *m;
+    for (int p = 0; p < WM_NPHASE; p++)
+        for (int i = 0; i < t->phase[p].ngroups; i++) {
+            wm_group *g = &t->phase[p].groups[i];
+            double f = 1 + g->resid_frac * gsl_ran_gaussian(r, 1);
+            g->base_us *= f;
+            g->per_token_us *= f;
+            g->per_kv_ktoken_us *= f;
+            g->resid_frac = 0;
+        }
+}
+
+static void params(sim_params *p, const wm_model *m, int spec, int conc)
+{
+    char err[256];
+    memset(p, 0, sizeof *p);
+    p->model = m;
+    CHECK(accept_parse(&p->acc, "alpha:0.7", err, sizeof err) == 0, "%s", err);
+    CHECK(cg_parse(&p->graphs, "1,2,4,8,16", err, sizeof err) == 0, "%s", err);
+    p->algo = ar_algo_find("nccl");
+    p->link = *ar_link_preset("nvlink4-8gpu");
+    p->spec = spec;
+    p->steps = 3;
+    p->topk = 1;
+    p->draft_tokens = 4;
+    p->concurrency = conc;
+    p->iterations = 1000;
+    p->warmup = 20;
+    CHECK(batch_lendist_parse(&p->out_len, "uniform:100:300", err, sizeof err) == 0, "%s", err);
+    p->prompt_tokens = 1000;
+    p->stagger = 1;
+    p->ranks = 1;
+    p->sync_segments = 4;
+    p->jitter_scale = 1;
+    p->seed = 1;
+    p->graph_launch_us = m->graph_launch_us;
+    p->intervals = 1;
+}
+
+static int run(const sim_params *p, sim_result *r)
+{
+    char err[512];
+    int rc = sim_run(p, NULL, r, err, sizeof err);
+    CHECK(rc == 0, "sim_run: %s", err);
+    return rc;
+}
+
+static void interval_quantiles_and_speedup_sharing(void)
+{
+    double lo, hi;
+    interval_quantiles(100, 0.04 * 0.04, &lo, &hi);
+    CHECK_NEAR(lo, 100 * exp(-1.2815515655446004 * 0.04), 1e-9, 0);
+    CHECK_NEAR(hi * lo, 100 * 100, 1e-6, 0);              /* lognormal: symmetric in log */
+    interval_parts s, b;
+    memset(&s, 0, sizeof s);
+    memset(&b, 0, sizeof b);
+    s.phase_var[WM_VERIFY] = 0.03 * 0.03;
+    s.group_sd[0][0] = 0.03f;
+    b.phase_var[WM_VERIFY] = 0.02 * 0.02;                /* the same group: shared error */
+    b.group_sd[0][0] = 0.02f;
+    s.phase_var[WM_ACCEPT] = 0.01 * 0.01;                /* one group each: independent */
+    s.group_sd[1][0] = 0.01f;
+    b.phase_var[WM_ACCEPT] = 0.01 * 0.01;
+    b.group_sd[1][1] = 0.01f;
+    b.phase_var[WM_DECODE] = 0.01 * 0.01;                /* its own phase: independent */
+    s.kind_sd[INTERVAL_MEM] = 0.05;
+    b.kind_sd[INTERVAL_MEM] = 0.05;                      /* one carry error: cancels */
+    s.run_var = b.run_var = 1e-4;
+    CHECK_NEAR(interval_speedup_var(&s, &b), 0.01 * 0.01 + 2 * 0.01 * 0.01 + 0.01 * 0.01 + 2e-4,
+               1e-9, 1e-5);
+    CHECK_NEAR(interval_var(&s), 0.03 * 0.03 + 0.01 * 0.01 + 0.05 * 0.05 + 1e-4, 1e-15, 1e-9);
+}
+
+/* Constant costs, no jitter, no host: the model part is sqrt(sum_g (r_g * T_g))/W with T_g
+ * each group's time per iteration, exactly. */
+static void interval_model_part_is_the_groups_residuals(void)
+{
+    wm_model m;
+    model_synth(&m, 1);
+    for (int p = 0; p < WM_NPHASE; p++) {
+        m.phase[p].host_gap_us = m.phase[p].host_gap_sd_us = 0;
+        for (int i = 0; i < m.phase[p].ngroups; i++) {
+            m.phase[p].groups[i].per_kv_ktoken_us = 0;   /* the KV would grow */
+            m.phase[p].groups[i].sd_frac = 0;
+        }
+    }
+    m.graph_launch_us = 0;
+    sim_params p;
+    sim_result r;
+    params(&p, &m, 1, 4);
+    p.jitter_scale = 0;
+    if (run(&p, &r))
+        return;
+    /* concurrency 4 pads to 4: draft 2 forwards over 4 tokens, verify and accept over 16,
+     * extend over 16 */
+    double d = 2 * (300 + 0.5 * 4), v0 = 4000 + 2 * 16, v1 = 100, a = 40 + 0.1 * 16,
+           e = 350 + 0.5 * 16, it = d + v0 + v1 + a + e;
+    double want = sqrt(pow(0.06 * d, 2) + pow(0.03 * v0, 2) + pow(0.10 * v1, 2) +
+                       pow(0.05 * a, 2) + pow(0.06 * e, 2)) / it;
+    CHECK_NEAR(r.iter_us, it, 1e-6, 1e-9);
+    CHECK_NEAR(r.unc_model, want, 0, 1e-9);
+    CHECK(r.unc_run == 0, "no --seconds: no benchmark part (%g)", r.unc_run);
+    /* a carried model's kinds: every term of one kind moves together */
+    m.unc.memory_frac = 0.1;
+    m.unc.compute_frac = 0.2;
+    for (int q = 0; q < WM_NPHASE; q++)
+        for (int i = 0; i < m.phase[q].ngroups; i++)
+            m.phase[q].groups[i].resid_frac = 0;
+    if (run(&p, &r))
+        return;
+    double comp = 2 * 0.5 * 4 + 2 * 16 + 0.1 * 16 + 0.5 * 16, mem = it - comp;
+    CHECK_NEAR(r.unc_model, hypot(0.1 * mem, 0.2 * comp) / it, 0, 1e-9);
+}
+
+/* Constant costs: a benchmark's part is the acceptance draws' alone, whose variance per
+ * request-iteration the chain gives in closed form: var(tok/s)/tok/s^2 = var(gain) /
+ * (mean gain^2 * request-iterations in the benchmark). Batch means estimate it within their
+ * own error (20-40 batches: ~15% on the sd); the mean of 8 seeds is checked within 10%. */
+static void interval_run_part_is_the_acceptance_variance(void)
+{
+    wm_model m;
+    model_synth(&m, 0);
+    for (int p = 0; p < WM_NPHASE; p++) {
+        m.phase[p].host_gap_us = m.phase[p].host_gap_sd_us = 0;
+        for (int i = 0; i < m.phase[p].ngroups; i++) {
+            m.phase[p].groups[i].per_kv_ktoken_us = 0;
+            m.phase[p].groups[i].sd_frac = 0;
+        }
+    }
+    double a = 0.7, mean = 0, sq = 0;          /* gain = 1 + accepted, accepted in 0..3 */
+    for (int k = 0; k <= 3; k++) {
+        double pk = k < 3 ? pow(a, k) * (1 - a) : pow(a, 3);
+        mean += (1 + k) * pk;
+        sq += (1 + k) * (1 + k) * pk;
+    }
+    double var_gain = sq - mean * mean, sum = 0;
+    int n = 8;
+    for (int s = 0; s < n; s++) {
+        sim_params p;
+        sim_result r;
+        params(&p, &m, 1, 2);
+        p.jitter_scale = 0;
+        CHECK(batch_lendist_parse(&p.out_len, "1000000000", (char[64]){0}, 64) == 0, "len");
+        p.stagger = 0;
+        p.iterations = 20000;
+        p.bench_s = 0.5;
+        p.seed = 100 + s;
+        if (run(&p, &r))
+            return;
+        double req_iters = p.bench_s * 1e6 / r.iter_us * 2;
+        double want = sqrt(var_gain / req_iters) / mean;
+        sum += r.unc_run / want;
+    }
+    CHECK_NEAR(sum / n, 1, 0, 0.10);
+}
+
+/* Coverage with a known truth: per seed, the truth is drawn from the stated residuals
+ * (model_truth) and measured by a benchmark of `bench_iters` iterations; the nominal model
+ * predicts with --precision 0.01 and --seconds as long as that benchmark. Returns the share
+ * of seeds inside [p10, p90] of tok/s (and of the speedup, a baseline benchmarked the same
+ * way, in *spd). */
+static double coverage(double resid, long bench_iters, int trials, double *spd)
+{
+    wm_model m, t;
+    model_synth(&m, resid);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(rng, 4242);
+    sim_params p;
+    sim_result r, rb;
+    /* the benchmark's length in seconds: its iterations at the nominal model's pace */
+    params(&p, &m, 1, 4);
+    p.precision = 0.01;
+    p.iterations = 100000;
+    if (run(&p, &r)) {
+        gsl_rng_free(rng);
+        return -1;
+    }
+    double bench_s = bench_iters * r.iter_us / 1e6;
+    params(&p, &m, 0, 4);
+    p.precision = 0.01;
+    p.iterations = 100000;
+    if (run(&p, &rb)) {
+        gsl_rng_free(rng);
+        return -1;
+    }
+    double bench_base_s = bench_iters * rb.iter_us / 1e6;
+    int in = 0, in_spd = 0;
+    for (int i = 0; i < trials; i++) {
+        model_truth(&t, &m, rng);
+        sim_result ts, tb, ps, pb;
+        /* the truth's benchmarks */
+        params(&p, &t, 1, 4);
+        p.iterations = bench_iters;
+        p.seed = 100000 + (unsigned long)i;
+        p.intervals = 0;
+        if (run(&p, &ts))
+            break;
+        params(&p, &t, 0, 4);
+        p.iterations = bench_iters;
+        p.seed = 200000 + (unsigned long)i;
+        p.intervals = 0;
+        if (run(&p, &tb))
+            break;
+        /* the prediction */
+        params(&p, &m, 1, 4);
+        p.precision = 0.01;
+        p.iterations = 100000;
+        p.bench_s = bench_s;
+        p.seed = 1 + (unsigned long)i;
+        if (run(&p, &ps))
+            break;
+        params(&p, &m, 0, 4);
+        p.precision = 0.01;
+        p.iterations = 100000;
+        p.bench_s = bench_base_s;
+        p.seed = 1 + (unsigned long)i;
+        if (run(&p, &pb))
+            break;
+        in += ts.tok_s >= ps.tok_s_p10 && ts.tok_s <= ps.tok_s_p90;
+        double lo, hi, sp = ts.tok_s / tb.tok_s;
+        interval_quantiles(ps.tok_s / pb.tok_s, interval_speedup_var(&ps.iv, &pb.iv), &lo, &hi);
+        in_spd += sp >= lo && sp <= hi;
+    }
+    gsl_rng_free(rng);
+    *spd = (double)in_spd / trials;
+    return (double)in / trials;
+}
+
+static void interval_coverage_matches_nominal_with_known_truth(void)
+{
+    /* 1000 seeds: the share's binomial sd is 1.3 points at 80%, so 5 points is 4 sd */
+    static const struct { const char *what; double resid; long bench; } cases[] = {
+        {"model residuals only (a 5000-iteration benchmark)", 1, 5000},
+        {"a 150-iteration benchmark only (exact model)", 0, 150},
+        {"both", 1, 150},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double spd, cov = coverage(cases[i].resid, cases[i].bench, 1000, &spd);
+        printf("     %s: %.1f%% of tok/s and %.1f%% of speedups inside their 80%% interval\n",
+               cases[i].what, 100 * cov, 100 * spd);
+        CHECK_NEAR(cov, 0.80, 0.05, 0);
+        CHECK_NEAR(spd, 0.80, 0.05, 0);
+    }
+}
+
+/* bmeans against the obvious computation: ratio, lambda and the control variate's
+ * coefficient on data where they are known. */
+static void bmeans_matches_brute_force(void)
+{
+    bmeans b;
+    bmeans_init(&b);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_taus2);
+    gsl_rng_set(r, 7);
+    /* y = 2 x + 3 c + noise: the control variate c explains most of y's spread */
+    double sy = 0, sx = 0;
+    for (int i = 0; i < 100000; i++) {
+        double x = 1 + 0.1 * gsl_rng_uniform(r), c = gsl_ran_gaussian(r, 1);
+        double y = 2 * x + 3 * c + 0.1 * gsl_ran_gaussian(r, 1);
+        bmeans_add(&b, y, x, c);
+        sy += y;
+        sx += x;
+    }
+    gsl_rng_free(r);
+    bmeans_est e;
+    bmeans_estimate(&b, &e);
+    CHECK(e.nb >= BMEANS_MAX / 2 && e.nb < BMEANS_MAX, "%d batches", e.nb);
+    CHECK_NEAR(e.ratio, sy / sx, 0, 1e-12);
+    CHECK_NEAR(e.beta, 3, 0.05, 0);
+    /* lambda: var(y - 2x) per unit x = (9 + 0.01) / 1.05 */
+    CHECK_NEAR(e.lambda, 9.01 / 1.05, 0, 0.35);
+    CHECK_NEAR(e.ratio_cv, 2, 0.002, 0);
+    CHECK(e.se_cv < e.se / 10, "control variate: se %g -> %g", e.se, e.se_cv);
+    bmeans_init(&b);
+    bmeans_add(&b, 1, 1, 0);
+    bmeans_estimate(&b, &e);
+    CHECK(e.nb == 0 && e.se == 0 && e.ratio == 1, "one iteration: no variance");
+}
+
+int main(void)
+{
+    RUN(interval_quantiles_and_speedup_sharing);
+    RUN(interval_model_part_is_the_groups_residuals);
+    RUN(interval_run_part_is_the_acceptance_variance);
+    RUN(bmeans_matches_brute_force);
+    RUN(interval_coverage_matches_nominal_with_known_truth);
+    return check_done();
+}

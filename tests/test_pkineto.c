@@ -1,0 +1,597 @@
+/* test_pkineto: the streaming readers (profiler/core psrc, pgz, pjstream, pkineto) and the
+ * importer table (models/timport): the splitter fed a few bytes at a time agrees with one
+ * parse of the whole document, gzip reads like the plain file, the Kineto fixture's fields
+ * land in the typed records exactly, and the importer is chosen by content. */
+#include "check.h"
+#include "pgz.h"
+#include "pjson.h"
+#include "pjstream.h"
+#include "pkineto.h"
+#include "ptrace_write.h"
+#include "timport.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define FIXTURE "tests/data/kineto/sglang-eagle-tiny.trace.json"
+
+static char *slurp(const char *path, size_t *len)
+{
+    char err[256], *t;
+    if (pgz_slurp(path, (size_t)1 << 30, &t, len, err, sizeof err)) {
+        fprintf(stderr, "  %s\n", err);
+        return NULL;
+    }
+    return t;
+}
+
+/* A source that hands out 1..13 bytes per read (seeded), to cut every token somewhere. */
+typedef struct { psrc base; const char *t; size_t len, pos; uint64_t x; } drip;
+static ssize_t drip_read(psrc *s, char *buf, size_t cap, char *err, size_t errlen)
+{
+    (void)err; (void)errlen;
+    drip *d = (drip *)s;
+    d->x ^= d->x << 13; d->x ^= d->x >> 7; d->x ^= d->x << 17;
+    size_t n = 1 + (size_t)(d->x % 13);
+    if (n > cap) n = cap;
+    if (n > d->len - d->pos) n = d->len - d->pos;
+    memcpy(buf, d->t + d->pos, n);
+    d->pos += n;
+    return (ssize_t)n;
+}
+
+/* What the splitter hands out, rewritten compactly (pjson_write) into one string. */
+typedef struct { char *out; size_t len, cap; pjson_arena *a; int bad; } collect;
+static void col_add(collect *c, const char *tag, const char *text, size_t n)
+{
+    pjson *v;
+    char err[128], buf[1 << 16];
+    pjson_arena_reset(c->a);
+    if (pjson_parse(c->a, text, n, 0, &v, err, sizeof err) || pjson_write(v, buf, sizeof buf) < 0) {
+        c->bad++;
+        return;
+    }
+    size_t k = strlen(tag) + strlen(buf) + 2;
+    if (c->len + k + 1 > c->cap) {
+        c->cap = (c->len + k + 1) * 2;
+        c->out = realloc(c->out, c->cap);
+    }
+    c->len += (size_t)sprintf(c->out + c->len, "%s%s\n", tag, buf);
+}
+static int col_member(void *u, const char *key, const char *val, size_t n)
+{
+    char tag[300];
+    snprintf(tag, sizeof tag, "M %s ", key);
+    col_add(u, tag, val, n);
+    return 0;
+}
+static int col_elem(void *u, const char *text, size_t n)
+{
+    col_add(u, "E ", text, n);
+    return 0;
+}
+
+/* The same from one parse of the whole document. */
+static void whole(const char *text, size_t len, const char *key, collect *c)
+{
+    pjson_arena *a = pjson_arena_create();
+    pjson *v;
+    char err[128];
+    if (pjson_parse(a, text, len, 0, &v, err, sizeof err)) {
+        c->bad++;
+        pjson_arena_destroy(a);
+        return;
+    }
+    char buf[1 << 16];
+    if (v->type == PJSON_ARR) {
+        for (size_t i = 0; i < v->len; i++) {
+            pjson_write(v->items[i], buf, sizeof buf);
+            col_add(c, "E ", buf, strlen(buf));
+        }
+    } else {
+        for (size_t i = 0; i < v->len; i++) {
+            const pjson *m = v->members[i].val;
+            if (strcmp(v->members[i].key, key) == 0 && m->type == PJSON_ARR) {
+                for (size_t j = 0; j < m->len; j++) {
+                    pjson_write(m->items[j], buf, sizeof buf);
+                    col_add(c, "E ", buf, strlen(buf));
+                }
+            } else {
+                char tag[300];
+                snprintf(tag, sizeof tag, "M %s ", v->members[i].key);
+                pjson_write(m, buf, sizeof buf);
+                col_add(c, tag, buf, strlen(buf));
+            }
+        }
+    }
+    pjson_arena_destroy(a);
+}
+
+static void pjstream_agrees_with_a_whole_parse_at_any_cut(void)
+{
+    size_t flen;
+    char *fix = slurp(FIXTURE, &flen);
+    CHECK(fix != NULL, "fixture");
+    const char *docs[] = {
+        fix,
+        "{\"a\": \"x]}\\\"{[\", \"traceEvents\": [ {\"s\": \"\\\\\", \"n\": [1, {\"b\": []}]} ,"
+        "{\"t\":\"}\"} , 17, \"str\" , [] ], \"z\": {\"q\": [true, false, null, -1.5e3]}}",
+        "  [ {\"ph\":\"X\"}, {\"ph\":\"M\",\"args\":{\"k\":\"v\\\"\"}} ]  ",
+        "{\"traceEvents\": []}",
+    };
+    for (size_t d = 0; d < sizeof docs / sizeof docs[0]; d++) {
+        size_t len = d == 0 ? flen : strlen(docs[d]);
+        collect ref = {0}, got = {0};
+        ref.a = pjson_arena_create();
+        got.a = pjson_arena_create();
+        whole(docs[d], len, "traceEvents", &ref);
+        for (int seed = 1; seed <= 3; seed++) {
+            drip s = {{drip_read, "drip", 0}, docs[d], len, 0, 0x9e3779b97f4a7c15ull * (uint64_t)seed};
+            pjstream_cb cb = {col_member, col_elem, &got};
+            pjstream_info info;
+            char err[256];
+            got.len = 0;
+            int rc = pjstream_run(&s.base, "traceEvents", &cb, 1 << 20, &info, err, sizeof err);
+            CHECK(rc == 0, "doc %zu seed %d: %s", d, seed, err);
+            CHECK(info.complete, "doc %zu: complete", d);
+            CHECK(got.len == ref.len && (!ref.len || memcmp(got.out, ref.out, ref.len) == 0),
+                  "doc %zu seed %d: split differs:\n%.*s\nvs whole parse:\n%.*s", d, seed,
+                  (int)(got.len < 400 ? got.len : 400), got.out ? got.out : "",
+                  (int)(ref.len < 400 ? ref.len : 400), ref.out ? ref.out : "");
+        }
+        CHECK(ref.bad == 0 && got.bad == 0, "doc %zu: unparsable pieces %d %d", d, ref.bad, got.bad);
+        free(ref.out);
+        free(got.out);
+        pjson_arena_destroy(ref.a);
+        pjson_arena_destroy(got.a);
+    }
+    free(fix);
+}
+
+static void pjstream_reports_a_cut_document_and_refuses_garbage(void)
+{
+    size_t flen;
+    char *fix = slurp(FIXTURE, &flen);
+    CHECK(fix != NULL, "fixture");
+    if (!fix)
+        return;
+    /* cut inside the 40th event: 39 whole events, not complete */
+    const char *p = fix;
+    for (int i = 0; i < 45 && p; i++)
+        p = strstr(p + 1, "\"ph\"");
+    psrc_mem m;
+    psrc_mem_init(&m, fix, (size_t)(p - fix) + 10, "cut.json");
+    pjstream_cb cb = {NULL, NULL, NULL};
+    pjstream_info info;
+    char err[256];
+    CHECK(pjstream_run(&m.base, "traceEvents", &cb, 1 << 20, &info, err, sizeof err) == 0, "%s", err);
+    CHECK(!info.complete && info.elements == 44, "complete %d elements %zu", info.complete, info.elements);
+    const char *bad[] = {"", "hello", "{\"a\" 1}", "{\"traceEvents\": [1 2]}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        psrc_mem_init(&m, bad[i], strlen(bad[i]), "bad.json");
+        err[0] = 0;
+        CHECK(pjstream_run(&m.base, "traceEvents", &cb, 1 << 20, &info, err, sizeof err) == -1 &&
+              strstr(err, "bad.json"), "'%s' accepted or message '%s'", bad[i], err);
+    }
+    free(fix);
+}
+
+/* Writes text as gzip into path, in `members` concatenated gzip members. */
+static int write_gz(const char *path, const char *text, size_t len, int members)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t part = len / (size_t)members + 1, off = 0;
+    for (int k = 0; k < members && off < len; k++) {
+        size_t n = len - off < part ? len - off : part;
+        z_stream z;
+        memset(&z, 0, sizeof z);
+        deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+        unsigned char *o = malloc(n + 1024);
+        z.next_in = (unsigned char *)text + off;
+        z.avail_in = (uInt)n;
+        z.next_out = o;
+        z.avail_out = (uInt)(n + 1024);
+        deflate(&z, Z_FINISH);
+        fwrite(o, 1, (size_t)(z.next_out - o), f);
+        deflateEnd(&z);
+        free(o);
+        off += n;
+    }
+    return fclose(f);
+}
+
+static char tmpdir[64];
+
+static void pgz_reads_gzip_like_the_plain_file(void)
+{
+    size_t flen, glen;
+    char *fix = slurp(FIXTURE, &flen), err[256], path[128];
+    snprintf(path, sizeof path, "%s/t.json.gz", tmpdir);
+    CHECK(fix && write_gz(path, fix, flen, 3) == 0, "write gz");
+    char *g = slurp(path, &glen);
+    CHECK(g && glen == flen && memcmp(g, fix, flen) == 0, "inflated %zu bytes vs %zu", glen, flen);
+    free(g);
+    /* cut the compressed file in the middle: an error naming the file, not a short read */
+    FILE *f = fopen(path, "rb");
+    unsigned char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    f = fopen(path, "wb");
+    fwrite(buf, 1, n / 2, f);
+    fclose(f);
+    char *t;
+    size_t tl;
+    CHECK(pgz_slurp(path, 1 << 30, &t, &tl, err, sizeof err) == -1 && strstr(err, "cut off") &&
+          strstr(err, "t.json.gz"), "message '%s'", err);
+    free(fix);
+}
+
+/* ---- Kineto fields ------------------------------------------------------------------------- */
+
+typedef struct {
+    int nk, nm, na, nr, ng;
+    ptrace_kernel k_nccl, k_first;
+    char k_first_name[128];
+    ptrace_mem m_copy;
+    char copy_kind[16];
+    ptrace_api a_first;
+    char a_names[512];
+    ptrace_range g_first;
+    char r_names[1024];
+} seen;
+
+static int s_kernel(void *u, const ptrace_kernel *k)
+{
+    seen *s = u;
+    if (s->nk++ == 0) {
+        s->k_first = *k;
+        snprintf(s->k_first_name, sizeof s->k_first_name, "%s", k->name);
+    }
+    if (k->has_nccl)
+        s->k_nccl = *k;
+    return 0;
+}
+static int s_mem(void *u, const ptrace_mem *m)
+{
+    seen *s = u;
+    if (m->kind == PTRACE_MEMCPY && s->copy_kind[0] == 0) {
+        s->m_copy = *m;
+        snprintf(s->copy_kind, sizeof s->copy_kind, "%s", m->copy_kind);
+    }
+    s->nm++;
+    return 0;
+}
+static int s_api(void *u, const ptrace_api *a)
+{
+    seen *s = u;
+    if (s->na++ == 0)
+        s->a_first = *a;
+    if (strlen(s->a_names) + strlen(a->name) + 2 < sizeof s->a_names && !strstr(s->a_names, a->name)) {
+        strcat(s->a_names, a->name);
+        strcat(s->a_names, ",");
+    }
+    return 0;
+}
+static int s_range(void *u, const ptrace_range *r)
+{
+    seen *s = u;
+    s->nr++;
+    if (strlen(s->r_names) + strlen(r->name) + 2 < sizeof s->r_names && !strstr(s->r_names, r->name)) {
+        strcat(s->r_names, r->name);
+        strcat(s->r_names, "|");
+    }
+    return 0;
+}
+static int s_grange(void *u, const ptrace_range *r)
+{
+    seen *s = u;
+    if (s->ng++ == 0)
+        s->g_first = *r;
+    return 0;
+}
+
+static void pkineto_reads_the_fixture_fields(void)
+{
+    size_t flen;
+    char *fix = slurp(FIXTURE, &flen), err[256];
+    if (!fix) {
+        CHECK(0, "fixture");
+        return;
+    }
+    CHECK(pkineto_probe(fix, flen > 4096 ? 4096 : flen), "probe");
+    seen s;
+    memset(&s, 0, sizeof s);
+    pkineto_cb cb = {s_kernel, s_mem, s_api, s_range, s_grange, NULL, &s};
+    pkineto_info I;
+    psrc_mem m;
+    psrc_mem_init(&m, fix, flen, FIXTURE);
+    CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0, "%s", err);
+    /* per round: draft 2, verify 3, sample 1, extend 2 kernels; a copy and a set */
+    CHECK(I.kernels == 16 && s.nk == 16, "kernels %zu", I.kernels);
+    CHECK(I.mems == 4 && s.nm == 4, "mems %zu", I.mems);
+    CHECK(I.apis == 12 && I.apis_other == 2, "apis %zu kept, %zu other", I.apis, I.apis_other);
+    CHECK(I.ranges == 14 && I.gpu_ranges == 4, "ranges %zu gpu %zu", I.ranges, I.gpu_ranges);
+    CHECK(I.cpu_ops == 2 && I.python_functions == 2 && I.flows == 14 && I.metadata == 6,
+          "cpu_op %zu python %zu flows %zu meta %zu", I.cpu_ops, I.python_functions, I.flows, I.metadata);
+    CHECK(I.complete && I.window_end && I.has_base_time && I.schema_version == 1, "document");
+    CHECK(I.bad_events == 0, "%s", I.first_bad);
+    /* exact ns: base 1759000000000000000 + ts 1011.000 us */
+    CHECK(s.k_first.start_ns == 1759000000000000000LL + 1011000 && s.k_first.end_ns - s.k_first.start_ns == 5000,
+          "first kernel %lld..%lld", (long long)s.k_first.start_ns, (long long)s.k_first.end_ns);
+    CHECK(s.k_first.corr == 101 && s.k_first.stream == 7 && s.k_first.dev == 0 && s.k_first.grid[0] == 132 &&
+          s.k_first.block[0] == 256 && s.k_first.regs == 128 && s.k_first.smem_bytes == 49152 &&
+          s.k_first.graph_id == 0, "kernel args corr %u stream %u grid %d regs %d smem %d", s.k_first.corr,
+          s.k_first.stream, s.k_first.grid[0], s.k_first.regs, s.k_first.smem_bytes);
+    CHECK(strcmp(s.k_first_name, "void draft_attn_kernel<128>(__nv_bfloat16*, int)") == 0, "%s", s.k_first_name);
+    CHECK(s.k_nccl.has_nccl && strcmp(s.k_nccl.nccl.op, "allreduce") == 0 &&
+          strcmp(s.k_nccl.nccl.dtype, "bfloat16") == 0 && s.k_nccl.nccl.count == 49152 &&
+          s.k_nccl.nccl.bytes == 98304 && s.k_nccl.nccl.comm_size == 2, "nccl %s %s %llu %llu %d",
+          s.k_nccl.nccl.op, s.k_nccl.nccl.dtype, (unsigned long long)s.k_nccl.nccl.count,
+          (unsigned long long)s.k_nccl.nccl.bytes, s.k_nccl.nccl.comm_size);
+    CHECK(I.nccl_kernels == 2, "nccl kernels %zu", I.nccl_kernels);
+    CHECK(strcmp(s.copy_kind, "DtoH") == 0 && s.m_copy.bytes == 48 && s.m_copy.corr > 0, "copy %s %llu",
+          s.copy_kind, (unsigned long long)s.m_copy.bytes);
+    CHECK(strcmp(s.a_names, "cudaGraphLaunch,cudaLaunchKernel,cudaMemcpyAsync,cudaMemsetAsync,") == 0,
+          "api names %s", s.a_names);
+    CHECK(s.a_first.corr == 101 && s.a_first.cbid == 311 && s.a_first.thread == 4242 && !s.a_first.domain_driver,
+          "api corr %u cbid %u thread %lld", s.a_first.corr, s.a_first.cbid, (long long)s.a_first.thread);
+    CHECK(strstr(s.r_names, "draft|verify|step[TARGET_VERIFY bs=3]|verify_sample|draft_extend|") ||
+          strstr(s.r_names, "step[TARGET_VERIFY bs=3]"), "ranges %s", s.r_names);
+    /* gpu_user_annotation: Kineto widened it by 1 ns on each side; the reader takes it back */
+    CHECK(s.g_first.start_ns == 1759000000000000000LL + 1011000 && s.g_first.end_ns - s.g_first.start_ns == 12500 &&
+          strcmp(s.g_first.domain, "gpu") == 0 && s.g_first.thread == 7, "gpu span %lld +%lld",
+          (long long)s.g_first.start_ns, (long long)(s.g_first.end_ns - s.g_first.start_ns));
+    CHECK(strcmp(I.hdr.device.name, "NVIDIA H200") == 0 && I.hdr.device.sms == 132 && I.hdr.device.cc_major == 9 &&
+          I.hdr.device.mem_bytes == 150110011392LL, "device %s sms %d", I.hdr.device.name, I.hdr.device.sms);
+    CHECK(I.has_dist_info && I.hdr.rank == 0 && I.hdr.world_size == 2 && I.hdr.pid_os == 4242 &&
+          I.hdr.t0_ns == 1759000000000000000LL, "rank %d/%d pid %lld", I.hdr.rank, I.hdr.world_size,
+          (long long)I.hdr.pid_os);
+    free(fix);
+}
+
+static void pkineto_maps_torch_dtypes_and_collectives(void)
+{
+    const char *n;
+    CHECK(pkineto_dtype("BFloat16", &n) == 2 && !strcmp(n, "bfloat16"), "bf16");
+    CHECK(pkineto_dtype("Float", &n) == 4 && !strcmp(n, "float32"), "float");
+    CHECK(pkineto_dtype("Float8_e4m3fn", &n) == 1 && !strcmp(n, "fp8e4m3"), "fp8");
+    CHECK(pkineto_dtype("Quux", &n) == 0 && !strcmp(n, ""), "unknown");
+    char b[32];
+    CHECK(!strcmp(pkineto_op("allreduce", b, sizeof b), "allreduce"), "allreduce");
+    CHECK(!strcmp(pkineto_op("_allgather_base", b, sizeof b), "allgather"), "%s", b);
+    CHECK(!strcmp(pkineto_op("reduce_scatter_tensor_coalesced", b, sizeof b), "reducescatter"), "%s", b);
+    CHECK(!strcmp(pkineto_op("all_to_all", b, sizeof b), "alltoall"), "%s", b);
+    CHECK(!strcmp(pkineto_op("reduce", b, sizeof b), "reduce"), "%s", b);
+}
+
+/* ---- the importer table -------------------------------------------------------------------- */
+
+static int write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* A small specprof trace through the profiler's writer. */
+static int write_specprof(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    char line[4096];
+    ptrace_ctx ctx = {0, 1000000};
+    ptrace_header h;
+    memset(&h, 0, sizeof h);
+    h.format_version = PTRACE_FORMAT_VERSION;
+    h.t0_ns = 1000000;
+    h.world_size = 1;
+    snprintf(h.device.name, sizeof h.device.name, "Synthetic GPU");
+    ptrace_write_open(line, sizeof line);
+    fputs(line, f);
+    ptrace_write_header(line, sizeof line, &ctx, &h);
+    fputs(line, f);
+    ptrace_kernel k;
+    memset(&k, 0, sizeof k);
+    k.start_ns = 2000000;
+    k.end_ns = 2000500;
+    k.name = "k";
+    k.nvtx = k.phase = "";
+    ptrace_write_kernel(line, sizeof line, &ctx, &k);
+    fputs(line, f);
+    ptrace_end e;
+    memset(&e, 0, sizeof e);
+    e.records = 1;   /* the end record promises what was written (a reader counts it) */
+    ptrace_write_end(line, sizeof line, &ctx, &e);
+    fputs(line, f);
+    return fclose(f);
+}
+
+static void timport_chooses_the_importer_by_content(void)
+{
+    char path[160], err[512];
+    size_t flen;
+    char *fix = slurp(FIXTURE, &flen);
+    fit_trace t;
+    timport_stats st = {0};
+    /* Kineto, plain and gzip (named .json: the content decides) */
+    CHECK(timport_load(&t, FIXTURE, NULL, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(st.importer && !strcmp(st.importer, "kineto") && !st.compressed && t.nkern == 16 && t.nmem == 4 &&
+          t.napi == 12 && t.nrng == 14, "kineto: %s %zu kernels", st.importer, t.nkern);
+    /* the fixture's kernels have no graph ids: those of graph launches are marked */
+    CHECK(st.graph_inferred == 14, "graph work marked %zu (expected 2 x (2+3+2) kernels)", st.graph_inferred);
+    CHECK(t.has_header && t.hdr.cupti_version > 0 && !t.truncated, "header");
+    fit_trace_free(&t);
+    snprintf(path, sizeof path, "%s/trace.json", tmpdir);
+    write_gz(path, fix, flen, 1);
+    CHECK(timport_load(&t, path, NULL, &st, err, sizeof err) == 0 && st.compressed &&
+          !strcmp(st.importer, "kineto") && t.nkern == 16, "gz kineto: %s", err);
+    fit_trace_free(&t);
+    /* specprof, plain and gzip */
+    snprintf(path, sizeof path, "%s/sp.json", tmpdir);
+    write_specprof(path);
+    CHECK(timport_load(&t, path, NULL, &st, err, sizeof err) == 0 && !strcmp(st.importer, "specprof") &&
+          t.nkern == 1 && !t.truncated, "specprof: %s", err);
+    fit_trace_free(&t);
+    size_t sl;
+    char *sp = slurp(path, &sl);
+    snprintf(path, sizeof path, "%s/sp.json.gz", tmpdir);
+    write_gz(path, sp, sl, 2);
+    CHECK(timport_load(&t, path, NULL, &st, err, sizeof err) == 0 && !strcmp(st.importer, "specprof") &&
+          st.compressed && t.nkern == 1, "specprof gz: %s", err);
+    fit_trace_free(&t);
+    free(sp);
+    /* unknown content: refused with what it starts with */
+    snprintf(path, sizeof path, "%s/other.json", tmpdir);
+    write_file(path, "{\"hello\": [1, 2, 3]}\n");
+    CHECK(timport_load(&t, path, NULL, &st, err, sizeof err) == -1 && strstr(err, "other.json") &&
+          strstr(err, "not a trace this reader knows") && strstr(err, "{\"hello\""), "message '%s'", err);
+    /* a CPU-only Kineto profile: refused naming the field and the count */
+    snprintf(path, sizeof path, "%s/cpu.json", tmpdir);
+    write_file(path, "{\"schemaVersion\": 1, \"traceEvents\": [\n"
+               "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 1.000, \"dur\": 2.000},\n"
+               "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"step[DECODE bs=1]\", \"pid\": 1, \"tid\": 1, \"ts\": 0.500, \"dur\": 3.000}\n"
+               "], \"traceName\": \"x\"}\n");
+    CHECK(timport_load(&t, path, NULL, &st, err, sizeof err) == -1 && strstr(err, "cpu.json") &&
+          strstr(err, "field traceEvents") && strstr(err, "CPU-only") && strstr(err, "1 cpu_op"),
+          "message '%s'", err);
+    CHECK(timport_load(&t, FIXTURE, "nosuch", &st, err, sizeof err) == -1 && strstr(err, "--format") &&
+          strstr(err, "nosuch"), "message '%s'", err);
+    free(fix);
+}
+
+/* The profiler's host cost taken out (timport.c ti_kn_unprofile), at 3 us per recorded host
+ * event, worked by hand: thread 7 records an annotation at 0, cpu_ops at 10 and 50, launches
+ * at 20 and 60 (4 us each); each event's cost is taken out of the time right after it. So the
+ * launches start 6 and 12 us earlier and last 1 us; kernel 1 (GPU waited for its launch)
+ * moves with it; kernel 2 moves with its launch, not onto kernel 1; the annotation ends 15 us
+ * earlier; GPU durations stay. */
+static void timport_takes_the_profiler_host_cost_out(void)
+{
+    char path[160], err[512];
+    snprintf(path, sizeof path, "%s/cost.json", tmpdir);
+    write_file(path, "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 0, \"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": 1, \"tid\": 7, \"ts\": 0.000, \"dur\": 100.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, \"ts\": 10.000, \"dur\": 2.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 20.000, \"dur\": 4.000, \"args\": {\"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 5, \"ts\": 30.000, \"dur\": 10.000, \"args\": {\"correlation\": 1, \"stream\": 5}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, \"ts\": 50.000, \"dur\": 2.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 60.000, \"dur\": 4.000, \"args\": {\"correlation\": 2}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 5, \"ts\": 66.000, \"dur\": 10.000, \"args\": {\"correlation\": 2, \"stream\": 5}}\n"
+        "]}\n");
+    setenv("KINETO_HOST_EVENT_US", "3", 1);
+    fit_trace t;
+    timport_stats st = {0};
+    int rc = timport_load(&t, path, NULL, &st, err, sizeof err);
+    unsetenv("KINETO_HOST_EVENT_US");
+    CHECK(rc == 0, "%s", err);
+    if (rc)
+        return;
+    CHECK(st.host_events == 5 && st.host_cost_per_event_us == 3, "host events %zu cost %g", st.host_events,
+          st.host_cost_per_event_us);
+    CHECK(t.napi == 2 && t.api[0].start_ns == 14000 && t.api[0].end_ns == 15000 && t.api[1].start_ns == 48000 &&
+          t.api[1].end_ns == 49000, "launches %lld..%lld %lld..%lld", (long long)t.api[0].start_ns,
+          (long long)t.api[0].end_ns, (long long)t.api[1].start_ns, (long long)t.api[1].end_ns);
+    CHECK(t.nkern == 2 && t.kern[0].start_ns == 24000 && t.kern[0].end_ns == 34000 && t.kern[1].start_ns == 54000 &&
+          t.kern[1].end_ns == 64000, "kernels %lld..%lld %lld..%lld", (long long)t.kern[0].start_ns,
+          (long long)t.kern[0].end_ns, (long long)t.kern[1].start_ns, (long long)t.kern[1].end_ns);
+    CHECK(t.nrng == 1 && t.rng[0].start_ns == 0 && t.rng[0].end_ns == 85000, "annotation %lld..%lld",
+          (long long)t.rng[0].start_ns, (long long)t.rng[0].end_ns);
+    fit_trace_free(&t);
+    /* without the cost (KINETO_HOST_EVENT_US=0) the times are the file's */
+    setenv("KINETO_HOST_EVENT_US", "0", 1);
+    rc = timport_load(&t, path, NULL, &st, err, sizeof err);
+    unsetenv("KINETO_HOST_EVENT_US");
+    CHECK(rc == 0 && t.kern[1].start_ns == 66000 && t.api[0].start_ns == 20000 && st.host_events == 0, "off");
+    if (rc == 0)
+        fit_trace_free(&t);
+}
+
+/* ---- a large synthetic Kineto trace for make bench ------------------------------------------ */
+
+/* Writes about mb megabytes of Kineto JSON in Kineto's own layout (one key per line pair, as
+ * output_json.cpp prints): per SGLang decode step a step span, 6 cpu_op per launch, a
+ * cudaLaunchKernel, its kernel and its ac2g flow pair (an eager PyTorch loop's mix:
+ * shared/FACTS.md counts 117k cpu_op for 33k kernels). Streams: memory does not grow. */
+static int write_big(const char *path, double mb)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {\n      \"id\": 0, \"name\": "
+            "\"NVIDIA H200\", \"totalGlobalMem\": 150110011392,\n      \"computeMajor\": 9, \"computeMinor\": 0,\n"
+            "      \"numSms\": 132\n    }\n  ],\n  \"displayTimeUnit\": \"ms\",\n  \"baseTimeNanoseconds\": "
+            "1759000000000000000,\n  \"traceEvents\": [");
+    long long t = 1000000, corr = 1;
+    double target = mb * 1e6;
+    int step = 0;
+    while (ftell(f) < (long)target) {
+        long long s0 = t;
+        for (int k = 0; k < 40; k++) {
+            for (int c = 0; c < 6; c++) {
+                fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::%s\", \"pid\": 4242, "
+                        "\"tid\": 4242,\n    \"ts\": %lld.%03lld, \"dur\": 2.%03d,\n    \"args\": {\n      "
+                        "\"External id\": %lld,\"Record function id\": 0, \"Ev Idx\": %d\n    }\n  },",
+                        c % 3 == 0 ? "linear" : c % 3 == 1 ? "matmul" : "empty_strided",
+                        t / 1000, t % 1000, c * 7, corr * 8 + c, c);
+                t += 2500;
+            }
+            fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                    "\"pid\": 4242, \"tid\": 4242,\n    \"ts\": %lld.%03lld, \"dur\": 4.125,\n    \"args\": {\n"
+                    "      \"External id\": %lld, \"cbid\": 211, \"correlation\": %lld\n    }\n  },",
+                    t / 1000, t % 1000, corr * 8, corr);
+            fprintf(f, "\n  {\n    \"ph\": \"s\", \"id\": %lld, \"pid\": 4242, \"tid\": 4242, \"ts\": %lld.%03lld,\n"
+                    "    \"cat\": \"ac2g\", \"name\": \"ac2g\"\n  },", corr, t / 1000, t % 1000);
+            long long g = t + 6000;
+            fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void at::native::elementwise_kernel"
+                    "<128, 4, at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<c10::BFloat16> >(at::"
+                    "TensorIteratorBase&, at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1}>(int, "
+                    "at::native::gpu_kernel_impl<at::native::CUDAFunctor_add<c10::BFloat16> >(at::TensorIteratorBase&, "
+                    "at::native::CUDAFunctor_add<c10::BFloat16> const&)::{lambda(int)#1})\", \"pid\": 0, \"tid\": 7,\n"
+                    "    \"ts\": %lld.%03lld, \"dur\": 3.%03d,\n    \"args\": {\n      \"External id\": %lld,\n"
+                    "      \"queued\": 0, \"device\": 0, \"context\": 1,\n      \"stream\": 7, \"correlation\": %lld,\n"
+                    "      \"registers per thread\": 32, \"shared memory\": 0,\n      \"blocks per SM\": 0.5, "
+                    "\"warps per SM\": 2,\n      \"grid\": [66, 1, 1], \"block\": [128, 1, 1],\n      \"est. achieved "
+                    "occupancy %%\": 3\n    }\n  },", g / 1000, g % 1000, (int)(corr % 1000), corr * 8, corr);
+            fprintf(f, "\n  {\n    \"ph\": \"f\", \"id\": %lld, \"pid\": 0, \"tid\": 7, \"ts\": %lld.%03lld,\n"
+                    "    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  },", corr, g / 1000, g % 1000);
+            corr++;
+            t += 5000;
+        }
+        fprintf(f, "\n  {\n    \"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"step[DECODE bs=%d]\", "
+                "\"pid\": 4242, \"tid\": 4242,\n    \"ts\": %lld.%03lld, \"dur\": %lld.%03lld,\n    \"args\": {\n"
+                "      \"External id\": %lld\n    }\n  },", 1 + step % 8, s0 / 1000, s0 % 1000, (t - s0) / 1000,
+                (t - s0) % 1000, corr * 8);
+        step++;
+        t += 20000;
+    }
+    fprintf(f, "\n  {\n    \"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", "
+            "\"ts\": %lld.%03lld\n  }\n  ],\n  \"traceName\": \"%s\"\n}\n", t / 1000, t % 1000, path);
+    return fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "--write-big"))   /* sim/bench.sh */
+        return write_big(argv[2], atof(argv[3])) ? 1 : 0;
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_pkineto.XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return 1;
+    RUN(pjstream_agrees_with_a_whole_parse_at_any_cut);
+    RUN(pjstream_reports_a_cut_document_and_refuses_garbage);
+    RUN(pgz_reads_gzip_like_the_plain_file);
+    RUN(pkineto_reads_the_fixture_fields);
+    RUN(pkineto_maps_torch_dtypes_and_collectives);
+    RUN(timport_chooses_the_importer_by_content);
+    RUN(timport_takes_the_profiler_host_cost_out);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    if (system(cmd)) {}
+    return check_done();
+}
