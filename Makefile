@@ -91,7 +91,7 @@ bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto
 # Both ground truths (docs/validation.md): specbench's table, then torchbench's (issue 13's
 # targets), then its dense preset against the grid of its capture's own device session;
 # every table is written even when an earlier one misses its targets.
-TORCH_VALIDATE = VALIDATE_CALIB=traces/torch/calib VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
+TORCH_VALIDATE = VALIDATE_CALIB=traces/torch/calib VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/measured.csv \
