@@ -265,7 +265,7 @@ static int fph_line(const double *x, const double *y, const double *w, size_t n,
  * each request count (the fit's rule, fit_group_robust), then the line is refitted on the
  * rest, every request count weighing the same. Returns 1 and *a, *b, *sd (of the residuals),
  * *out (points left out) when a slope is kept; 0: none (a constant gap). x, y are reordered. */
-static int fph_gap_slope(fr_run *R, int p, double *x, double *y, size_t m, double *a, double *b,
+static int fph_gap_slope(int p, double *x, double *y, size_t m, double *a, double *b,
                          double *sd, size_t *out)
 {
     if (m < 2 * FIT_GAP_SLOPE_CELLS)
@@ -327,7 +327,6 @@ static int fph_gap_slope(fr_run *R, int p, double *x, double *y, size_t m, doubl
     *out = m - k;
     kept = 1;
 done:
-    (void)R;
     free(w);
     free(cx);
     free(cy);
@@ -366,7 +365,7 @@ static void fph_host_gap(fr_run *R, int p, double *v, double *vx)
          * than the launch cost the simulator charges); the mean may not */
         double mean, sd, a, b, lsd;
         size_t out, lout;
-        int slope = fph_gap_slope(R, p, vx, v, m, &a, &b, &lsd, &lout);
+        int slope = fph_gap_slope(p, vx, v, m, &a, &b, &lsd, &lout);
         if (slope) {
             mean = a;
             sd = lsd;

@@ -113,10 +113,13 @@ static void fitcmd_report(FILE *f, const fit_result *r)
         if (!pr->present)
             continue;
         fprintf(f, "#\n# phase %s: %d instances (%d left out), %d groups matched by %s, %d "
-                "launches per forward; host gap %.3f us (sd %.3f, %d measured, %d queued "
-                "behind GPU work)\n", wm_phase_name[p], pr->ninst, pr->ndropped, pm->ngroups,
-                pr->by == FIT_BY_POSITION ? "position" : "name", wm_phase_kernels(m, p),
-                pm->host_gap_us, pm->host_gap_sd_us, pr->ngaps, pr->nbusy);
+                "launches per forward; host gap %.3f us + %.3f us per request (sd %.3f, %d "
+                "measured, %d queued behind GPU work)\n", wm_phase_name[p], pr->ninst,
+                pr->ndropped, pm->ngroups, pr->by == FIT_BY_POSITION ? "position" : "name",
+                wm_phase_kernels(m, p), pm->host_gap_us, pm->host_gap_per_row_us,
+                pm->host_gap_sd_us, pr->ngaps, pr->nbusy);
+        if (pm->eager_launch_us > 0)
+            fprintf(f, "#   eager launch %.3f us per kernel in this phase\n", pm->eager_launch_us);
         for (int c = 0; c < pm->ncolls; c++)
             fprintf(f, "#   collective %s: %d per forward, %.1f bytes per token\n",
                     pm->colls[c].op, pm->colls[c].count, pm->colls[c].bytes_per_token);
