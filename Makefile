@@ -65,7 +65,7 @@ asan:
 # (runs, coverage) in build-fuzz/summary.txt. docs/fuzz.md.
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS := trace fit model config link gsweep arsweep
+FUZZ_TARGETS := trace fit kineto sglog model config link gsweep arsweep
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_BIN     := $(FUZZ_TARGETS:%=build-fuzz/fuzz/fuzz_%)
 fuzz:

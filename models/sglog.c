@@ -3,6 +3,7 @@
  * ", "; unknown keys (pre-allocated usage, #prealloc-req, est. decode TFLOPS/s, ...) are
  * skipped, so lines of releases with more fields still parse. */
 #include "sglog.h"
+#include "bounds.h"
 #include "pgz.h"
 #include "psrc.h"
 
@@ -22,6 +23,21 @@ void sglog_free(sglog *g)
     memset(g, 0, sizeof *g);
 }
 
+/* A decimal integer of at most 18 digits at p (never past end: the line need not end with
+ * a NUL): 1, *v and *after; 0 when there is none. */
+static int sg_int(const char *p, const char *end, long long *v, const char **after)
+{
+    long long x = 0;
+    const char *q = p;
+    while (q < end && *q >= '0' && *q <= '9' && q - p < 18)
+        x = x * 10 + (*q++ - '0');
+    if (q == p || (q < end && *q >= '0' && *q <= '9'))
+        return 0;
+    *v = x;
+    *after = q;
+    return 1;
+}
+
 /* "[2025-06-01 12:00:00 DP6 TP6 EP6] ..." -> dp, tp (the last bracket before pos). */
 static void sg_ranks(const char *line, const char *pos, int *dp, int *tp)
 {
@@ -36,9 +52,9 @@ static void sg_ranks(const char *line, const char *pos, int *dp, int *tp)
         if ((p[0] == 'D' && p[1] == 'P') || (p[0] == 'T' && p[1] == 'P')) {
             if (p > open && p[-1] != ' ' && p[-1] != '[')
                 continue;
-            char *e;
-            long v = strtol(p + 2, &e, 10);
-            if (e != p + 2 && (*e == ' ' || *e == ']')) {
+            long long v;
+            const char *e;
+            if (p + 2 < pos && sg_int(p + 2, pos, &v, &e) && e < pos && v <= 1000000 && (*e == ' ' || *e == ']')) {
                 if (p[0] == 'D')
                     *dp = (int)v;
                 else
@@ -61,9 +77,9 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
     iv->iter = -1;
     sg_ranks(line, m, &iv->dp, &iv->tp);
     if (p < end && *p == ' ' && p + 1 < end && p[1] == '[') {   /* Decode batch [123], */
-        char *e;
-        long long it = strtoll(p + 2, &e, 10);
-        if (e == p + 2 || e >= end || *e != ']') {
+        const char *e;
+        long long it;
+        if (!sg_int(p + 2, end, &it, &e) || e >= end || *e != ']') {
             snprintf(err, errlen, "field iteration: \"Decode batch [\" without a number");
             return -1;
         }
@@ -121,6 +137,13 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
             continue;
         if (!num || x < 0) {
             snprintf(err, errlen, "field %.*s: value \"%s\": not a number >= 0", (int)kl, k, vb);
+            return -1;
+        }
+        /* counts become ints: within a batch's range (bounds.h: 1e9 requests, a 1e300 once
+         * overflowed the cast) */
+        if ((KEY("#running-req") || KEY("#queue-req")) && !(x <= BND_TOKENS_MAX)) {
+            snprintf(err, errlen, "field %.*s: value \"%s\": out of range: a request count must be in "
+                     "[0, 1e9]", (int)kl, k, vb);
             return -1;
         }
         if (KEY("#running-req"))

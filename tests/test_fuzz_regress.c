@@ -25,6 +25,9 @@ static const struct { const char *target, *cmd; } fz_cli[] = {
     {"gsweep", "%S fit /nonexistent-trace.json --gemm-sweep %F -o /dev/null --quiet"},
     {"arsweep", "%S fit-allreduce %F -o /dev/null --quiet"},
     {"fit", "%S fit %F -o /dev/null --quiet"},
+    {"kineto", "%S import %F"},
+    {"kineto", "%S fit %F -o /dev/null --quiet"},
+    {"sglog", "%S log %F"},
 };
 
 /* Runs fn on the file's bytes in a child; 0 when it returned. */

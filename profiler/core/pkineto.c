@@ -7,6 +7,7 @@
 #include "pkineto.h"
 #include "pjson.h"
 #include "pjstream.h"
+#include "bounds.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,6 +192,11 @@ static int pk_peek(const char *text, size_t len, const char *key, char *buf, siz
 
 /* The integer (int64, exact) or x1000 value (milli: us -> ns) of "key": in an event's text,
  * without parsing the event: for the cpu_op events whose times only are needed. */
+/* Times (ns) an event may carry, absolute or relative (bounds.h: a CUPTI timestamp); with
+ * a base time of at most the same, no sum of two overflows. */
+#define PK_TIME_MAX ((int64_t)BND_CLOCK_NS_MAX)
+static int pk_time_ok(int64_t t) { return t >= -PK_TIME_MAX && t <= PK_TIME_MAX; }
+
 static int pk_peek_num(const char *text, size_t len, const char *key, int milli, int64_t *out)
 {
     size_t kl = strlen(key);
@@ -212,6 +218,8 @@ static int pk_peek_num(const char *text, size_t len, const char *key, int milli,
         if (frac >= 0 && frac >= 3) {
             continue;          /* digits below the ns are dropped */
         }
+        if (v > PK_TIME_MAX / 10)   /* past any time bounds.h allows (and before int64 overflows) */
+            return 0;
         v = v * 10 + (*p - '0');
         nd++;
         if (frac >= 0)
@@ -220,8 +228,11 @@ static int pk_peek_num(const char *text, size_t len, const char *key, int milli,
     if (!nd)
         return 0;
     if (milli)
-        for (int f = frac < 0 ? 0 : frac; f < 3; f++)
+        for (int f = frac < 0 ? 0 : frac; f < 3; f++) {
+            if (v > PK_TIME_MAX / 10)
+                return 0;
             v *= 10;
+        }
     *out = neg ? -v : v;
     return 1;
 }
@@ -233,6 +244,8 @@ static int pk_host(pk *P, const char *text, size_t len)
         return 0;
     pk_peek_num(text, len, "\"tid\"", 0, &tid);
     pk_peek_num(text, len, "\"dur\"", 1, &dur);
+    if (!pk_time_ok(ts) || !pk_time_ok(P->base_ns + ts) || dur < 0 || dur > (int64_t)(BND_TS_US_MAX * 1000))
+        return 0;                /* a time out of bounds.h's range: not a host interval */
     return P->cb->host(P->cb->user, tid, P->base_ns + ts, P->base_ns + ts + dur);
 }
 
@@ -295,8 +308,17 @@ static int pk_event(void *user, const char *text, size_t len)
         return 0;
     }
     const pjson *a = pjson_get(ev, "args");
-    int64_t s = P->base_ns + pk_ns(pjson_get(ev, "ts"));
-    int64_t d = pk_ns(pjson_get(ev, "dur"));
+    int64_t ts = pk_ns(pjson_get(ev, "ts")), d = pk_ns(pjson_get(ev, "dur"));
+    if (!pk_time_ok(ts) || !pk_time_ok(P->base_ns + ts) || d < 0 || d > (int64_t)(BND_TS_US_MAX * 1000)) {
+        /* bounds.h: so that start + dur and every difference downstream fit an int64 */
+        if (!I->bad_events)
+            snprintf(I->first_bad, sizeof I->first_bad, "event %zu: field %s: value out of range "
+                     "(a time within +-4e18 ns, a duration within [0, 1e13] us)", I->events,
+                     pk_time_ok(ts) && pk_time_ok(P->base_ns + ts) ? "dur" : "ts");
+        I->bad_events++;
+        return 0;
+    }
+    int64_t s = P->base_ns + ts;
     const pjson *pidv = pjson_get(ev, "pid"), *tidv = pjson_get(ev, "tid");
     int64_t pid = pidv && pidv->type == PJSON_NUM ? pidv->i : 0;
     int64_t tid = tidv && tidv->type == PJSON_NUM ? tidv->i : 0;
@@ -458,6 +480,12 @@ static int pk_member(void *user, const char *key, const char *val, size_t len)
         I->hdr.rank = (int)pk_int(v, "rank", 0);
         I->hdr.world_size = (int)pk_int(v, "world_size", 0);
     } else if (!strcmp(key, "baseTimeNanoseconds")) {
+        char why[200];
+        if (v->type == PJSON_NUM && bnd_check_i64(&bnd_clock_ns, v->i, "(kineto)", "baseTimeNanoseconds", why, sizeof why)) {
+            snprintf(P->err, P->errlen, "%s", why);
+            P->stop_err = 1;
+            return 1;
+        }
         I->hdr.t0_ns = v->type == PJSON_NUM ? v->i : 0;
         if (!P->seen_event) {    /* ts of the events that follow are relative to it */
             P->base_ns = I->hdr.t0_ns;

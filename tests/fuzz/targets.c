@@ -21,6 +21,9 @@
 #include "ptrace_read.h"
 #include "ptrace_sum.h"
 #include "fit.h"
+#include "timport.h"
+#include "pkineto.h"
+#include "sglog.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -285,15 +288,15 @@ int fz_trace(const uint8_t *data, size_t n)
     return 0;
 }
 
-/* fit: a specprof trace through `specsim fit` (the trace loader, the instances, the
- * matching, the group fits, the host gaps): a model it returns must load back (wm_save's
+/* fit: a trace through `specsim fit` (the importer its content picks: specprof's or
+ * Kineto's; the instances, the matching, the group fits, the host gaps): a model it returns must load back (wm_save's
  * check; written to /dev/null). */
 int fz_fit(const uint8_t *data, size_t n)
 {
     static fit_trace t;
     static fit_result res;
     char err[2048];
-    if (fit_trace_load(&t, fz_file(data, n), err, sizeof err) == 0) {
+    if (timport_load(&t, fz_file(data, n), NULL, NULL, err, sizeof err) == 0) {   /* by content */
         fit_opts o = {.log = NULL};
         memset(&res, 0, sizeof res);
         if (fit_run(&t, 1, &o, &res, err, sizeof err) == 0) {
@@ -307,10 +310,53 @@ int fz_fit(const uint8_t *data, size_t n)
     return 0;
 }
 
+static int fz_k_kernel(void *u, const ptrace_kernel *k) { (void)u; FZ_CHECK(k->name != NULL); return 0; }
+static int fz_k_mem(void *u, const ptrace_mem *m) { (void)u; (void)m; return 0; }
+static int fz_k_api(void *u, const ptrace_api *a) { (void)u; (void)a; return 0; }
+static int fz_k_range(void *u, const ptrace_range *r) { (void)u; FZ_CHECK(r->name != NULL); return 0; }
+static int fz_k_host(void *u, int64_t th, int64_t s, int64_t e) { (void)u; (void)th; (void)s; (void)e; return 0; }
+
+/* kineto: a torch.profiler / Kineto Chrome-trace JSON through the event scanner (every
+ * callback on), then through the importer into the fit's record model. */
+int fz_kineto(const uint8_t *data, size_t n)
+{
+    static fit_trace t;
+    psrc_mem m;
+    pkineto_info info;
+    char err[1024];
+    pkineto_cb cb = {fz_k_kernel, fz_k_mem, fz_k_api, fz_k_range, fz_k_range, fz_k_host, NULL};
+    psrc_mem_init(&m, (const char *)data, n, "fuzz.trace.json");
+    (void)pkineto_probe((const char *)data, n);
+    (void)pkineto_scan(&m.base, &cb, &info, err, sizeof err);
+    if (timport_load(&t, fz_file(data, n), "kineto", NULL, err, sizeof err) == 0)
+        fit_trace_free(&t);
+    return 0;
+}
+
+/* sglog: an SGLang server log (its "Decode batch" lines), line by line and as a file. */
+int fz_sglog(const uint8_t *data, size_t n)
+{
+    sglog g;
+    sglog_interval iv;
+    char err[1024];
+    size_t a = 0;
+    while (a < n) {
+        size_t b = a;
+        while (b < n && data[b] != '\n')
+            b++;
+        if (sglog_parse_line((const char *)data + a, b - a, &iv, err, sizeof err) == 1)
+            FZ_CHECK(iv.running_req >= -1);
+        a = b + 1;
+    }
+    sglog_init(&g);
+    (void)sglog_read(&g, fz_file(data, n), 0, err, sizeof err);
+    sglog_free(&g);
+    return 0;
+}
+
 /* The harnesses, by name (tests/fuzz/<name>/ holds the seeds, tests/fuzz/regress/<name>/
- * the inputs that once crashed). Still to come (their readers are being written): kineto
- * (torch.profiler / Kineto .trace.json, the importer of DESIGN.md) and sglang-log (SGLang's
- * "Decode batch" lines); add a fz_ function and a row here, and a seed directory. */
+ * the inputs that once crashed). A new reader: a fz_ function, a row here, a seed directory,
+ * its name in the Makefile's FUZZ_TARGETS and a command in tests/test_fuzz_regress.c. */
 typedef struct {
     const char *name;
     int (*fn)(const uint8_t *data, size_t n);
@@ -319,7 +365,7 @@ typedef struct {
 static const fz_target fz_targets[] = {
     {"trace", fz_trace},     {"model", fz_model},   {"config", fz_config},
     {"link", fz_link},       {"gsweep", fz_gsweep}, {"arsweep", fz_arsweep},
-    {"fit", fz_fit},
+    {"fit", fz_fit},         {"kineto", fz_kineto}, {"sglog", fz_sglog},
 };
 #define FZ_NTARGETS (sizeof fz_targets / sizeof fz_targets[0])
 
