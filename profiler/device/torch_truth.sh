@@ -6,9 +6,9 @@
 # SGLang-format server logs) of one preset's calibration configurations.
 # Results to $OUT (the device tool brings back at most 8 files):
 #   run.log                     everything printed (check, sizes, timings per step)
-#   calib_torch-dense.json.gz   specprof trace of the dense preset's calibration subset
-#   calib_torch-moe.json.gz     the same for the MoE preset
-#   calib_measured.csv          what torchbench measured while being captured
+#   calib_torch-dense[_MODE].json.gz  specprof trace of the dense preset's calibration subset
+#   calib_torch-moe[_MODE].json.gz    the same for the MoE preset
+#   calib_measured_P[_MODE].csv what torchbench measured while being captured
 #   measured.csv                the held-out grid, unprofiled (every repeat one row)
 #   kineto.tar.gz               kineto/<point>/{<id>-TP-0-DECODE.trace.json.gz,server_args.json,
 #                               server.log} and kineto/measured.csv (each point unprofiled
@@ -20,8 +20,10 @@
 #        then (repeats outermost, so a cut loses late repeats, not points);
 #        GRID_SECONDS (0.04) window per grid point, GRID_REPEATS (3); CALIB_SECONDS (0.03);
 #        PRESETS ("torch-dense torch-moe"); KINETO_PRESET (torch-dense); CALIB_WARMUP (2);
+#        CALIB_MIN_ITERS, GRID_MIN_ITERS (5): iterations a measured window has at least;
 #        PLAN: the steps, in order (default "check calib:P... kineto:K grid:P..."):
-#        check, calib:P, kineto:P, grid:P[:S] (S seconds; without: what is left until
+#        check, calib:P[:MODE] (specprof --mode MODE; without: its default, windows; the
+#        trace is calib_P[_MODE].json.gz), kineto:P, grid:P[:S] (S seconds; without: what is left until
 #        DEADLINE_S), e.g. PLAN="check calib:torch-dense grid:torch-dense:24".
 # Time (H200, 2026-12-03, traces/torch/run.log): build 1 s, check 9 s, calibration 6 s
 # (dense) and 8 s (MoE) at 0.02 s windows, the dense grid 24 s for 130 points x 3 repeats
@@ -56,6 +58,8 @@ GRID_SECONDS=${GRID_SECONDS:-0.04}
 GRID_REPEATS=${GRID_REPEATS:-3}
 CALIB_SECONDS=${CALIB_SECONDS:-0.03}
 CALIB_WARMUP=${CALIB_WARMUP:-2}
+CALIB_MIN_ITERS=${CALIB_MIN_ITERS:-5}
+GRID_MIN_ITERS=${GRID_MIN_ITERS:-5}
 DEADLINE_S=${DEADLINE_S:-140}
 KINETO_PRESET=${KINETO_PRESET:-torch-dense}
 KSTEPS=5
@@ -80,21 +84,22 @@ do_check() {
   timeout 60 $TB --check --preset "$(echo $PRESETS | tr ' ' ',')" 2>&1 | tee -a "$LOG"
 }
 
-do_calib() {   # do_calib PRESET
-  local p=$1 f
-  step "calibration capture $p (specprof)"
-  rm -rf "$W/calib_$p"
-  timeout 60 $SP -o "$W/calib_$p" --quiet -- $TB --preset "$p" --mode spec,baseline \
+do_calib() {   # do_calib PRESET [MODE]   (MODE: specprof's --mode; none: its default, windows)
+  local p=$1 m=${2:-} f tag=$1
+  [ -n "$m" ] && tag=${p}_$m
+  step "calibration capture $p (specprof ${m:-default mode})"
+  rm -rf "$W/calib_$tag"
+  timeout 90 $SP -o "$W/calib_$tag" --quiet ${m:+--mode $m} -- $TB --preset "$p" --mode spec,baseline \
     --steps $CALIB_STEPS --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup "$CALIB_WARMUP" \
-    --seconds "$CALIB_SECONDS" --min-iters 5 --repeats 1 --csv "$W/calib_measured.csv" 2>&1 | tee -a "$LOG"
-  f=$(ls "$W/calib_$p"/specprof.rank*.json* 2>/dev/null | head -1)
+    --seconds "$CALIB_SECONDS" --min-iters "$CALIB_MIN_ITERS" --repeats 1 --csv "$W/calib_measured_$tag.csv" 2>&1 | tee -a "$LOG"
+  f=$(ls "$W/calib_$tag"/specprof.rank*.json* 2>/dev/null | head -1)
   if [ -n "$f" ]; then
     ls -la "$f" | tee -a "$LOG"
     $SP check "$f" 2>&1 | head -30 | tee -a "$LOG"
-    gzip -6 -c "$f" > "$OUT/calib_$p.json.gz"
-    ls -la "$OUT/calib_$p.json.gz" | tee -a "$LOG"
-  else echo "NO TRACE for $p" | tee -a "$LOG"; fi
-  cp "$W/calib_measured.csv" "$OUT/" 2>/dev/null
+    case "$f" in *.gz) cp "$f" "$OUT/calib_$tag.json.gz" ;; *) gzip -6 -c "$f" > "$OUT/calib_$tag.json.gz" ;; esac
+    ls -la "$OUT/calib_$tag.json.gz" | tee -a "$LOG"
+  else echo "NO TRACE for $tag" | tee -a "$LOG"; fi
+  cp "$W/calib_measured_$tag.csv" "$OUT/" 2>/dev/null
 }
 
 # Kineto fixtures: the calibration configurations of one preset, each first measured
@@ -124,7 +129,7 @@ do_grid() {   # do_grid PRESET [BUDGET_S]   (no budget: what is left until DEADL
   step "grid $p (unprofiled, budget ${budget}s)"
   timeout $((budget + 15)) $TB --preset "$p" --mode spec,baseline --steps $GRID_STEPS \
     --alpha $GRID_ALPHA --concurrency $GRID_CONC $COMMON --warmup 1 --seconds "$GRID_SECONDS" \
-    --min-iters 5 --repeats "$GRID_REPEATS" --discard-first --time-budget "$budget" \
+    --min-iters "$GRID_MIN_ITERS" --repeats "$GRID_REPEATS" --discard-first --time-budget "$budget" \
     --csv "$OUT/measured.csv" > "$W/grid_$p.out" 2>&1
   echo "rc=$?" | tee -a "$LOG"
   grep '^#' "$W/grid_$p.out" | tee -a "$LOG"
@@ -145,7 +150,7 @@ $s
 EOS
   case "$what" in
     check) do_check ;;
-    calib) do_calib "$arg" ;;
+    calib) do_calib "$arg" "$budget" ;;
     kineto) do_kineto "$arg" ;;
     grid) do_grid "$arg" "$budget" ;;
     *) echo "PLAN: step $s: unknown" | tee -a "$LOG" ;;
