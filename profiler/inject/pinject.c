@@ -39,7 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PINJ_BUF_BYTES ((size_t)2 << 20)     /* one CUPTI activity buffer */
+/* One CUPTI activity buffer. CUPTI holds one per launching thread: 64 MB in 2 MB buffers
+ * ran out at 32 threads (H200 fault table, 2026-12-03: 143 records dropped); 512 KB gives 128. */
+#define PINJ_BUF_BYTES ((size_t)512 << 10)
 #define PINJ_MAX_BUFS 1024
 #define PINJ_HOST_RING_BYTES ((size_t)4 << 20)
 #define PINJ_WBUF_BYTES ((size_t)1 << 20)
@@ -1257,7 +1259,7 @@ static void pinj_init(void) {
     g.host_q = malloc(PINJ_HEV_CAP * sizeof *g.host_q);
     g.host_spare = malloc(PINJ_HEV_CAP * sizeof *g.host_spare);
     g.wbuf = malloc(PINJ_WBUF_BYTES);
-    g.n_bufs_max = g.cfg.buffer_mb / (int)(PINJ_BUF_BYTES >> 20);
+    g.n_bufs_max = (int)(((size_t)g.cfg.buffer_mb << 20) / PINJ_BUF_BYTES);
     if (g.n_bufs_max > PINJ_MAX_BUFS) g.n_bufs_max = PINJ_MAX_BUFS;
     if (!g.nvtx || !g.nccl || !g.host_q || !g.host_spare || !g.wbuf) {
         pinject_note("out of memory at start: nothing recorded");
