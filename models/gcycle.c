@@ -376,6 +376,22 @@ int gcycle_apply(const fit_trace *t, const gc_order *o, gc_emit_fn emit, void *u
         prev = (long)i;
     }
     st->buckets = nb;
+    /* configurations one after another (graphs captured again for each: torchbench's and
+     * specbench's calibration runs): the cycle's executables stop and others carry on; one
+     * shape cannot name them */
+    size_t last_t = j0;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < p; k++)
+            if (L[i].id == tmpl[k])
+                last_t = i;
+    if (n - 1 - last_t >= 3 * (size_t)p) {
+        snprintf(err, errlen, "%s: field %s: value %u: the cycle's executables are last launched at "
+                 "graph launch %zu of %zu and others run for %zu launches after them: the trace "
+                 "holds several configurations one after another (graphs captured again for each); "
+                 "give one trace per configuration", t->file, by_exec ? "graph_exec_id" :
+                 "kernels of the graph launches", L[last_t + 1].id, last_t + 1, n, n - 1 - last_t);
+        goto out;
+    }
     /* launch calls of the thread between graph launches; copies that made the host wait */
     size_t nc = 0, nd = 0;
     for (size_t i = 0; i < t->napi; i++) {
@@ -436,7 +452,7 @@ int gcycle_apply(const fit_trace *t, const gc_order *o, gc_emit_fn emit, void *u
             continue;
         const gc_pos *ps = &o->pos[((L[i].pos - shift) % p + p) % p];
         /* the last launch's eager work runs to wherever the capture stopped: not used */
-        int64_t last = L[i].e, t0 = 0, next = i + 1 < n ? L[i + 1].s : L[i].e;
+        int64_t last = L[i].e, t0 = 0, next = i + 1 < n ? L[i + 1].s : L[i].e + 1;
         int any = 0;
         for (size_t q = c; q < nc && C[q].s < next; q++) {
             if (C[q].s <= L[i].e)
