@@ -347,7 +347,8 @@ int gcycle_apply(const fit_trace *t, const gc_order *o, gc_emit_fn emit, void *u
         pa = (long)i;
     }
     /* other executables (batch-size buckets): counted into the cycle between the known launches
-     * around them when the count comes out; else out of the cycle */
+     * around them when the count comes out; else (also before the first and after the last
+     * known launch) out of the cycle */
     uint32_t *bucket = ids;               /* reused: distinct placed foreign ids */
     size_t nb = 0;
     long prev = -1;
@@ -356,16 +357,15 @@ int gcycle_apply(const fit_trace *t, const gc_order *o, gc_emit_fn emit, void *u
             continue;
         size_t a = prev < 0 ? 0 : (size_t)prev + 1, k = i - a;
         if (k > 0) {
-            int ok = 1;
-            if (prev >= 0 && i < n)
-                ok = (L[prev].pos + (long)k + 1) % p == L[i].pos;
+            /* before the first or after the last known launch the count cannot be checked
+             * (a one-off graph at the start of a capture): out */
+            int ok = prev >= 0 && i < n && (L[prev].pos + (long)k + 1) % p == L[i].pos;
             for (size_t q = a; q < i; q++) {
-                if (!ok || (prev < 0 && i == n)) {
+                if (!ok) {
                     st->out_of_cycle++;
                     continue;
                 }
-                L[q].pos = prev >= 0 ? (int)((L[prev].pos + (long)(q - a) + 1) % p)
-                                     : (int)(((L[i].pos - (long)(i - q)) % p + p) % p);
+                L[q].pos = (int)((L[prev].pos + (long)(q - a) + 1) % p);
                 size_t b = 0;
                 while (b < nb && bucket[b] != L[q].id)
                     b++;
@@ -462,6 +462,26 @@ int gcycle_apply(const fit_trace *t, const gc_order *o, gc_emit_fn emit, void *u
             any = 1;
             if (C[q].e > last)
                 last = C[q].e;
+        }
+        if (ps->tail < 0 && any && i + 1 < n) {
+            /* the calls after the longest pause before the next graph launch prepare the
+             * next phase: the program's own host work (its scheduler, Python) ends there;
+             * they are in no phase, their time is host time before the next one */
+            int64_t prev_e = L[i].e, best = -1, cut = L[i].e;
+            size_t q = c;
+            for (; q < nc && C[q].s < next; q++) {
+                if (C[q].s <= L[i].e)
+                    continue;
+                if (C[q].s - prev_e > best)
+                    best = C[q].s - prev_e, cut = prev_e;
+                if (C[q].e > prev_e)
+                    prev_e = C[q].e;
+            }
+            if (next - prev_e > best)
+                cut = prev_e;
+            for (q = c; q < nc && C[q].s < next; q++)
+                st->between += C[q].s > L[i].e && C[q].s >= cut;
+            last = cut > L[i].e ? cut : L[i].e;
         }
         if (last >= next)
             last = next - 1;

@@ -49,6 +49,8 @@ typedef struct {
                                  first position */
     size_t   out_of_cycle;    /* launches placed at no position (their work is in no phase) */
     size_t   buckets;         /* executables beside the cycle's own at a position */
+    size_t   between;         /* launch calls after the longest pause before a graph launch
+                                 (the next phase's preparation): in no phase */
     size_t   instances;
     size_t   per_phase[WM_NPHASE];
 } gc_stats;

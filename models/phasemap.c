@@ -1022,9 +1022,10 @@ static int pm_cycle(const phasemap *pm, fit_trace *t, pm_stats *st, char *err, s
     for (int q = 0; q < g->period && k < (int)sizeof st->note - 40; q++)
         k += snprintf(st->note + k, sizeof st->note - (size_t)k, " %u", g->cycle[q]);
     snprintf(st->note + k, sizeof st->note - (size_t)k, "), turned %s; %zu out of the cycle, %zu other "
-             "executables at its positions, %zu graph launches on other threads; rows %d (batch %d); "
-             "%zu spans ignored", g->aligned_by_wait ? "by the host's wait" : "from the first launch",
-             g->out_of_cycle, g->buckets, g->other_thread, c.rows, c.bs, st->ignored);
+             "executables at its positions, %zu graph launches on other threads, %zu calls between "
+             "phases; rows %d (batch %d); %zu spans ignored", g->aligned_by_wait ? "by the host's wait" :
+             "from the first launch", g->out_of_cycle, g->buckets, g->other_thread, g->between, c.rows,
+             c.bs, st->ignored);
     if (g->instances == 0) {
         snprintf(err, errlen, "%s: field cudaGraphLaunch: value %zu launches: no graph launch placed in "
                  "the cycle (%zu out of it)", t->file, g->launches, g->out_of_cycle);

@@ -1,8 +1,9 @@
 /* test_gcycle: phases from the CUDA-graph launch cycle of a trace without annotations
  * (models/gcycle.c through phasemap's --graph-cycle and --shape). Synthetic records of an
  * EAGLE-like loop (draft graph, verify graph, eager accept that copies to the host, extend
- * graph with eager work after it): the cycle found and turned by the host's wait, the phases
- * and their launch calls; a launch out of the cycle; a batch-size bucket at a position;
+ * graph with eager work after it, a pause, the next draft's input copy): the cycle found and
+ * turned by the host's wait, the phases and their launch calls (the copy after the pause in
+ * no phase); a launch out of the cycle; a batch-size bucket at a position;
  * Kineto-like launches without executable ids; the refusals (no cycle, a cycle of another
  * length than the order, no shape); options that name a trace. */
 #include "check.h"
@@ -100,7 +101,7 @@ static int64_t syn_dtoh(syn *s)
 }
 
 /* Launch starts of one iteration's parts, for the checks. */
-typedef struct { int64_t d, v, a0, a1_end, e, e_tail; } syn_iter;
+typedef struct { int64_t d, v, a0, a1_end, e, e_tail, prep; } syn_iter;
 
 /* One iteration: draft graph, verify graph, eager accept (2 kernels and the copy to the host),
  * extend graph and one eager kernel after it. skip_draft leaves the draft out (a capture that
@@ -119,6 +120,9 @@ static syn_iter syn_round(syn *s, int skip_draft, uint32_t verify_exec, int stra
         syn_graph(s, 9, 2, "prefill_layer");
     it.e = syn_graph(s, 3, 4, "extend_layer");
     it.e_tail = syn_eager(s, "extend_bookkeeping");
+    s->ts += 100 * US;              /* the scheduler's own work, then the next draft's input */
+    syn_api(s, "cudaMemcpyAsync", 0, 5 * US, &it.prep);
+    s->corr++;
     return it;
 }
 
@@ -173,10 +177,18 @@ static void gcycle_finds_the_cycle_and_names_the_phases(void)
     CHECK(a && !strcmp(a->name, "accept tokens=12 bs=3 rows=3 ctx=0 graph=0 steps=3 topk=1") &&
           a->end_ns == it[2].a1_end, "accept: %s end %lld vs %lld", a ? a->name : "(none)",
           a ? (long long)a->end_ns : 0LL, (long long)it[2].a1_end);
-    /* extend keeps the eager work after its graph; draft is steps-1 forwards of rows*topk */
+    /* extend keeps the eager work after its graph up to the longest pause; the copy after
+     * that pause prepares the next draft: in no phase */
     const ptrace_range *e = range_at(&s.t, it[2].e);
     CHECK(e && !strncmp(e->name, "extend tokens=12 ", 17) && e->end_ns == it[2].e_tail + 5 * US,
-          "extend: %s", e ? e->name : "(none)");
+          "extend: %s end %lld vs %lld", e ? e->name : "(none)", e ? (long long)e->end_ns : 0LL,
+          (long long)(it[2].e_tail + 5 * US));
+    int in_range = 0;
+    for (size_t i = 0; i < s.t.nrng; i++)
+        in_range |= s.t.rng[i].start_ns <= it[2].prep && s.t.rng[i].end_ns >= it[2].prep;
+    CHECK(!in_range && st.cycle.between == 5, "the next draft's input copy in a phase (%d), %zu between",
+          in_range, st.cycle.between);
+    /* draft is steps-1 forwards of rows*topk */
     const ptrace_range *d = range_at(&s.t, it[3].d);
     CHECK(d && !strcmp(d->name, "draft tokens=3 bs=3 rows=3 ctx=0 graph=1 steps=3 topk=1"), "draft: %s",
           d ? d->name : "(none)");
