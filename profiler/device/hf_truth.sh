@@ -73,5 +73,5 @@ done
 step "grid K 0..8 x a $LEVELS, then cost"
 left=$(( END_S - SECONDS - 25 )); [ $left -lt 60 ] && left=60
 timeout 300 python3 $B grid --levels $LEVELS --repeats 3 --budget-s $left --new-tokens $NEW $XA \
-  --csv "$OUT/hf_grid.csv" --cost-csv "$OUT/hf_cost.csv" --cost-pairs 3 2>&1 | tee -a "$LOG"
+  --csv "$OUT/hf_grid.csv" --cost-csv "$OUT/hf_cost.csv" 2>&1 | tee -a "$LOG"
 step "done"
