@@ -363,7 +363,7 @@ int fit_hf_run(const fit_trace *tr, int nt, const char *name, FILE *log, wm_mode
      * matches, the candidate generator's next call); a rejection adds the cache crop,
      * priced on extend as host_gap_reject_us */
     fh_group(&m->phase[WM_ACCEPT], "host after verify", S[acc].kernels, S[acc].gpu_us);
-    fh_phase(m, WM_ACCEPT, S[acc].host_us, rep->verify_tokens_max);
+    fh_phase(m, WM_ACCEPT, S[acc].host_us, 0);   /* host work: no token dependence fitted */
     fh_group(&m->phase[WM_EXTEND], "catch-up forward", S[FIT_HF_CATCHUP].kernels,
              S[FIT_HF_CATCHUP].gpu_us);
     fh_phase(m, WM_EXTEND, S[FIT_HF_CATCHUP].host_us, 2);
