@@ -153,6 +153,9 @@ typedef struct {
     int64_t window_ns;         /* their summed length */
     int64_t graph_trace_records;   /* graph-level launch records written */
     int64_t bytes_in, bytes;   /* trace bytes before the end event: uncompressed, on disk */
+    int has_calib;             /* the calibration ran at the end (--mode always: a calibration at
+                                  the start would switch recording off under the program) */
+    ptrace_calib calib;        /* valid when has_calib */
 } ptrace_end;
 
 /* A node-level window: from start to end every kernel, copy, set and recorded API call

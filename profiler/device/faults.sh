@@ -94,8 +94,10 @@ step "check"
 for d in segv abort full fork forkonly threads ro; do
   for f in "$W/$d"/specprof.rank*.json*; do
     [ -e "$f" ] || continue
-    "$SP" check "$f" > "$f.check" 2>&1; echo "check rc=$?" >> "$f.check"
-    head -6 "$f.check" | sed "s|^|$d: |" | tee -a "$LOG"
+    # the check's output beside the cases, not in their directories: the full disk's is full
+    mkdir -p "$W/checks/$d"; c="$W/checks/$d/$(basename "$f").check"
+    "$SP" check "$f" > "$c" 2>&1; echo "check rc=$?" >> "$c"
+    head -6 "$c" | sed "s|^|$d: |" | tee -a "$LOG"
   done
 done
 python3 - "$W" > "$TAB" 2>> "$LOG" <<'PY'
@@ -136,7 +138,7 @@ def traces(d):
         hdr = [e for e in evs if e.get("name") == "specprof_header"]
         end = [e for e in evs if e.get("name") == "specprof_end"]
         recs = [e for e in evs if e.get("ph") != "M"]
-        chk = rd(p + ".check")
+        chk = rd(f"{W}/checks/{d}/{os.path.basename(p)}.check")
         out.append(dict(path=os.path.basename(p), part=p.endswith(".part"), cut=cut,
                         pid=hdr[0]["args"].get("pid_os") if hdr else None,
                         end=end[0]["args"] if end else None, records=len(recs),
@@ -231,6 +233,7 @@ for x in rows:
 print("# %d of %d cases as expected" % (sum(x[4] == "ok" for x in rows), sum(x[4] != "skipped" for x in rows)))
 PY
 cat "$TAB" | tee -a "$LOG"
+# the traces before the tmpfs go (the full disk's trace lives on it)
+(cd "$W" && tar czf "$OUT/traces.tar.gz" segv abort fork forkonly threads full checks *.out *.err *.rc *.how 2>/dev/null)
 [ $ROOT = 1 ] && { umount "$W/ro" 2>/dev/null; umount "$W/full" 2>/dev/null; }
-(cd "$W" && tar czf "$OUT/traces.tar.gz" segv abort fork forkonly threads full *.out *.err *.rc *.how 2>/dev/null)
 ls -la "$OUT" | tee -a "$LOG"

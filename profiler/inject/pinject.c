@@ -39,7 +39,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PINJ_BUF_BYTES ((size_t)2 << 20)     /* one CUPTI activity buffer */
+/* One CUPTI activity buffer. CUPTI holds one per launching thread: 64 MB in 2 MB buffers
+ * ran out at 32 threads (H200 fault table, 2026-12-03: 143 records dropped); 512 KB gives 128. */
+#define PINJ_BUF_BYTES ((size_t)512 << 10)
 #define PINJ_MAX_BUFS 1024
 #define PINJ_HOST_RING_BYTES ((size_t)4 << 20)
 #define PINJ_WBUF_BYTES ((size_t)1 << 20)
@@ -603,6 +605,16 @@ static void pinj_stop(const char *reason) {
         pinj_open_file();
     }
     pinj_window_close();
+    int calib_at_end = 0;
+    /* always: the calibration runs now, the program's records all taken (not after a
+     * signal: the program may be dying) */
+    if (g.out_open && !g.calibrated && g.cfg.mode == PINJ_MODE_ALWAYS) {
+        if (strncmp(reason, "signal", 6)) {
+            pinj_calibrate();
+            pinj_window_close();
+        } else snprintf(g.calib.why, sizeof g.calib.why, "not run: the capture ended by a %s", reason);
+        calib_at_end = 1;
+    }
     pinj_graph_trace(0);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pinj_drain(1);
@@ -626,6 +638,8 @@ static void pinj_stop(const char *reason) {
     e.dropped_records = atomic_load(&g.dropped_records) + (int64_t)dropped_ctx;
     e.dropped_host_events = atomic_load(&g.host_dropped);
     e.records = g.rec.records + g.host_records;
+    e.has_calib = calib_at_end;
+    e.calib = g.calib;
     snprintf(e.reason, sizeof e.reason, "%s", reason);
     e.end_ns = pinject_now_ns();
     pnccl_stats ns;
@@ -703,10 +717,14 @@ static int64_t pinj_schedule(int64_t now) {
 static int64_t pinj_begin_file(int64_t now) {
     int64_t until = g.start_wall_ms + g.cfg.window_ms;   /* the start window: window_ms from the capture's start */
     if (g.cfg.mode == PINJ_MODE_WINDOWS && g.win_open && now < until) return until - now;
-    if (!g.calibrated) {
+    if (!g.calibrated && g.cfg.mode == PINJ_MODE_ALWAYS) {
+        /* always: a calibration now would switch recording off under the program for its
+         * ~0.1 s (the H200 fault table lost every kernel of a short program that way); it
+         * runs at the end instead, into the end record (pinj_stop, traces/FORMAT.md) */
+        snprintf(g.calib.why, sizeof g.calib.why, "at the end (mode always)");
+    } else if (!g.calibrated) {
         pinj_window_close();
         pinj_calibrate();
-        if (g.cfg.mode == PINJ_MODE_ALWAYS) pinj_window_open("always");
         g.next_time_ms = g.start_wall_ms + g.cfg.period_ms;   /* time windows every period from the start */
     }
     pinj_open_file();
@@ -1241,7 +1259,7 @@ static void pinj_init(void) {
     g.host_q = malloc(PINJ_HEV_CAP * sizeof *g.host_q);
     g.host_spare = malloc(PINJ_HEV_CAP * sizeof *g.host_spare);
     g.wbuf = malloc(PINJ_WBUF_BYTES);
-    g.n_bufs_max = g.cfg.buffer_mb / (int)(PINJ_BUF_BYTES >> 20);
+    g.n_bufs_max = (int)(((size_t)g.cfg.buffer_mb << 20) / PINJ_BUF_BYTES);
     if (g.n_bufs_max > PINJ_MAX_BUFS) g.n_bufs_max = PINJ_MAX_BUFS;
     if (!g.nvtx || !g.nccl || !g.host_q || !g.host_spare || !g.wbuf) {
         pinject_note("out of memory at start: nothing recorded");
