@@ -1263,6 +1263,8 @@ static double sim_iter_of(const wm_model *m, int spec, int steps, int bs)
 
 /* The calibration of sim_of_fit_reproduces_iteration_time (graphs up to 16, eager at 24),
  * the generator's host as given by blocking and per_row, fitted into *res. */
+static double host_grid_calib_us;   /* > 0: the traces say CUPTI adds this per eager launch */
+
 static int fit_host_grid(fit_result *res, int blocking, double per_row)
 {
     const struct { int spec, steps, bs; } cal[] = {
@@ -1278,6 +1280,10 @@ static int fit_host_grid(fit_result *res, int blocking, double per_row)
         char label[64];
         snprintf(label, sizeof label, "host-%d.json", i);
         gen_trace(&tr[i], label, &c, s);
+        if (host_grid_calib_us > 0) {
+            tr[i].hdr.calib.ok = 1;
+            tr[i].hdr.calib.kernel_launch_us = host_grid_calib_us;
+        }
     }
     free(s);
     char err[1024];
@@ -1287,6 +1293,40 @@ static int fit_host_grid(fit_result *res, int blocking, double per_row)
     for (int i = 0; i < ncal; i++)
         fit_trace_free(&tr[i]);
     return rc;
+}
+
+/* specprof's launch-cost calibration (what CUPTI adds to an eager launch, written into the
+ * trace) comes out of the fitted eager launch cost; FIT_LAUNCH_CALIB=0 keeps it in. */
+static void fit_takes_the_calibrated_cupti_launch_cost_out(void)
+{
+    fit_result r0, r1, r2;
+    host_grid_calib_us = 0;
+    if (fit_host_grid(&r0, 1, 0))
+        return;
+    host_grid_calib_us = 1.5;
+    int rc1 = fit_host_grid(&r1, 1, 0);
+    setenv("FIT_LAUNCH_CALIB", "0", 1);
+    int rc2 = fit_host_grid(&r2, 1, 0);
+    unsetenv("FIT_LAUNCH_CALIB");
+    host_grid_calib_us = 0;
+    if (rc1 || rc2) {
+        fit_result_free(&r0);
+        if (!rc1) fit_result_free(&r1);
+        if (!rc2) fit_result_free(&r2);
+        return;
+    }
+    double e0 = r0.model.eager_launch_us, e1 = r1.model.eager_launch_us, e2 = r2.model.eager_launch_us;
+    printf("     eager launch: %.3f us uncalibrated, %.3f with 1.5 us calibrated, %.3f with it off\n", e0, e1, e2);
+    CHECK(fabs((e0 - e1) - 1.5) <= 0.05, "calibrated 1.5 us: eager launch %.3f -> %.3f", e0, e1);
+    CHECK(fabs(e2 - e0) <= 1e-9, "FIT_LAUNCH_CALIB=0: %.3f, without a calibration %.3f", e2, e0);
+    for (int p = 0; p < WM_NPHASE; p++)
+        if (r0.model.phase[p].eager_launch_us > 0)
+            CHECK(fabs((r0.model.phase[p].eager_launch_us - r1.model.phase[p].eager_launch_us) - 1.5) <= 0.05,
+                  "phase %s: %.3f -> %.3f", wm_phase_name[p], r0.model.phase[p].eager_launch_us,
+                  r1.model.phase[p].eager_launch_us);
+    fit_result_free(&r0);
+    fit_result_free(&r1);
+    fit_result_free(&r2);
 }
 
 /* The generator's truth against the simulator of res's model at (spec, steps, bs): the
@@ -1644,6 +1684,7 @@ int main(int argc, char **argv)
     RUN(fit_loads_json_traces_also_cut_off);
     RUN(sim_of_fit_reproduces_iteration_time);
     RUN(fit_blocking_copy_is_not_launch_cost);
+    RUN(fit_takes_the_calibrated_cupti_launch_cost_out);
     RUN(fit_host_gap_grows_with_requests);
     RUN(fit_windowed_capture_matches_whole_one);
     RUN(validate_sh_runs_on_synthetic_data);
