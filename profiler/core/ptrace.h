@@ -152,6 +152,9 @@ typedef struct {
     int64_t windows;           /* node-level windows written */
     int64_t window_ns;         /* their summed length */
     int64_t graph_trace_records;   /* graph-level launch records written */
+    /* --between detach: CUPTI attached again for a window (attaches, their summed time on
+     * specprof's thread) and detached after one (on the program's thread, at an API exit) */
+    int64_t attaches, attach_ns, detaches, detach_ns;
     int64_t bytes_in, bytes;   /* trace bytes before the end event: uncompressed, on disk */
 } ptrace_end;
 
@@ -160,6 +163,7 @@ typedef struct {
 typedef struct {
     int64_t start_ns, end_ns;
     char reason[16];
+    double attach_us;          /* CUPTI attached again to open it (--between detach); 0: it was attached */
 } ptrace_window;
 
 /* One graph launch recorded at graph level (CUPTI_ACTIVITY_KIND_GRAPH_TRACE): the GPU
