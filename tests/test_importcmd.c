@@ -18,33 +18,12 @@ static int sh(const char *cmd, char **out)
 {
     char full[4096];
     snprintf(full, sizeof full, "%s %s 2>&1", specsim, cmd);
-    FILE *p = popen(full, "r");
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    if (!p || !buf) {
-        free(buf);
-        *out = NULL;
-        return -1;
-    }
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (cap - n < 2)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return specsim_run_capture(full, out);
 }
 
 static void write_file(const char *path, const char *text)
 {
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
+    CHECK(specsim_write_text(path, text) == 0, "cannot write %s", path);
 }
 
 static void import_reports_records_and_phases(void)

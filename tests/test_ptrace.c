@@ -542,6 +542,46 @@ static void pjson_refuses_and_never_writes_infinity(void) {
     pjson_arena_destroy(a);
 }
 
+/* --mode always calibrates at the end (a calibration at the start switched recording off
+ * under the program: the H200 fault table lost every kernel of a short program); the end
+ * record carries it, and the reader gives it to the header. */
+static void ptrace_calibration_from_the_end_record(void) {
+    char hdr[4096], end[4096], text[16384], err[256];
+    ptrace_header h; fill_header(&h);
+    snprintf(h.mode, sizeof h.mode, "always");
+    snprintf(h.calib.why, sizeof h.calib.why, "at the end (mode always)");
+    ptrace_ctx c = { 0, h.t0_ns };
+    int n = ptrace_write_header(hdr, sizeof hdr, &c, &h);
+    ptrace_end e;
+    memset(&e, 0, sizeof e);
+    e.records = 1;
+    e.end_ns = h.t0_ns + 9000;
+    snprintf(e.reason, sizeof e.reason, "exit");
+    e.has_calib = 1;
+    e.calib.ok = 1; e.calib.launches = 200; e.calib.kernel_launch_us = 3.622; e.calib.graph_node_us = 0.921;
+    int m = ptrace_write_end(end, sizeof end, &c, &e);
+    CHECK(n > 0 && m > 0, "write: %d %d", n, m);
+    snprintf(text, sizeof text, "[\n%.*s"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1},\n%.*s",
+             n, hdr, m, end);
+    ptrace_file f;
+    CHECK(ptrace_read_buf(text, strlen(text), "always.json", &f, err, sizeof err) == 0, "%s", err);
+    CHECK(f.info.complete && f.info.end.has_calib && f.info.header.calib.ok && f.info.header.calib.launches == 200 &&
+          f.info.header.calib.kernel_launch_us > 3.6219 && f.info.header.calib.kernel_launch_us < 3.6221 &&
+          f.info.header.calib.graph_node_us > 0.9209, "calib ok %d launches %d kernel %.4f",
+          f.info.header.calib.ok, f.info.header.calib.launches, f.info.header.calib.kernel_launch_us);
+    ptrace_file_free(&f);
+    /* without one (the program died by a signal): the header's reason stays */
+    m = ptrace_write_end(end, sizeof end, &c, &(ptrace_end){ .records = 1, .end_ns = h.t0_ns + 9000, .reason = "signal SIGSEGV" });
+    snprintf(text, sizeof text, "[\n%.*s"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1},\n%.*s",
+             n, hdr, m, end);
+    CHECK(ptrace_read_buf(text, strlen(text), "segv.json", &f, err, sizeof err) == 0, "%s", err);
+    CHECK(!f.info.end.has_calib && !f.info.header.calib.ok && strstr(f.info.header.calib.why, "at the end"),
+          "why %s", f.info.header.calib.why);
+    ptrace_file_free(&f);
+}
+
 int main(void) {
     setup();
     RUN(ptrace_roundtrips_every_field);
@@ -555,6 +595,7 @@ int main(void) {
     RUN(ptrace_refuses_times_out_of_range);
     RUN(ptrace_counts_records_against_the_end);
     RUN(ptrace_stream_reads_like_the_buffer);
+    RUN(ptrace_calibration_from_the_end_record);
     RUN(pjson_refuses_and_never_writes_infinity);
     remove(trace_path);
     char d[400];

@@ -23,38 +23,14 @@ static int sh(const char *cmd, int both, char **out)
 {
     char full[4096];
     snprintf(full, sizeof full, "timeout 60 %s %s", cmd, both ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(full, "r");
-    size_t n = 0, cap = 4096;
-    char *buf = malloc(cap);
-    if (!p || !buf) {
-        free(buf);
-        *out = NULL;
-        return -1;
-    }
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (cap - n < 2)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    *out = buf;
-    if (WIFSIGNALED(st))
-        return 128 + WTERMSIG(st);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return specsim_run_capture(full, out);
 }
 
 static void write_file(const char *name, const char *text)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    CHECK(f != NULL, "cannot write %s", path);
-    if (f) {
-        fputs(text, f);
-        fclose(f);
-    }
+    CHECK(specsim_write_text(path, text) == 0, "cannot write %s", path);
 }
 
 /* A small model; VERIFY_BASE and GRAPH_LAUNCH are replaced (one verify cost, one launch). */

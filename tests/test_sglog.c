@@ -21,24 +21,7 @@ static int sh(const char *cmd, char **out)
 {
     char full[4096];
     snprintf(full, sizeof full, "%s %s 2>&1", specsim, cmd);
-    FILE *p = popen(full, "r");
-    size_t n = 0, cap = 1 << 16;
-    char *buf = malloc(cap);
-    if (!p || !buf) {
-        free(buf);
-        *out = NULL;
-        return -1;
-    }
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (cap - n < 2)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return specsim_run_capture(full, out);
 }
 
 static void sglog_reads_every_release_variant(void)

@@ -156,6 +156,9 @@ typedef struct {
      * specprof's thread) and detached after one (on the program's thread, at an API exit) */
     int64_t attaches, attach_ns, detaches, detach_ns;
     int64_t bytes_in, bytes;   /* trace bytes before the end event: uncompressed, on disk */
+    int has_calib;             /* the calibration ran at the end (--mode always: a calibration at
+                                  the start would switch recording off under the program) */
+    ptrace_calib calib;        /* valid when has_calib */
 } ptrace_end;
 
 /* A node-level window: from start to end every kernel, copy, set and recorded API call

@@ -27,6 +27,8 @@ static void pr_copy(char *dst, size_t cap, const char *src) {
     snprintf(dst, cap, "%s", src ? src : "");
 }
 
+static void pr_calib(const pjson *k, ptrace_calib *c);
+
 static void pr_header(const pjson *a, ptrace_header *h) {
     memset(h, 0, sizeof *h);
     h->format_version = (int)pjson_get_int(a, "format_version", 0);
@@ -80,8 +82,10 @@ static void pr_header(const pjson *a, ptrace_header *h) {
     pr_copy(h->between, sizeof h->between, pjson_get_str(cap, "between", "none"));
     pr_copy(h->records, sizeof h->records, pjson_get_str(cap, "records", "fit"));
     h->compressed = pjson_get_bool(cap, "compressed", 0);
-    const pjson *k = pjson_get(a, "calibration");
-    ptrace_calib *c = &h->calib;
+    pr_calib(pjson_get(a, "calibration"), &h->calib);
+}
+
+static void pr_calib(const pjson *k, ptrace_calib *c) {
     c->ok = pjson_get_bool(k, "ok", 0);
     pr_copy(c->why, sizeof c->why, pjson_get_str(k, "why", k ? "" : "not in this trace"));
     c->launches = (int)pjson_get_int(k, "launches", 0);
@@ -118,6 +122,9 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->nvtx_ranges = pjson_get_int(a, "nvtx_ranges", 0);
     e->graph_nodes_created = pjson_get_int(a, "graph_nodes_created", 0);
     e->graph_nodes_cloned = pjson_get_int(a, "graph_nodes_cloned", 0);
+    const pjson *k = pjson_get(a, "calibration");
+    e->has_calib = k != NULL;
+    if (k) pr_calib(k, &e->calib);
     e->windows = pjson_get_int(a, "windows", 0);
     e->window_ns = pjson_get_int(a, "window_ns", 0);
     e->graph_trace_records = pjson_get_int(a, "graph_trace_records", 0);
@@ -258,6 +265,8 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
         if (pr_check_end(x.args, why, sizeof why)) { pr_bad(st, st->line_no, why + 2); return 0; }
         pr_end(x.args, info->header.t0_ns, x.ts_ns, &info->end);
         info->has_end = 1;
+        /* --mode always calibrates at the end: the trace's calibration from there on */
+        if (info->end.has_calib && !info->header.calib.ok) info->header.calib = info->end.calib;
         info->records_promised = pjson_get(x.args, "records") ? info->end.records : -1;
         return 0;
     }

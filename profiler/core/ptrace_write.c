@@ -100,6 +100,24 @@ int ptrace_write_open(char *buf, size_t cap) {
     return sb.overflow ? -1 : (int)sb.len;
 }
 
+/* "calibration":{...}: the header's, or the end record's when it ran at the end. */
+static void ptrace_write_calib(ptrace_sb *b, const ptrace_calib *k) {
+    sb_f(b, "\"calibration\":{\"ok\":%s", k->ok ? "true" : "false");
+    if (k->ok)
+        sb_f(b, ",\"launches\":%d,\"graph_nodes\":%d,\"launch_off_us\":%.3f,\"launch_on_us\":%.3f,"
+                  "\"graph1_off_us\":%.3f,\"graph1_on_us\":%.3f,\"graphn_off_us\":%.3f,\"graphn_on_us\":%.3f,"
+                  "\"kernel_launch_us\":%.3f,\"graph_launch_us\":%.3f,\"graph_node_us\":%.3f,"
+                  "\"switch_on_us\":%.1f,\"switch_off_us\":%.1f,\"launch_after_us\":%.3f,\"graphn_after_us\":%.3f",
+             k->launches, k->graph_nodes, k->launch_off_us, k->launch_on_us, k->graph1_off_us, k->graph1_on_us,
+             k->graphn_off_us, k->graphn_on_us, k->kernel_launch_us, k->graph_launch_us, k->graph_node_us,
+             k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
+    if (k->ok && k->has_between)
+        sb_f(b, ",\"graph1_between_us\":%.3f,\"graphn_between_us\":%.3f,\"graph_between_us\":%.3f",
+             k->graph1_between_us, k->graphn_between_us, k->graph_between_us);
+    if (!k->ok) { sb_s(b, ",\"why\":"); sb_str(b, k->why); }
+    sb_s(b, "}");
+}
+
 int ptrace_write_header(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_header *h) {
     SB_INIT(buf, cap);
     sb_f(&sb, "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_header\",\"pid\":%d,\"tid\":0,\"ts\":0,\"args\":{", c->pid);
@@ -136,22 +154,9 @@ int ptrace_write_header(char *buf, size_t cap, const ptrace_ctx *c, const ptrace
     sb_str(&sb, h->between[0] ? h->between : "none");
     sb_s(&sb, ",\"records\":");
     sb_str(&sb, h->records[0] ? h->records : "fit");
-    sb_f(&sb, ",\"compressed\":%s},\"calibration\":{\"ok\":%s", h->compressed ? "true" : "false",
-         h->calib.ok ? "true" : "false");
-    const ptrace_calib *k = &h->calib;
-    if (k->ok)
-        sb_f(&sb, ",\"launches\":%d,\"graph_nodes\":%d,\"launch_off_us\":%.3f,\"launch_on_us\":%.3f,"
-                  "\"graph1_off_us\":%.3f,\"graph1_on_us\":%.3f,\"graphn_off_us\":%.3f,\"graphn_on_us\":%.3f,"
-                  "\"kernel_launch_us\":%.3f,\"graph_launch_us\":%.3f,\"graph_node_us\":%.3f,"
-                  "\"switch_on_us\":%.1f,\"switch_off_us\":%.1f,\"launch_after_us\":%.3f,\"graphn_after_us\":%.3f",
-             k->launches, k->graph_nodes, k->launch_off_us, k->launch_on_us, k->graph1_off_us, k->graph1_on_us,
-             k->graphn_off_us, k->graphn_on_us, k->kernel_launch_us, k->graph_launch_us, k->graph_node_us,
-             k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
-    if (k->ok && k->has_between)
-        sb_f(&sb, ",\"graph1_between_us\":%.3f,\"graphn_between_us\":%.3f,\"graph_between_us\":%.3f",
-             k->graph1_between_us, k->graphn_between_us, k->graph_between_us);
-    if (!k->ok) { sb_s(&sb, ",\"why\":"); sb_str(&sb, k->why); }
-    sb_s(&sb, "},\"cmd\":");
+    sb_f(&sb, ",\"compressed\":%s},", h->compressed ? "true" : "false");
+    ptrace_write_calib(&sb, &h->calib);
+    sb_s(&sb, ",\"cmd\":");
     sb_str(&sb, h->cmd);
     sb_s(&sb, "}}");
     return sb_end_line(&sb);
@@ -301,9 +306,11 @@ int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_en
               ",\"nccl_matched\":%" PRId64 ",\"nvtx_ranges\":%" PRId64 ",\"graph_nodes_created\":%" PRId64
               ",\"graph_nodes_cloned\":%" PRId64 ",\"windows\":%" PRId64 ",\"window_ns\":%" PRId64
               ",\"graph_trace_records\":%" PRId64 ",\"attaches\":%" PRId64 ",\"attach_ns\":%" PRId64
-              ",\"detaches\":%" PRId64 ",\"detach_ns\":%" PRId64 ",\"bytes_in\":%" PRId64 ",\"bytes\":%" PRId64 "}}\n]\n",
+              ",\"detaches\":%" PRId64 ",\"detach_ns\":%" PRId64 ",\"bytes_in\":%" PRId64 ",\"bytes\":%" PRId64,
          e->end_ns, e->nccl_calls, e->nccl_graph_nodes, e->nccl_matched, e->nvtx_ranges, e->graph_nodes_created,
          e->graph_nodes_cloned, e->windows, e->window_ns, e->graph_trace_records, e->attaches, e->attach_ns,
          e->detaches, e->detach_ns, e->bytes_in, e->bytes);
+    if (e->has_calib) { sb_s(&sb, ","); ptrace_write_calib(&sb, &e->calib); }
+    sb_s(&sb, "}}\n]\n");
     return sb.overflow ? -1 : (int)sb.len;
 }

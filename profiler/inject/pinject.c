@@ -763,6 +763,16 @@ static void pinj_stop(const char *reason) {
         pinj_open_file();
     }
     pinj_window_close();
+    int calib_at_end = 0;
+    /* always: the calibration runs now, the program's records all taken (not after a
+     * signal: the program may be dying) */
+    if (g.out_open && !g.calibrated && g.cfg.mode == PINJ_MODE_ALWAYS) {
+        if (strncmp(reason, "signal", 6)) {
+            pinj_calibrate();
+            pinj_window_close();
+        } else snprintf(g.calib.why, sizeof g.calib.why, "not run: the capture ended by a %s", reason);
+        calib_at_end = 1;
+    }
     pinj_graph_trace(0);
     g.detach_at_ms = 0;
     if (atomic_load(&g.att) == PINJ_ATT_PENDING) pinj_attach();   /* the detach asked is taken back */
@@ -791,6 +801,8 @@ static void pinj_stop(const char *reason) {
     e.dropped_records = atomic_load(&g.dropped_records) + (int64_t)dropped_ctx;
     e.dropped_host_events = atomic_load(&g.host_dropped);
     e.records = g.rec.records + g.host_records;
+    e.has_calib = calib_at_end;
+    e.calib = g.calib;
     snprintf(e.reason, sizeof e.reason, "%s", reason);
     e.end_ns = pinject_now_ns();
     pnccl_stats ns;
@@ -874,10 +886,14 @@ static int64_t pinj_schedule(int64_t now) {
 static int64_t pinj_begin_file(int64_t now) {
     int64_t until = g.start_wall_ms + g.cfg.window_ms;   /* the start window: window_ms from the capture's start */
     if (g.cfg.mode == PINJ_MODE_WINDOWS && g.win_open && now < until) return until - now;
-    if (!g.calibrated) {
+    if (!g.calibrated && g.cfg.mode == PINJ_MODE_ALWAYS) {
+        /* always: a calibration now would switch recording off under the program for its
+         * ~0.1 s (the H200 fault table lost every kernel of a short program that way); it
+         * runs at the end instead, into the end record (pinj_stop, traces/FORMAT.md) */
+        snprintf(g.calib.why, sizeof g.calib.why, "at the end (mode always)");
+    } else if (!g.calibrated) {
         pinj_window_close();
         pinj_calibrate();
-        if (g.cfg.mode == PINJ_MODE_ALWAYS) pinj_window_open("always");
         g.next_time_ms = g.start_wall_ms + g.cfg.period_ms;   /* time windows every period from the start */
     }
     pinj_open_file();
