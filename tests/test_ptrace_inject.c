@@ -433,6 +433,9 @@ static void scenario_detach(void) {
     if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(41);   /* start window over */
     for (int i = 0; i < 300 && atomic_load(&g.att) != PINJ_ATT_PENDING; i++) sleep_ms(1);
     if (atomic_load(&g.att) != PINJ_ATT_PENDING) _exit(42);                       /* detach asked */
+    uint8_t *kept; size_t ksize, kmax;
+    fake_req(&kept, &ksize, &kmax);                                               /* CUPTI keeps one buffer */
+    if (!kept) _exit(47);
     cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);
     if (atomic_load(&g.att) != PINJ_ATT_OFF || fake_finalized != 1 || fake_cb) _exit(43);
     cb_push("verify bs=1");                                                       /* while detached */
@@ -931,7 +934,7 @@ static void inject_detaches_cupti_between_windows(void) {
     pid_t p = run_child(DETACH, "detach", "0", "0", 0);
     int st;
     waitpid(p, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..46: the step that failed)",
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..47: the step that failed)",
           WIFEXITED(st) ? WEXITSTATUS(st) : -st);
     ptrace_file f; int part = 1;
     if (load("detach", &f, &part)) { CHECK(0, "no trace"); return; }
@@ -961,6 +964,7 @@ static void inject_detaches_cupti_between_windows(void) {
     CHECK(distinct, "correlation ids repeat across the attachments: %u %u %u %u", corr[0], corr[1], corr[2], corr[3]);
     CHECK(verify_k == 1, "kernels in the range opened while detached: %d", verify_k);
     CHECK(attached_windows == 1, "windows that attached CUPTI again: %d", attached_windows);
+    CHECK(note_has("detach", "1 activity buffers were not handed back"), "the buffer the detached CUPTI kept is not said");
     ptrace_file_free(&f);
 }
 

@@ -114,7 +114,9 @@ static struct {
 
     /* buffers */
     uint8_t *pool[PINJ_MAX_BUFS];
+    uint8_t *made[PINJ_MAX_BUFS];            /* every buffer allocated and not freed */
     int n_pool, n_bufs_max, n_bufs_made;
+    int64_t bufs_lost;                       /* kept by a CUPTI that was detached: freed */
     pinj_done done[PINJ_MAX_BUFS];
     int n_done;
     atomic_llong dropped_records, pool_exhausted;
@@ -331,7 +333,7 @@ static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *ma
     if (g.n_pool > 0) *buffer = g.pool[--g.n_pool];
     else if (g.n_bufs_made < g.n_bufs_max) {
         *buffer = aligned_alloc(8, PINJ_BUF_BYTES);
-        if (*buffer) g.n_bufs_made++;
+        if (*buffer) g.made[g.n_bufs_made++] = *buffer;
     }
     pthread_mutex_unlock(&g.mu);
     if (*buffer) *size = PINJ_BUF_BYTES;
@@ -341,7 +343,8 @@ static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *ma
 static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
     (void)size;
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+    /* not from inside cuptiFinalize (a buffer handed back while detaching) */
+    if (atomic_load(&g.att) == PINJ_ATT_ON && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
         atomic_fetch_add(&g.dropped_records, (long long)dropped);
     if (!buffer) return;
     pthread_mutex_lock(&g.mu);
@@ -610,6 +613,18 @@ static int pinj_attach(void) {
     /* records handed over while CUPTI detached, with the old attachment's ids */
     atomic_store(&g.att, PINJ_ATT_ON);
     pinj_drain(0);
+    /* buffers the detached CUPTI never handed back will not come back: freed */
+    pthread_mutex_lock(&g.mu);
+    for (int i = 0; i < g.n_bufs_made;) {
+        int home = 0;
+        for (int j = 0; j < g.n_pool && !home; j++) home = g.pool[j] == g.made[i];
+        for (int j = 0; j < g.n_done && !home; j++) home = g.done[j].buf == g.made[i];
+        if (home) { i++; continue; }
+        free(g.made[i]);
+        g.made[i] = g.made[--g.n_bufs_made];
+        g.bufs_lost++;
+    }
+    pthread_mutex_unlock(&g.mu);
     g.rec.corr_base = g.rec.corr_max + 1;
     pnccl_map_forget_corrs(g.nccl);
     precord_forget_launches();
@@ -837,6 +852,9 @@ static void pinj_stop(const char *reason) {
                 (long long)g.rec.incomplete, (long long)e.windows,
                 e.records ? (double)g.out.bytes / (double)e.records : 0.0, reason);
     g.out_open = 0;
+    if (g.bufs_lost)
+        pinject_note("%lld activity buffers were not handed back by CUPTI before a detach (freed at the next attach)",
+                     (long long)g.bufs_lost);
     if (atomic_load(&g.pool_exhausted))
         pinject_note("the activity buffer pool (%d MB) ran out %lld times: raise --buffer-mb or lower --flush-ms",
                      g.cfg.buffer_mb, (long long)atomic_load(&g.pool_exhausted));
