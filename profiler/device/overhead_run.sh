@@ -14,7 +14,7 @@
 # made (profiler/device/overhead_tables.py, on the CPU). Results to $OUT (8 files at most):
 #   run.log      everything printed            rows.csv   loop,mode,round,run,tok_s (every run)
 #   stats.jsonl  specprof check --json of every trace (records, bytes, windows, attaches)
-#   floor.txt    libfloor's record counts       calib.tar.gz   the calibration capture (traces/calib-windowed)
+#   floor.txt    libfloor's record counts       calib.tar.gz   the calibration subset, windows (calib/) and always (calib_always/)
 #   corr.txt     per trace: kernels, distinct correlation ids, API records (a stuck id is a CUPTI fault)
 #   samples.tar.gz  one default-mode trace of each loop
 # usage (GPU machine, repo root): OUT=/tmp/x RUN_LIMIT_S=400 bash profiler/device/overhead_run.sh
@@ -140,7 +140,12 @@ mkdir -p $W/calib
 OUT=$W/calib SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 100 bash profiler/device/capture_run.sh > $W/calib/stdout.log 2>&1
 grep -E "^capture|^calibration|^CUPTI|^kernels|^INCOMPLETE|^WARNING|^#.*trace" $W/calib/run.log | tee -a "$LOG"
 for f in $W/calib/calib_*.json*; do [ -f "$f" ] && corr_of "$f" "calib.$(basename $f)"; done
-(cd $W && tar czf "$OUT/calib.tar.gz" calib)
+# the same subset node-level (--mode always) in the same session: mode against mode, not session against session
+mkdir -p $W/calib_always
+OUT=$W/calib_always SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 SPECPROF_ARGS="--mode always" timeout 100 \
+  bash profiler/device/capture_run.sh > $W/calib_always/stdout.log 2>&1
+grep -E "^capture|^kernels|^INCOMPLETE|^WARNING" $W/calib_always/run.log | tee -a "$LOG"
+(cd $W && tar czf "$OUT/calib.tar.gz" calib calib_always)
 }
 
 LOOPS=${LOOPS:-sb_decode_c1 sb_spec_c16 tb eager_plain eager_spec}
