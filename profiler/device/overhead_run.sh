@@ -38,7 +38,9 @@ step "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv 2>&1 | tee -a "$LOG"
 step "build (only what is missing)"
 for b in bin/specbench bin/libfloor.so bin/libspecprof.so bin/specprof; do
-  [ -x $b ] || [ -f $b ] || make -j"$(nproc)" $b >> "$LOG" 2>&1 || echo "BUILD $b FAILED" | tee -a "$LOG"
+  # a binary built elsewhere that does not find its libraries here is built again
+  [ -f $b ] && ldd $b 2>&1 | grep -q "not found" && { echo "$b: $(ldd $b | grep 'not found' | head -2): rebuilt" | tee -a "$LOG"; rm -f $b; }
+  [ -f $b ] || make -j"$(nproc)" $b >> "$LOG" 2>&1 || echo "BUILD $b FAILED" | tee -a "$LOG"
 done
 ls -la bin | tee -a "$LOG"
 SP=$PWD/bin/specprof; SB=$PWD/bin/specbench; FLOOR=$PWD/bin/libfloor.so
