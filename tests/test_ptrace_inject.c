@@ -436,6 +436,8 @@ static void scenario_detach(void) {
     uint8_t *kept; size_t ksize, kmax;
     fake_req(&kept, &ksize, &kmax);                                               /* CUPTI keeps one buffer */
     if (!kept) _exit(47);
+    cb_api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 7);   /* inside a runtime call */
+    if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(48);
     cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);
     if (atomic_load(&g.att) != PINJ_ATT_OFF || fake_finalized != 1 || fake_cb) _exit(43);
     cb_push("verify bs=1");                                                       /* while detached */
@@ -934,7 +936,7 @@ static void inject_detaches_cupti_between_windows(void) {
     pid_t p = run_child(DETACH, "detach", "0", "0", 0);
     int st;
     waitpid(p, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..47: the step that failed)",
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..48: the step that failed)",
           WIFEXITED(st) ? WEXITSTATUS(st) : -st);
     ptrace_file f; int part = 1;
     if (load("detach", &f, &part)) { CHECK(0, "no trace"); return; }

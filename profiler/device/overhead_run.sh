@@ -19,7 +19,9 @@
 #   samples.tar.gz  one default-mode trace of each loop
 # usage (GPU machine, repo root): OUT=/tmp/x RUN_LIMIT_S=400 bash profiler/device/overhead_run.sh
 #   env: ROUNDS (default 3, cut by RUN_LIMIT_S), SKIP_CALIB=1, LOOPS (default
-#   "sb_decode_c1 sb_spec_c16 tb eager_plain eager_spec")
+#   "sb_decode_c1 sb_spec_c16 tb eager_plain eager_spec"), MODES (only these modes),
+#   SB_REPEATS, TB_REPEATS (default 4), EL_RUNS (default 4): timed runs per process;
+#   SKIP_EAGER_SMOKE=1
 # modes: none; floor (bin/libfloor.so: kernel activity only); specprof (the default: windows,
 # CUPTI detached between them); nograph (--between none: attached between windows, the
 # default before); always (--mode always). Binaries built on the CPU box are used when
@@ -96,19 +98,19 @@ run_one() {
   case $loop in
     eager_plain|eager_spec)
       local spec=0; [ $loop = eager_spec ] && spec=4
-      timeout 60 $pre $EL --spec-tokens $spec --runs 4 --tokens 64 > $W/p.out 2>&1
+      timeout 60 $pre $EL --spec-tokens $spec --runs ${EL_RUNS:-4} --tokens 64 > $W/p.out 2>&1
       awk -v l=$loop -v m=$mode -v r=$round '$1=="run"{print l","m","r","$2","$8}' $W/p.out >> "$OUT/rows.csv" ;;
     sb_decode_c1|sb_spec_c16)
       local args="--mode baseline --concurrency 1"
       [ $loop = sb_spec_c16 ] && args="--mode spec --steps 3 --alpha 0.7 --concurrency 16"
       rm -f $W/sb.csv
-      timeout 60 $pre $SB --preset llama8b $args $COMMON --warmup 10 --seconds 1 --repeats 4 --csv $W/sb.csv > $W/p.out 2>&1
+      timeout 60 $pre $SB --preset llama8b $args $COMMON --warmup 10 --seconds 1 --repeats ${SB_REPEATS:-4} --csv $W/sb.csv > $W/p.out 2>&1
       awk -F, -v l=$loop -v m=$mode -v r=$round 'NR==1{for(i=1;i<=NF;i++){if($i=="tok_s")c=i; if($i=="rep")q=i}} NR>1{print l","m","r","$q","$c}' \
         $W/sb.csv >> "$OUT/rows.csv" 2>/dev/null ;;
     tb)
       rm -f $W/tb.csv
       timeout 90 $pre $TB --preset torch-dense --mode baseline,spec --steps 3 --alpha 0.7 --concurrency 1,13 \
-        --prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64 --warmup 3 --seconds 0.4 --repeats 4 \
+        --prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64 --warmup 3 --seconds 0.4 --repeats ${TB_REPEATS:-4} \
         --csv $W/tb.csv > $W/p.out 2>&1
       awk -F, -v m=$mode -v r=$round 'NR==1{for(i=1;i<=NF;i++){if($i=="tok_s")c=i; if($i=="rep")q=i; if($i=="mode")o=i; if($i=="concurrency")n=i}}
         NR>1{l=($o=="baseline"?"tb_decode_c":"tb_spec_c")$n; print l","m","r","$q","$c}' $W/tb.csv >> "$OUT/rows.csv" 2>/dev/null
@@ -128,13 +130,15 @@ run_one() {
 }
 
 step "smoke: default mode on a short specbench run"
-timeout 40 $SP -o $W/smoke -- $SB --preset llama8b --mode baseline --concurrency 1 $COMMON --warmup 5 --seconds 2 2>&1 | tail -4 | tee -a "$LOG"
+timeout 40 $SP -o $W/smoke -- $SB --preset llama8b --mode baseline --concurrency 1 $COMMON --warmup 5 --seconds ${SMOKE_S:-2} 2>&1 | tail -4 | tee -a "$LOG"
 $SP check $W/smoke/specprof.rank*.json* 2>&1 | head -14 | tee -a "$LOG"
 for f in $W/smoke/specprof.rank*.json*; do corr_of "$f" smoke; done
 EAGER_OK=1
+[ "${SKIP_EAGER_SMOKE:-0}" = 1 ] || {
 timeout 60 $EL --runs 2 --tokens 16 > $W/e1.out 2>&1
 tail -2 $W/e1.out | tee -a "$LOG"
 grep -q "^run 1 " $W/e1.out || { EAGER_OK=0; echo "EAGER LOOP FAILED: skipped" | tee -a "$LOG"; }
+}
 
 [ "${SKIP_CALIB:-0}" = 1 ] || {
 step "calibration subset in the default mode (capture_run.sh)"
@@ -161,6 +165,7 @@ for round in $(seq 1 ${ROUNDS:-3}); do
       tb) modes="none specprof"; cost=16 ;;
       *) modes="none specprof"; cost=8 ;;
     esac
+    [ -n "${MODES:-}" ] && modes=$(for m in $modes; do case " $MODES " in *" $m "*) printf '%s ' $m ;; esac; done)
     for mode in $modes; do
       [ "$(left)" -gt $cost ] || { echo "time: skipped $loop $mode round $round" | tee -a "$LOG"; continue; }
       run_one $loop $mode $round

@@ -114,9 +114,8 @@ static struct {
 
     /* buffers */
     uint8_t *pool[PINJ_MAX_BUFS];
-    uint8_t *made[PINJ_MAX_BUFS];            /* every buffer allocated and not freed */
     int n_pool, n_bufs_max, n_bufs_made;
-    int64_t bufs_lost;                       /* kept by a CUPTI that was detached: freed */
+    int64_t bufs_lost;                       /* most buffers a detached CUPTI had not handed back */
     pinj_done done[PINJ_MAX_BUFS];
     int n_done;
     atomic_llong dropped_records, pool_exhausted;
@@ -333,7 +332,7 @@ static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *ma
     if (g.n_pool > 0) *buffer = g.pool[--g.n_pool];
     else if (g.n_bufs_made < g.n_bufs_max) {
         *buffer = aligned_alloc(8, PINJ_BUF_BYTES);
-        if (*buffer) g.made[g.n_bufs_made++] = *buffer;
+        if (*buffer) g.n_bufs_made++;
     }
     pthread_mutex_unlock(&g.mu);
     if (*buffer) *size = PINJ_BUF_BYTES;
@@ -529,9 +528,10 @@ static void pinj_graph_trace(int on) {
  * a 390-node graph launch took ~0.8 us a node longer after a window than before any
  * (docs/profiler.md, call 1), as PyTorch found after profiling (pytorch/pytorch PR 146604:
  * fixed by cuptiFinalize). So between windows CUPTI is detached, as CUPTI's cupti_finalize
- * sample and Kineto's teardown do it: the records flushed and written, the runtime and driver
- * API domains switched on, and the next API exit on a program thread calls cuptiUnsubscribe
- * and cuptiFinalize (CUPTI's documentation: from an API exit callsite). The next window
+ * sample and Kineto's teardown do it: the records flushed and written, the runtime API domain
+ * switched on, and the next runtime API exit on a program thread calls cuptiUnsubscribe and
+ * cuptiFinalize (CUPTI's documentation: from an API exit callsite; a program that makes no
+ * runtime call stays attached). The next window
  * subscribes again (CUPTI initialises lazily) and switches its callbacks back on. While
  * detached nothing of ours calls CUPTI (any call would attach it again): NVTX ranges come
  * from our own NVTX injection, timestamps from CLOCK_MONOTONIC and a measured offset,
@@ -563,7 +563,6 @@ static void pinj_detach_request(int64_t now_ms) {
     g.att_req_ms = now_ms;
     atomic_store(&g.att, PINJ_ATT_PENDING);
     cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_DRIVER_API);
 }
 
 /* A program thread at an API exit while a detach is asked: it detaches CUPTI. */
@@ -585,7 +584,6 @@ static int pinj_attach(void) {
     int want = PINJ_ATT_PENDING;
     if (atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ON)) {
         cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_DRIVER_API);
         pinj_enable_always();
         g.last_attach_ns = 0;
         return 0;
@@ -613,17 +611,11 @@ static int pinj_attach(void) {
     /* records handed over while CUPTI detached, with the old attachment's ids */
     atomic_store(&g.att, PINJ_ATT_ON);
     pinj_drain(0);
-    /* buffers the detached CUPTI never handed back will not come back: freed */
+    /* buffers the detached CUPTI did not hand back: counted, never freed (CUPTI may still
+     * own them); they are lost to the pool (SPECPROF_BUFFER_MB bounds the memory) */
     pthread_mutex_lock(&g.mu);
-    for (int i = 0; i < g.n_bufs_made;) {
-        int home = 0;
-        for (int j = 0; j < g.n_pool && !home; j++) home = g.pool[j] == g.made[i];
-        for (int j = 0; j < g.n_done && !home; j++) home = g.done[j].buf == g.made[i];
-        if (home) { i++; continue; }
-        free(g.made[i]);
-        g.made[i] = g.made[--g.n_bufs_made];
-        g.bufs_lost++;
-    }
+    int64_t out = g.n_bufs_made - g.n_pool - g.n_done;
+    if (out > g.bufs_lost) g.bufs_lost = out;
     pthread_mutex_unlock(&g.mu);
     g.rec.corr_base = g.rec.corr_max + 1;
     pnccl_map_forget_corrs(g.nccl);
@@ -853,7 +845,7 @@ static void pinj_stop(const char *reason) {
                 e.records ? (double)g.out.bytes / (double)e.records : 0.0, reason);
     g.out_open = 0;
     if (g.bufs_lost)
-        pinject_note("%lld activity buffers were not handed back by CUPTI before a detach (freed at the next attach)",
+        pinject_note("%lld activity buffers were not handed back by CUPTI before a detach (lost to the pool)",
                      (long long)g.bufs_lost);
     if (atomic_load(&g.pool_exhausted))
         pinject_note("the activity buffer pool (%d MB) ran out %lld times: raise --buffer-mb or lower --flush-ms",
@@ -1399,7 +1391,11 @@ static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Cal
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
         const CUpti_CallbackData *d = data;
-        if (d->callbackSite == CUPTI_API_EXIT && atomic_load_explicit(&g.att, memory_order_relaxed) == PINJ_ATT_PENDING) {
+        /* at a runtime API's exit only, as Kineto: a driver call's exit is often inside a
+         * runtime call, whose own exit would then run in a CUPTI already torn down (on the
+         * H200, finalizing at driver exits corrupted the heap of every PyTorch process) */
+        if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && d->callbackSite == CUPTI_API_EXIT &&
+            atomic_load_explicit(&g.att, memory_order_relaxed) == PINJ_ATT_PENDING) {
             pinj_detach_here();
             return;
         }
