@@ -50,10 +50,10 @@ static void usage(FILE *f) {
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
         "      --window-max-ms N   no window longer than this (default 1000)\n"
         "      --shape-ignore k,.. range-name keys whose values do not make a new shape (default ctx)\n"
-        "      --between B         detach (default): CUPTI detached between windows (cuptiFinalize), attached again\n"
-        "                          for each; none: attached with recording off; graph: attached, one graph-level\n"
-        "                          record per graph launch (experimental: processes capturing graphs crashed with\n"
-        "                          it on the H200, CUPTI 13.0.1)\n"
+        "      --between B         none (default): CUPTI attached with recording off between windows;\n"
+        "                          detach: CUPTI detached (cuptiFinalize) after each window, attached again for the\n"
+        "                          next; graph: one graph-level record per graph launch (detach and graph are\n"
+        "                          experimental: programs crashed with them on the H200, CUPTI 13.0.1)\n"
         "      --records R         fit (default): launch, copy and sync API records; all: every runtime/driver API\n"
         "      --gz-level N        zlib level of the .json.gz trace (default 6); --no-compress: plain .json\n"
         "      --no-calibrate      skip the launch-cost calibration at the start\n"
@@ -347,7 +347,7 @@ static int cmd_run(int argc, char **argv) {
     int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
     long flush_ms = 500, buffer_mb = 64;
     /* recording mode (docs/profiler.md); the defaults are the library's */
-    const char *mode = "windows", *between = "detach", *records = "fit", *shape_ignore = NULL;
+    const char *mode = "windows", *between = "none", *records = "fit", *shape_ignore = NULL;
     long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,
@@ -398,7 +398,7 @@ static int cmd_run(int argc, char **argv) {
         case O_WMAX: window_max_ms = parse_long("--window-max-ms", optarg, 1, 86400000); break;
         case O_BETWEEN:
             if (strcmp(optarg, "graph") && strcmp(optarg, "none") && strcmp(optarg, "detach"))
-                SP_FAIL("--between: value \"%s\": detach, none or graph", optarg);
+                SP_FAIL("--between: value \"%s\": none, detach or graph", optarg);
             between = optarg;
             break;
         case O_RECORDS:

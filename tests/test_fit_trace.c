@@ -29,8 +29,9 @@ static ptrace_api api_at(int64_t s_us, int64_t e_us, uint32_t corr) {
 }
 
 /* Windows [0, 50) and [1000, 1050) ms: calls inside one are kept, in order; one that
- * crosses an edge, one between windows and a stale one (start in the first window, end in
- * the second: CUPTI 13.0.1's) are left out. Without windows (always mode) all are kept. */
+ * crosses an edge, one between windows, a stale one (start in the first window, end in the
+ * second: CUPTI 13.0.1's) and two that share a correlation id are left out. Without windows
+ * (always mode) all are kept. */
 static void fit_trace_drops_api_calls_not_inside_one_window(void) {
     fit_trace t;
     fit_trace_init(&t, "windowed");
@@ -43,12 +44,14 @@ static void fit_trace_drops_api_calls_not_inside_one_window(void) {
         api_at(10000, 1020000, 4),    /* stale: from the first window into the second */
         api_at(1000100, 1000300, 5),  /* inside the second */
         api_at(999900, 1000200, 6),   /* crosses the second's start */
+        api_at(1000400, 1000500, 7),  /* inside the second, its id repeated: stale */
+        api_at(1000600, 1000700, 7),
     };
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) fit_trace_add_api(&t, &a[i]);
     fit_trace_add_window(&t, &w1);   /* in the order they closed: the later one first */
     fit_trace_add_window(&t, &w0);
     size_t cut = fit_trace_drop_cut_api(&t);
-    CHECK(cut == 4 && t.napi == 2, "left out %zu, kept %zu (want 4, 2)", cut, t.napi);
+    CHECK(cut == 6 && t.napi == 2, "left out %zu, kept %zu (want 6, 2)", cut, t.napi);
     CHECK(t.napi == 2 && t.api[0].corr == 1 && t.api[1].corr == 5, "kept corr %u %u (want 1 5)",
           t.napi > 0 ? t.api[0].corr : 0, t.napi > 1 ? t.api[1].corr : 0);
     fit_trace_free(&t);
@@ -56,7 +59,7 @@ static void fit_trace_drops_api_calls_not_inside_one_window(void) {
     fit_trace_init(&t, "always");
     for (size_t i = 0; i < sizeof a / sizeof a[0]; i++) fit_trace_add_api(&t, &a[i]);
     cut = fit_trace_drop_cut_api(&t);
-    CHECK(cut == 0 && t.napi == 6, "no windows: left out %zu, kept %zu (want 0, 6)", cut, t.napi);
+    CHECK(cut == 0 && t.napi == 8, "no windows: left out %zu, kept %zu (want 0, 8)", cut, t.napi);
     fit_trace_free(&t);
 }
 

@@ -413,7 +413,7 @@ static void cb_api_exit(CUpti_CallbackDomain d, CUpti_CallbackId cbid, uint32_t 
     if (fake_cb) fake_cb(NULL, d, cbid, &cd);
 }
 
-/* --between detach (the default; SPECPROF_WINDOW_MS 50, PERIOD 400, no shape windows): the
+/* --between detach (SPECPROF_WINDOW_MS 50, PERIOD 400, no shape windows): the
  * start window's records are written, then CUPTI is detached at a program thread's API exit
  * (cuptiUnsubscribe + cuptiFinalize); while detached an NVTX range opens and nothing calls
  * CUPTI; the time window subscribes again, registers the buffers again, and its launch with
@@ -569,6 +569,7 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
         if (how == DETACH) {
             setenv("SPECPROF_PERIOD_MS", "400", 1);
             setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
+            setenv("SPECPROF_BETWEEN", "detach", 1);
             scenario_detach();
         }
         if (how == NCCL_SHIM) scenario_nccl();

@@ -300,12 +300,13 @@ static void pinj_read_config(pinj_config *c) {
     const char *b = getenv("SPECPROF_BETWEEN");
     /* graph-level records between windows only when asked: with them on, 3 of 4 specbench
      * processes that captured graphs died by SIGSEGV on the H200 (CUPTI 13.0.1, docs/profiler.md).
-     * Default: CUPTI detached between windows (cuptiFinalize): attached with everything
-     * off, a 390-node graph launch still cost ~0.8 us a node after a window (call 1) */
+     * CUPTI detached between windows (cuptiFinalize) only when asked: on the H200 (CUPTI
+     * 13.0.1) every PyTorch process so profiled died of heap corruption and specbench
+     * stopped after the first re-attach (docs/profiler.md, calls 3 and 4) */
     c->between_graph = c->mode == PINJ_MODE_WINDOWS && b && !strcmp(b, "graph");
-    c->between_detach = c->mode == PINJ_MODE_WINDOWS && (!b || !*b || !strcmp(b, "detach"));
+    c->between_detach = c->mode == PINJ_MODE_WINDOWS && b && !strcmp(b, "detach");
     if (b && *b && strcmp(b, "graph") && strcmp(b, "none") && strcmp(b, "detach"))
-        fprintf(stderr, "specprof: SPECPROF_BETWEEN: value \"%s\": expected detach, none or graph, using detach\n", b);
+        fprintf(stderr, "specprof: SPECPROF_BETWEEN: value \"%s\": expected none, detach or graph, using none\n", b);
     const char *r = getenv("SPECPROF_RECORDS");
     c->records_all = r && !strcmp(r, "all");
     c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
