@@ -94,7 +94,12 @@ CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
     __atomic_sub_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST);
     return CUPTI_SUCCESS;
 }
-CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
+static int fake_api_on, fake_api_off;   /* per-API record switches */
+CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) {
+    (void)c;
+    __atomic_add_fetch(e ? &fake_api_on : &fake_api_off, 1, __ATOMIC_SEQ_CST);
+    return CUPTI_SUCCESS;
+}
 CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 CUptiResult cuptiActivityFlushAll(uint32_t flag) {
     FAKE_TOUCH();
@@ -262,7 +267,7 @@ static void submit_buffer(uint32_t corr_eager, uint32_t corr_graph, uint64_t nod
 static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
 
 typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM, WINDOWS, END_SEGV, END_ABORT,
-               END_FULL, END_FORK, THREADS, DETACH } scenario_end;
+               END_FULL, END_FORK, THREADS, DETACH, API_BETWEEN } scenario_end;
 
 /* issue 17's faults, on the CPU (END_FULL limits the file's size to what it holds after the
  * first records, so that every later write fails) */
@@ -390,7 +395,7 @@ static void scenario(scenario_end how, int signals) {
         sleep_ms(100);                   /* the parent's writer runs on after the child's exit */
         exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 10);
     }
-    case NCCL_SHIM: case THREADS: case WINDOWS: case DETACH: break;
+    case NCCL_SHIM: case THREADS: case WINDOWS: case DETACH: case API_BETWEEN: break;
     }
 }
 
@@ -404,6 +409,26 @@ static int wait_kind(CUpti_ActivityKind k, int want, int ms) {
 }
 
 static void push_pop(const char *name) { cb_push(name); cb_pop(); }
+
+/* SPECPROF_API_BETWEEN=1 (PERIOD 300): the start window and a time window open and close
+ * the kernel records; the per-API records are switched on once and never off. Exit codes
+ * 50.. say which step failed. */
+static void scenario_api_between(void) {
+    if (!InitializeInjection() || !fake_cb) _exit(3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] || !fake_api_on) _exit(50);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(51);   /* start window over */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(52);   /* a time window */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(53);
+    if (fake_api_off) _exit(54);                                                /* API records switched off */
+    int on = fake_api_on;
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(55);
+    if (fake_api_on != on) _exit(56);                                           /* nor on again */
+    exit(0);
+}
 
 static void cb_api_exit(CUpti_CallbackDomain d, CUpti_CallbackId cbid, uint32_t corr) {
     CUpti_CallbackData cd;
@@ -571,6 +596,12 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
             setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
             setenv("SPECPROF_BETWEEN", "detach", 1);
             scenario_detach();
+        }
+        if (how == API_BETWEEN) {
+            setenv("SPECPROF_PERIOD_MS", "300", 1);
+            setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
+            setenv("SPECPROF_API_BETWEEN", "1", 1);
+            scenario_api_between();
         }
         if (how == NCCL_SHIM) scenario_nccl();
         if (how == THREADS) scenario_threads();
@@ -971,6 +1002,18 @@ static void inject_detaches_cupti_between_windows(void) {
     ptrace_file_free(&f);
 }
 
+static void inject_api_records_stay_on_between_windows(void) {
+    pid_t p = run_child(API_BETWEEN, "apibetween", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 50..56: the step that failed)",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -st);
+    ptrace_file f; int part = 1;
+    if (load("apibetween", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!strcmp(f.info.header.records, "fit_api"), "header records '%s'", f.info.header.records);
+    ptrace_file_free(&f);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_ptrace_inject.%d", (int)getpid());
     RUN(inject_exit_writes_complete_trace);
@@ -987,6 +1030,7 @@ int main(void) {
     RUN(inject_32_threads_lose_and_mix_nothing);
     RUN(inject_windows_follow_shapes_and_time);
     RUN(inject_detaches_cupti_between_windows);
+    RUN(inject_api_records_stay_on_between_windows);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!getenv("TEST_KEEP") && system(cmd)) fprintf(stderr, "could not remove %s\n", dir);

@@ -76,7 +76,7 @@ typedef struct {
     char mode[16];               /* "windows" or "always" ("" in traces before windows: always) */
     int window_ms, period_ms, shape_replays, window_max_ms;
     char between[8];             /* between windows: "none" or "graph" (graph-level records) */
-    char records[8];             /* API records: "fit" (launches, copies, syncs) or "all" */
+    char records[8];             /* API records: "fit" (launches, copies, syncs) or "all"; "_api": on between windows too */
     int compressed;              /* 1: the file is gzip */
     ptrace_calib calib;
 } ptrace_header;

@@ -23,9 +23,12 @@
 #   SB_REPEATS, TB_REPEATS (default 4), EL_RUNS (default 4): timed runs per process;
 #   SKIP_EAGER_SMOKE=1
 # modes: none; floor (bin/libfloor.so: kernel activity only); specprof (the default: windows,
-# CUPTI detached between them); nograph (--between none: attached between windows, the
-# default before); always (--mode always). Binaries built on the CPU box are used when
-# present in bin/ (no build on the GPU machine).
+# CUPTI attached between them); nograph (--between none, the same); detach (--between detach,
+# experimental: crashed programs in calls 3-4); apion (SPECPROF_API_BETWEEN=1: API records and
+# launch callbacks stay on between windows, experimental); nocal (--no-calibrate); always
+# (--mode always). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
+# apion nocal"). CALIB_ENV: environment for the windowed calibration capture (e.g.
+# SPECPROF_API_BETWEEN=1). Binaries built on the CPU box are used when present in bin/.
 set -u
 OUT=${OUT:-/tmp/overhead}
 mkdir -p "$OUT"
@@ -91,6 +94,9 @@ run_one() {
     floor) pre="env CUDA_INJECTION64_PATH=$FLOOR FLOOR_OUT=$OUT/floor.txt" ;;
     specprof) pre="$SP -o $tdir --quiet --" ;;
     nograph) pre="$SP -o $tdir --quiet --between none --" ;;
+    detach) pre="$SP -o $tdir --quiet --between detach --" ;;
+    apion) pre="env SPECPROF_API_BETWEEN=1 $SP -o $tdir --quiet --" ;;
+    nocal) pre="$SP -o $tdir --quiet --no-calibrate --" ;;
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
   esac
   [ "$mode" = floor ] && echo "$loop $mode $round" >> "$OUT/floor.txt"
@@ -143,7 +149,7 @@ grep -q "^run 1 " $W/e1.out || { EAGER_OK=0; echo "EAGER LOOP FAILED: skipped" |
 [ "${SKIP_CALIB:-0}" = 1 ] || {
 step "calibration subset in the default mode (capture_run.sh)"
 mkdir -p $W/calib
-OUT=$W/calib SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 100 bash profiler/device/capture_run.sh > $W/calib/stdout.log 2>&1
+env ${CALIB_ENV:-} OUT=$W/calib SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 100 bash profiler/device/capture_run.sh > $W/calib/stdout.log 2>&1
 grep -E "^capture|^calibration|^CUPTI|^kernels|^INCOMPLETE|^WARNING|^#.*trace" $W/calib/run.log | tee -a "$LOG"
 for f in $W/calib/calib_*.json*; do [ -f "$f" ] && corr_of "$f" "calib.$(basename $f)"; done
 # the same subset node-level (--mode always) in the same session: mode against mode, not session against session
@@ -161,10 +167,11 @@ for round in $(seq 1 ${ROUNDS:-3}); do
     case $loop in
       eager_plain) [ $EAGER_OK = 1 ] || continue; modes="none specprof floor always"; cost=9 ;;
       eager_spec) [ $EAGER_OK = 1 ] || continue; modes="none specprof"; cost=9 ;;
-      sb_decode_c1) modes="none specprof nograph"; cost=8 ;;
+      sb_decode_c1) modes="none specprof apion"; cost=8 ;;
       tb) modes="none specprof"; cost=16 ;;
       *) modes="none specprof"; cost=8 ;;
     esac
+    ov="MODES_$loop"; [ -n "${!ov:-}" ] && modes=${!ov}
     [ -n "${MODES:-}" ] && modes=$(for m in $modes; do case " $MODES " in *" $m "*) printf '%s ' $m ;; esac; done)
     for mode in $modes; do
       [ "$(left)" -gt $cost ] || { echo "time: skipped $loop $mode round $round" | tee -a "$LOG"; continue; }

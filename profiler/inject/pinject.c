@@ -63,6 +63,7 @@ typedef struct {
     int between_graph;                       /* graph-level records between windows */
     int between_detach;                      /* CUPTI detached (cuptiFinalize) between windows */
     int records_all;                         /* every runtime and driver API record */
+    int api_between;                         /* API records and launch callbacks stay on between windows */
     int gz_level;                            /* 0: plain .json */
     int calibrate;
     char shape_ignore[128];                  /* range-name keys whose values do not make a new shape */
@@ -309,6 +310,10 @@ static void pinj_read_config(pinj_config *c) {
         fprintf(stderr, "specprof: SPECPROF_BETWEEN: value \"%s\": expected none, detach or graph, using none\n", b);
     const char *r = getenv("SPECPROF_RECORDS");
     c->records_all = r && !strcmp(r, "all");
+    /* experimental (SPECPROF_API_BETWEEN=1): only the GPU activity kinds are switched per
+     * window; the API records and launch callbacks, once on, stay on (switched off and on
+     * again, CUPTI 13.0.1 stopped advancing correlation ids: docs/profiler.md) */
+    c->api_between = (int)pinj_env_d("SPECPROF_API_BETWEEN", 0) != 0;
     c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
     if (c->gz_level < 0) c->gz_level = 0;
     if (c->gz_level > 9) c->gz_level = 9;
@@ -492,10 +497,10 @@ static void pinj_node_kinds(int on) {
     }
 }
 
-/* Switching on, the launch callbacks come first, so that every recorded launch has been
- * seen by them (its NVTX link); switching off, the records stop first. */
-static void pinj_node_level(int on) {
-    if (!on) pinj_node_kinds(0);
+/* API records and the launch callbacks of windows, on or off. */
+static int pinj_api_on;
+static void pinj_api_level(int on) {
+    pinj_api_on = on;
     if (g.cfg.records_all) {
         if (on) { cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME); cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER); }
         else { cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME); cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); }
@@ -508,6 +513,14 @@ static void pinj_node_level(int on) {
         if ((g.drv_cb[cb] & PINJ_REC) && !g.cfg.records_all) cuptiActivityEnableDriverApi((CUpti_CallbackId)cb, (uint8_t)on);
         if (g.drv_cb[cb] & PINJ_CB_WINDOW) cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, (CUpti_CallbackId)cb);
     }
+}
+
+/* Switching on, the launch callbacks come first, so that every recorded launch has been
+ * seen by them (its NVTX link); switching off, the records stop first. With api_between
+ * the API part is switched on once and stays on. */
+static void pinj_node_level(int on) {
+    if (!on) pinj_node_kinds(0);
+    if (!g.cfg.api_between || (on && !pinj_api_on)) pinj_api_level(on);
     if (on) pinj_node_kinds(1);
 }
 
@@ -611,6 +624,7 @@ static int pinj_attach(void) {
     }
     /* records handed over while CUPTI detached, with the old attachment's ids */
     atomic_store(&g.att, PINJ_ATT_ON);
+    pinj_api_on = 0;   /* a new CUPTI: nothing of ours on */
     pinj_drain(0);
     /* buffers the detached CUPTI did not hand back: counted, never freed (CUPTI may still
      * own them); they are lost to the pool (SPECPROF_BUFFER_MB bounds the memory) */
@@ -736,7 +750,7 @@ static void pinj_open_file(void) {
     h.window_max_ms = g.cfg.window_max_ms;
     snprintf(h.between, sizeof h.between, "%s", g.cfg.mode != PINJ_MODE_WINDOWS ? "none"
              : g.cfg.between_graph ? "graph" : g.cfg.between_detach ? "detach" : "none");
-    snprintf(h.records, sizeof h.records, "%s", g.cfg.records_all ? "all" : "fit");
+    snprintf(h.records, sizeof h.records, "%s%s", g.cfg.records_all ? "all" : "fit", g.cfg.api_between ? "_api" : "");
     h.compressed = g.cfg.gz_level > 0;
     h.calib = g.calib;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
