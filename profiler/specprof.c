@@ -44,7 +44,8 @@ static void usage(FILE *f) {
         "      --no-nccl           do not preload the NCCL interposer (no NCCL sizes)\n"
         "      --quiet             no per-process messages from the library\n"
         "what is recorded (docs/profiler.md):\n"
-        "      --mode M            windows (default): node-level records only in short windows; always: all the time\n"
+        "      --mode M            always (default): every record all the time; windows: node-level records only in\n"
+        "                          short windows (experimental: CUPTI 13.0.1 reuses correlation ids across windows)\n"
         "      --window-ms N       a window's length (default 50)\n"
         "      --period-ms M       one time window every M ms (default 1000)\n"
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
@@ -347,7 +348,7 @@ static int cmd_run(int argc, char **argv) {
     int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
     long flush_ms = 500, buffer_mb = 64;
     /* recording mode (docs/profiler.md); the defaults are the library's */
-    const char *mode = "windows", *between = "none", *records = "fit", *shape_ignore = NULL;
+    const char *mode = "always", *between = "none", *records = "fit", *shape_ignore = NULL;
     long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,

@@ -583,6 +583,8 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
          * window, so its window is made long enough to hold everything */
         setenv("SPECPROF_WINDOW_MS", signals ? "2000" : "50", 1);
         setenv("SPECPROF_PERIOD_MS", signals ? "4000" : "1000", 1);
+        if (how == WINDOWS || how == DETACH || how == API_BETWEEN)
+            setenv("SPECPROF_MODE", "windows", 1);   /* the default is always */
         if (how == WINDOWS) {
             setenv("SPECPROF_WINDOW_MS", "60", 1);
             setenv("SPECPROF_PERIOD_MS", "600", 1);

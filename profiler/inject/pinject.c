@@ -286,9 +286,13 @@ static void pinj_read_config(pinj_config *c) {
     if (c->buffer_mb < 8) c->buffer_mb = 8;
     c->quiet = getenv("SPECPROF_QUIET") && atoi(getenv("SPECPROF_QUIET"));
     const char *m = getenv("SPECPROF_MODE");
-    c->mode = m && !strcmp(m, "always") ? PINJ_MODE_ALWAYS : PINJ_MODE_WINDOWS;
+    /* always by default: in windows mode CUPTI 13.0.1 stops advancing correlation ids once a
+     * window has closed and another opened (H200, 2026-12-03: 38,278 kernels of specbench's
+     * windowed calibration with 121 distinct ids; traces/overhead/fit-windows-vs-always), so
+     * kernels meet the wrong launch and phase; windows stays for who asks for it */
+    c->mode = m && !strcmp(m, "windows") ? PINJ_MODE_WINDOWS : PINJ_MODE_ALWAYS;
     if (m && *m && strcmp(m, "always") && strcmp(m, "windows"))
-        fprintf(stderr, "specprof: SPECPROF_MODE: value \"%s\": expected windows or always, using windows\n", m);
+        fprintf(stderr, "specprof: SPECPROF_MODE: value \"%s\": expected windows or always, using always\n", m);
     /* defaults: 50 ms in every 1000 ms keeps an eager loop that CUPTI slows by ~35% inside a
      * window within ~2% overall (docs/profiler.md); 3 replays per shape give the fit its
      * per-kernel breakdown of every graph and phase shape */
