@@ -90,7 +90,8 @@ bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto
 
 # Both ground truths (docs/validation.md): specbench's table, then torchbench's (issue 13's
 # targets): both presets fitted from the always-mode captures of H200 call 4 only, against
-# the held-out grid of the same call (traces/torch/call4); every table is written even when
+# the held-out grid of the same call (traces/torch/call4), the scale check, then Hugging Face
+# assisted generation's (issue 21, models/hf_validate.sh); every table is written even when
 # an earlier one misses its targets.
 TORCH_VALIDATE = VALIDATE_CALIB=traces/torch/call4/always VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
 validate: $(BIN)/specsim
@@ -98,7 +99,8 @@ validate: $(BIN)/specsim
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/call4/measured.csv \
 	  VALIDATE_OUT=traces/torch/validation.txt VALIDATE_WORK=build/validate-torch \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
-	sh models/scalecheck.sh $(BIN)/specsim || rc=$$?; exit $$rc
+	sh models/scalecheck.sh $(BIN)/specsim || rc=$$?; \
+	sh models/hf_validate.sh $(BIN)/specsim || rc=$$?; exit $$rc
 
 # The worked example of docs/examples/kimi-k25-pcie.md (Kimi K2.5, TP=8, RTX PRO 6000, PCIe).
 example: $(BIN)/specsim

@@ -40,6 +40,22 @@ static double fh_launch_us(const fr_inst *in)
     return us > 0 ? us : 0;
 }
 
+/* What CUPTI adds to each eager kernel launch of trace t, by the launch-cost calibration
+ * specprof measured on the machine and wrote into the trace (traces/FORMAT.md: on - off,
+ * the median of 200 empty launches; 1.45-1.80 us on the H200 in --mode always, torchbench
+ * call 4): taken out of the eager launch cost so that the model holds the unprofiled one.
+ * 0 without a calibration (Kineto traces: their own cost is taken out elsewhere), when it
+ * reads negative (a calibration beside a busy program: -1.85 us in one windowed capture)
+ * and with FIT_LAUNCH_CALIB=0 (to see what the correction changes). */
+static double fh_cupti_launch_us(const fr_run *R, int t)
+{
+    const ptrace_calib *c = &R->tr[t].hdr.calib;
+    const char *e = getenv("FIT_LAUNCH_CALIB");
+    if ((e && !strcmp(e, "0")) || !c->ok || !(c->kernel_launch_us > 0) || c->kernel_launch_us > 1000)
+        return 0;
+    return c->kernel_launch_us;
+}
+
 static int fh_kfwd(const fr_phase *P)
 {
     int k = 0;
@@ -55,9 +71,6 @@ static int fh_kfwd(const fr_phase *P)
  * node_us * nodes, the profiler's own cost, is taken out of the host gaps. With one graph
  * size only, the median launch time is kept. v[i] is instance gi[i]'s launch time. */
 #define FIT_LAUNCH_MIN_N 4   /* launches of one graph size needed to use that size */
-/* A calibration above this is not a launch's recording cost (a busy host's median: the
- * windowed captures of call 4 read 0.46 and -1.85 us, docs/torchbench.md) and is not used. */
-#define FIT_CALIB_LAUNCH_MAX_US 20.0
 static double fh_graph_launch_fit(fr_run *R, const double *v, size_t n)
 {
     double *x = malloc((n + 1) * sizeof *x), *y = malloc((n + 1) * sizeof *y);
@@ -113,31 +126,11 @@ out:
     return a;
 }
 
-/* The profiler's own host time per recorded launch call of trace t: its header's calibration
- * (traces/FORMAT.md `calibration`, kernel_launch_us = the median empty-kernel launch with
- * recording on minus off, measured by specprof in the program's own process: 1.80 and
- * 1.45 us in torchbench's dense and MoE captures of traces/torch/call4, against 8.6 us a
- * cudaLaunchKernel takes there); 0 when the capture has none. */
-static double fh_calib_launch_us(const fr_run *R, int t)
-{
-    const ptrace_calib *c = &R->tr[t].hdr.calib;
-    return R->tr[t].has_header && c->ok && c->kernel_launch_us > 0 &&
-           c->kernel_launch_us < FIT_CALIB_LAUNCH_MAX_US ? c->kernel_launch_us : 0;
-}
-
-/* An eager instance's launch time without the profiler's cost of its recorded calls (the
- * blocking ones' time is a wait, already left out: fh_launch_us). */
-static double fh_eager_launch_us(const fr_run *R, const fr_inst *in)
-{
-    int calls = in->napi - in->nsync;
-    double us = fh_launch_us(in) - (calls > 0 ? calls : 0) * fh_calib_launch_us(R, in->trace);
-    return us > 0 ? us : 0;
-}
-
-/* The profiler's part of instance in's launch time (0 outside graphs). */
+/* The profiler's part of instance in's (first) launch: per node of a graph, the calibrated
+ * CUPTI cost of an eager launch. */
 static double fh_profiler_us(const fr_run *R, const fr_inst *in)
 {
-    return in->graph ? R->node_us * in->nrec : 0;
+    return in->graph ? R->node_us * in->nrec : fh_cupti_launch_us(R, in->trace);
 }
 
 /* Eager launch cost per kernel: over eager instances i of one phase, their launch time h[i]
@@ -200,9 +193,11 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
             const fr_inst *in = &R->in[i];
             if (in->phase != p || in->drop || R->ph[p].ninst == 0 || in->napi == 0 || in->graph)
                 continue;
-            /* the profiler's cost per call out (the calibration of the capture) */
-            eh[m] = fh_eager_launch_us(R, in);
-            ek[m++] = (double)fh_kfwd(&R->ph[p]) * in->F;
+            ek[m] = (double)fh_kfwd(&R->ph[p]) * in->F;
+            eh[m] = fh_launch_us(in) - fh_cupti_launch_us(R, in->trace) * ek[m];
+            if (eh[m] < 0)
+                eh[m] = 0;
+            m++;
             if (getenv("FIT_DEBUG"))
                 fprintf(stderr, "eager %s tokens %g: launch %.1f us (waits %.1f) over %g "
                         "launches: %.2f us\n", wm_phase_name[p], in->tokens, eh[m - 1],

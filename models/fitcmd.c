@@ -3,6 +3,7 @@
  * they reproduce the measured cells), writes the model and, with --plot, the data files and
  * gnuplot script of every fitted curve. Workload: a handful to tens of trace files. */
 #include "fit.h"
+#include "fit_hf.h"
 #include "ofile.h"
 #include "gsweep.h"
 #include "carry.h"
@@ -43,6 +44,9 @@ static void fitcmd_usage(FILE *f)
         "      --format F        force the importer (specprof, kineto) instead of probing\n"
         "      --join            the traces are captures of one program: fit them as one trace\n"
         "                        (a kernel group may be missing from some, e.g. graph vs eager)\n"
+        "      --loop L          the loop the traces ran: sglang-eagle (default) or hf-assisted\n"
+        "                        (Hugging Face generate with assistant_model, annotated by\n"
+        "                        specprof_torch: docs/pytorch.md, docs/fit.md)\n"
         "  Phases of traces whose spans are not in specprof's words (docs/importers.md):\n"
         "%s"
         "  Exit status: 0 fitted, 2 bad input or a refused fit, 1 write error.\n",
@@ -224,7 +228,7 @@ int fitcmd_main(int argc, char **argv)
         {"profile", required_argument, NULL, 1000}, {"phase-map", required_argument, NULL, 1001},
         {"server-args", required_argument, NULL, 1002}, {"spec-shape", required_argument, NULL, 1003},
         {"cuda-graph-bs", required_argument, NULL, 1004}, {"ctx-log", required_argument, NULL, 1005},
-        {"ctx", required_argument, NULL, 1006},
+        {"ctx", required_argument, NULL, 1006}, {"loop", required_argument, NULL, 1100},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     static const char *const pm_names[] = {"profile", "phase-map", "server-args", "spec-shape",
@@ -232,7 +236,7 @@ int fitcmd_main(int argc, char **argv)
     static phasemap pm;
     phasemap_init(&pm);
     const char *format = NULL;
-    int naming = 0, join = 0;
+    int naming = 0, join = 0, loop = WM_LOOP_EAGLE;
     const char *out = NULL, *plot = NULL, *name = NULL, *llm = NULL, *moe = NULL;
     const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL, *gsweep = NULL;
     int quiet = 0, c, rc = FITCMD_EXIT_BAD;
@@ -261,6 +265,13 @@ int fitcmd_main(int argc, char **argv)
                 return FITCMD_EXIT_BAD;
             }
             naming = 1;
+            break;
+        case 1100:
+            if ((loop = wm_loop_find(optarg)) < 0) {
+                fprintf(stderr, "specsim fit: field --loop: value %s: unknown loop (expected "
+                        "sglang-eagle or hf-assisted)\n", optarg);
+                return FITCMD_EXIT_BAD;
+            }
             break;
         case 'h': fitcmd_usage(stdout); return 0;
         case ':':
@@ -364,11 +375,23 @@ int fitcmd_main(int argc, char **argv)
             printf("# joined        %d traces into one (%zu kernels, %zu ranges)\n", loaded, tr[0].nkern,
                    tr[0].nrng);
     }
-    if (fit_run(tr, nt, &o, &res, err, sizeof err)) {
+    if (loop == WM_LOOP_HF) {
+        /* the hf-assisted loop has its own fit (models/fit_hf.c): host-bound phases */
+        static fit_hf_report hr;
+        if (fit_hf_run(tr, nt, name, stderr, &res.model, &hr, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            goto out;
+        }
+        if (!quiet)
+            fit_hf_print(stdout, &hr);
+        if (plot && !quiet)
+            printf("# plot: not made for the hf-assisted loop (its costs are medians, no curves)\n");
+        plot = NULL;
+    } else if (fit_run(tr, nt, &o, &res, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         goto out;
     }
-    if (!quiet)
+    if (!quiet && loop != WM_LOOP_HF)
         fitcmd_report(stdout, &res);
     if (carry_to && fitcmd_carry(&res.model, carry_to, carry_from, quiet)) {
         rc = FITCMD_EXIT_BAD;

@@ -33,6 +33,16 @@ void wm_init(wm_model *m)
     m->ranks = 1;
 }
 
+const char *const wm_loop_name[WM_NLOOP] = {"sglang-eagle", "hf-assisted"};
+
+int wm_loop_find(const char *s)
+{
+    for (int l = 0; l < WM_NLOOP; l++)
+        if (strcmp(s, wm_loop_name[l]) == 0)
+            return l;
+    return -1;
+}
+
 int wm_phase_find(const char *name)
 {
     for (int p = 0; p < WM_NPHASE; p++)
@@ -296,7 +306,8 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 
 static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
-    "fitted_tokens_max", "fitted_q_max", "host_gap_per_row_us", "eager_launch_us", NULL,
+    "fitted_tokens_max", "fitted_q_max", "host_gap_per_row_us", "eager_launch_us",
+    "host_gap_reject_us", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -310,7 +321,8 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "fitted_tokens_max", base, 0, 0, &bnd_tokens, &ph->fitted_tokens_max) != 0 ||
         wm_num(c, j, "fitted_q_max", base, 0, 0, &bnd_q_tokens, &ph->fitted_q_max) != 0 ||
         wm_num(c, j, "host_gap_per_row_us", base, 0, 0, &bnd_slope_us, &ph->host_gap_per_row_us) != 0 ||
-        wm_num(c, j, "eager_launch_us", base, 0, 0, &bnd_cost_us, &ph->eager_launch_us) != 0)
+        wm_num(c, j, "eager_launch_us", base, 0, 0, &bnd_cost_us, &ph->eager_launch_us) != 0 ||
+        wm_num(c, j, "host_gap_reject_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_reject_us) != 0)
         return -1;
     const cJSON *ae = cJSON_GetObjectItemCaseSensitive(j, "always_eager");
     if (ae != NULL && !cJSON_IsBool(ae)) {
@@ -360,7 +372,7 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
 
 static const char *const wm_top_keys[] = {
     "specsim_model", "name", "source", "device", "ranks", "moe", "launch", "phases",
-    "gemm_sweep", "uncertainty", NULL,
+    "gemm_sweep", "uncertainty", "loop", NULL,
 };
 static const char *const wm_sweep_keys[] = {"source", "tokens", "sites", NULL};
 static const char *const wm_site_keys[] = {"name", "phases", "per_forward", "m", "us", NULL};
@@ -480,6 +492,14 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
         wm_str(c, root, "device", "", 0, m->device, sizeof m->device) != 0 ||
         wm_int(c, root, "ranks", "", 0, 1, &bnd_ranks, &m->ranks) != 0)
         return -1;
+    char loop[32] = "";
+    if (wm_str(c, root, "loop", "", 0, loop, sizeof loop) != 0)
+        return -1;
+    if (loop[0] && (m->loop = wm_loop_find(loop)) < 0)
+        return wm_fail(c, "loop", cJSON_GetObjectItemCaseSensitive(root, "loop"),
+                       "unknown loop (expected sglang-eagle or hf-assisted)");
+    if (!loop[0])
+        m->loop = WM_LOOP_EAGLE;
 
     const cJSON *moe = wm_obj(c, root, "moe", "", 0, &e);
     if (e)
@@ -700,6 +720,8 @@ static cJSON *wm_to_json(const wm_model *m)
     cJSON_AddStringToObject(root, "source", m->source);
     cJSON_AddStringToObject(root, "device", m->device);
     cJSON_AddNumberToObject(root, "ranks", m->ranks);
+    if (m->loop != WM_LOOP_EAGLE)
+        cJSON_AddStringToObject(root, "loop", wm_loop_name[m->loop]);
     cJSON *moe = cJSON_AddObjectToObject(root, "moe");
     cJSON_AddNumberToObject(moe, "experts", m->moe_experts);
     cJSON_AddNumberToObject(moe, "topk", m->moe_topk);
@@ -725,6 +747,8 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "host_gap_per_row_us", ph->host_gap_per_row_us);
         if (ph->eager_launch_us > 0)
             cJSON_AddNumberToObject(po, "eager_launch_us", ph->eager_launch_us);
+        if (ph->host_gap_reject_us > 0)
+            cJSON_AddNumberToObject(po, "host_gap_reject_us", ph->host_gap_reject_us);
         if (ph->always_eager)
             cJSON_AddBoolToObject(po, "always_eager", 1);
         if (ph->fitted_tokens_max > 0)

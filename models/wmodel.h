@@ -142,7 +142,20 @@ typedef struct {
     /* this phase's host cost per kernel launched eagerly (its own op mix: Python per op
      * differs between phases); 0: the model's launch.eager_launch_us */
     double   eager_launch_us;
+    /* host time added to the gap when the round did not accept every draft token (the
+     * hf-assisted loop: the target's KV cache is cropped back; docs/simulator.md); the
+     * simulator adds its expectation, this times P(a draft token was rejected); 0: none */
+    double   host_gap_reject_us;
 } wm_phase_model;
+
+/* The loop a model's phases were measured in (docs/simulator.md): SGLang's EAGLE worker
+ * (the default), or Hugging Face transformers' assisted generation (`hf-assisted`: batch 1,
+ * the draft's first forward of a round catches its cache up on 2 tokens, a blocking read
+ * after every draft forward, the last rounds draft only what the output still needs). */
+enum wm_loop { WM_LOOP_EAGLE, WM_LOOP_HF, WM_NLOOP };
+extern const char *const wm_loop_name[WM_NLOOP];   /* "sglang-eagle", "hf-assisted" */
+/* The loop named s, or -1. */
+int wm_loop_find(const char *s);
 
 typedef struct {
     char   name[WM_NAME_MAX];
@@ -153,6 +166,7 @@ typedef struct {
     int    moe_topk;
     double graph_launch_us;  /* host cost of one cudaGraphLaunch */
     double eager_launch_us;  /* host cost per kernel launched eagerly */
+    int    loop;             /* enum wm_loop; key "loop", absent: sglang-eagle */
     wm_phase_model phase[WM_NPHASE];
     wm_sweep sweep;          /* GEMM sweep (ntok 0: none) */
     /* A carried model's uncertainty (models/carry.c; all 0: none): relative sd of every

@@ -188,6 +188,9 @@ static void print_banner(FILE *f, const char *cmd, const simcfg_set_t *s, const 
             snprintf(buf, sizeof buf, "%g", p->graph_launch_us);
         else if (strcmp(k->name, "acceptance") == 0)
             accept_format(&p->acc, buf, sizeof buf);
+        else if (strcmp(k->name, "loop") == 0)
+            snprintf(buf, sizeof buf, "%s%s", wm_loop_name[p->loop],
+                     s->cfg.loop[0] ? "" : " (the model's)");
         else if (strcmp(k->name, "link") == 0)
             simcfg_link_describe(p, s->cfg.link, buf, sizeof buf);
         else

@@ -137,6 +137,9 @@ typedef struct {
                                       token of the tokens lost when requests finish */
     int       precise;
     interval_acc ia;
+    /* the hf-assisted loop (docs/simulator.md, "Hugging Face assisted generation") */
+    int       hf;
+    double    reject_us;           /* extend's host_gap_reject_us */
 } sim_state;
 
 /* A duration in us as ns. One of SIM_STEP_MAX_NS or more (or NaN) stops the run
@@ -280,14 +283,43 @@ static void sim_make_plan(sim_state *S, long it)
     int key = eager ? bs : padded;
     /* padded rows hold no KV context (SGLang and specbench give them an empty cache) */
     double kv = S->b.sum_ctx_tokens;
+    /* hf-assisted: a round drafts k = min(steps, tokens still to generate - 1) tokens
+     * (transformers' AssistedCandidateGenerator caps num_assistant_tokens at what the
+     * output still needs); k = 0 is a plain target step. p_rej: the round rejects one of
+     * its k draft tokens (its host cost: extend's host_gap_reject_us). */
+    int hf_k = p->steps;
+    double hf_rej = 0;
+    if (S->hf && p->spec) {
+        long left = -1;
+        for (int i = 0; i < S->b.cap; i++)
+            if (S->b.slot[i].active && (left < 0 || S->b.slot[i].left_tokens < left))
+                left = S->b.slot[i].left_tokens;
+        if (left >= 1 && left - 1 < hf_k)
+            hf_k = (int)(left - 1);
+        hf_rej = hf_k >= 1 ? S->acc.cdf[hf_k - 1] : 0;
+    }
     for (int s = 0; s < S->nslots; s++) {
         sim_phase *ph = &pl->ph[s];
         *ph = S->proto[s];
         /* host work that grows with the running requests (scheduling per request) */
         ph->gap_us += ph->gap_row_us * bs;
+        sim_cost local, *c;
         int ph_eager = eager || ph->always_eager;
         int ph_key = ph_eager ? bs : key;
-        sim_cost *c = &ph->cache[ph_key];
+        if (S->hf && p->spec) {
+            if (ph->wm == WM_EXTEND)
+                ph->gap_us += S->reject_us * hf_rej;
+            if (hf_k < p->steps) {       /* a capped round: its own shape, not cached */
+                if (ph->wm == WM_DRAFT)
+                    ph->forwards = hf_k > 1 ? hf_k - 1 : 0;
+                else if (ph->wm == WM_VERIFY || ph->wm == WM_ACCEPT)
+                    ph->rows_per_req = hf_k + 1;
+                else if (ph->wm == WM_EXTEND)
+                    ph->forwards = hf_k >= 1;
+                sim_cost_fill(S, ph, &local, ph_key);
+            }
+        }
+        c = S->hf && p->spec && hf_k < p->steps ? &local : &ph->cache[ph_key];
         if (!c->valid)
             sim_cost_fill(S, ph, c, ph_key);
         if (p->intervals && sim_measured(S, it)) {
@@ -699,7 +731,13 @@ int sim_check(const sim_params *p, const char *what, char *err, size_t errlen)
             SIM_BAD("draft-tokens", "%d", p->draft_tokens,
                     "more than steps*topk+1: the tree has no such nodes");
         if (p->steps > ACC_MAX_POS) SIM_BAD("steps", "%d", p->steps, "more than ACC_MAX_POS (32)");
+        if (p->loop == WM_LOOP_HF && p->topk != 1)
+            SIM_BAD("topk", "%d", p->topk, "the hf-assisted loop drafts a chain (topk 1)");
+        if (p->loop == WM_LOOP_HF && p->concurrency != 1)
+            SIM_BAD("concurrency", "%d", p->concurrency, "the hf-assisted loop runs one request "
+                    "(transformers' assisted generation supports batch 1 only)");
     }
+    if (p->loop < 0 || p->loop >= WM_NLOOP) SIM_BAD("loop", "%d", p->loop, "unknown loop");
 #undef SIM_BAD
     const char *file = what;
     if (wm_require(m, WM_VERIFY, file, "every run needs it", err, errlen) ||
@@ -945,16 +983,21 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
     S->jtR = jitter_table_get(S->R);
     if (!S->jt1 || !S->jtR)
         goto oom;
+    S->hf = p->loop == WM_LOOP_HF;
     if (p->spec) {
+        /* hf-assisted (docs/simulator.md): extend is the draft's first forward of a round,
+         * over the 2 tokens its cache lacks; the host reads every draft forward's token
+         * (a blocking copy), so draft and extend end with a sync */
         int s = 0;
         if (p->steps > 1)
-            sim_proto(S, s++, WM_DRAFT, p->topk, p->steps - 1, 0);
+            sim_proto(S, s++, WM_DRAFT, p->topk, p->steps - 1, S->hf);
         sim_proto(S, s++, WM_VERIFY, p->draft_tokens, 1, 0);
         if (p->steps == 1)
             sim_proto_first(S, s - 1);
         sim_proto(S, s++, WM_ACCEPT, p->draft_tokens, 1, 1);
-        sim_proto(S, s++, WM_EXTEND, p->steps + 1, 1, 0);
+        sim_proto(S, s++, WM_EXTEND, S->hf ? 2 : p->steps + 1, 1, S->hf);
         S->nslots = s;
+        S->reject_us = S->hf ? p->model->phase[WM_EXTEND].host_gap_reject_us : 0;
     } else {
         sim_proto(S, 0, WM_DECODE, 1, 1, 0);
         sim_proto(S, 1, WM_SAMPLE, 1, 1, 1);

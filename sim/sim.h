@@ -52,6 +52,9 @@ typedef struct {
                                          seconds; 0: the long-run throughput (with
                                          `requests`: that finite run) */
     int    intervals;                 /* 1: compute tok_s_p10/p90 and their parts */
+    int    loop;                      /* enum wm_loop: the loop simulated (docs/simulator.md,
+                                         "Hugging Face assisted generation"); simcfg takes
+                                         the model's unless --loop says */
 } sim_params;
 
 /* --precision's half-width in standard errors of the batch-means estimate: 4, so that a

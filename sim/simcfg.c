@@ -63,6 +63,9 @@ const simcfg_knob simcfg_knobs[] = {
       "or sglang[:MAX] (SGLang's list) or none"),
     K("cuda-graph-max-bs", SK_INT, cuda_graph_max_bs, 0, BND_ROWS_MAX, 0, "requests", "drop captured "
       "sizes above this (0 = keep the list)"),
+    K("loop", SK_STR, loop, -1, -2, 0, "", "the loop simulated: sglang-eagle (SGLang's EAGLE "
+      "worker) or hf-assisted (Hugging Face generate with assistant_model: batch 1, "
+      "num_assistant_tokens = --steps); default: the model's"),
     K("eager-launch-us", SK_DBL, eager_launch_us, 0, BND_COST_US_MAX, 0, "us", "host cost per kernel "
       "launched eagerly (default: the model's)"),
     K("graph-launch-us", SK_DBL, graph_launch_us, 0, BND_COST_US_MAX, 0, "us", "host cost of one "
@@ -486,6 +489,12 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     p->timeline_iterations = c->timeline_iterations;
     p->bench_s = c->seconds;
     p->intervals = c->intervals;
+    p->loop = m->loop;
+    if (c->loop[0] && (p->loop = wm_loop_find(c->loop)) < 0) {
+        src = simcfg_src(s, "loop", field, sizeof field);
+        SIMCFG_ERR("%s: field %s: value %s: unknown loop (expected sglang-eagle or hf-assisted)",
+                   src, field, c->loop);
+    }
     return sim_check(p, c->model, err, errlen);
 }
 

@@ -39,6 +39,7 @@ typedef struct {
     double seconds;                         /* benchmark length of the interval; 0: long run */
     int    intervals;
     char   shard[32];                       /* sweep: "I/N" (empty: the whole grid) */
+    char   loop[32];                        /* "" (the default): the model's loop */
 } simcfg;
 
 enum { SK_INT, SK_LONG, SK_DBL, SK_STR, SK_FLAG, SK_ALPHA };

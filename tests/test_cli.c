@@ -96,6 +96,10 @@ static void cli_bad_input_exits_2(void)
         {"--steps 3 --accept-len 4", "--accept-len", "value 4"},
         {"--steps 3 --accept-len 0.5", "--accept-len", "value 0.5"},
         {"--accept-len 2 --alpha 0.6", "--accept-len", "not both"},
+        /* the loop (docs/simulator.md): a known name; hf-assisted runs batch 1, a chain */
+        {"--loop vllm", "--loop", "value vllm"},
+        {"--loop hf-assisted --bs 2", "field concurrency: value 2", "batch 1"},
+        {"--loop hf-assisted --steps 2 --topk 2 --draft-tokens 3", "field topk: value 2", "chain"},
         /* steps, topk, draft tokens */
         {"--steps 0", "--steps", "value 0"},
         {"--steps 2.5", "--steps", "2.5"},

@@ -298,6 +298,86 @@ static void sim_eager_gpu_bound_when_launches_are_cheap(void)
     CHECK(r.eager_frac == 1, "eager fraction %.3f", r.eager_frac);
 }
 
+/* The hf-assisted loop (docs/simulator.md, "Hugging Face assisted generation"): host-bound
+ * eager phases, rounds of k = min(K, tokens left - 1) drafts, a rejection's host cost on the
+ * extend gap. Expected time of one request of N tokens by a recursion over the tokens done
+ * (brute force over every acceptance count), against the simulator's closed loop of such
+ * requests: tok/s = N / E[time per request] (renewal-reward). */
+static double hf_request_us(int K, double a, int N, double D, double C, double V, double A, double X)
+{
+    double T[64] = {0};
+    for (int n = N - 1; n >= 0; n--) {
+        int k = K < N - n - 1 ? K : N - n - 1;
+        if (k <= 0) {
+            T[n] = V + A + T[n + 1];
+            continue;
+        }
+        double t = A + C + (k - 1) * D + V, p_all = 1;
+        for (int j = 0; j < k; j++)
+            p_all *= a;
+        t += X * (1 - p_all);
+        double pj = 1;
+        for (int j = 0; j <= k; j++) {
+            double p = j < k ? pj * (1 - a) : pj;
+            int m = n + j + 1 > N ? N : n + j + 1;
+            t += p * T[m];
+            pj *= a;
+        }
+        T[n] = t;
+    }
+    return T[0];
+}
+
+static void sim_hf_loop_caps_rounds_and_prices_rejection(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[256];
+    const int N = 12, K = 4;
+    const double a = 0.7, e = 10;      /* us per kernel launch */
+    /* host per forward: draft 40 kernels, extend 50, verify 300, accept 20; decode 250,
+     * sample 10; GPU time negligible (host-bound, as the H200 capture) */
+    const int kd = 40, kc = 50, kv = 300, ka = 20, kdec = 250, ks = 10;
+    const double X = 1500;             /* a rejection's host cost */
+    wm_init(&m);
+    strcpy(m.name, "hf");
+    m.loop = WM_LOOP_HF;
+    set_phase(&m, WM_DRAFT, 0.001, 0, 0, kd, 0);
+    set_phase(&m, WM_EXTEND, 0.001, 0, 0, kc, 0);
+    set_phase(&m, WM_VERIFY, 0.001, 0, 0, kv, 0);
+    set_phase(&m, WM_ACCEPT, 0.001, 0, 0, ka, 0);
+    set_phase(&m, WM_DECODE, 0.001, 0, 0, kdec, 0);
+    set_phase(&m, WM_SAMPLE, 0.001, 0, 0, ks, 0);
+    for (int ph = 0; ph < WM_NPHASE; ph++) {
+        m.phase[ph].always_eager = 1;
+        m.phase[ph].eager_launch_us = e;
+    }
+    m.phase[WM_EXTEND].host_gap_reject_us = X;
+    params_base(&p, &m, 1);
+    p.loop = WM_LOOP_HF;
+    CHECK(accept_parse(&p.acc, "alpha:0.7", err, sizeof err) == 0, "%s", err);
+    CHECK(batch_lendist_parse(&p.out_len, "12", err, sizeof err) == 0, "%s", err);
+    p.steps = K;
+    p.draft_tokens = K + 1;
+    p.iterations = 200000;
+    if (run(&p, NULL, &r))
+        return;
+    double want = N / hf_request_us(K, a, N, kd * e, kc * e, kv * e, ka * e, X) * 1e6;
+    CHECK_NEAR(r.tok_s, want, 0.01 * want, 0);
+    /* the baseline: N target forwards and the host between them */
+    p.spec = 0;
+    p.iterations = 2000;
+    if (run(&p, NULL, &r))
+        return;
+    CHECK_NEAR(r.tok_s, 1e6 / ((kdec + ks) * e), 0.001 * r.tok_s, 0);
+    /* transformers' assisted generation runs batch 1 only */
+    p.spec = 1;
+    p.concurrency = 2;
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) != 0 && strstr(err, "batch 1"),
+          "concurrency 2 in the hf-assisted loop: %s", err);
+}
+
 /* ---- invariants ---- */
 
 typedef struct {
@@ -650,6 +730,7 @@ int main(void)
     RUN(sim_above_max_runs_eagerly);
     RUN(sim_prices_host_terms_per_phase_and_request);
     RUN(sim_eager_gpu_bound_when_launches_are_cheap);
+    RUN(sim_hf_loop_caps_rounds_and_prices_rejection);
     RUN(sim_allgather_costs_half_an_allreduce);
     RUN(sim_allgather_goes_through_nccl);
     RUN(sim_time_never_decreases);

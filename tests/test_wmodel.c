@@ -456,6 +456,35 @@ static void wmodel_phase_fallbacks(void)
 }
 
 
+/* The loop key and a phase's host_gap_reject_us (the hf-assisted loop): read, written back
+ * only when set, an unknown loop refused with the field named. */
+static void wmodel_loop_round_trips(void)
+{
+    wm_model m, back;
+    char err[512] = "";
+    const char *text =
+        "{\"specsim_model\": 1, \"name\": \"hf\", \"loop\": \"hf-assisted\", \"phases\": {"
+        "\"verify\": {\"groups\": [{\"name\": \"v\", \"count\": 5, \"base_us\": 1000}]},"
+        "\"extend\": {\"host_gap_reject_us\": 1868.5, \"groups\": [{\"name\": \"e\", \"count\": 1, \"base_us\": 1}]},"
+        "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 2, \"base_us\": 7}]}}}";
+    CHECK(wm_parse(&m, text, "hf.json", err, sizeof err) == 0, "%s", err);
+    CHECK(m.loop == WM_LOOP_HF, "loop %d", m.loop);
+    CHECK_NEAR(m.phase[WM_EXTEND].host_gap_reject_us, 1868.5, 0, 0);
+    const char *path = "build/tests/wmodel_loop.json";
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+    CHECK(back.loop == WM_LOOP_HF && back.phase[WM_EXTEND].host_gap_reject_us == 1868.5,
+          "round trip: loop %d, reject %g", back.loop, back.phase[WM_EXTEND].host_gap_reject_us);
+    CHECK(wm_parse(&m, "{\"specsim_model\": 1, \"name\": \"e\", \"phases\": {"
+                   "\"verify\": {\"groups\": []}, \"accept\": {\"groups\": []}}}", "e.json",
+                   err, sizeof err) == 0 && m.loop == WM_LOOP_EAGLE, "default loop: %s", err);
+    const char *bad =
+        "{\"specsim_model\": 1, \"name\": \"x\", \"loop\": \"vllm\", \"phases\": {"
+        "\"verify\": {\"groups\": []}, \"accept\": {\"groups\": []}}}";
+    CHECK(wm_parse(&m, bad, "x.json", err, sizeof err) == -1, "unknown loop taken");
+    CHECK(strstr(err, "x.json: field loop: value \"vllm\"") != NULL, "message \"%s\"", err);
+}
+
 /* A model the reader would refuse (a fit gone wrong: -nan, 1e300 us) is not written: the
  * file at path stays as it was, no temporary is left (issue 17: a refused fit once left a
  * -nan model at -o). */
@@ -496,6 +525,7 @@ int main(void)
     RUN(wmodel_wave_term_follows_formula);
     RUN(wmodel_experts_touched_matches_monte_carlo);
     RUN(wmodel_phase_fallbacks);
+    RUN(wmodel_loop_round_trips);
     RUN(wmodel_save_refuses_what_load_refuses);
     return check_done();
 }

@@ -21,15 +21,18 @@ Checks (printed, and in the CSV header): the target's plain output follows perm;
 assisted output equals the plain one (assisted greedy decoding is lossless).
 
   hf_assisted.py grid    [--levels 0.9,0.6] [--ks 0..8] [--repeats 3] [--budget-s S] --csv F
-                         [--cost-csv F] [--cost-pairs 4]: K 0..8 at each level, alternating,
-                         every configuration once as warm-up (not reported), then rounds;
-                         with --cost-csv the helper's cost (annotate on/off, alternating)
+                         [--cost-csv F]: K 0..8 at each level, every configuration once as
+                         warm-up (not reported), then rounds in alternating order; with
+                         --cost-csv the helper's cost: in every round one adjacent pair
+                         (annotate on/off, the order alternating) at K 0 and 4, then its cost
+                         per forward on a module that does nothing
   hf_assisted.py capture --k K --level a [--repeats 2] --csv F: warm-up, then (under specprof
                          with --signal-start --signal-stop) SIGUSR1 to specprof, --repeats pairs
                          of generates (plain, then K), SIGUSR2; the annotation comes from
                          specprof --torch-annotate (LlamaForCausalLM#1=target,#2=draft)
 CSV columns (grid and capture): K, level (requested per-position acceptance), a_tok, accept_len,
-draft_per_round, tok_s, repeat, new_tokens, wall_s, target_fwd, draft_fwd.
+draft_per_round, tok_s, repeat, new_tokens, wall_s, target_fwd, draft_fwd, cpu_s (the
+process's CPU time during the generate: a stall with the CPU idle shows as wall_s >> cpu_s).
 """
 import argparse
 import contextlib
@@ -39,7 +42,7 @@ import statistics
 import sys
 import time
 
-CSV_COLS = "K,level,a_tok,accept_len,draft_per_round,tok_s,repeat,new_tokens,wall_s,target_fwd,draft_fwd"
+CSV_COLS = "K,level,a_tok,accept_len,draft_per_round,tok_s,repeat,new_tokens,wall_s,target_fwd,draft_fwd,cpu_s"
 
 
 def log(*a):
@@ -58,7 +61,6 @@ def parse_args():
     ap.add_argument("--budget-s", type=float, default=0, help="grid: no new round after this many s (0: none)")
     ap.add_argument("--csv", required=True)
     ap.add_argument("--cost-csv", default="", help="grid: also measure specprof_torch's cost here")
-    ap.add_argument("--cost-pairs", type=int, default=4)
     ap.add_argument("--prompt-len", type=int, default=64)
     ap.add_argument("--new-tokens", type=int, default=96)
     ap.add_argument("--vocab", type=int, default=32000)
@@ -167,9 +169,11 @@ class Bench:
             gc.assistant_confidence_threshold = 0.0        # no early stop of the draft
             kw.update(assistant_model=d, num_assistant_tokens=K, num_assistant_tokens_schedule="constant")
         self.sync()
+        c0 = time.process_time()
         t0 = time.perf_counter()
         out = self.target.generate(**kw)
         self.sync()
+        self.last_cpu_s = time.process_time() - c0   # this process's CPU time (all threads)
         return out, time.perf_counter() - t0
 
     def counted(self, K, a):
@@ -186,10 +190,10 @@ class Bench:
         return out, dt, n["t"], n["d"]
 
 
-def row(K, a, st, tok_s, rep, new, wall):
-    return "%d,%.4g,%.4f,%.4f,%.3f,%.3f,%d,%d,%.5f,%d,%d" % (
+def row(K, a, st, tok_s, rep, new, wall, cpu_s=0.0):
+    return "%d,%.4g,%.4f,%.4f,%.3f,%.3f,%d,%d,%.5f,%d,%d,%.4f" % (
         K, a, st["a_tok"], st["accept_len"], st["draft_per_round"], tok_s, rep, new, wall,
-        st["target_fwd"], st["draft_fwd"])
+        st["target_fwd"], st["draft_fwd"], cpu_s)
 
 
 def warm_and_check(b, configs):
@@ -229,37 +233,60 @@ def header(f, b, follow, equal):
             "tokens the draft agrees on; accept_len: new tokens per target forward; tok_s: new tokens / "
             "wall time of generate()\n")
     f.write(CSV_COLS + "\n")
-    f.write("#,,,,,tok/s,,,s,,\n")
+    f.write("#,,,,,tok/s,,,s,,,s\n")
 
 
-def cost(b, f, pairs, a):
-    """specprof_torch's cost: the same generate with and without annotate (alternating, no
-    specprof: NVTX calls go nowhere), and per forward on a module that does nothing."""
+COST_KS = (0, 4)
+
+
+def cost_runs(b, f, sp, a, pair, order_on_first):
+    """One pair per K in COST_KS: the same generate with annotate on the target and the draft
+    and without, adjacent, in the order given; rows to f; {(K, on): tok_s}."""
+    res = {}
+    for K in COST_KS:
+        for on in ((1, 0) if order_on_first else (0, 1)):
+            anns = [sp.annotate(b.target, "target"), sp.annotate(b.drafts[a], "draft")] if on else []
+            out, dt = b.generate(K, a)
+            for x in anns:
+                x.remove()
+            new = out.shape[1] - b.args.prompt_len
+            res[(K, on)] = new / dt
+            f.write("K%d_a%.2f,%d,%d,%.3f,%.5f,%.4f\n" % (K, a, on, pair, new / dt, dt, b.last_cpu_s))
+    f.flush()
+    return res
+
+
+def cost_open(b, f):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import specprof_torch as sp
-    torch = b.torch
     f.write("# specprof_torch cost: the same generate() with annotate on the target and the draft (1) "
-            "and without (0), alternating, no specprof (NVTX calls reach no tool)\n")
-    f.write("config,annotate,pair,tok_s\n")
-    res = {}
-    for i in range(pairs):
-        for K in (0, 4):
-            for on in ((0, 1) if i % 2 == 0 else (1, 0)):
-                anns = []
-                if on:
-                    anns = [sp.annotate(b.target, "target"), sp.annotate(b.drafts[a], "draft")]
-                out, dt = b.generate(K, a)
-                for x in anns:
-                    x.remove()
-                tok_s = (out.shape[1] - b.args.prompt_len) / dt
-                res.setdefault((K, on), []).append(tok_s)
-                f.write("K%d_a%.2f,%d,%d,%.3f\n" % (K, a, on, i, tok_s))
-                f.flush()
-    for K in (0, 4):
-        off, on = statistics.median(res[(K, 0)]), statistics.median(res[(K, 1)])
-        log("# cost K=%d: median tok/s off %.2f on %.2f: %+.2f%% (pairs %d)" % (K, off, on,
-                                                                               100 * (on / off - 1), pairs))
-        f.write("# K=%d median tok/s off %.3f on %.3f change %+.3f%%\n" % (K, off, on, 100 * (on / off - 1)))
+            "and without (0), adjacent, the order alternating by pair, one pair per K per grid round "
+            "(inside the grid's rounds), no specprof (NVTX calls reach no tool)\n")
+    f.write("config,annotate,pair,tok_s,wall_s,cpu_s\n")
+    return sp
+
+
+def cost_summary(f, res):
+    """res: list of {(K, on): tok_s} per pair; medians and the median of the pairs' ratios."""
+    for K in COST_KS:
+        offs = [r[(K, 0)] for r in res]
+        ons = [r[(K, 1)] for r in res]
+        ratios = sorted(r[(K, 1)] / r[(K, 0)] for r in res)
+        off, on = statistics.median(offs), statistics.median(ons)
+        log("# cost K=%d: median tok/s off %.2f on %.2f: %+.2f%%; median of %d pair ratios %+.2f%% "
+            "(%+.2f .. %+.2f)" % (K, off, on, 100 * (on / off - 1), len(res),
+                                  100 * (statistics.median(ratios) - 1), 100 * (ratios[0] - 1),
+                                  100 * (ratios[-1] - 1)))
+        f.write("# K=%d median tok/s off %.3f on %.3f change %+.3f%%; median pair ratio %+.3f%% "
+                "(min %+.3f%%, max %+.3f%%, %d pairs)\n" % (
+                    K, off, on, 100 * (on / off - 1), 100 * (statistics.median(ratios) - 1),
+                    100 * (ratios[0] - 1), 100 * (ratios[-1] - 1), len(res)))
+
+
+def cost_per_forward(b, f, sp):
+    """The helper's cost per forward: a module that does nothing, called as generate calls
+    the target (a real, filled DynamicCache), with and without annotate."""
+    torch = b.torch
     # per forward: a module that does nothing, called as generate calls the target (a real,
     # filled DynamicCache), with and without annotate
     out = b.target.generate(input_ids=b.prompt, attention_mask=b.mask, max_new_tokens=8, do_sample=False,
@@ -322,6 +349,11 @@ def main():
                 os.kill(os.getppid(), signal.SIGUSR2)
                 time.sleep(1.5)                            # the library closes the file
             return 0
+        cf = open(args.cost_csv, "w") if args.cost_csv else None
+        sp = cost_open(b, cf) if cf else None
+        if cf:
+            cost_runs(b, open(os.devnull, "w"), sp, levels[0], -1, 0)   # warm-up of the hooks
+        cres = []
         rounds, per_round = 0, None
         while rounds < args.max_repeats:
             if rounds >= args.repeats and args.budget_s and \
@@ -329,17 +361,23 @@ def main():
                 break
             t0 = time.perf_counter()
             order = configs if rounds % 2 == 0 else configs[::-1]   # alternate the order
+            if cf and rounds % 2 == 1:
+                cres.append(cost_runs(b, cf, sp, levels[0], rounds, 1))
             for K, a in order:
                 out, dt = b.generate(K, a)
                 new = out.shape[1] - args.prompt_len
-                f.write(row(K, a, stats[(K, a)], new / dt, rounds, new, dt) + "\n")
+                f.write(row(K, a, stats[(K, a)], new / dt, rounds, new, dt, b.last_cpu_s) + "\n")
+            if cf and rounds % 2 == 0:
+                cres.append(cost_runs(b, cf, sp, levels[0], rounds, 0))
             f.flush()
             rounds += 1
             per_round = time.perf_counter() - t0
-            log("# round %d done in %.1f s" % (rounds, per_round))
-    if args.cost_csv:
-        with open(args.cost_csv, "w") as f:
-            cost(b, f, args.cost_pairs, levels[0])
+            log("# round %d done in %.1f s (%.0f s since start)" % (rounds, per_round,
+                                                                   time.perf_counter() - t_start))
+    if cf:
+        cost_summary(cf, cres)
+        cost_per_forward(b, cf, sp)
+        cf.close()
     return 0
 
 

@@ -63,7 +63,10 @@ for K in $K1 $K2; do
     $SP check "$f" 2>&1 | head -45 >> "$CHK"
     grep -o '"name":"[a-z_]* tokens=[0-9]* bs=[0-9]* rows=[0-9]* ctx=[0-9]* graph=0"' "$f" | head -12 >> "$CHK"
     ls -la "$f" | tee -a "$LOG"
-    gzip -9 -c "$f" > "$OUT/hf_k$K.json.gz"
+    case "$f" in   # specprof writes gzip already (a second gzip made the call-4 files unreadable)
+      *.gz) cp "$f" "$OUT/hf_k$K.json.gz" ;;
+      *) gzip -9 -c "$f" > "$OUT/hf_k$K.json.gz" ;;
+    esac
     ls -la "$OUT/hf_k$K.json.gz" | tee -a "$LOG"
   else echo "NO TRACE for K=$K" | tee -a "$LOG" "$CHK"; fi
 done
@@ -73,5 +76,5 @@ done
 step "grid K 0..8 x a $LEVELS, then cost"
 left=$(( END_S - SECONDS - 25 )); [ $left -lt 60 ] && left=60
 timeout 300 python3 $B grid --levels $LEVELS --repeats 3 --budget-s $left --new-tokens $NEW $XA \
-  --csv "$OUT/hf_grid.csv" --cost-csv "$OUT/hf_cost.csv" --cost-pairs 3 2>&1 | tee -a "$LOG"
+  --csv "$OUT/hf_grid.csv" --cost-csv "$OUT/hf_cost.csv" 2>&1 | tee -a "$LOG"
 step "done"
