@@ -25,6 +25,7 @@ typedef struct {
     int            truncated;     /* no specprof_end: a cut-off capture */
     int            cut_last_line; /* a last line cut mid-write was dropped */
     size_t         bad_lines;     /* other lines that did not parse (skipped) */
+    size_t         api_cut;       /* API calls left out: not inside one window (fit_trace_drop_cut_api) */
     ptrace_kernel *kern; size_t nkern, capkern;
     ptrace_mem    *mem;  size_t nmem,  capmem;
     ptrace_api    *api;  size_t napi,  capapi;
@@ -34,6 +35,10 @@ typedef struct {
     fit_strpool   *pool;
 } fit_trace;
 
+/* A windowed capture's API calls that do not lie inside one window, left out (kept in
+ * order); returns how many. fit_trace_load does it; tests and importers that add records
+ * one by one call it after adding the windows. */
+size_t fit_trace_drop_cut_api(fit_trace *t);
 /* An empty trace named label (records added with fit_trace_add_*; tests, importers). */
 int  fit_trace_init(fit_trace *t, const char *label);
 /* Loads a trace file: specprof (traces/FORMAT.md, also a cut-off one: t->truncated set) or

@@ -651,6 +651,8 @@ static void fi_drops(fi_trace_st *S)
                      ndrop[FR_CUT]);
     if (t->bad_lines)
         fit_run_warn(R, "%s: %zu lines did not parse and were skipped", t->file, t->bad_lines);
+    if (t->api_cut)
+        fit_run_warn(R, "%s: %zu API calls not inside one node-level window left out", t->file, t->api_cut);
 }
 
 int fit_instances_trace(fr_run *R, int ti)

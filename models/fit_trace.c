@@ -248,6 +248,64 @@ static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
     return 0;
 }
 
+/* In a windowed capture every recorded API call lies inside one node-level window (the
+ * calls are recorded from a window's opening to its closing, traces/FORMAT.md). A call that
+ * is not (its start before the window, or its end after it: switched on or off mid-call, or
+ * the stale records CUPTI 13.0.1 wrote after its per-API records were switched off and on
+ * again: the start and correlation id of a call long finished, docs/profiler.md) is left out:
+ * it would price a host gap across a window's edge. So are calls whose correlation id
+ * another call of the same domain has too (each API call has its own id: the stale records
+ * repeat an old call's, and the GPU records launched then carry it as well, so the call
+ * would take them into its range; without the call they are placed by their args.nvtx).
+ * Returns how many were left out. */
+static int ft_cmp_key(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint64_t ft_api_key(const ptrace_api *a)
+{
+    return (uint64_t)a->corr << 1 | (uint64_t)(a->domain_driver != 0);
+}
+
+size_t fit_trace_drop_cut_api(fit_trace *t)
+{
+    if (!t->nwin)
+        return 0;
+    size_t k = 0, n0 = t->napi;
+    for (size_t i = 0; i < t->napi; i++) {
+        long w = fit_trace_window_of(t, t->api[i].start_ns);
+        if (w >= 0 && t->api[i].end_ns <= t->win[w].end_ns)
+            t->api[k++] = t->api[i];
+    }
+    t->napi = k;
+    uint64_t *key = malloc((k + 1) * sizeof *key);
+    if (key) {   /* out of memory: only the window rule */
+        for (size_t i = 0; i < k; i++)
+            key[i] = ft_api_key(&t->api[i]);
+        qsort(key, k, sizeof *key, ft_cmp_key);
+        size_t m = 0;
+        for (size_t i = 0; i < t->napi; i++) {
+            uint64_t x = ft_api_key(&t->api[i]);
+            size_t lo = 0, hi = k;
+            while (lo < hi) {   /* first key >= x */
+                size_t mid = (lo + hi) / 2;
+                if (key[mid] < x)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            int repeated = lo + 1 < k && key[lo + 1] == x;
+            if (!repeated || t->api[i].corr == 0)
+                t->api[m++] = t->api[i];
+        }
+        t->napi = m;
+        free(key);
+    }
+    return n0 - t->napi;
+}
+
 /* Streams the file (plain or gzip, ptrace_scan_file): the fit holds its records, never the
  * text, so a trace costs its records' memory whatever its size on disk. */
 int fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t errlen)
@@ -273,6 +331,7 @@ int fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t er
                  t->nkern + t->nmem + t->napi + t->nrng);
         goto fail;
     }
+    t->api_cut = fit_trace_drop_cut_api(t);
     t->has_header = info.has_header;
     t->hdr = info.header;
     t->truncated = !info.complete;

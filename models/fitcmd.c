@@ -228,11 +228,13 @@ int fitcmd_main(int argc, char **argv)
         {"profile", required_argument, NULL, 1000}, {"phase-map", required_argument, NULL, 1001},
         {"server-args", required_argument, NULL, 1002}, {"spec-shape", required_argument, NULL, 1003},
         {"cuda-graph-bs", required_argument, NULL, 1004}, {"ctx-log", required_argument, NULL, 1005},
-        {"ctx", required_argument, NULL, 1006}, {"loop", required_argument, NULL, 1100},
+        {"ctx", required_argument, NULL, 1006}, {"graph-cycle", required_argument, NULL, 1007},
+        {"shape", required_argument, NULL, 1008}, {"loop", required_argument, NULL, 1100},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     static const char *const pm_names[] = {"profile", "phase-map", "server-args", "spec-shape",
-                                           "cuda-graph-bs", "ctx-log", "ctx"};
+                                           "cuda-graph-bs", "ctx-log", "ctx", "graph-cycle",
+                                           "shape"};
     static phasemap pm;
     phasemap_init(&pm);
     const char *format = NULL;
@@ -259,7 +261,8 @@ int fitcmd_main(int argc, char **argv)
         case 'G': gsweep = optarg; break;
         case 'f': format = optarg; break;
         case 'j': join = 1; break;
-        case 1000: case 1001: case 1002: case 1003: case 1004: case 1005: case 1006:
+        case 1000: case 1001: case 1002: case 1003: case 1004: case 1005: case 1006: case 1007:
+        case 1008:
             if (phasemap_option(&pm, pm_names[c - 1000], optarg, err, sizeof err) < 0) {
                 fprintf(stderr, "specsim fit: %s\n", err);
                 return FITCMD_EXIT_BAD;
@@ -358,6 +361,8 @@ int fitcmd_main(int argc, char **argv)
                    local.shape.known ? local.shape.source : "none",
                    ps.ctx_from == 1 ? "from g_sk=" : ps.ctx_from == 2 ? "from --ctx" :
                    ps.ctx_from == 3 ? "from the server log" : "none: the KV terms are not fitted");
+            if (ps.note[0])
+                printf("#   cycle       %s\n", ps.note);
         }
     }
     if (join && nt > 1) {

@@ -160,6 +160,8 @@ int importcmd_main(int argc, char **argv)
                ps.no_batch, ps.ignored, ps.ignored ? " (" : "", ps.ignored_names,
                ps.ignored ? ")" : "", ps.ctx_from == 1 ? "from g_sk=" : ps.ctx_from == 2 ?
                "from --ctx" : ps.ctx_from == 3 ? "from the server log's #token" : ps.profile[0] == 's' && ps.profile[1] == 'p' ? "from ctx= words" : "none (0)");
+        if (ps.note[0])
+            printf("# %s\n", ps.note);
         for (int i = 0; i < ninst && (size_t)i < t.nrng; i++)
             printf("  %.3f us +%.3f us: %s\n", (t.rng[i].start_ns - t.hdr.t0_ns) / 1000.0,
                    (t.rng[i].end_ns - t.rng[i].start_ns) / 1000.0, t.rng[i].name);

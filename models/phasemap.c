@@ -932,6 +932,114 @@ static int pm_ctx_log(phasemap *pm, const char *path, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- the graph launch cycle (no annotations) --------------------------------------------- */
+
+typedef struct {
+    pm_out      o;
+    const phasemap *pm;
+    pm_shape    sh;
+    int         bs, rows;
+    double      ctx;
+} pm_cyc;
+
+static int pm_cycle_emit(void *user, int phase, int graph, int64_t s, int64_t e, int64_t thread)
+{
+    pm_cyc *c = user;
+    ptrace_range r = {s, e, "", "", thread, 1};
+    int rows = graph ? c->rows : c->bs;      /* eager work runs over the real rows, as SGLang's */
+    return pm_emit(&c->o, &r, phase, pm_tokens(phase, rows, &c->sh), c->bs, rows, c->ctx,
+                   graph, &c->sh, 0);
+}
+
+static int pm_cycle(const phasemap *pm, fit_trace *t, pm_stats *st, char *err, size_t errlen)
+{
+    const gc_order *od = &pm->cyc_order;
+    const gc_shape *gs = &pm->cyc_shape;
+    st->profile = "cycle";
+    pm_cyc c;
+    memset(&c, 0, sizeof c);
+    c.pm = pm;
+    c.sh = pm->shape;
+    if (!pm->shp_on || gs->rows < 1) {
+        snprintf(err, errlen, "%s: field --shape: %s: phases from the graph launch cycle (--graph-cycle "
+                 "%s) need the configuration the trace ran: --shape [TRACE:]rows=R[,steps=S][,topk=K]"
+                 "[,draft_tokens=T][,ctx=C]", t->file, pm->shp_on ? "rows: missing" : "missing",
+                 od->text);
+        return -1;
+    }
+    if (gs->steps >= 0) {
+        c.sh.known = 1;
+        c.sh.steps = gs->steps;
+        c.sh.topk = gs->topk >= 1 ? gs->topk : 1;
+        c.sh.draft_tokens = gs->draft_tokens >= 1 ? gs->draft_tokens :
+                            c.sh.topk == 1 ? gs->steps + 1 : -1;
+        snprintf(c.sh.source, sizeof c.sh.source, "--shape %.200s", gs->text);
+        if (c.sh.draft_tokens < 1) {
+            snprintf(err, errlen, "%s: field --shape: value %s: draft_tokens: missing: with topk > 1 "
+                     "the verify width is not steps+1", t->file, gs->text);
+            return -1;
+        }
+    } else if (gs->topk >= 1 || gs->draft_tokens >= 1) {
+        snprintf(err, errlen, "%s: field --shape: value %s: steps: missing: topk= and draft_tokens= "
+                 "need steps=", t->file, gs->text);
+        return -1;
+    }
+    for (int k = 0; k < od->npos; k++)
+        for (int h = 0; h < 2; h++) {
+            int ph = h ? od->pos[k].tail : od->pos[k].phase;
+            if (ph >= 0 && pm_tokens(ph, 1, &c.sh) < 0) {
+                snprintf(err, errlen, "%s: field --shape: value %s: steps: missing: phase %s needs "
+                         "the speculative shape (steps=S, or a server_args.json beside the trace, or "
+                         "--spec-shape)", t->file, gs->text, wm_phase_name[ph]);
+                return -1;
+            }
+        }
+    int graph;
+    c.bs = gs->rows;
+    c.rows = c.sh.ngraph_bs && c.sh.cuda_graph ? phasemap_pad(&c.sh, c.bs, &graph) : c.bs;
+    if (gs->ctx_per_row >= 0) {
+        c.ctx = gs->ctx_per_row * c.bs;
+        st->ctx_from = 2;
+    } else {
+        c.ctx = phasemap_ctx(pm, c.bs, &st->ctx_from);
+    }
+    for (size_t i = 0; i < t->nrng; i++)
+        st->ignored += *t->rng[i].domain == 0;
+    if (gcycle_apply(t, od, pm_cycle_emit, &c, &st->cycle, err, errlen)) {
+        if (!err[0])
+            snprintf(err, errlen, "%s: out of memory", t->file);
+        for (size_t i = 0; i < c.o.n; i++)
+            free(c.o.names[i]);
+        free(c.o.names);
+        free(c.o.r);
+        return -1;
+    }
+    const gc_stats *g = &st->cycle;
+    st->instances = g->instances;
+    memcpy(st->per_phase, g->per_phase, sizeof st->per_phase);
+    int k = snprintf(st->note, sizeof st->note, "graph launch cycle %s: %zu launches, period %d (%s",
+                     od->text, g->launches, g->period, g->by_exec ? "graph_exec_id" : "kernel signatures");
+    for (int q = 0; q < g->period && k < (int)sizeof st->note - 40; q++)
+        k += snprintf(st->note + k, sizeof st->note - (size_t)k, " %u", g->cycle[q]);
+    snprintf(st->note + k, sizeof st->note - (size_t)k, "), turned %s; %zu out of the cycle, %zu other "
+             "executables at its positions, %zu graph launches on other threads, %zu calls between "
+             "phases; rows %d (batch %d); %zu spans ignored", g->aligned_by_wait ? "by the host's wait" :
+             "from the first launch", g->out_of_cycle, g->buckets, g->other_thread, g->between, c.rows,
+             c.bs, st->ignored);
+    if (g->instances == 0) {
+        snprintf(err, errlen, "%s: field cudaGraphLaunch: value %zu launches: no graph launch placed in "
+                 "the cycle (%zu out of it)", t->file, g->launches, g->out_of_cycle);
+        free(c.o.names);
+        free(c.o.r);
+        return -1;
+    }
+    if (pm_commit(t, &c.o)) {
+        snprintf(err, errlen, "%s: out of memory", t->file);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- apply ---------------------------------------------------------------------------------- */
 
 static int pm_looks_sglang(const fit_trace *t)
@@ -953,6 +1061,8 @@ int phasemap_apply(const phasemap *pm, fit_trace *t, pm_stats *stp, char *err, s
     memset(st, 0, sizeof *st);
     for (size_t i = 0; i < t->nrng; i++)
         st->spans += *t->rng[i].domain == 0;
+    if (pm->cyc_on)
+        return pm_cycle(pm, t, st, err, errlen);
     pm_profile prof = pm->profile;
     if (prof == PM_AUTO)
         prof = pm_looks_sglang(t) ? PM_SGLANG : PM_SPECPROF;
@@ -1003,7 +1113,12 @@ const char phasemap_options_help[] =
     "      --cuda-graph-bs L captured batch sizes (1,2,4,8 | max:N | off) for padded rows\n"
     "      --ctx-log LOG     KV tokens per row where spans carry none (g_sk=): the server log's\n"
     "                        #token / #running-req at each batch size (docs/sglang.md)\n"
-    "      --ctx N           KV tokens per row where neither spans nor a log give it\n";
+    "      --ctx N           KV tokens per row where neither spans nor a log give it\n"
+    "      --graph-cycle [TRACE:]ORDER  no annotations: phases from the CUDA-graph launch\n"
+    "                        cycle, ORDER the graph launches' phases, PHASE+EAGER for the eager\n"
+    "                        work after one (draft,verify+accept,extend | decode+sample)\n"
+    "      --shape [TRACE:]rows=R[,steps=S][,topk=K][,draft_tokens=T][,ctx=C]  that trace's\n"
+    "                        configuration (C: KV tokens per row); TRACE: for one trace only\n";
 
 int phasemap_option(phasemap *pm, const char *name, const char *v, char *err, size_t errlen)
 {
@@ -1036,6 +1151,31 @@ int phasemap_option(phasemap *pm, const char *name, const char *v, char *err, si
         return phasemap_graph_flag(&pm->shape, v, err, errlen) ? -1 : 1;
     if (!strcmp(name, "ctx-log"))
         return pm_ctx_log(pm, v, err, errlen) ? -1 : 1;
+    if (!strcmp(name, "graph-cycle") || !strcmp(name, "shape")) {
+        int cyc = name[0] == 'g';
+        int *n = cyc ? &pm->ncyc : &pm->nshp;
+        if (*n >= PM_SEL_MAX) {
+            snprintf(err, errlen, "field --%s: more than %d given", name, PM_SEL_MAX);
+            return -1;
+        }
+        pm_sel *x = cyc ? &pm->cyc[*n] : &pm->shp[*n];
+        memset(x, 0, sizeof *x);
+        const char *colon = strrchr(v, ':');
+        if (colon) {
+            if ((size_t)(colon - v) >= sizeof x->sel || colon == v) {
+                snprintf(err, errlen, "field --%s: value %s: the trace before ':' is empty or "
+                         "longer than %zu bytes", name, v, sizeof x->sel - 1);
+                return -1;
+            }
+            memcpy(x->sel, v, (size_t)(colon - v));
+        }
+        const char *val = colon ? colon + 1 : v;
+        if (cyc ? gcycle_order_parse(&x->order, val, err, errlen)
+                : gcycle_shape_parse(&x->shape, val, err, errlen))
+            return -1;
+        (*n)++;
+        return 1;
+    }
     if (!strcmp(name, "ctx")) {
         char *e;
         double x = strtod(v, &e);
@@ -1050,8 +1190,35 @@ int phasemap_option(phasemap *pm, const char *name, const char *v, char *err, si
     return 0;
 }
 
+/* The option of sel[0..n) that names path (the whole path or its last components), else
+ * the one naming no trace; NULL. */
+static const pm_sel *pm_sel_for(const pm_sel *sel, int n, const char *path)
+{
+    const pm_sel *dflt = NULL;
+    size_t lp = strlen(path);
+    for (int i = 0; i < n; i++) {
+        size_t ls = strlen(sel[i].sel);
+        if (ls == 0) {
+            if (!dflt)
+                dflt = &sel[i];
+            continue;
+        }
+        if (ls <= lp && !strcmp(path + lp - ls, sel[i].sel) && (ls == lp || path[lp - ls - 1] == '/'))
+            return &sel[i];
+    }
+    return dflt;
+}
+
 int phasemap_shape_for(phasemap *pm, const char *trace_path, char *err, size_t errlen)
 {
+    const pm_sel *c = pm_sel_for(pm->cyc, pm->ncyc, trace_path);
+    const pm_sel *w = pm_sel_for(pm->shp, pm->nshp, trace_path);
+    pm->cyc_on = c != NULL;
+    pm->shp_on = w != NULL;
+    if (c)
+        pm->cyc_order = c->order;
+    if (w)
+        pm->cyc_shape = w->shape;
     if (pm->shape_given || pm->profile == PM_SPECPROF)
         return 0;
     pm_shape s;

@@ -10,10 +10,20 @@
 #define PHASEMAP_H
 #include <stddef.h>
 #include "fit.h"
+#include "gcycle.h"
 
 #define PM_GRAPH_BS_MAX 512
 #define PM_RULES_MAX 64
 #define PM_CTX_BS_MAX 1024          /* batch sizes with their own KV per row from a log */
+#define PM_SEL_MAX 64               /* --graph-cycle / --shape options, each for some traces */
+
+/* A --graph-cycle or --shape option: [TRACE:]VALUE, for the trace named TRACE (its path, or
+ * the path's last components) or, without TRACE, for every trace no other one names. */
+typedef struct {
+    char     sel[200];
+    gc_order order;
+    gc_shape shape;
+} pm_sel;
 
 /* The speculative shape and CUDA-graph batch sizes of the server that wrote the trace. */
 typedef struct {
@@ -51,6 +61,13 @@ typedef struct {
     double     map_rows, map_ctx, map_graph;
     int        map_forwards[WM_NPHASE];
     int        shape_given;     /* server-args or spec-shape was given: no search */
+    /* the graph-cycle route (no annotations): the options as given, and the ones resolved
+     * for one trace by phasemap_shape_for (cyc_on: this trace's phases come from its cycle) */
+    int        ncyc, nshp;
+    pm_sel     cyc[PM_SEL_MAX], shp[PM_SEL_MAX];
+    int        cyc_on, shp_on;
+    gc_order   cyc_order;
+    gc_shape   cyc_shape;
 } phasemap;
 
 /* What an apply did, for the report. */
@@ -70,6 +87,8 @@ typedef struct {
     int    ctx_from;            /* 0: none, 1: g_sk= of the spans, 2: ctx_per_row,
                                    3: the server log's #token per running request */
     char   ignored_names[200];  /* a few of them, for messages */
+    gc_stats cycle;             /* profile "cycle": what the graph launch cycle gave */
+    char   note[400];           /* a line for the report ("" none) */
 } pm_stats;
 
 void phasemap_init(phasemap *pm);
@@ -106,13 +125,16 @@ int  phasemap_pad(const pm_shape *s, int bs, int *graph);
 
 /* The naming options shared by `specsim fit` and `specsim import`: name is one of
  * "profile", "phase-map", "server-args", "spec-shape", "cuda-graph-bs", "ctx" (KV tokens
- * per row), "ctx-log" (an SGLang server log: #token / #running-req per batch size). 1 when name is one of them and value applied, 0 when it is not one, -1 with err
+ * per row), "ctx-log" (an SGLang server log: #token / #running-req per batch size),
+ * "graph-cycle" ([TRACE:]ORDER: phases from the CUDA-graph launch cycle, gcycle.h) and
+ * "shape" ([TRACE:]rows=R,steps=S,...: the configuration of such a trace). 1 when name is one of them and value applied, 0 when it is not one, -1 with err
  * for a bad value. */
 int  phasemap_option(phasemap *pm, const char *name, const char *value, char *err, size_t errlen);
 /* Lines of help for those options, for the CLIs' usage texts. */
 extern const char phasemap_options_help[];
 /* The shape for trace path: the one given (server-args / spec-shape options) or, when none
- * was, server_args.json beside the trace (phasemap_shape_find). 0 or -1 with err. */
+ * was, server_args.json beside the trace (phasemap_shape_find); and the --graph-cycle and
+ * --shape options that name path (else the ones that name no trace). 0 or -1 with err. */
 int  phasemap_shape_for(phasemap *pm, const char *trace_path, char *err, size_t errlen);
 
 /* KV context summed over the rows of an instance of bs rows without g_sk=: from the log's
@@ -121,6 +143,10 @@ int  phasemap_shape_for(phasemap *pm, const char *trace_path, char *err, size_t 
 double phasemap_ctx(const phasemap *pm, int bs, int *from);
 
 /* Rewrites t's ranges into phase instances in specprof's words (the others are dropped).
+ * With a graph cycle resolved for the trace (cyc_on): the instances of gcycle_apply, the
+ * annotations ignored, the words from the --shape (rows padded to the captured batch sizes
+ * when known; steps/topk/draft_tokens from it, else from the speculative shape; ctx from it,
+ * else --ctx-log/--ctx); refused without --shape rows=, or steps for speculative phases.
  * Profile auto: sglang when a span is named like SGLang's (step[...], draft, verify,
  * draft_extend), else specprof. Returns 0, or -1 with err naming the file, the field and
  * the value: no span names a phase (with the names seen), a speculative SGLang trace

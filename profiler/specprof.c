@@ -50,8 +50,10 @@ static void usage(FILE *f) {
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
         "      --window-max-ms N   no window longer than this (default 1000)\n"
         "      --shape-ignore k,.. range-name keys whose values do not make a new shape (default ctx)\n"
-        "      --between B         none (default); graph: one graph-level record per graph launch between windows\n"
-        "                          (experimental: processes capturing graphs crashed with it on the H200, CUPTI 13.0.1)\n"
+        "      --between B         none (default): CUPTI attached with recording off between windows;\n"
+        "                          detach: CUPTI detached (cuptiFinalize) after each window, attached again for the\n"
+        "                          next; graph: one graph-level record per graph launch (detach and graph are\n"
+        "                          experimental: programs crashed with them on the H200, CUPTI 13.0.1)\n"
         "      --records R         fit (default): launch, copy and sync API records; all: every runtime/driver API\n"
         "      --gz-level N        zlib level of the .json.gz trace (default 6); --no-compress: plain .json\n"
         "      --no-calibrate      skip the launch-cost calibration at the start\n"
@@ -395,7 +397,8 @@ static int cmd_run(int argc, char **argv) {
         case O_REPLAYS: shape_replays = parse_long("--shape-replays", optarg, 0, 1000000); break;
         case O_WMAX: window_max_ms = parse_long("--window-max-ms", optarg, 1, 86400000); break;
         case O_BETWEEN:
-            if (strcmp(optarg, "graph") && strcmp(optarg, "none")) SP_FAIL("--between: value \"%s\": graph or none", optarg);
+            if (strcmp(optarg, "graph") && strcmp(optarg, "none") && strcmp(optarg, "detach"))
+                SP_FAIL("--between: value \"%s\": none, detach or graph", optarg);
             between = optarg;
             break;
         case O_RECORDS:
@@ -460,7 +463,9 @@ static int cmd_run(int argc, char **argv) {
     if (!strcmp(mode, "windows"))
         fprintf(stderr, "# specprof: mode windows: node-level records %ld ms every %ld ms and for the first %ld replays "
                         "of each graph and phase shape (windows up to %ld ms), %s between them; API records %s; %s\n",
-                window_ms, period_ms, shape_replays, window_max_ms, strcmp(between, "graph") ? "nothing" : "graph-level records",
+                window_ms, period_ms, shape_replays, window_max_ms,
+                !strcmp(between, "graph") ? "graph-level records" : !strcmp(between, "none") ? "nothing (CUPTI attached)"
+                : "CUPTI detached",
                 records, gz_level ? "gzip" : "plain JSON");
     else
         fprintf(stderr, "# specprof: mode always: every record all the time; API records %s; %s\n", records,

@@ -68,7 +68,7 @@ static int write_blocks(const char *sub, int nblocks, int per_block, int64_t *en
             ptrace_out_write(&o, line, (size_t)n);
         }
         if (b == nblocks) {   /* a window and a graph-level launch in the last block */
-            ptrace_window w = { ctx.t0_ns + 10, ctx.t0_ns + 50000010, "shape" };
+            ptrace_window w = { ctx.t0_ns + 10, ctx.t0_ns + 50000010, "shape", 0 };
             n = ptrace_write_window(line, sizeof line, &ctx, &w);
             ptrace_out_write(&o, line, (size_t)n);
             ptrace_graphlaunch g = { ctx.t0_ns + 60000000, ctx.t0_ns + 65842156, 91, 0, 7, 12, 8,

@@ -28,8 +28,19 @@ static CUpti_BuffersCallbackCompleteFunc fake_done;
 static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct { uint8_t *buf; size_t valid; } fake_pending[64];
 static int fake_n_pending, fake_enabled_kinds;
+/* cuptiFinalize detaches: CUPTI calls made after it and before the next subscribe count
+ * in fake_touched (they would attach the real CUPTI again) */
+static int fake_detached, fake_finalized, fake_subscribed, fake_registered, fake_touched;
+#define FAKE_TOUCH() do { if (__atomic_load_n(&fake_detached, __ATOMIC_SEQ_CST)) __atomic_add_fetch(&fake_touched, 1, __ATOMIC_SEQ_CST); } while (0)
+
+CUptiResult cuptiFinalize(void) {
+    __atomic_store_n(&fake_detached, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&fake_finalized, 1, __ATOMIC_SEQ_CST);
+    return CUPTI_SUCCESS;
+}
 
 CUptiResult cuptiGetTimestamp(uint64_t *t) {
+    FAKE_TOUCH();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     *t = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -45,6 +56,8 @@ CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, 
     }
     fake_cb = cb;
     *s = (CUpti_SubscriberHandle)&fake_cb;
+    __atomic_store_n(&fake_detached, 0, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&fake_subscribed, 1, __ATOMIC_SEQ_CST);
     return CUPTI_SUCCESS;
 }
 CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud) { return cuptiSubscribe_v2(s, cb, ud, NULL); }
@@ -52,6 +65,7 @@ CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) { (void)s; fake_cb = NULL
 CUptiResult cuptiSetThreadIdType(CUpti_ActivityThreadIdType t) { (void)t; return CUPTI_SUCCESS; }
 CUptiResult cuptiEnableDomain(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d) { (void)e; (void)s; (void)d; return CUPTI_SUCCESS; }
 CUptiResult cuptiEnableCallback(uint32_t e, CUpti_SubscriberHandle s, CUpti_CallbackDomain d, CUpti_CallbackId c) {
+    FAKE_TOUCH();
     (void)e; (void)s; (void)d; (void)c; return CUPTI_SUCCESS;
 }
 CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const char **name) {
@@ -62,11 +76,12 @@ CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const ch
     return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc r, CUpti_BuffersCallbackCompleteFunc c) {
-    fake_req = r; fake_done = c; return CUPTI_SUCCESS;
+    fake_req = r; fake_done = c; fake_registered++; return CUPTI_SUCCESS;
 }
 /* which kinds are on; like CUPTI, graph-level records refuse to start while kernel records are on */
 static int fake_kind_on[64];
 CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
+    FAKE_TOUCH();
     if (k == CUPTI_ACTIVITY_KIND_GRAPH_TRACE && __atomic_load_n(&fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL], __ATOMIC_SEQ_CST))
         return CUPTI_ERROR_NOT_COMPATIBLE;
     if (k < 64) __atomic_store_n(&fake_kind_on[k], 1, __ATOMIC_SEQ_CST);
@@ -74,13 +89,20 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind k) {
     return CUPTI_SUCCESS;
 }
 CUptiResult cuptiActivityDisable(CUpti_ActivityKind k) {
+    FAKE_TOUCH();
     if (k < 64) __atomic_store_n(&fake_kind_on[k], 0, __ATOMIC_SEQ_CST);
     __atomic_sub_fetch(&fake_enabled_kinds, 1, __ATOMIC_SEQ_CST);
     return CUPTI_SUCCESS;
 }
-CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
+static int fake_api_on, fake_api_off;   /* per-API record switches */
+CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId c, uint8_t e) {
+    (void)c;
+    __atomic_add_fetch(e ? &fake_api_on : &fake_api_off, 1, __ATOMIC_SEQ_CST);
+    return CUPTI_SUCCESS;
+}
 CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId c, uint8_t e) { (void)c; (void)e; return CUPTI_SUCCESS; }
 CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+    FAKE_TOUCH();
     (void)flag;
     pthread_mutex_lock(&fake_mu);
     int n = fake_n_pending;
@@ -103,6 +125,7 @@ static size_t fake_size(CUpti_ActivityKind k) {
     }
 }
 CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activity **rec) {
+    FAKE_TOUCH();
     uint8_t *p = *rec ? (uint8_t *)*rec + fake_size((*rec)->kind) : buf;
     if (p >= buf + valid || !fake_size(((CUpti_Activity *)p)->kind)) return CUPTI_ERROR_MAX_LIMIT_REACHED;
     *rec = (CUpti_Activity *)p;
@@ -111,7 +134,7 @@ CUptiResult cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, CUpti_Activit
 CUptiResult cuptiGetDeviceId(CUcontext c, uint32_t *d) { (void)c; *d = 3; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetGraphNodeId(CUgraphNode n, uint64_t *id) { *id = (uint64_t)(uintptr_t)n; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetGraphId(CUgraph g, uint32_t *id) { *id = (uint32_t)(uintptr_t)g; return CUPTI_SUCCESS; }
-CUptiResult cuptiGetGraphExecId(CUgraphExec e, uint32_t *id) { *id = (uint32_t)(uintptr_t)e; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetGraphExecId(CUgraphExec e, uint32_t *id) { FAKE_TOUCH(); *id = (uint32_t)(uintptr_t)e; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetStreamIdEx(CUcontext c, CUstream s, uint8_t p, uint32_t *id) { (void)c; (void)s; (void)p; *id = 0; return CUPTI_SUCCESS; }
 
 /* ---------- a fake NCCL and the driver calls the interposer uses (found by dlsym:
@@ -150,7 +173,11 @@ CUresult cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n) {
 }
 
 /* ---------- the scripted program (runs in a child) ---------- */
-static int64_t now_ns(void) { uint64_t t; cuptiGetTimestamp(&t); return (int64_t)t; }
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static void cb_api(CUpti_CallbackDomain d, CUpti_CallbackId cbid, uint32_t corr, const void *params) {
     CUpti_CallbackData cd;
@@ -172,16 +199,34 @@ static void cb_resource(CUpti_CallbackId cbid, void *node, void *orig, void *gra
     fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
 }
 
+/* A fake NVTX instance: the tables NVTX hands its injection library (nvtxTypes.h), filled
+ * by the engine's InitializeInjectionNvtx2; the program's NVTX calls go through them. */
+static NvtxFunctionPointer fake_core_fn[NVTX_CBID_CORE_SIZE], fake_core2_fn[NVTX_CBID_CORE2_SIZE];
+static NvtxFunctionPointer *fake_core_tab[NVTX_CBID_CORE_SIZE], *fake_core2_tab[NVTX_CBID_CORE2_SIZE];
+static int NVTX_API fake_module_table(NvtxCallbackModule m, NvtxFunctionTable *out, unsigned int *n) {
+    if (m == NVTX_CB_MODULE_CORE) { *out = fake_core_tab; *n = NVTX_CBID_CORE_SIZE; return 1; }
+    if (m == NVTX_CB_MODULE_CORE2) { *out = fake_core2_tab; *n = NVTX_CBID_CORE2_SIZE; return 1; }
+    return 0;
+}
+static const NvtxExportTableCallbacks fake_nvtx_callbacks = { sizeof(NvtxExportTableCallbacks), fake_module_table };
+static const void *NVTX_API fake_export_table(uint32_t id) { return id == NVTX_ETID_CALLBACKS ? &fake_nvtx_callbacks : NULL; }
+
+static void fake_nvtx_init(void) {
+    if (fake_core_tab[1]) return;
+    for (int i = 0; i < NVTX_CBID_CORE_SIZE; i++) fake_core_tab[i] = &fake_core_fn[i];
+    for (int i = 0; i < NVTX_CBID_CORE2_SIZE; i++) fake_core2_tab[i] = &fake_core2_fn[i];
+    if (!InitializeInjectionNvtx2(fake_export_table)) _exit(12);
+}
+
 static void cb_push(const char *msg) {
-    nvtxRangePushA_params p = { msg };
-    CUpti_NvtxData d = { "nvtxRangePushA", &p, NULL };
-    fake_cb(NULL, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePushA, &d);
+    fake_nvtx_init();
+    if (!fake_core_fn[NVTX_CBID_CORE_RangePushA]) _exit(13);
+    ((int (*)(const char *))fake_core_fn[NVTX_CBID_CORE_RangePushA])(msg);
 }
 
 static void cb_pop(void) {
-    nvtxRangePop_params p = { NULL };
-    CUpti_NvtxData d = { "nvtxRangePop", &p, NULL };
-    fake_cb(NULL, CUPTI_CB_DOMAIN_NVTX, CUPTI_CBID_NVTX_nvtxRangePop, &d);
+    fake_nvtx_init();
+    ((int (*)(void))fake_core_fn[NVTX_CBID_CORE_RangePop])();
 }
 
 /* Fills one buffer from the pool with 2 kernels and an API record and queues it for the
@@ -222,7 +267,7 @@ static void submit_buffer(uint32_t corr_eager, uint32_t corr_graph, uint64_t nod
 static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
 
 typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM, WINDOWS, END_SEGV, END_ABORT,
-               END_FULL, END_FORK, THREADS } scenario_end;
+               END_FULL, END_FORK, THREADS, DETACH, API_BETWEEN } scenario_end;
 
 /* issue 17's faults, on the CPU (END_FULL limits the file's size to what it holds after the
  * first records, so that every later write fails) */
@@ -350,7 +395,7 @@ static void scenario(scenario_end how, int signals) {
         sleep_ms(100);                   /* the parent's writer runs on after the child's exit */
         exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 10);
     }
-    case NCCL_SHIM: case THREADS: case WINDOWS: break;
+    case NCCL_SHIM: case THREADS: case WINDOWS: case DETACH: case API_BETWEEN: break;
     }
 }
 
@@ -364,6 +409,72 @@ static int wait_kind(CUpti_ActivityKind k, int want, int ms) {
 }
 
 static void push_pop(const char *name) { cb_push(name); cb_pop(); }
+
+/* SPECPROF_API_BETWEEN=1 (PERIOD 300): the start window and a time window open and close
+ * the kernel records; the per-API records are switched on once and never off. Exit codes
+ * 50.. say which step failed. */
+static void scenario_api_between(void) {
+    if (!InitializeInjection() || !fake_cb) _exit(3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] || !fake_api_on) _exit(50);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(51);   /* start window over */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(52);   /* a time window */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(53);
+    if (fake_api_off) _exit(54);                                                /* API records switched off */
+    int on = fake_api_on;
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(55);
+    if (fake_api_on != on) _exit(56);                                           /* nor on again */
+    exit(0);
+}
+
+static void cb_api_exit(CUpti_CallbackDomain d, CUpti_CallbackId cbid, uint32_t corr) {
+    CUpti_CallbackData cd;
+    memset(&cd, 0, sizeof cd);
+    cd.callbackSite = CUPTI_API_EXIT;
+    cd.correlationId = corr;
+    if (fake_cb) fake_cb(NULL, d, cbid, &cd);
+}
+
+/* --between detach (SPECPROF_WINDOW_MS 50, PERIOD 400, no shape windows): the
+ * start window's records are written, then CUPTI is detached at a program thread's API exit
+ * (cuptiUnsubscribe + cuptiFinalize); while detached an NVTX range opens and nothing calls
+ * CUPTI; the time window subscribes again, registers the buffers again, and its launch with
+ * the same CUPTI correlation id as before gets another id in the trace and the phase of the
+ * range opened while detached. Exit codes 40.. say which step failed. */
+static void scenario_detach(void) {
+    if (!InitializeInjection() || !fake_cb) _exit(3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    if (!fake_kind_on[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) _exit(40);
+    cb_push("decode bs=1");
+    cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, NULL);
+    cb_pop();
+    submit_buffer(5, 6, 0);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(41);   /* start window over */
+    for (int i = 0; i < 300 && atomic_load(&g.att) != PINJ_ATT_PENDING; i++) sleep_ms(1);
+    if (atomic_load(&g.att) != PINJ_ATT_PENDING) _exit(42);                       /* detach asked */
+    uint8_t *kept; size_t ksize, kmax;
+    fake_req(&kept, &ksize, &kmax);                                               /* CUPTI keeps one buffer */
+    if (!kept) _exit(47);
+    cb_api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 7);   /* inside a runtime call */
+    if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(48);
+    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);
+    if (atomic_load(&g.att) != PINJ_ATT_OFF || fake_finalized != 1 || fake_cb) _exit(43);
+    cb_push("verify bs=1");                                                       /* while detached */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(44);     /* the time window */
+    if (fake_subscribed != 2 || fake_registered != 2 || !fake_cb) _exit(45);
+    if (fake_touched) _exit(46);                                                   /* CUPTI called while detached */
+    cb_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 5, NULL);
+    cb_pop();
+    submit_buffer(5, 6, 0);
+    sleep_ms(30);
+    exit(0);
+}
 
 /* Windows mode for real (SPECPROF_WINDOW_MS 60, PERIOD 600, 2 replays per shape,
  * graph-level records between windows): the start window; a new phase shape opens a window,
@@ -479,6 +590,18 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
             setenv("SPECPROF_WINDOW_MAX_MS", "300", 1);
             setenv("SPECPROF_BETWEEN", "graph", 1);
             scenario_windows();
+        }
+        if (how == DETACH) {
+            setenv("SPECPROF_PERIOD_MS", "400", 1);
+            setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
+            setenv("SPECPROF_BETWEEN", "detach", 1);
+            scenario_detach();
+        }
+        if (how == API_BETWEEN) {
+            setenv("SPECPROF_PERIOD_MS", "300", 1);
+            setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
+            setenv("SPECPROF_API_BETWEEN", "1", 1);
+            scenario_api_between();
         }
         if (how == NCCL_SHIM) scenario_nccl();
         if (how == THREADS) scenario_threads();
@@ -841,6 +964,56 @@ static void inject_windows_follow_shapes_and_time(void) {
     ptrace_file_free(&f);
 }
 
+static void inject_detaches_cupti_between_windows(void) {
+    pid_t p = run_child(DETACH, "detach", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..48: the step that failed)",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -st);
+    ptrace_file f; int part = 1;
+    if (load("detach", &f, &part)) { CHECK(0, "no trace"); return; }
+    const ptrace_header *h = &f.info.header;
+    CHECK(!part && f.info.complete && !strcmp(h->between, "detach"), "part %d complete %d between '%s'", part,
+          f.info.complete, h->between);
+    CHECK(f.info.end.detaches == 1 && f.info.end.attaches == 1 && f.info.end.attach_ns > 0,
+          "detaches %lld attaches %lld attach_ns %lld", (long long)f.info.end.detaches, (long long)f.info.end.attaches,
+          (long long)f.info.end.attach_ns);
+    uint32_t corr[8];
+    int nk = 0, verify_k = 0, attached_windows = 0;
+    for (size_t i = 0; i < f.n_ev; i++) {
+        ptrace_kernel k; ptrace_window w;
+        if (!ptrace_read_kernel(&f.ev[i], h->t0_ns, &k)) {
+            if (nk < 8) corr[nk] = k.corr;
+            nk++;
+            if (!strcmp(k.nvtx, "verify bs=1")) { verify_k++; CHECK(!strcmp(k.phase, "verify"), "phase '%s'", k.phase); }
+        } else if (!ptrace_read_window(&f.ev[i], h->t0_ns, &w) && w.attach_us > 0) {
+            attached_windows++;
+            CHECK(!strcmp(w.reason, "time"), "window attached again: reason '%s'", w.reason);
+        }
+    }
+    CHECK(nk == 4, "kernels %d (2 per window)", nk);
+    int distinct = 1;
+    for (int i = 0; i < nk && i < 8; i++)
+        for (int j = 0; j < i; j++) distinct &= corr[i] != corr[j];
+    CHECK(distinct, "correlation ids repeat across the attachments: %u %u %u %u", corr[0], corr[1], corr[2], corr[3]);
+    CHECK(verify_k == 1, "kernels in the range opened while detached: %d", verify_k);
+    CHECK(attached_windows == 1, "windows that attached CUPTI again: %d", attached_windows);
+    CHECK(note_has("detach", "1 activity buffers were not handed back"), "the buffer the detached CUPTI kept is not said");
+    ptrace_file_free(&f);
+}
+
+static void inject_api_records_stay_on_between_windows(void) {
+    pid_t p = run_child(API_BETWEEN, "apibetween", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 50..56: the step that failed)",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -st);
+    ptrace_file f; int part = 1;
+    if (load("apibetween", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!strcmp(f.info.header.records, "fit_api"), "header records '%s'", f.info.header.records);
+    ptrace_file_free(&f);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_ptrace_inject.%d", (int)getpid());
     RUN(inject_exit_writes_complete_trace);
@@ -856,6 +1029,8 @@ int main(void) {
     RUN(inject_fork_child_leaves_parent_file_alone);
     RUN(inject_32_threads_lose_and_mix_nothing);
     RUN(inject_windows_follow_shapes_and_time);
+    RUN(inject_detaches_cupti_between_windows);
+    RUN(inject_api_records_stay_on_between_windows);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (!getenv("TEST_KEEP") && system(cmd)) fprintf(stderr, "could not remove %s\n", dir);

@@ -211,6 +211,12 @@ int pnccl_map_clone_node(pnccl_map *m, uint64_t orig_id, uint64_t clone_id) {
     return rc;
 }
 
+void pnccl_map_forget_corrs(pnccl_map *m) {
+    pthread_mutex_lock(&m->mu);
+    memset(m->corr, 0, ((size_t)m->corr_mask + 1) * sizeof *m->corr);
+    pthread_mutex_unlock(&m->mu);
+}
+
 void pnccl_map_forget_node(pnccl_map *m, uint64_t node_id) {
     if (node_id == 0) return;
     pthread_mutex_lock(&m->mu);

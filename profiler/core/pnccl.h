@@ -59,6 +59,8 @@ int pnccl_map_add_node(pnccl_map *m, uint64_t node_id, const ptrace_nccl *c);
 int pnccl_map_clone_node(pnccl_map *m, uint64_t orig_id, uint64_t clone_id);
 /* A node is destroyed: forget it. */
 void pnccl_map_forget_node(pnccl_map *m, uint64_t node_id);
+/* Forgets every launch correlation id (CUPTI attached again: its ids may repeat). */
+void pnccl_map_forget_corrs(pnccl_map *m);
 /* The call behind a GPU record: by graph node when node_id != 0, else by corr.
  * 1 and *out, or 0 when none. */
 int pnccl_map_find(pnccl_map *m, uint32_t corr, uint64_t node_id, ptrace_nccl *out);

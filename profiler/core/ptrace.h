@@ -76,7 +76,7 @@ typedef struct {
     char mode[16];               /* "windows" or "always" ("" in traces before windows: always) */
     int window_ms, period_ms, shape_replays, window_max_ms;
     char between[8];             /* between windows: "none" or "graph" (graph-level records) */
-    char records[8];             /* API records: "fit" (launches, copies, syncs) or "all" */
+    char records[8];             /* API records: "fit" (launches, copies, syncs) or "all"; "_api": on between windows too */
     int compressed;              /* 1: the file is gzip */
     ptrace_calib calib;
 } ptrace_header;
@@ -152,6 +152,9 @@ typedef struct {
     int64_t windows;           /* node-level windows written */
     int64_t window_ns;         /* their summed length */
     int64_t graph_trace_records;   /* graph-level launch records written */
+    /* --between detach: CUPTI attached again for a window (attaches, their summed time on
+     * specprof's thread) and detached after one (on the program's thread, at an API exit) */
+    int64_t attaches, attach_ns, detaches, detach_ns;
     int64_t bytes_in, bytes;   /* trace bytes before the end event: uncompressed, on disk */
     int has_calib;             /* the calibration ran at the end (--mode always: a calibration at
                                   the start would switch recording off under the program) */
@@ -163,6 +166,7 @@ typedef struct {
 typedef struct {
     int64_t start_ns, end_ns;
     char reason[16];
+    double attach_us;          /* CUPTI attached again to open it (--between detach); 0: it was attached */
 } ptrace_window;
 
 /* One graph launch recorded at graph level (CUPTI_ACTIVITY_KIND_GRAPH_TRACE): the GPU

@@ -128,6 +128,10 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->windows = pjson_get_int(a, "windows", 0);
     e->window_ns = pjson_get_int(a, "window_ns", 0);
     e->graph_trace_records = pjson_get_int(a, "graph_trace_records", 0);
+    e->attaches = pjson_get_int(a, "attaches", 0);
+    e->attach_ns = pjson_get_int(a, "attach_ns", 0);
+    e->detaches = pjson_get_int(a, "detaches", 0);
+    e->detach_ns = pjson_get_int(a, "detach_ns", 0);
     e->bytes_in = pjson_get_int(a, "bytes_in", 0);
     e->bytes = pjson_get_int(a, "bytes", 0);
 }
@@ -175,12 +179,14 @@ static int pr_check_end(const pjson *a, char *why, size_t whylen) {
     static const char *const counts[] = { "dropped_records", "dropped_host_events", "records", "nccl_calls",
                                           "nccl_graph_nodes", "nccl_matched", "nvtx_ranges",
                                           "graph_nodes_created", "graph_nodes_cloned", "windows",
-                                          "graph_trace_records", "bytes_in", "bytes" };
+                                          "graph_trace_records", "attaches", "detaches", "bytes_in", "bytes" };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         if (bnd_check_i64(&bnd_records, pjson_get_int(a, counts[i], 0), "", counts[i], why, whylen)) return -1;
     if (pjson_get(a, "end_ns") && bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "end_ns", 0), "", "end_ns", why, whylen))
         return -1;
-    if (bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "window_ns", 0), "", "window_ns", why, whylen)) return -1;
+    static const char *const times[] = { "window_ns", "attach_ns", "detach_ns" };
+    for (size_t i = 0; i < sizeof times / sizeof times[0]; i++)
+        if (bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, times[i], 0), "", times[i], why, whylen)) return -1;
     return 0;
 }
 
@@ -654,6 +660,8 @@ int ptrace_read_window(const ptrace_event *e, int64_t t0_ns, ptrace_window *w) {
     w->start_ns = t0_ns + e->ts_ns;
     w->end_ns = w->start_ns + e->dur_ns;
     pr_copy(w->reason, sizeof w->reason, pjson_get_str(e->args, "reason", ""));
+    w->attach_us = pjson_get_num(e->args, "attach_us", 0);
+    if (!(w->attach_us >= 0 && w->attach_us < 1e9)) w->attach_us = 0;   /* bounded: 0 to 1000 s */
     return 0;
 }
 

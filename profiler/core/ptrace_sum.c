@@ -175,6 +175,10 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
                 h->window_ms, h->period_ms, h->shape_replays, h->window_max_ms, h->between, h->records, s->windows,
                 (double)s->window_ns / 1e6, s->graph_trace);
     else fprintf(f, "capture: always (every record all the time; API records %s)\n", h->records);
+    if (info->complete && (info->end.attaches || info->end.detaches))
+        fprintf(f, "CUPTI detached %" PRId64 " times between windows (%.3f ms on the program's threads), attached again %"
+                   PRId64 " times (%.3f ms on specprof's thread)\n", info->end.detaches, (double)info->end.detach_ns / 1e6,
+                info->end.attaches, (double)info->end.attach_ns / 1e6);
     if (h->calib.ok)
         fprintf(f, "calibration: CUPTI adds %.3f us per kernel launch, %.3f us per graph launch + %.3f us per node inside "
                    "windows%s", h->calib.kernel_launch_us, h->calib.graph_launch_us, h->calib.graph_node_us,
@@ -256,10 +260,12 @@ void ptrace_sum_print_json(FILE *f, const ptrace_sum *s, const ptrace_info *info
     sum_json_str(f, h->between);
     fprintf(f, ",\"windows\":%" PRId64 ",\"window_ns\":%" PRId64 ",\"graph_trace\":%" PRId64
                ",\"records\":%" PRId64 ",\"bytes\":%" PRId64 ",\"bytes_in\":%" PRId64 ",\"end_ns\":%" PRId64
-               ",\"t0_ns\":%" PRId64 ",\"cut_compressed\":%s",
+               ",\"t0_ns\":%" PRId64 ",\"cut_compressed\":%s,\"attaches\":%" PRId64 ",\"attach_ns\":%" PRId64
+               ",\"detaches\":%" PRId64 ",\"detach_ns\":%" PRId64,
             s->windows, s->window_ns, s->graph_trace, info->complete ? info->end.records : -1,
             info->complete ? info->end.bytes : -1, info->complete ? info->end.bytes_in : -1,
-            info->complete ? info->end.end_ns : -1, h->t0_ns, info->cut_compressed ? "true" : "false");
+            info->complete ? info->end.end_ns : -1, h->t0_ns, info->cut_compressed ? "true" : "false",
+            info->end.attaches, info->end.attach_ns, info->end.detaches, info->end.detach_ns);
     fprintf(f, ",\"calibration\":{\"ok\":%s,\"kernel_launch_us\":%.3f,\"graph_launch_us\":%.3f,\"graph_node_us\":%.3f"
                ",\"graph_between_us\":%.3f,\"launch_off_us\":%.3f,\"launch_on_us\":%.3f,\"graphn_off_us\":%.3f"
                ",\"graphn_on_us\":%.3f,\"graphn_between_us\":%.3f,\"switch_on_us\":%.1f,\"switch_off_us\":%.1f"

@@ -274,6 +274,7 @@ int ptrace_write_window(char *buf, size_t cap, const ptrace_ctx *c, const ptrace
     sb_dur(&sb, w->start_ns, w->end_ns);
     sb_s(&sb, ",\"args\":{\"reason\":");
     sb_str(&sb, w->reason);
+    if (w->attach_us > 0) sb_f(&sb, ",\"attach_us\":%.1f", w->attach_us);
     sb_s(&sb, "}}");
     return sb_end_line(&sb);
 }
@@ -304,9 +305,11 @@ int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_en
     sb_f(&sb, ",\"end_ns\":%" PRId64 ",\"nccl_calls\":%" PRId64 ",\"nccl_graph_nodes\":%" PRId64
               ",\"nccl_matched\":%" PRId64 ",\"nvtx_ranges\":%" PRId64 ",\"graph_nodes_created\":%" PRId64
               ",\"graph_nodes_cloned\":%" PRId64 ",\"windows\":%" PRId64 ",\"window_ns\":%" PRId64
-              ",\"graph_trace_records\":%" PRId64 ",\"bytes_in\":%" PRId64 ",\"bytes\":%" PRId64,
+              ",\"graph_trace_records\":%" PRId64 ",\"attaches\":%" PRId64 ",\"attach_ns\":%" PRId64
+              ",\"detaches\":%" PRId64 ",\"detach_ns\":%" PRId64 ",\"bytes_in\":%" PRId64 ",\"bytes\":%" PRId64,
          e->end_ns, e->nccl_calls, e->nccl_graph_nodes, e->nccl_matched, e->nvtx_ranges, e->graph_nodes_created,
-         e->graph_nodes_cloned, e->windows, e->window_ns, e->graph_trace_records, e->bytes_in, e->bytes);
+         e->graph_nodes_cloned, e->windows, e->window_ns, e->graph_trace_records, e->attaches, e->attach_ns,
+         e->detaches, e->detach_ns, e->bytes_in, e->bytes);
     if (e->has_calib) { sb_s(&sb, ","); ptrace_write_calib(&sb, &e->calib); }
     sb_s(&sb, "}}\n]\n");
     return sb.overflow ? -1 : (int)sb.len;

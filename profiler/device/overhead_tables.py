@@ -5,7 +5,8 @@ stats.jsonl, floor.txt) into the committed tables (CPU, no GPU):
   DIR/LOOP_modes.csv  run,mode,tok_s       (every mode measured on the loop)
   DIR/summary.csv     loop,mode,runs,median_tok_s,min,max,loss_pct (median against none)
   DIR/traces.csv      loop,mode,round,records,bytes,bytes_per_record,span_s,records_per_s,
-                      windows,window_pct,kernels,api,graph_trace
+                      windows,window_pct,kernels,api,graph_trace,bytes_per_s,
+                      attaches,attach_ms,detaches,detach_ms
 Each process's first run (run 0: allocator, cuBLAS and JIT set-up) is dropped.
 
 usage: overhead_tables.py RESULTS_DIR OUT_DIR [--profiled specprof]
@@ -57,7 +58,8 @@ def main():
     st = os.path.join(a.results, "stats.jsonl")
     if os.path.exists(st):
         rows = [("loop", "mode", "round", "records", "bytes", "bytes_per_record", "span_s", "records_per_s",
-                 "windows", "window_pct", "kernels", "api", "graph_trace")]
+                 "windows", "window_pct", "kernels", "api", "graph_trace", "bytes_per_s", "attaches",
+                 "attach_ms", "detaches", "detach_ms")]
         with open(st) as f:
             for line in f:
                 # the line starts with the harness's loop/mode/round; check's own "mode" (the
@@ -66,13 +68,16 @@ def main():
                 h = json.loads(head)
                 d = json.loads(line)
                 if d["records"] <= 0 or d["end_ns"] <= 0:
-                    rows.append((h["loop"], h["mode"], h["round"], "cut", "", "", "", "", d["windows"], "", "", "", ""))
+                    rows.append((h["loop"], h["mode"], h["round"], "cut", "", "", "", "", d["windows"], "", "", "", "",
+                                 "", "", "", "", ""))
                     continue
                 span = (d["end_ns"] - d["t0_ns"]) / 1e9
                 rows.append((h["loop"], h["mode"], h["round"], d["records"], d["bytes"],
                              f"{d['bytes'] / d['records']:.1f}", f"{span:.2f}", f"{d['records'] / span:.0f}",
                              d["windows"], f"{100 * d['window_ns'] / 1e9 / span:.1f}", d["kernels"], d["api"],
-                             d["graph_trace"]))
+                             d["graph_trace"], f"{d['bytes'] / span:.0f}", d.get("attaches", 0),
+                             f"{d.get('attach_ns', 0) / 1e6:.2f}", d.get("detaches", 0),
+                             f"{d.get('detach_ns', 0) / 1e6:.2f}"))
         with open(os.path.join(a.out, "traces.csv"), "w") as f:
             csv.writer(f, lineterminator="\n").writerows(rows)
     for r in summary:

@@ -63,7 +63,9 @@ typedef struct {
     pinj_mode mode;
     int window_ms, period_ms, shape_replays, window_max_ms;
     int between_graph;                       /* graph-level records between windows */
+    int between_detach;                      /* CUPTI detached (cuptiFinalize) between windows */
     int records_all;                         /* every runtime and driver API record */
+    int api_between;                         /* API records and launch callbacks stay on between windows */
     int gz_level;                            /* 0: plain .json */
     int calibrate;
     char shape_ignore[128];                  /* range-name keys whose values do not make a new shape */
@@ -116,6 +118,7 @@ static struct {
     /* buffers */
     uint8_t *pool[PINJ_MAX_BUFS];
     int n_pool, n_bufs_max, n_bufs_made;
+    int64_t bufs_lost;                       /* most buffers a detached CUPTI had not handed back */
     pinj_done done[PINJ_MAX_BUFS];
     int n_done;
     atomic_llong dropped_records, pool_exhausted;
@@ -162,7 +165,22 @@ static struct {
     atomic_int captures;                     /* graph captures in progress in the program */
     ptrace_calib calib;
     int calibrated;
+
+    /* CUPTI attached or not (--between detach): PINJ_ATT_*; app threads read it in callbacks */
+    atomic_int att;
+    int64_t detach_at_ms;                    /* control thread: detach once the window's records are in */
+    int64_t att_req_ms;                      /* when the detach was asked (a stuck request is taken back) */
+    atomic_llong detach_ns, detaches;        /* cuptiUnsubscribe + cuptiFinalize, on the program's thread */
+    int64_t attach_ns, attaches;             /* re-subscribing, on the control thread */
+    int64_t last_attach_ns;                  /* of the window being opened (its event says it) */
+    uint32_t corr_base;                      /* added to every correlation id of this attachment */
+    /* pinject_now_ns without a CUPTI call: CLOCK_MONOTONIC + an offset to CUPTI's clock,
+     * measured while attached (a CUPTI call while detached would attach CUPTI again) */
+    atomic_llong clock_off_ns;
+    atomic_llong nvtx_ids;                   /* start/end range ids we hand out */
 } g;
+
+enum { PINJ_ATT_ON = 0, PINJ_ATT_PENDING, PINJ_ATT_FINALIZING, PINJ_ATT_OFF };
 
 static pthread_once_t pinj_once = PTHREAD_ONCE_INIT;
 static __thread pinject_tls pinj_tls;
@@ -176,9 +194,28 @@ static int64_t pinj_mono_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int64_t pinject_now_ns(void) {
+static int64_t pinj_mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The offset from CLOCK_MONOTONIC to CUPTI's clock, measured now (attached only). */
+static void pinj_clock_sync(void) {
     uint64_t t = 0;
-    cuptiGetTimestamp(&t);
+    int64_t a = pinj_mono_ns();
+    if (cuptiGetTimestamp(&t) != CUPTI_SUCCESS || !t) return;
+    int64_t b = pinj_mono_ns();
+    atomic_store(&g.clock_off_ns, (int64_t)t - (a + (b - a) / 2));
+}
+
+int pinject_cupti_live(void) {
+    int a = atomic_load_explicit(&g.att, memory_order_relaxed);
+    return a == PINJ_ATT_ON || a == PINJ_ATT_PENDING;
+}
+
+int64_t pinject_now_ns(void) {
+    int64_t t = pinj_mono_ns() + atomic_load_explicit(&g.clock_off_ns, memory_order_relaxed);
     return (int64_t)t;
 }
 
@@ -265,10 +302,20 @@ static void pinj_read_config(pinj_config *c) {
     if (c->window_max_ms < c->window_ms) c->window_max_ms = c->window_ms;
     const char *b = getenv("SPECPROF_BETWEEN");
     /* graph-level records between windows only when asked: with them on, 3 of 4 specbench
-     * processes that captured graphs died by SIGSEGV on the H200 (CUPTI 13.0.1, docs/profiler.md) */
+     * processes that captured graphs died by SIGSEGV on the H200 (CUPTI 13.0.1, docs/profiler.md).
+     * CUPTI detached between windows (cuptiFinalize) only when asked: on the H200 (CUPTI
+     * 13.0.1) every PyTorch process so profiled died of heap corruption and specbench
+     * stopped after the first re-attach (docs/profiler.md, calls 3 and 4) */
     c->between_graph = c->mode == PINJ_MODE_WINDOWS && b && !strcmp(b, "graph");
+    c->between_detach = c->mode == PINJ_MODE_WINDOWS && b && !strcmp(b, "detach");
+    if (b && *b && strcmp(b, "graph") && strcmp(b, "none") && strcmp(b, "detach"))
+        fprintf(stderr, "specprof: SPECPROF_BETWEEN: value \"%s\": expected none, detach or graph, using none\n", b);
     const char *r = getenv("SPECPROF_RECORDS");
     c->records_all = r && !strcmp(r, "all");
+    /* experimental (SPECPROF_API_BETWEEN=1): only the GPU activity kinds are switched per
+     * window; the API records and launch callbacks, once on, stay on (switched off and on
+     * again, CUPTI 13.0.1 stopped advancing correlation ids: docs/profiler.md) */
+    c->api_between = (int)pinj_env_d("SPECPROF_API_BETWEEN", 0) != 0;
     c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
     if (c->gz_level < 0) c->gz_level = 0;
     if (c->gz_level > 9) c->gz_level = 9;
@@ -303,7 +350,8 @@ static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *ma
 static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid) {
     (void)size;
     size_t dropped = 0;
-    if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+    /* not from inside cuptiFinalize (a buffer handed back while detaching) */
+    if (atomic_load(&g.att) == PINJ_ATT_ON && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
         atomic_fetch_add(&g.dropped_records, (long long)dropped);
     if (!buffer) return;
     pthread_mutex_lock(&g.mu);
@@ -392,8 +440,11 @@ static void pinj_emit(void *user, const char *line, int n) {
 
 /* Writes what CUPTI and the host queue handed over; block: end a compressed block too
  * (at the flush cadence, so that blocks are big and a cut file loses one flush period). */
+static int pinj_stopping;   /* control thread: the end, buffers are written whatever the attachment */
+
 static void pinj_drain(int block) {
-    for (;;) {
+    /* CUPTI's buffers are parsed with a CUPTI call: not while it is detached */
+    for (; pinject_cupti_live() || pinj_stopping;) {
         pinj_done d;
         pthread_mutex_lock(&g.mu);
         if (!g.n_done) { pthread_mutex_unlock(&g.mu); break; }
@@ -439,13 +490,19 @@ static void pinj_drain(int block) {
 }
 
 /* Node-level recording on or off: activity kinds, API records, window callbacks. */
-static void pinj_node_level(int on) {
+static void pinj_node_kinds(int on) {
     CUpti_ActivityKind kinds[] = { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                    CUPTI_ACTIVITY_KIND_MEMSET };
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         CUptiResult r = on ? cuptiActivityEnable(kinds[i]) : cuptiActivityDisable(kinds[i]);
         if (r != CUPTI_SUCCESS && on) pinject_note("cuptiActivityEnable(kind %d): %s", (int)kinds[i], pinj_cupti_err(r));
     }
+}
+
+/* API records and the launch callbacks of windows, on or off. */
+static int pinj_api_on;
+static void pinj_api_level(int on) {
+    pinj_api_on = on;
     if (g.cfg.records_all) {
         if (on) { cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME); cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DRIVER); }
         else { cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME); cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER); }
@@ -458,6 +515,15 @@ static void pinj_node_level(int on) {
         if ((g.drv_cb[cb] & PINJ_REC) && !g.cfg.records_all) cuptiActivityEnableDriverApi((CUpti_CallbackId)cb, (uint8_t)on);
         if (g.drv_cb[cb] & PINJ_CB_WINDOW) cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_DRIVER_API, (CUpti_CallbackId)cb);
     }
+}
+
+/* Switching on, the launch callbacks come first, so that every recorded launch has been
+ * seen by them (its NVTX link); switching off, the records stop first. With api_between
+ * the API part is switched on once and stays on. */
+static void pinj_node_level(int on) {
+    if (!on) pinj_node_kinds(0);
+    if (!g.cfg.api_between || (on && !pinj_api_on)) pinj_api_level(on);
+    if (on) pinj_node_kinds(1);
 }
 
 /* Graph-level records (one per graph launch); CUPTI takes them only while kernel records are off. */
@@ -473,9 +539,121 @@ static void pinj_graph_trace(int on) {
     g.graph_trace_on = on;
 }
 
+/* ---------- CUPTI detached between windows (--between detach) ----------
+ * CUPTI attached with every activity kind and launch callback off still costs: on the H200
+ * a 390-node graph launch took ~0.8 us a node longer after a window than before any
+ * (docs/profiler.md, call 1), as PyTorch found after profiling (pytorch/pytorch PR 146604:
+ * fixed by cuptiFinalize). So between windows CUPTI is detached, as CUPTI's cupti_finalize
+ * sample and Kineto's teardown do it: the records flushed and written, the runtime API domain
+ * switched on, and the next runtime API exit on a program thread calls cuptiUnsubscribe and
+ * cuptiFinalize (CUPTI's documentation: from an API exit callsite; a program that makes no
+ * runtime call stays attached). The next window
+ * subscribes again (CUPTI initialises lazily) and switches its callbacks back on. While
+ * detached nothing of ours calls CUPTI (any call would attach it again): NVTX ranges come
+ * from our own NVTX injection, timestamps from CLOCK_MONOTONIC and a measured offset,
+ * correlation ids get a base per attachment (CUPTI may count them from 1 again). */
+#define PINJ_DETACH_DELAY_MS 20   /* after a window closes, for the records of its last launches to complete */
+#define PINJ_DETACH_WAIT_MS 2000  /* a cuptiFinalize under way is waited for this long before a window opens */
+
+static void pinj_enable_always(void) {
+    for (int dom = 0; dom < 2; dom++) {
+        CUpti_CallbackDomain d = dom ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
+        int size = dom ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
+        unsigned char *tab = dom ? g.drv_cb : g.rt_cb;
+        for (int cb = 1; cb < size; cb++)
+            if ((tab[cb] & PINJ_CB_ALWAYS) && cuptiEnableCallback(1, g.sub, d, (CUpti_CallbackId)cb) != CUPTI_SUCCESS)
+                tab[cb] &= (unsigned char)~PINJ_CB_ALWAYS;
+    }
+}
+
+static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *max_records);
+static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid);
+static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
+
+/* Control thread: the window's records are in; ask the next API exit to detach CUPTI. */
+static void pinj_detach_request(int64_t now_ms) {
+    g.detach_at_ms = 0;
+    if (atomic_load(&g.att) != PINJ_ATT_ON) return;
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pinj_drain(0);   /* formatted while CUPTI is still there */
+    g.att_req_ms = now_ms;
+    atomic_store(&g.att, PINJ_ATT_PENDING);
+    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+}
+
+/* A program thread at an API exit while a detach is asked: it detaches CUPTI. */
+static void pinj_detach_here(void) {
+    int want = PINJ_ATT_PENDING;
+    if (!atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_FINALIZING)) return;
+    int64_t t0 = pinj_mono_ns();
+    cuptiUnsubscribe(g.sub);
+    cuptiFinalize();
+    atomic_fetch_add(&g.detach_ns, pinj_mono_ns() - t0);
+    atomic_fetch_add(&g.detaches, 1);
+    atomic_store(&g.att, PINJ_ATT_OFF);
+    pinj_wake();
+}
+
+/* Control thread: CUPTI attached again (a detach asked and not done yet is taken back).
+ * 0, or -1 when CUPTI cannot be attached (said once; no more windows). */
+static int pinj_attach(void) {
+    int want = PINJ_ATT_PENDING;
+    if (atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ON)) {
+        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        pinj_enable_always();
+        g.last_attach_ns = 0;
+        return 0;
+    }
+    for (int waited = 0; atomic_load(&g.att) == PINJ_ATT_FINALIZING && waited < PINJ_DETACH_WAIT_MS; waited++) {
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    int a = atomic_load(&g.att);
+    if (a == PINJ_ATT_ON) { g.last_attach_ns = 0; return 0; }
+    if (a != PINJ_ATT_OFF) return -1;
+    static int failed;
+    if (failed) return -1;
+    int64_t t0 = pinj_mono_ns();
+    CUpti_SubscriberParams sp;
+    memset(&sp, 0, sizeof sp);
+    sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    sp.subscriberName = "specprof";
+    CUptiResult r = cuptiSubscribe_v2(&g.sub, (CUpti_CallbackFunc)pinj_callback, NULL, &sp);
+    if (r != CUPTI_SUCCESS) {
+        failed = 1;
+        pinject_note("attaching CUPTI again for a window failed (cuptiSubscribe: %s): no more windows", pinj_cupti_err(r));
+        return -1;
+    }
+    /* records handed over while CUPTI detached, with the old attachment's ids */
+    atomic_store(&g.att, PINJ_ATT_ON);
+    pinj_api_on = 0;   /* a new CUPTI: nothing of ours on */
+    pinj_drain(0);
+    /* buffers the detached CUPTI did not hand back: counted, never freed (CUPTI may still
+     * own them); they are lost to the pool (SPECPROF_BUFFER_MB bounds the memory) */
+    pthread_mutex_lock(&g.mu);
+    int64_t out = g.n_bufs_made - g.n_pool - g.n_done;
+    if (out > g.bufs_lost) g.bufs_lost = out;
+    pthread_mutex_unlock(&g.mu);
+    g.rec.corr_base = g.rec.corr_max + 1;
+    pnccl_map_forget_corrs(g.nccl);
+    precord_forget_launches();
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
+    pinj_enable_always();
+    r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
+    if (r != CUPTI_SUCCESS) pinject_note("cuptiActivityRegisterCallbacks after attaching again: %s", pinj_cupti_err(r));
+    pinj_clock_sync();
+    g.last_attach_ns = pinj_mono_ns() - t0;
+    g.attach_ns += g.last_attach_ns;
+    g.attaches++;
+    return 0;
+}
+
 /* Opens a node-level window (control thread, or init before it exists). */
 static void pinj_window_open(const char *reason) {
     if (g.win_open) return;
+    g.detach_at_ms = 0;
+    if (pinj_attach()) return;
     pinj_graph_trace(0);
     pinj_node_level(1);
     g.win_start_ns = pinject_now_ns();
@@ -492,10 +670,13 @@ static void pinj_window_close(void) {
     ptrace_window w;
     w.start_ns = g.win_start_ns;
     w.end_ns = pinject_now_ns();
+    w.attach_us = (double)g.last_attach_ns / 1e3;
+    g.last_attach_ns = 0;
     snprintf(w.reason, sizeof w.reason, "%s", g.win_reason);
     pinj_node_level(0);
     pinj_graph_trace(1);
     g.win_open = 0;
+    if (g.cfg.between_detach) g.detach_at_ms = pinj_mono_ms() + PINJ_DETACH_DELAY_MS;
     /* a window opened before the capture started (at init) counts from t0 */
     if (atomic_load(&g.capturing) && w.end_ns > g.t0_ns) {
         if (w.start_ns < g.t0_ns) w.start_ns = g.t0_ns;
@@ -569,8 +750,9 @@ static void pinj_open_file(void) {
     h.period_ms = g.cfg.period_ms;
     h.shape_replays = g.cfg.shape_replays;
     h.window_max_ms = g.cfg.window_max_ms;
-    snprintf(h.between, sizeof h.between, "%s", g.cfg.between_graph && g.cfg.mode == PINJ_MODE_WINDOWS ? "graph" : "none");
-    snprintf(h.records, sizeof h.records, "%s", g.cfg.records_all ? "all" : "fit");
+    snprintf(h.between, sizeof h.between, "%s", g.cfg.mode != PINJ_MODE_WINDOWS ? "none"
+             : g.cfg.between_graph ? "graph" : g.cfg.between_detach ? "detach" : "none");
+    snprintf(h.records, sizeof h.records, "%s%s", g.cfg.records_all ? "all" : "fit", g.cfg.api_between ? "_api" : "");
     h.compressed = g.cfg.gz_level > 0;
     h.calib = g.calib;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -616,8 +798,13 @@ static void pinj_stop(const char *reason) {
         calib_at_end = 1;
     }
     pinj_graph_trace(0);
-    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    g.detach_at_ms = 0;
+    if (atomic_load(&g.att) == PINJ_ATT_PENDING) pinj_attach();   /* the detach asked is taken back */
+    int live = pinject_cupti_live();
+    if (live) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    pinj_stopping = 1;
     pinj_drain(1);
+    pinj_stopping = 0;
     atomic_store(&g.capture_done, 1);
     if (!atomic_load(&g.capturing))
         pinject_note("nothing recorded: the capture window never opened before the end (%s): %s", reason,
@@ -630,9 +817,9 @@ static void pinj_stop(const char *reason) {
     int nctx = g.n_contexts;
     memcpy(ctxs, g.contexts, (size_t)nctx * sizeof ctxs[0]);
     pthread_mutex_unlock(&g.mu);
-    for (int i = 0; i < nctx; i++)
+    for (int i = 0; live && i < nctx; i++)
         if (cuptiActivityGetNumDroppedRecords(ctxs[i], 0, &d) == CUPTI_SUCCESS) dropped_ctx += d;
-    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &d) == CUPTI_SUCCESS) dropped_ctx += d;
+    if (live && cuptiActivityGetNumDroppedRecords(NULL, 0, &d) == CUPTI_SUCCESS) dropped_ctx += d;
     ptrace_end e;
     memset(&e, 0, sizeof e);
     e.dropped_records = atomic_load(&g.dropped_records) + (int64_t)dropped_ctx;
@@ -655,6 +842,10 @@ static void pinj_stop(const char *reason) {
     e.windows = g.windows;
     e.window_ns = g.window_ns;
     e.graph_trace_records = g.rec.graph_trace;
+    e.attaches = g.attaches;
+    e.attach_ns = g.attach_ns;
+    e.detaches = atomic_load(&g.detaches);
+    e.detach_ns = atomic_load(&g.detach_ns);
     e.bytes_in = g.out.bytes_in;
     e.bytes = g.out.bytes;
     static char line[4096];
@@ -670,6 +861,9 @@ static void pinj_stop(const char *reason) {
                 (long long)g.rec.incomplete, (long long)e.windows,
                 e.records ? (double)g.out.bytes / (double)e.records : 0.0, reason);
     g.out_open = 0;
+    if (g.bufs_lost)
+        pinject_note("%lld activity buffers were not handed back by CUPTI before a detach (lost to the pool)",
+                     (long long)g.bufs_lost);
     if (atomic_load(&g.pool_exhausted))
         pinject_note("the activity buffer pool (%d MB) ran out %lld times: raise --buffer-mb or lower --flush-ms",
                      g.cfg.buffer_mb, (long long)atomic_load(&g.pool_exhausted));
@@ -696,6 +890,7 @@ static int64_t pinj_schedule(int64_t now) {
             }
         }
     }
+    if (!g.win_open && g.detach_at_ms && now >= g.detach_at_ms) pinj_detach_request(now);
     if (!g.win_open) {
         if (atomic_load(&g.novel_wanted) && now >= g.quiet_until_ms) {
             atomic_store(&g.novel_wanted, 0);
@@ -706,6 +901,7 @@ static int64_t pinj_schedule(int64_t now) {
         }
     }
     int64_t next = g.win_open ? g.win_until_ms : g.next_time_ms;
+    if (!g.win_open && g.detach_at_ms && g.detach_at_ms < next) next = g.detach_at_ms;
     if (g.win_open && atomic_load(&g.shape_pending) > 0 && next > now + PINJ_NOVEL_WAKE_MS * 5) next = now + PINJ_NOVEL_WAKE_MS * 5;
     if (!g.win_open && atomic_load(&g.novel_wanted) && g.quiet_until_ms < next) next = g.quiet_until_ms;
     return next > now ? next - now : 1;
@@ -785,7 +981,8 @@ static void *pinj_control(void *arg) {
             if (g.cfg.mode == PINJ_MODE_WINDOWS) wait_ms = pinj_schedule(pinj_mono_ms());
             int block = 0;
             if (now - last_flush >= g.cfg.flush_ms) {
-                cuptiActivityFlushAll(0);
+                if (pinject_cupti_live()) cuptiActivityFlushAll(0);
+                if (atomic_load(&g.att) == PINJ_ATT_ON) pinj_clock_sync();   /* keeps the offset to CUPTI's clock */
                 last_flush = now;
                 block = 1;
             }
@@ -1085,84 +1282,123 @@ static void pinj_pushed(const char *name) {
     if (g.cfg.mode == PINJ_MODE_WINDOWS && g.cfg.shape_replays) pinj_shape_seen(pinj_phase_shape(name));
 }
 
-static void pinj_nvtx(CUpti_CallbackId cbid, const CUpti_NvtxData *d) {
+/* ---------- NVTX: our own injection (NVTX_INJECTION64_PATH) ----------
+ * NVTX calls reach these through the function table NVTX hands its injection library
+ * (InitializeInjectionNvtx2 below), whether CUPTI is attached or not: the range stacks stay
+ * right across windows (CUPTI is detached between them) and no CUPTI call is made. Each
+ * handler is a table update under pnvtx's lock, as CUPTI's NVTX callback was. */
+static int pinj_nvtx_ready(void) { return g.nvtx && !atomic_load_explicit(&g.forked, memory_order_relaxed); }
+
+static void pinj_nvtx_push(const char *msg, int dom) {
+    if (!pinj_nvtx_ready()) return;
+    pnvtx_push(g.nvtx, &pinject_thread()->nvtx, msg ? msg : "", dom, pinject_now_ns());
+    pinj_pushed(msg);
+}
+
+static void pinj_nvtx_pop(int dom) {
+    if (!pinj_nvtx_ready()) return;
     pinject_tls *t = pinject_thread();
-    char buf[PNVTX_NAME_MAX];
     pnvtx_closed c;
-    int64_t ts = pinject_now_ns();
-    switch (cbid) {
-    case CUPTI_CBID_NVTX_nvtxRangePushA: {
-        const nvtxRangePushA_params *p = d->functionParams;
-        pnvtx_push(g.nvtx, &t->nvtx, p && p->message ? p->message : "", 0, ts);
-        pinj_pushed(p ? p->message : NULL);
-        break;
-    }
-    case CUPTI_CBID_NVTX_nvtxRangePushEx: {
-        const nvtxRangePushEx_params *p = d->functionParams;
-        const char *msg = pinj_nvtx_msg(p ? p->eventAttrib : NULL, buf, sizeof buf);
-        pnvtx_push(g.nvtx, &t->nvtx, msg, 0, ts);
-        pinj_pushed(msg);
-        break;
-    }
-    case CUPTI_CBID_NVTX_nvtxDomainRangePushEx: {
-        const nvtxDomainRangePushEx_params *p = d->functionParams;
-        if (!p) break;
-        int dom = pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)p->domain);
-        const char *msg = pinj_nvtx_msg(p->core.eventAttrib, buf, sizeof buf);
-        pnvtx_push(g.nvtx, &t->nvtx, msg, dom, ts);
-        pinj_pushed(msg);
-        break;
-    }
-    case CUPTI_CBID_NVTX_nvtxRangePop:
-        if (pnvtx_pop(g.nvtx, &t->nvtx, 0, ts, &c)) pinj_range_closed(&c, t->tid);
-        break;
-    case CUPTI_CBID_NVTX_nvtxDomainRangePop: {
-        const nvtxDomainRangePop_params *p = d->functionParams;
-        int dom = p ? pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)p->domain) : 0;
-        if (pnvtx_pop(g.nvtx, &t->nvtx, dom, ts, &c)) pinj_range_closed(&c, t->tid);
-        break;
-    }
-    case CUPTI_CBID_NVTX_nvtxRangeStartA:
-    case CUPTI_CBID_NVTX_nvtxRangeStartEx:
-    case CUPTI_CBID_NVTX_nvtxDomainRangeStartEx: {
-        if (!d->functionReturnValue || !d->functionParams) break;
-        nvtxRangeId_t id = *(const nvtxRangeId_t *)d->functionReturnValue;
-        const char *msg = "";
-        int dom = 0;
-        if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartA) msg = ((const nvtxRangeStartA_params *)d->functionParams)->message;
-        else if (cbid == CUPTI_CBID_NVTX_nvtxRangeStartEx)
-            msg = pinj_nvtx_msg(((const nvtxRangeStartEx_params *)d->functionParams)->eventAttrib, buf, sizeof buf);
-        else {
-            const nvtxDomainRangeStartEx_params *p = d->functionParams;
-            dom = pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)p->domain);
-            msg = pinj_nvtx_msg(p->core.eventAttrib, buf, sizeof buf);
-        }
-        pnvtx_start(g.nvtx, (uint64_t)id, msg ? msg : "", dom, ts);
-        break;
-    }
-    case CUPTI_CBID_NVTX_nvtxRangeEnd:
-    case CUPTI_CBID_NVTX_nvtxDomainRangeEnd: {
-        if (!d->functionParams) break;
-        nvtxRangeId_t id = cbid == CUPTI_CBID_NVTX_nvtxRangeEnd ? ((const nvtxRangeEnd_params *)d->functionParams)->id
-                                                               : ((const nvtxDomainRangeEnd_params *)d->functionParams)->core.id;
-        if (pnvtx_end(g.nvtx, (uint64_t)id, ts, &c)) pinj_range_closed(&c, t->tid);
-        break;
-    }
-    case CUPTI_CBID_NVTX_nvtxDomainCreateA: {
-        const nvtxDomainCreateA_params *p = d->functionParams;
-        if (p && d->functionReturnValue)
-            pnvtx_domain_add(g.nvtx, (uint64_t)(uintptr_t)*(const nvtxDomainHandle_t *)d->functionReturnValue, p->name);
-        break;
-    }
-    case CUPTI_CBID_NVTX_nvtxDomainRegisterStringA: {
-        const nvtxDomainRegisterStringA_params *p = d->functionParams;
-        if (p && d->functionReturnValue)
-            pnvtx_string_add(g.nvtx, (uint64_t)(uintptr_t)*(const nvtxStringHandle_t *)d->functionReturnValue, p->string);
-        break;
-    }
-    default:
-        break;
-    }
+    if (pnvtx_pop(g.nvtx, &t->nvtx, dom, pinject_now_ns(), &c)) pinj_range_closed(&c, t->tid);
+}
+
+static nvtxRangeId_t pinj_nvtx_start(const char *msg, int dom) {
+    nvtxRangeId_t id = (nvtxRangeId_t)atomic_fetch_add(&g.nvtx_ids, 1) + 1;
+    if (pinj_nvtx_ready()) pnvtx_start(g.nvtx, (uint64_t)id, msg ? msg : "", dom, pinject_now_ns());
+    return id;
+}
+
+static void pinj_nvtx_end(nvtxRangeId_t id) {
+    if (!pinj_nvtx_ready()) return;
+    pnvtx_closed c;
+    if (pnvtx_end(g.nvtx, (uint64_t)id, pinject_now_ns(), &c)) pinj_range_closed(&c, pinject_thread()->tid);
+}
+
+static int pinj_dom(nvtxDomainHandle_t d) { return pinj_nvtx_ready() ? pnvtx_domain_index(g.nvtx, (uint64_t)(uintptr_t)d) : 0; }
+
+static void pinj_narrow(const wchar_t *w, char *buf, size_t cap) {
+    size_t i = 0;
+    for (; w && *w && i + 1 < cap; w++) buf[i++] = *w < 128 ? (char)*w : '?';
+    buf[i] = 0;
+}
+
+/* Handles we give out for domains and registered strings: addresses in this block, never
+ * dereferenced by NVTX or by the program. */
+#define PINJ_NVTX_HANDLES 65536
+static char pinj_handle_block[PINJ_NVTX_HANDLES];
+static atomic_uint pinj_handles_used;
+static void *pinj_new_handle(void) {
+    unsigned i = atomic_fetch_add(&pinj_handles_used, 1);
+    return &pinj_handle_block[i < PINJ_NVTX_HANDLES ? i : PINJ_NVTX_HANDLES - 1];
+}
+
+static int NVTX_API pinj_h_push_a(const char *m) { pinj_nvtx_push(m, 0); return 0; }
+static int NVTX_API pinj_h_push_w(const wchar_t *m) { char b[PNVTX_NAME_MAX]; pinj_narrow(m, b, sizeof b); pinj_nvtx_push(b, 0); return 0; }
+static int NVTX_API pinj_h_push_ex(const nvtxEventAttributes_t *a) { char b[PNVTX_NAME_MAX]; pinj_nvtx_push(pinj_nvtx_msg(a, b, sizeof b), 0); return 0; }
+static int NVTX_API pinj_h_pop(void) { pinj_nvtx_pop(0); return 0; }
+static nvtxRangeId_t NVTX_API pinj_h_start_a(const char *m) { return pinj_nvtx_start(m, 0); }
+static nvtxRangeId_t NVTX_API pinj_h_start_w(const wchar_t *m) { char b[PNVTX_NAME_MAX]; pinj_narrow(m, b, sizeof b); return pinj_nvtx_start(b, 0); }
+static nvtxRangeId_t NVTX_API pinj_h_start_ex(const nvtxEventAttributes_t *a) { char b[PNVTX_NAME_MAX]; return pinj_nvtx_start(pinj_nvtx_msg(a, b, sizeof b), 0); }
+static void NVTX_API pinj_h_end(nvtxRangeId_t id) { pinj_nvtx_end(id); }
+static int NVTX_API pinj_h_dpush(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+    char b[PNVTX_NAME_MAX];
+    pinj_nvtx_push(pinj_nvtx_msg(a, b, sizeof b), pinj_dom(d));
+    return 0;
+}
+static int NVTX_API pinj_h_dpop(nvtxDomainHandle_t d) { pinj_nvtx_pop(pinj_dom(d)); return 0; }
+static nvtxRangeId_t NVTX_API pinj_h_dstart(nvtxDomainHandle_t d, const nvtxEventAttributes_t *a) {
+    char b[PNVTX_NAME_MAX];
+    return pinj_nvtx_start(pinj_nvtx_msg(a, b, sizeof b), pinj_dom(d));
+}
+static void NVTX_API pinj_h_dend(nvtxDomainHandle_t d, nvtxRangeId_t id) { (void)d; pinj_nvtx_end(id); }
+static nvtxDomainHandle_t NVTX_API pinj_h_dcreate_a(const char *name) {
+    nvtxDomainHandle_t h = (nvtxDomainHandle_t)pinj_new_handle();
+    if (pinj_nvtx_ready()) pnvtx_domain_add(g.nvtx, (uint64_t)(uintptr_t)h, name ? name : "");
+    return h;
+}
+static nvtxDomainHandle_t NVTX_API pinj_h_dcreate_w(const wchar_t *name) {
+    char b[PNVTX_NAME_MAX];
+    pinj_narrow(name, b, sizeof b);
+    return pinj_h_dcreate_a(b);
+}
+static nvtxStringHandle_t NVTX_API pinj_h_dstring_a(nvtxDomainHandle_t d, const char *str) {
+    (void)d;
+    nvtxStringHandle_t h = (nvtxStringHandle_t)pinj_new_handle();
+    if (pinj_nvtx_ready()) pnvtx_string_add(g.nvtx, (uint64_t)(uintptr_t)h, str ? str : "");
+    return h;
+}
+static nvtxStringHandle_t NVTX_API pinj_h_dstring_w(nvtxDomainHandle_t d, const wchar_t *str) {
+    char b[PNVTX_NAME_MAX];
+    pinj_narrow(str, b, sizeof b);
+    return pinj_h_dstring_a(d, b);
+}
+
+/* Puts our handlers into the tables of one NVTX instance; 1 on success (NVTX's contract). */
+static int pinj_nvtx_install(NvtxGetExportTableFunc_t get) {
+    const NvtxExportTableCallbacks *cb = get ? (const NvtxExportTableCallbacks *)get(NVTX_ETID_CALLBACKS) : NULL;
+    if (!cb || !cb->GetModuleFunctionTable) return 0;
+    NvtxFunctionTable t = NULL;
+    unsigned int n = 0;
+    static const struct { int id; NvtxFunctionPointer fn; } core[] = {
+        {NVTX_CBID_CORE_RangePushA, (NvtxFunctionPointer)pinj_h_push_a}, {NVTX_CBID_CORE_RangePushW, (NvtxFunctionPointer)pinj_h_push_w},
+        {NVTX_CBID_CORE_RangePushEx, (NvtxFunctionPointer)pinj_h_push_ex}, {NVTX_CBID_CORE_RangePop, (NvtxFunctionPointer)pinj_h_pop},
+        {NVTX_CBID_CORE_RangeStartA, (NvtxFunctionPointer)pinj_h_start_a}, {NVTX_CBID_CORE_RangeStartW, (NvtxFunctionPointer)pinj_h_start_w},
+        {NVTX_CBID_CORE_RangeStartEx, (NvtxFunctionPointer)pinj_h_start_ex}, {NVTX_CBID_CORE_RangeEnd, (NvtxFunctionPointer)pinj_h_end},
+    }, core2[] = {
+        {NVTX_CBID_CORE2_DomainRangePushEx, (NvtxFunctionPointer)pinj_h_dpush}, {NVTX_CBID_CORE2_DomainRangePop, (NvtxFunctionPointer)pinj_h_dpop},
+        {NVTX_CBID_CORE2_DomainRangeStartEx, (NvtxFunctionPointer)pinj_h_dstart}, {NVTX_CBID_CORE2_DomainRangeEnd, (NvtxFunctionPointer)pinj_h_dend},
+        {NVTX_CBID_CORE2_DomainCreateA, (NvtxFunctionPointer)pinj_h_dcreate_a}, {NVTX_CBID_CORE2_DomainCreateW, (NvtxFunctionPointer)pinj_h_dcreate_w},
+        {NVTX_CBID_CORE2_DomainRegisterStringA, (NvtxFunctionPointer)pinj_h_dstring_a},
+        {NVTX_CBID_CORE2_DomainRegisterStringW, (NvtxFunctionPointer)pinj_h_dstring_w},
+    };
+    if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &t, &n) || !t) return 0;
+    for (size_t i = 0; i < sizeof core / sizeof core[0]; i++)
+        if ((unsigned)core[i].id < n && t[core[i].id]) *t[core[i].id] = core[i].fn;
+    t = NULL; n = 0;
+    if (cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &t, &n) && t)
+        for (size_t i = 0; i < sizeof core2 / sizeof core2[0]; i++)
+            if ((unsigned)core2[i].id < n && t[core2[i].id]) *t[core2[i].id] = core2[i].fn;
+    return 1;
 }
 
 static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
@@ -1172,17 +1408,27 @@ static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Cal
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
         const CUpti_CallbackData *d = data;
+        /* at a runtime API's exit only, as Kineto: a driver call's exit is often inside a
+         * runtime call, whose own exit would then run in a CUPTI already torn down (on the
+         * H200, finalizing at driver exits corrupted the heap of every PyTorch process) */
+        if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && d->callbackSite == CUPTI_API_EXIT &&
+            atomic_load_explicit(&g.att, memory_order_relaxed) == PINJ_ATT_PENDING) {
+            pinj_detach_here();
+            return;
+        }
         unsigned char k = cbid < (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE)
                               ? (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g.rt_cb : g.drv_cb)[cbid] : 0;
         if (k & (PINJ_CAPTURE_BEGIN | PINJ_CAPTURE_END)) {
             pinj_capture_api(!!(k & PINJ_CAPTURE_BEGIN), d->callbackSite == CUPTI_API_ENTER);
             break;
         }
-        if (d->callbackSite == CUPTI_API_ENTER) pinj_api_enter(dom, cbid, d);
+        /* while a detach is asked every API calls back: only the ones we follow count */
+        if (d->callbackSite == CUPTI_API_ENTER &&
+            ((k & PINJ_CB_ALWAYS) || ((k & PINJ_CB_WINDOW) && atomic_load_explicit(&g.win_live, memory_order_relaxed))))
+            pinj_api_enter(dom, cbid, d);
         break;
     }
     case CUPTI_CB_DOMAIN_RESOURCE: pinj_resource(cbid, data); break;
-    case CUPTI_CB_DOMAIN_NVTX: pinj_nvtx(cbid, data); break;
     default: break;
     }
 }
@@ -1209,7 +1455,7 @@ static unsigned char pinj_classify(const char *n) {
     return 0;
 }
 
-/* Classifies every cbid and turns on the callbacks that stay on all the time. */
+/* Classifies every cbid and turns on the callbacks that stay on while CUPTI is attached. */
 static void pinj_classify_apis(void) {
     for (int dom = 0; dom < 2; dom++) {
         CUpti_CallbackDomain d = dom ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
@@ -1219,10 +1465,9 @@ static void pinj_classify_apis(void) {
             const char *n = NULL;
             if (cuptiGetCallbackName(d, (uint32_t)cb, &n) != CUPTI_SUCCESS || !n) continue;
             tab[cb] = pinj_classify(n);
-            if ((tab[cb] & PINJ_CB_ALWAYS) && cuptiEnableCallback(1, g.sub, d, (CUpti_CallbackId)cb) != CUPTI_SUCCESS)
-                tab[cb] &= (unsigned char)~PINJ_CB_ALWAYS;
         }
     }
+    pinj_enable_always();
 }
 
 /* ---------- init ---------- */
@@ -1287,9 +1532,10 @@ static void pinj_init(void) {
         atomic_store(&g.refused, 1);
         return;
     }
+    pinj_clock_sync();
     cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
-    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_NVTX);
+    /* NVTX comes through our own NVTX injection (pinj_nvtx_*), attached or not */
     pinj_classify_apis();
     r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
     if (r != CUPTI_SUCCESS) {
@@ -1341,39 +1587,24 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     return 1;
 }
 
-/* NVTX_INJECTION64_PATH entry point: hands NVTX to the libcupti we are bound to, then
- * attaches our subscriber (if CUDA has not done so yet). */
-typedef int (*pinj_nvtx_init_fn)(void *);
-
-static int pinj_forward_nvtx(const char *sym, void *arg) {
-    Dl_info di;
-    void *h = NULL;
-    if (dladdr((void *)cuptiSubscribe, &di) && di.dli_fname) h = dlopen(di.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-    pinj_nvtx_init_fn fn = h ? (pinj_nvtx_init_fn)dlsym(h, sym) : NULL;
-    int rc = fn ? fn(arg) : 0;
-    if (h) dlclose(h);
-    return rc;
-}
-
-/* Attaching at the first NVTX call (before CUDA starts) keeps the ranges a program opens
+/* NVTX_INJECTION64_PATH entry point (NVTX 2 and 3): our handlers go into this NVTX
+ * instance's tables; then our subscriber attaches (if CUDA has not done so yet).
+ * Attaching at the first NVTX call (before CUDA starts) keeps the ranges a program opens
  * before its first CUDA call; SPECPROF_NVTX_EARLY_INIT=0 waits for cuInit instead. */
-static void pinj_nvtx_attach(void) {
+__attribute__((visibility("default"))) int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
     const char *e = getenv("SPECPROF_NVTX_EARLY_INIT");
     if (!e || strcmp(e, "0")) pinj_init_once();
+    return pinj_nvtx_install(get_export_table);
 }
 
-__attribute__((visibility("default"))) int InitializeInjectionNvtx2(void *get_export_table) {
-    int rc = pinj_forward_nvtx("InitializeInjectionNvtx2", get_export_table);
-    pinj_nvtx_attach();
-    return rc;
-}
-
+/* The NVTX 1 entry point: not supported (its ranges are not recorded). */
 __attribute__((visibility("default"))) int InitializeInjectionNvtx(void *get_export_table) {
-    int rc = pinj_forward_nvtx("InitializeInjectionNvtx", get_export_table);
-    pinj_nvtx_attach();
-    return rc;
+    (void)get_export_table;
+    return 0;
 }
 
+/* NVTX extensions (payloads, memory): not recorded. */
 __attribute__((visibility("default"))) int InitializeInjectionNvtxExtension(void *module_info) {
-    return pinj_forward_nvtx("InitializeInjectionNvtxExtension", module_info);
+    (void)module_info;
+    return 0;
 }

@@ -28,7 +28,11 @@ int pinject_capturing(void);
 int pinject_recording(void);
 /* 1 when CUPTI is attached (callbacks on), whether or not the window is open. */
 int pinject_attached(void);
-/* CUPTI timestamp now (ns). */
+/* 1 while CUPTI is attached to the process (not detached between windows, --between
+ * detach): only then may CUPTI be called (any CUPTI call attaches it again). */
+int pinject_cupti_live(void);
+/* CUPTI's clock now (ns), read without calling CUPTI (CLOCK_MONOTONIC plus the offset
+ * measured while attached). */
 int64_t pinject_now_ns(void);
 /* The formatting context (pid = rank, t0) of the open capture. */
 const ptrace_ctx *pinject_ctx(void);

@@ -32,6 +32,18 @@ static uint32_t precord_launch_exec(uint32_t corr) {
     return (uint32_t)(v >> 32) == corr ? (uint32_t)v : 0;
 }
 
+void precord_forget_launches(void) {
+    for (int i = 0; i < PRECORD_LAUNCHES; i++) atomic_store_explicit(&precord_launch[i], 0, memory_order_relaxed);
+}
+
+/* The id written for CUPTI's correlation id c. */
+static uint32_t precord_corr(precord_stats *st, uint32_t c) {
+    if (!c) return 0;
+    uint32_t w = c + st->corr_base;
+    if (w > st->corr_max) st->corr_max = w;
+    return w;
+}
+
 void precord_skip_thread(int64_t tid) { atomic_store(&precord_skip_tid, tid); }
 
 /* The calibration's stream: its graph-level records are dropped (their graphId is not the
@@ -113,6 +125,7 @@ static int precord_mem_line(ptrace_mem *m, const ptrace_ctx *ctx, pnvtx *nvtx, p
     m->nvtx = nv; m->phase = ph;
     m->has_nccl = pnccl_map_find(nccl, m->corr, m->graph_node_id, &m->nccl);
     if (m->has_nccl) st->nccl_matched++;
+    m->corr = precord_corr(st, m->corr);
     precord_stream_track(m->stream, ctx, emit, user, line);
     return ptrace_write_mem(line, PRECORD_LINE_BYTES, ctx, m);
 }
@@ -144,6 +157,7 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
             k.nvtx = nv; k.phase = ph;
             k.has_nccl = pnccl_map_find(nccl, r->correlationId, r->graphNodeId, &k.nccl);
             if (k.has_nccl) st->nccl_matched++;
+            k.corr = precord_corr(st, r->correlationId);
             precord_stream_track(r->streamId, ctx, emit, user, line);
             n = ptrace_write_kernel(line, sizeof line, ctx, &k);
             break;
@@ -185,6 +199,7 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
             a.name = precord_api_name(a.domain_driver, r->cbid);
             a.corr = r->correlationId; a.cbid = r->cbid; a.thread = r->threadId;
             a.graph_exec_id = precord_launch_exec(r->correlationId);
+            a.corr = precord_corr(st, r->correlationId);
             n = ptrace_write_api(line, sizeof line, ctx, &a);
             break;
         }
@@ -199,6 +214,7 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
             gl.graph_exec_id = precord_launch_exec(r->correlationId);
             pnvtx_lookup(nvtx, r->correlationId, nv, sizeof nv, ph, sizeof ph);
             gl.nvtx = nv; gl.phase = ph;
+            gl.corr = precord_corr(st, r->correlationId);
             precord_stream_track(r->streamId, ctx, emit, user, line);
             n = ptrace_write_graphlaunch(line, sizeof line, ctx, &gl);
             if (n > 0) st->graph_trace++;

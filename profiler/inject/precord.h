@@ -19,6 +19,10 @@ typedef struct {
     int64_t incomplete;    /* GPU records without valid times (forced flush mid-kernel) */
     int64_t graph_trace;   /* graph-level launch records written (of records) */
     int64_t calib_dropped; /* records of specprof's own calibration, not written */
+    /* correlation ids written are CUPTI's plus corr_base (set when CUPTI is attached again,
+     * which may count from 1 again), so that they stay unique in the trace; corr_max: the
+     * largest written */
+    uint32_t corr_base, corr_max;
 } precord_stats;
 
 /* Kernel records of this name (pcalib.h's kernel) are specprof's own: dropped. */
@@ -30,6 +34,8 @@ void precord_buffer(uint8_t *buf, size_t valid_bytes, const ptrace_ctx *ctx, pnv
 
 /* A graph launch API was entered with this correlation id (callback thread; lock-free). */
 void precord_note_graph_launch(uint32_t corr, uint32_t graph_exec_id);
+/* Forgets the graph launches noted so far (CUPTI attached again: its ids may repeat). */
+void precord_forget_launches(void);
 /* API records of this OS thread (specprof's calibrating control thread) are dropped. */
 void precord_skip_thread(int64_t tid);
 /* Graph-level records on this CUPTI stream id (the calibration's) are dropped. */
