@@ -121,7 +121,17 @@ typedef struct {
      * it and of the smooth fit (-1: not compared), and whether it was kept */
     double loo_sweep, loo_smooth;
     int    sweep_kept;
+    /* the leave-one-cell-out rms relative error of the columns the cross-validation chose
+     * (each cell predicted by the fit without it); -1: not cross-validated (fewer than 8
+     * cells) */
+    double loo_rel;
 } fit_group_stats;
+
+/* A group's relative error at a configuration its traces did not hold (its resid_frac, for
+ * the prediction intervals; docs/fit.md, "Residuals"): out of sample where the statistics
+ * have it (loo_sweep/loo_smooth, else loo_rel), else the in-sample rms corrected for the
+ * columns fitted. */
+double fit_group_resid_frac(const fit_group_stats *st);
 
 /* Fits  us = base + per_token*max(0, tokens-knee) + per_token_all*tokens
  *            + per_expert*experts(tokens)

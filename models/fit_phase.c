@@ -136,13 +136,16 @@ static void fph_waves(const fr_run *R, const fr_phase *P, int g, fph_buf *b, fit
 
 /* A group's relative error at a configuration its traces did not hold, for the prediction
  * intervals (docs/fit.md, "Residuals"): the leave-one-cell-out rms of the form kept when
- * the GEMM sweep was compared, else the rms over the cells with the columns fitted taken
- * out (sqrt(cells / (cells - columns)), the unbiased residual variance of least squares);
- * the plain rms when there are no more cells than columns. */
-static double fph_resid_frac(const fit_group_stats *st)
+ * the GEMM sweep was compared, else that of the columns the cross-validation chose (8 cells
+ * or more), else the rms over the cells with the columns fitted taken out (sqrt(cells /
+ * (cells - columns)), the unbiased residual variance of least squares); the plain rms when
+ * there are no more cells than columns. */
+double fit_group_resid_frac(const fit_group_stats *st)
 {
     if (st->loo_sweep >= 0 && st->loo_smooth >= 0)
         return st->sweep_kept ? st->loo_sweep : st->loo_smooth;
+    if (st->loo_rel >= 0)   /* out of sample: each cell predicted by the fit without it */
+        return st->loo_rel;
     if (st->ncells > st->ncols && st->ncols > 0)
         return st->rms_rel * sqrt((double)st->ncells / (double)(st->ncells - st->ncols));
     return st->rms_rel;
@@ -200,7 +203,7 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
                 wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
                 : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
                 100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
-    wg->resid_frac = fph_resid_frac(&pr->grp[g].st);
+    wg->resid_frac = fit_group_resid_frac(&pr->grp[g].st);
     if (wg->sd_frac > FIT_SD_FRAC_MAX) {
         fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
                      "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,

@@ -262,11 +262,62 @@ static int ti_cmp_g(const void *a, const void *b, void *ctx)
     return (x->s > y->s) - (x->s < y->s);
 }
 
+/* The calls that wait for the GPU (a synchronize, by name; a copy to the host whose call
+ * ended after its copy did: pageable memory, torch's .tolist()), as the fit reads them
+ * (models/fit_instances.c). Kept per thread: from a wait's original end on, the thread's
+ * host records move back by the cumulative back (d_ns) the waits so far gave it. */
+typedef struct { size_t api; int64_t a1, thread; } ti_wait;
+typedef struct { int64_t thread; size_t lo, n; } ti_wthr;   /* steps[lo .. lo+n) of a thread */
+typedef struct { int64_t at_ns, back_ns; } ti_step;
+
+static int ti_is_sync_name(const char *name) { return name && strstr(name, "Synchronize") != NULL; }
+
+static int ti_cmp_wait(const void *a, const void *b)
+{
+    const ti_wait *x = a, *y = b;
+    return (x->a1 > y->a1) - (x->a1 < y->a1);
+}
+
+/* The back a thread's record at original time t moves by: the cumulative back of the last
+ * wait of the thread that ended (originally) at or before t; 0 before its first. */
+static int64_t ti_back(const ti_wthr *wt, size_t nwt, const ti_step *steps, int64_t thread,
+                       int64_t t)
+{
+    size_t a = 0, b = nwt;
+    while (a < b && wt[a].thread != thread)   /* a few threads wait: linear */
+        a++;
+    if (a == nwt || wt[a].n == 0)
+        return 0;
+    const ti_step *s = steps + wt[a].lo;
+    size_t lo = 0, hi = wt[a].n;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (s[m].at_ns <= t)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo ? s[lo - 1].back_ns : 0;
+}
+
+static int ti_cmp_i64p(const void *a, const void *b, void *ctx)
+{
+    const int64_t *v = ctx;
+    int64_t x = v[*(const size_t *)a], y = v[*(const size_t *)b];
+    return (x > y) - (x < y);
+}
+
 /* Takes the profiler's own host cost out of a Kineto trace (docs/importers.md, Profiler
  * cost): every host record moves earlier by cost x the events its thread recorded before it;
  * each GPU record moves with its launch, but not before the record ahead of it on its stream
  * ends (plus the gap they had, up to TIMPORT_GPU_GAP_MAX_NS between launches: a longer gap
- * was the GPU waiting for the host). Durations are kept. */
+ * was the GPU waiting for the host). Durations are kept, but for the calls that wait for the
+ * GPU: such a call still returns when the GPU work it waits for is done (its end is at least
+ * that work's moved end), and the host records after it on its thread move back by as much
+ * (the profiler's time before a wait is time the host would have waited anyway: torchbench's
+ * accept, whose .tolist() waits for verify, read 232 us per eager launch once the call's end
+ * had moved before its copy's and the wait counted as launch time). One sweep in time order:
+ * n log n. */
 static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, timport_stats *st)
 {
     double cost_ns = cost_us * 1000.0;
@@ -304,7 +355,18 @@ static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, t
             mlo = th[k].lo;
             mhi = th[k].hi;
         }
-    /* host records */
+    size_t ngr = t->nkern + t->nmem;
+    int64_t *a0 = malloc((t->napi + 1) * sizeof *a0), *a1 = malloc((t->napi + 1) * sizeof *a1);
+    int64_t *r0 = malloc((t->nrng + 1) * sizeof *r0), *r1 = malloc((t->nrng + 1) * sizeof *r1);
+    int64_t *gs = malloc((ngr + 1) * sizeof *gs), *ge = malloc((ngr + 1) * sizeof *ge);
+    size_t *ord = malloc((ngr + 1) * sizeof *ord);
+    ti_wait *wt = malloc((t->napi + 1) * sizeof *wt);
+    ti_step *steps = malloc((t->napi + 1) * sizeof *steps);
+    ti_wthr *wth = malloc((t->napi + 1) * sizeof *wth);
+    int rc = -1;
+    if (!a0 || !a1 || !r0 || !r1 || !gs || !ge || !ord || !wt || !steps || !wth)
+        goto out;
+    /* host records: the first mapping (the profiler's cost out); originals kept */
     for (size_t i = 0; i < t->napi; i++) {
         ptrace_api *a = &t->api[i];
         size_t lo, hi;
@@ -312,6 +374,8 @@ static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, t
         int64_t s0 = ti_shift(h, lo, hi, a->start_ns, cost_ns);
         int64_t s1 = ti_shift(h, lo, hi, a->end_ns, cost_ns);
         cs[i] = (ti_cs){a->corr, s0};
+        a0[i] = a->start_ns;
+        a1[i] = a->end_ns;
         a->start_ns -= s0;
         a->end_ns -= s1;
     }
@@ -321,50 +385,182 @@ static int ti_kn_unprofile(fit_trace *t, ti_host *h, size_t n, double cost_us, t
         ti_thread_span(th, nth, r->thread, &lo, &hi);
         int64_t s0 = ti_shift(h, lo, hi, r->start_ns, cost_ns);
         int64_t s1 = ti_shift(h, lo, hi, r->end_ns, cost_ns);
+        r0[i] = r->start_ns;
+        r1[i] = r->end_ns;
         r->start_ns -= s0;
         r->end_ns -= s1;
     }
+    /* a launch's call by correlation id: its shift and (through the index) its thread and
+     * original start */
+    ti_cs *csi = malloc((t->napi + 1) * sizeof *csi);
+    if (!csi)
+        goto out;
+    for (size_t i = 0; i < t->napi; i++)
+        csi[i] = (ti_cs){t->api[i].corr, (int64_t)i};
     qsort(cs, t->napi, sizeof *cs, ti_cmp_cs);
-    /* GPU records, stream by stream in time order */
+    qsort(csi, t->napi, sizeof *csi, ti_cmp_cs);
+    /* GPU records: stream order (their gaps) and global time order (the sweep) */
     size_t ng = 0;
     for (size_t i = 0; i < t->nkern; i++)
         g[ng++] = (ti_g){t->kern[i].start_ns, i, 0};
     for (size_t i = 0; i < t->nmem; i++)
         g[ng++] = (ti_g){t->mem[i].start_ns, i, 1};
     qsort_r(g, ng, sizeof *g, ti_cmp_g, t);
-    int64_t prev_end0 = 0, prev_end1 = 0;
-    uint32_t prev_stream = 0, prev_corr = 0;
     for (size_t k = 0; k < ng; k++) {
-        int64_t *s, *e;
-        uint32_t corr, stream;
-        if (g[k].mem) {
-            s = &t->mem[g[k].i].start_ns;
-            e = &t->mem[g[k].i].end_ns;
-            corr = t->mem[g[k].i].corr;
-            stream = t->mem[g[k].i].stream;
-        } else {
-            s = &t->kern[g[k].i].start_ns;
-            e = &t->kern[g[k].i].end_ns;
-            corr = t->kern[g[k].i].corr;
-            stream = t->kern[g[k].i].stream;
+        gs[k] = g[k].mem ? t->mem[g[k].i].start_ns : t->kern[g[k].i].start_ns;
+        ge[k] = g[k].mem ? t->mem[g[k].i].end_ns : t->kern[g[k].i].end_ns;
+        ord[k] = k;
+    }
+    qsort_r(ord, ng, sizeof *ord, ti_cmp_i64p, gs);
+    /* the waits, by original end */
+    size_t nw = 0;
+    for (size_t i = 0; i < t->napi; i++)
+        if (ti_is_sync_name(t->api[i].name))
+            wt[nw++] = (ti_wait){i, a1[i], t->api[i].thread};
+    for (size_t k = 0; k < ng; k++) {
+        if (!g[k].mem)
+            continue;
+        const ptrace_mem *m = &t->mem[g[k].i];
+        if (!m->corr || !m->copy_kind ||
+            (strcmp(m->copy_kind, "DtoH") != 0 && strcmp(m->copy_kind, "AtoH") != 0))
+            continue;
+        ti_cs key = {m->corr, 0};
+        const ti_cs *c = bsearch(&key, csi, t->napi, sizeof *csi, ti_cmp_cs);
+        if (c && a1[c->shift] >= ge[k] && !ti_is_sync_name(t->api[c->shift].name))
+            wt[nw++] = (ti_wait){(size_t)c->shift, a1[c->shift], t->api[c->shift].thread};
+    }
+    qsort(wt, nw, sizeof *wt, ti_cmp_wait);
+    /* the threads that wait, their steps filled in time order (each at most nw) */
+    size_t nwt = 0;
+    for (size_t w = 0; w < nw; w++) {
+        size_t x = 0;
+        while (x < nwt && wth[x].thread != wt[w].thread)
+            x++;
+        if (x == nwt)
+            wth[nwt++] = (ti_wthr){wt[w].thread, 0, 0};
+    }
+    {
+        size_t lo = 0;              /* each thread's steps in one block of steps[] */
+        for (size_t x = 0; x < nwt; x++) {
+            size_t cnt = 0;
+            for (size_t w = 0; w < nw; w++)
+                cnt += wt[w].thread == wth[x].thread;
+            wth[x].lo = lo;
+            lo += cnt;
         }
-        ti_cs key = {corr, 0};
-        const ti_cs *c = corr ? bsearch(&key, cs, t->napi, sizeof *cs, ti_cmp_cs) : NULL;
-        int64_t sh = c ? c->shift : ti_shift(h, mlo, mhi, *s, cost_ns);
-        int64_t dur = *e - *s, ns = *s - sh;
-        if (k > 0 && stream == prev_stream) {
-            int64_t gap = *s - prev_end0;
-            if (corr != prev_corr && gap > TIMPORT_GPU_GAP_MAX_NS)
-                gap = TIMPORT_GPU_GAP_MAX_NS;
-            if (ns < prev_end1 + gap)
-                ns = prev_end1 + gap;
+    }
+    /* the sweep: GPU records mapped in original start order, each wait once the records that
+     * started before its call's end are */
+    typedef struct { uint32_t stream, corr; int64_t e0, e1; int used; } ti_sst;
+    ti_sst sst[64];
+    size_t nst = 0;
+    int64_t last_end = INT64_MIN;   /* latest moved end of the records that ended (originally)
+                                       before the current wait's call */
+    size_t *pend = malloc((ngr + 1) * sizeof *pend), npend = 0;
+    if (!pend) {
+        free(csi);
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t w = 0; w <= nw; w++) {
+        int64_t lim = w < nw ? wt[w].a1 : INT64_MAX;
+        for (; k < ng && gs[ord[k]] <= lim; k++) {
+            size_t q = ord[k];
+            int64_t *s, *e;
+            uint32_t corr, stream;
+            if (g[q].mem) {
+                s = &t->mem[g[q].i].start_ns;
+                e = &t->mem[g[q].i].end_ns;
+                corr = t->mem[g[q].i].corr;
+                stream = t->mem[g[q].i].stream;
+            } else {
+                s = &t->kern[g[q].i].start_ns;
+                e = &t->kern[g[q].i].end_ns;
+                corr = t->kern[g[q].i].corr;
+                stream = t->kern[g[q].i].stream;
+            }
+            ti_cs key = {corr, 0};
+            const ti_cs *c = corr ? bsearch(&key, cs, t->napi, sizeof *cs, ti_cmp_cs) : NULL;
+            const ti_cs *ci = c ? bsearch(&key, csi, t->napi, sizeof *csi, ti_cmp_cs) : NULL;
+            int64_t sh;
+            if (c && ci)
+                sh = c->shift - ti_back(wth, nwt, steps, t->api[ci->shift].thread, a0[ci->shift]);
+            else
+                sh = ti_shift(h, mlo, mhi, gs[q], cost_ns) -
+                     (mhi > mlo ? ti_back(wth, nwt, steps, h[mlo].thread, gs[q]) : 0);
+            int64_t dur = ge[q] - gs[q], ns = gs[q] - sh;
+            size_t x = 0;
+            while (x < nst && sst[x].stream != stream)
+                x++;
+            if (x == nst && nst < sizeof sst / sizeof sst[0])
+                sst[nst++] = (ti_sst){stream, 0, 0, 0, 0};
+            if (x < nst && sst[x].used) {
+                int64_t gap = gs[q] - sst[x].e0;
+                if (corr != sst[x].corr && gap > TIMPORT_GPU_GAP_MAX_NS)
+                    gap = TIMPORT_GPU_GAP_MAX_NS;
+                if (ns < sst[x].e1 + gap)
+                    ns = sst[x].e1 + gap;
+            }
+            *s = ns;
+            *e = ns + dur;
+            if (x < nst)
+                sst[x] = (ti_sst){stream, corr, ge[q], *e, 1};
+            pend[npend++] = q;
         }
-        prev_end0 = *e;
-        prev_stream = stream;
-        prev_corr = corr;
-        *s = ns;
-        *e = ns + dur;
-        prev_end1 = *e;
+        if (w == nw)
+            break;
+        /* the records that ended before this call did, in the latest end */
+        size_t m = 0;
+        for (size_t p = 0; p < npend; p++) {
+            size_t q = pend[p];
+            int64_t e = g[q].mem ? t->mem[g[q].i].end_ns : t->kern[g[q].i].end_ns;
+            if (ge[q] <= wt[w].a1) {
+                if (e > last_end)
+                    last_end = e;
+            } else {
+                pend[m++] = q;
+            }
+        }
+        npend = m;
+        /* the call's end as moved so far, and the back the wait gives what follows */
+        size_t i = wt[w].api, x = 0;
+        while (x < nwt && wth[x].thread != wt[w].thread)
+            x++;
+        int64_t back = wth[x].n ? steps[wth[x].lo + wth[x].n - 1].back_ns : 0;
+        int64_t cur = t->api[i].end_ns + back;
+        int64_t d = last_end > cur ? last_end - cur : 0;
+        steps[wth[x].lo + wth[x].n++] = (ti_step){wt[w].a1, back + d};
+    }
+    free(pend);
+    free(csi);
+    /* the host records moved back as the waits before them say */
+    for (size_t i = 0; i < t->napi; i++) {
+        ptrace_api *a = &t->api[i];
+        a->start_ns += ti_back(wth, nwt, steps, a->thread, a0[i]);
+        a->end_ns += ti_back(wth, nwt, steps, a->thread, a1[i]);
+    }
+    for (size_t i = 0; i < t->nrng; i++) {
+        ptrace_range *r = &t->rng[i];
+        r->start_ns += ti_back(wth, nwt, steps, r->thread, r0[i]);
+        r->end_ns += ti_back(wth, nwt, steps, r->thread, r1[i]);
+    }
+    rc = 0;
+out:
+    free(a0);
+    free(a1);
+    free(r0);
+    free(r1);
+    free(gs);
+    free(ge);
+    free(ord);
+    free(wt);
+    free(steps);
+    free(wth);
+    if (rc) {
+        free(th);
+        free(cs);
+        free(g);
+        return -1;
     }
     st->host_cost_us = mhi > mlo ? (double)(h[mhi - 1].shift_ns + h[mhi - 1].debt_ns) / 1000.0 : 0;
     st->host_cost_per_event_us = cost_us;

@@ -513,6 +513,79 @@ static void timport_takes_the_profiler_host_cost_out(void)
         fit_trace_free(&t);
 }
 
+/* A call that waits for the GPU (a copy to pageable host memory: its call ends after its copy,
+ * as torch's .tolist()) still returns when the copy is done once the profiler's host cost is
+ * out: 8 events x 3 us moved the call's end to 241 us while the copy behind the long kernel
+ * moves only to 246..248, so the call ends at 248 and the host records after it move back
+ * by the 7 us (the next launch 260 us, its kernel 270). With the rule off the call ends
+ * before its copy and the fit reads no wait (the launch time is the wait). A pinned copy
+ * (the call returns before the copy runs) is left as the cost says. */
+static void timport_keeps_a_blocking_copy_after_its_wait(void)
+{
+    char path[160], err[512];
+    for (int pinned = 0; pinned <= 1; pinned++) {
+        snprintf(path, sizeof path, "%s/wait%d.json", tmpdir, pinned);
+        write_file(path, pinned ?
+            "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 0, \"traceEvents\": [\n"
+            "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": 1, \"tid\": 7, \"ts\": 0.000, \"dur\": 300.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 7, \"ts\": 10.000, \"dur\": 1.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 50.000, \"dur\": 4.000, \"args\": {\"correlation\": 1}},\n"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 5, \"ts\": 60.000, \"dur\": 200.000, \"args\": {\"correlation\": 1, \"stream\": 5}},\n"
+            "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMemcpyAsync\", \"pid\": 1, \"tid\": 7, \"ts\": 110.000, \"dur\": 5.000, \"args\": {\"correlation\": 2}},\n"
+            "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoH (Device -> Pinned)\", \"pid\": 0, \"tid\": 5, \"ts\": 261.000, \"dur\": 2.000, \"args\": {\"correlation\": 2, \"stream\": 5}}\n"
+            "]}\n" :
+            "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 0, \"traceEvents\": [\n"
+            "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": 1, \"tid\": 7, \"ts\": 0.000, \"dur\": 300.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 7, \"ts\": 10.000, \"dur\": 1.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 7, \"ts\": 20.000, \"dur\": 1.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 7, \"ts\": 30.000, \"dur\": 1.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 7, \"ts\": 40.000, \"dur\": 1.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 50.000, \"dur\": 4.000, \"args\": {\"correlation\": 1}},\n"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 5, \"ts\": 60.000, \"dur\": 200.000, \"args\": {\"correlation\": 1, \"stream\": 5}},\n"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 7, \"ts\": 100.000, \"dur\": 1.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMemcpyAsync\", \"pid\": 1, \"tid\": 7, \"ts\": 110.000, \"dur\": 155.000, \"args\": {\"correlation\": 2}},\n"
+            "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoH (Device -> Pageable)\", \"pid\": 0, \"tid\": 5, \"ts\": 261.000, \"dur\": 2.000, \"args\": {\"correlation\": 2, \"stream\": 5}},\n"
+            "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\", \"pid\": 1, \"tid\": 7, \"ts\": 270.000, \"dur\": 1.000},\n"
+            "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 280.000, \"dur\": 4.000, \"args\": {\"correlation\": 3}},\n"
+            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k3\", \"pid\": 0, \"tid\": 5, \"ts\": 290.000, \"dur\": 10.000, \"args\": {\"correlation\": 3, \"stream\": 5}}\n"
+            "]}\n");
+        setenv("KINETO_HOST_EVENT_US", "3", 1);
+        fit_trace t;
+        timport_stats st = {0};
+        int rc = timport_load(&t, path, NULL, &st, err, sizeof err);
+        unsetenv("KINETO_HOST_EVENT_US");
+        CHECK(rc == 0, "%s", err);
+        if (rc)
+            continue;
+        const ptrace_api *cp = NULL, *l3 = NULL;
+        for (size_t i = 0; i < t.napi; i++) {
+            if (t.api[i].corr == 2)
+                cp = &t.api[i];
+            if (t.api[i].corr == 3)
+                l3 = &t.api[i];
+        }
+        CHECK(cp && t.nmem == 1, "the copy and its call");
+        if (cp && t.nmem == 1 && !pinned) {
+            printf("     blocking copy: call ends %.1f us, its copy %.1f..%.1f\n", cp->end_ns / 1e3,
+                   t.mem[0].start_ns / 1e3, t.mem[0].end_ns / 1e3);
+            CHECK(t.mem[0].start_ns == 246000 && t.mem[0].end_ns == 248000, "copy %lld..%lld",
+                  (long long)t.mem[0].start_ns, (long long)t.mem[0].end_ns);
+            CHECK(cp->end_ns >= t.mem[0].end_ns, "the blocking call ends at %lld, before its copy "
+                  "(%lld)", (long long)cp->end_ns, (long long)t.mem[0].end_ns);
+            CHECK(cp->start_ns == 89000 && cp->end_ns == 248000, "call %lld..%lld",
+                  (long long)cp->start_ns, (long long)cp->end_ns);
+            CHECK(l3 && l3->start_ns == 260000 && t.nkern == 2 && t.kern[1].start_ns == 270000,
+                  "after the wait: launch at %lld, its kernel at %lld", l3 ? (long long)l3->start_ns : -1,
+                  t.nkern == 2 ? (long long)t.kern[1].start_ns : -1);
+        } else if (cp && t.nmem == 1) {
+            /* 3 events before the call: 9 us; its own 3 us paid inside it */
+            CHECK(cp->start_ns == 101000 && cp->end_ns == 103000, "pinned copy's call %lld..%lld",
+                  (long long)cp->start_ns, (long long)cp->end_ns);
+        }
+        fit_trace_free(&t);
+    }
+}
+
 /* ---- a large synthetic Kineto trace for make bench ------------------------------------------ */
 
 /* Writes about mb megabytes of Kineto JSON in Kineto's own layout (one key per line pair, as
@@ -590,6 +663,7 @@ int main(int argc, char **argv)
     RUN(pkineto_maps_torch_dtypes_and_collectives);
     RUN(timport_chooses_the_importer_by_content);
     RUN(timport_takes_the_profiler_host_cost_out);
+    RUN(timport_keeps_a_blocking_copy_after_its_wait);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
