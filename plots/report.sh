@@ -198,7 +198,10 @@ sweep() {                  # sweep NAME MODEL KNOBS... -> $D/NAME.csv; its warni
                 if (ex == "" || ph == "verify") ex = ph ": up to " what }
             END { if (phases != "") printf "%s runs price phases past its traces (%s; e.g. %s)", n, phases, ex }' "$D/$_n.err")
         [ -n "$_w" ] && echo "data/$_n.csv: $_w" >> "$D/beyond_fit.txt"
-        cat "$D/$_n.err" >&2
+        # the two warnings every figure's sweep repeats are said once at the end (the page's
+        # notes, data/beyond_fit.txt, data/partial.txt); anything else goes through as it is
+        grep 'no request finished in the measured window' "$D/$_n.err" | sed "s|^|data/$_n.csv: |" >> "$D/partial.txt"
+        grep -v 'extrapolated\|no request finished in the measured window' "$D/$_n.err" >&2
         return 0
     fi
     cat "$D/$_n.err" >&2
@@ -654,7 +657,12 @@ else
 fi
 fig9 || FAILED="$FAILED 9"
 
+if [ -s "$D/partial.txt" ]; then
+    note "$(wc -l < "$D/partial.txt" | tr -d ' ') of the figures' sweeps have runs in which no request finished in the measured window: their per-request metrics (req_tok_s, tpot) come from the running requests (CSV column partial = 1); which: \`data/partial.txt\`."
+    log "$(wc -l < "$D/partial.txt" | tr -d ' ') sweeps have runs without a finished request (per-request metrics from the running requests): data/partial.txt"
+fi
 if [ -s "$D/beyond_fit.txt" ]; then
+    log "$(wc -l < "$D/beyond_fit.txt" | tr -d ' ') sweeps price phases past the model's traces (extrapolated): data/beyond_fit.txt"
     note "$(wc -l < "$D/beyond_fit.txt" | tr -d ' ') of the figures' sweeps price phases past what the model was fitted from (more query tokens per row or tokens a forward than its traces hold): their costs there are extrapolated (docs/fit.md, \"Beyond the traces\"); which runs, phases and values: \`data/beyond_fit.txt\`."
 fi
 
