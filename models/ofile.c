@@ -29,6 +29,22 @@ static int ofile_put(int fd, const char *text, size_t len)
     return 0;
 }
 
+/* Writes text to fd and closes it; on failure "PATH: write error: ..." in err and -1. */
+static int ofile_put_close(int fd, const char *path, const char *text, size_t len, char *err, size_t errlen)
+{
+    int bad = ofile_put(fd, text, len);
+    int e = errno;
+    if (close(fd) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad) {
+        snprintf(err, errlen, "%s: write error: %s", path, strerror(e));
+        return -1;
+    }
+    return 0;
+}
+
 int ofile_write(const char *path, const char *text, size_t len, char *err, size_t errlen)
 {
     if (ofile_in_place(path)) {
@@ -37,17 +53,7 @@ int ofile_write(const char *path, const char *text, size_t len, char *err, size_
             snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
             return -1;
         }
-        int bad = ofile_put(fd, text, len);
-        int e = errno;
-        if (close(fd) != 0 && !bad) {
-            bad = 1;
-            e = errno;
-        }
-        if (bad) {
-            snprintf(err, errlen, "%s: write error: %s", path, strerror(e));
-            return -1;
-        }
-        return 0;
+        return ofile_put_close(fd, path, text, len, err, errlen);
     }
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
@@ -59,14 +65,7 @@ int ofile_write(const char *path, const char *text, size_t len, char *err, size_
         snprintf(err, errlen, "%s: cannot write %s: %s", path, tmp, strerror(errno));
         return -1;
     }
-    int bad = ofile_put(fd, text, len);
-    int e = errno;
-    if (close(fd) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        snprintf(err, errlen, "%s: write error: %s", path, strerror(e));
+    if (ofile_put_close(fd, path, text, len, err, errlen)) {
         remove(tmp);
         return -1;
     }
