@@ -119,6 +119,19 @@ int carry_hw_for_device(carry_hw *h, const char *device, char *err, size_t errle
     return found ? 0 : -1;
 }
 
+int carry_hw_ends(carry_hw *from_hw, carry_hw *to_hw, const char *device, const char *from, const char *to,
+                  char *err, size_t errlen)
+{
+    char why[960];
+    if ((from ? carry_hw_load(from_hw, from, why, sizeof why)
+              : carry_hw_for_device(from_hw, device, why, sizeof why)) ||
+        carry_hw_load(to_hw, to, why, sizeof why)) {
+        snprintf(err, errlen, "field --carry-%s: %s", from || strstr(why, to) ? "to" : "from", why);
+        return -1;
+    }
+    return 0;
+}
+
 /* A group whose launches are each shorter than CARRY_LATENCY_US at its flat base. */
 static int carry_latency_bound(const wm_group *g)
 {

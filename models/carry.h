@@ -25,6 +25,10 @@ typedef struct {
 int carry_hw_load(carry_hw *h, const char *name, char *err, size_t errlen);
 /* The preset whose "match" strings occur in device (a trace's GPU name). 0 or -1. */
 int carry_hw_for_device(carry_hw *h, const char *device, char *err, size_t errlen);
+/* Both ends of a carry, for --carry-to/--carry-from: from the preset `from` (NULL: the one
+ * matching device) to `to`. 0 or -1 with err naming the flag ("field --carry-to: ..."). */
+int carry_hw_ends(carry_hw *from_hw, carry_hw *to_hw, const char *device, const char *from, const char *to,
+                  char *err, size_t errlen);
 
 /* Relative uncertainty of each kind of term once carried (1 sd-like half-width):
  * the fraction of peak a kernel reaches differs between GPUs. */

@@ -192,10 +192,8 @@ static int scalecmd_carry(wm_model *m, const char *to, const char *from, int bou
     carry_hw hf, ht;
     carry_factors f;
     char err[1024];
-    if ((from ? carry_hw_load(&hf, from, err, sizeof err)
-              : carry_hw_for_device(&hf, m->device, err, sizeof err)) ||
-        carry_hw_load(&ht, to, err, sizeof err)) {
-        fprintf(stderr, "specsim scale: field --carry-%s: %s\n", from || strstr(err, to) ? "to" : "from", err);
+    if (carry_hw_ends(&hf, &ht, m->device, from, to, err, sizeof err)) {
+        fprintf(stderr, "specsim scale: %s\n", err);
         return -1;
     }
     if (bound) {
