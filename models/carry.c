@@ -123,10 +123,12 @@ int carry_hw_ends(carry_hw *from_hw, carry_hw *to_hw, const char *device, const 
                   char *err, size_t errlen)
 {
     char why[960];
-    if ((from ? carry_hw_load(from_hw, from, why, sizeof why)
-              : carry_hw_for_device(from_hw, device, why, sizeof why)) ||
-        carry_hw_load(to_hw, to, why, sizeof why)) {
-        snprintf(err, errlen, "field --carry-%s: %s", from || strstr(why, to) ? "to" : "from", why);
+    if (from ? carry_hw_load(from_hw, from, why, sizeof why) : carry_hw_for_device(from_hw, device, why, sizeof why)) {
+        snprintf(err, errlen, "field --carry-from: %s", why);
+        return -1;
+    }
+    if (carry_hw_load(to_hw, to, why, sizeof why)) {
+        snprintf(err, errlen, "field --carry-to: %s", why);
         return -1;
     }
     return 0;

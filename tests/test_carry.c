@@ -186,11 +186,28 @@ static void fitcmd_carries_a_model_file(void)
     remove(path);
 }
 
+/* carry_hw_ends blames the flag whose preset failed (it once said --carry-to for a bad
+ * --carry-from). */
+static void carry_ends_name_the_flag_that_failed(void)
+{
+    carry_hw a, b;
+    char err[1024];
+    CHECK(carry_hw_ends(&a, &b, "NVIDIA H200", "nosuch-from", "rtx-pro-6000", err, sizeof err) == -1 &&
+          strstr(err, "field --carry-from:") && strstr(err, "nosuch-from"), "bad from: %s", err);
+    CHECK(carry_hw_ends(&a, &b, "NVIDIA H200", NULL, "nosuch-to", err, sizeof err) == -1 &&
+          strstr(err, "field --carry-to:") && strstr(err, "nosuch-to"), "bad to: %s", err);
+    CHECK(carry_hw_ends(&a, &b, "an unknown GPU", NULL, "rtx-pro-6000", err, sizeof err) == -1 &&
+          strstr(err, "field --carry-from:"), "unmatched device: %s", err);
+    CHECK(carry_hw_ends(&a, &b, "NVIDIA H200", NULL, "rtx-pro-6000", err, sizeof err) == 0 &&
+          b.mem_bw_gbps > 1500 && a.mem_bw_gbps > 4000, "good ends: %s", err);
+}
+
 int main(void)
 {
     RUN(carry_scales_terms_by_roofline_ratios);
     RUN(carry_round_trip_is_identity);
     RUN(carry_finds_presets_by_device_and_refuses_bad_ones);
     RUN(fitcmd_carries_a_model_file);
+    RUN(carry_ends_name_the_flag_that_failed);
     return check_done();
 }
