@@ -26,17 +26,7 @@ export NCCL_NVLS_ENABLE=0        # the GPU machines require NVLink multicast off
 mkdir -p "$OUT"
 rm -f "$OUT/measured.csv"        # specbench appends
 LOG=$OUT/scale_check.log
-: > "$LOG"
-note() { echo "=== $* ($(date -u +%FT%TZ))" | tee -a "$LOG"; }
-note "device"
-nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
-head -15 "$OUT/nvidia-smi.txt" >> "$LOG"
-note "build"
-if ! make -j"$(nproc)" bin/specbench >> "$LOG" 2>&1; then
-  note "build failed; retrying without NCCL (one GPU is all this check needs)"
-  rm -rf build/profiler/bench
-  make -j"$(nproc)" SB_NCCL=-DSB_NO_NCCL bin/specbench >> "$LOG" 2>&1 || { note "build failed"; tail -30 "$LOG"; exit 1; }
-fi
+. profiler/device/sb_start.sh   # the log, note(), nvidia-smi, bin/specbench
 rc=0
 for s in $SHAPES; do
   IFS=: read -r preset layers tp <<EOF
