@@ -7,6 +7,7 @@
  * nominal model's 80% interval, which must be within 5 points of 80%. */
 #include "check.h"
 #include "sim.h"
+#include "simtest.h"
 #include "bmeans.h"
 
 #include <gsl/gsl_randist.h>
@@ -71,27 +72,14 @@ static void model_truth(wm_model *t, const wm_model *m, gsl_rng *r)
 static void params(sim_params *p, const wm_model *m, int spec, int conc)
 {
     char err[256];
-    memset(p, 0, sizeof *p);
-    p->model = m;
-    CHECK(accept_parse(&p->acc, "alpha:0.7", err, sizeof err) == 0, "%s", err);
-    CHECK(cg_parse(&p->graphs, "1,2,4,8,16", err, sizeof err) == 0, "%s", err);
-    p->algo = ar_algo_find("nccl");
-    p->link = *ar_link_preset("nvlink4-8gpu");
-    p->spec = spec;
-    p->steps = 3;
-    p->topk = 1;
-    p->draft_tokens = 4;
+    simtest_params(p, m, spec);
     p->concurrency = conc;
-    p->iterations = 1000;
     p->warmup = 20;
     CHECK(batch_lendist_parse(&p->out_len, "uniform:100:300", err, sizeof err) == 0, "%s", err);
     p->prompt_tokens = 1000;
     p->stagger = 1;
-    p->ranks = 1;
-    p->sync_segments = 4;
     p->jitter_scale = 1;
-    p->seed = 1;
-    p->graph_launch_us = m->graph_launch_us;
+    p->eager_launch_us = 0;
     p->intervals = 1;
 }
 

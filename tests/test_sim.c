@@ -4,6 +4,7 @@
  * the same seed gives the same results. Models are built in memory. */
 #include "check.h"
 #include "sim.h"
+#include "simtest.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,28 +43,7 @@ static void model_golden(wm_model *m, double T, double c)
 
 static void params_base(sim_params *p, const wm_model *m, int spec)
 {
-    char err[256];
-    memset(p, 0, sizeof *p);
-    p->model = m;
-    CHECK(accept_parse(&p->acc, "alpha:0.7", err, sizeof err) == 0, "%s", err);
-    CHECK(cg_parse(&p->graphs, "1,2,4,8,16", err, sizeof err) == 0, "%s", err);
-    p->algo = ar_algo_find("nccl");
-    p->link = *ar_link_preset("nvlink4-8gpu");
-    p->spec = spec;
-    p->steps = 3;
-    p->topk = 1;
-    p->draft_tokens = 4;
-    p->concurrency = 1;
-    p->iterations = 1000;
-    p->warmup = 0;
-    CHECK(batch_lendist_parse(&p->out_len, "1000000000", err, sizeof err) == 0, "%s", err);
-    p->prompt_tokens = 100;
-    p->stagger = 0;
-    p->ranks = 1;
-    p->sync_segments = 4;
-    p->seed = 1;
-    p->graph_launch_us = m->graph_launch_us;
-    p->eager_launch_us = m->eager_launch_us;
+    simtest_params(p, m, spec);
 }
 
 static int run(const sim_params *p, const sim_hooks *h, sim_result *r)
