@@ -1,4 +1,4 @@
-/* specsim_bin.h: what the tests that run the CLI share: where they find the binary under
+/* specsim_bin.h: what the tests that run commands share: where they find the binary under
  * test ($SPECSIM, else <build>/bin/specsim next to this test's build directory (make asan:
  * build-asan/bin/specsim), else bin/specsim), running a command line with its output
  * captured, and writing a fixture file. */

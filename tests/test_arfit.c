@@ -380,30 +380,7 @@ static void ar_link_load_refuses_bad_files(void)
 
 static int sh(const char *cmd, char **out)
 {
-    FILE *p = popen(cmd, "r");
-    size_t n = 0, cap = 8192;
-    char *buf = malloc(cap);
-    if (!p || !buf) {
-        if (p)
-            pclose(p);
-        free(buf);
-        *out = NULL;
-        return -1;
-    }
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (cap - n < 2) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb)
-                break;
-            buf = nb;
-        }
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+    return specsim_run_capture(cmd, out);
 }
 
 /* A 4-rank model whose all-reduces sit on the floor (verify: 64 x 1 KB per token) and on

@@ -5,6 +5,7 @@
  * of python3 and /usr/bin/python3 that imports torch, else the first that runs (then only
  * the torch-free string builder and spec parser are checked); none: skipped. */
 #include "check.h"
+#include "specsim_bin.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,26 +22,7 @@ static int sh(const char *cmd, int both, char **out)
 {
     char full[4096];
     snprintf(full, sizeof full, "( %s ) %s", cmd, both ? "2>&1" : "2>/dev/null");
-    FILE *p = popen(full, "r");
-    size_t n = 0, cap = 4096;
-    char *buf = malloc(cap);
-    if (!p || !buf) {
-        if (p)
-            pclose(p);
-        free(buf);
-        *out = NULL;
-        return -1;
-    }
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (cap - n < 2)
-            buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = '\0';
-    int st = pclose(p);
-    *out = buf;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return specsim_run_capture(full, out);
 }
 
 static int runs(const char *py, const char *code)
