@@ -22,13 +22,15 @@
 #   "sb_decode_c1 sb_spec_c16 tb eager_plain eager_spec"), MODES (only these modes),
 #   SB_REPEATS, TB_REPEATS (default 4), EL_RUNS (default 4): timed runs per process;
 #   SKIP_EAGER_SMOKE=1
-# modes: none; floor (bin/libfloor.so: kernel activity only); specprof (the default: windows,
-# CUPTI attached between them); nograph (--between none, the same); detach (--between detach,
-# experimental: crashed programs in calls 3-4); apion (SPECPROF_API_BETWEEN=1: API records and
+# modes: none; floor (bin/libfloor.so: kernel activity only); specprof (the default, --mode
+# always since call 4); win (--mode windows, CUPTI attached between them); nograph (--between
+# none, the same); detach (--mode windows --between detach, experimental: crashed programs in
+# calls 3-4); winapi or apion (--mode windows with SPECPROF_API_BETWEEN=1: API records and
 # launch callbacks stay on between windows, experimental); nocal (--no-calibrate); always
 # (--mode always). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
 # apion nocal"). CALIB_ENV: environment for the windowed calibration capture (e.g.
-# SPECPROF_API_BETWEEN=1). Binaries built on the CPU box are used when present in bin/.
+# SPECPROF_API_BETWEEN=1), CALIB_ARGS its specprof options (e.g. --mode windows); SAMPLES=0: no
+# samples.tar.gz. Binaries built on the CPU box are used when present in bin/.
 set -u
 OUT=${OUT:-/tmp/overhead}
 mkdir -p "$OUT"
@@ -64,7 +66,8 @@ corr_of() {
   python3 - "$1" "$2" >> "$OUT/corr.txt" 2>&1 <<'EOF'
 import gzip, json, sys
 path, label = sys.argv[1], sys.argv[2]
-op = gzip.open if path.endswith(".gz") else open
+with open(path, "rb") as f:
+    op = gzip.open if f.read(2) == b"\x1f\x8b" else open   # a cut .json.gz.part is gzip too
 k, ids, api, apiids, win = 0, set(), 0, set(), 0
 with op(path, "rt") as f:
     for line in f:
@@ -93,9 +96,10 @@ run_one() {
     none) pre="" ;;
     floor) pre="env CUDA_INJECTION64_PATH=$FLOOR FLOOR_OUT=$OUT/floor.txt" ;;
     specprof) pre="$SP -o $tdir --quiet --" ;;
-    nograph) pre="$SP -o $tdir --quiet --between none --" ;;
-    detach) pre="$SP -o $tdir --quiet --between detach --" ;;
-    apion) pre="env SPECPROF_API_BETWEEN=1 $SP -o $tdir --quiet --" ;;
+    nograph) pre="$SP -o $tdir --quiet --mode windows --between none --" ;;
+    detach) pre="$SP -o $tdir --quiet --mode windows --between detach --" ;;
+    apion|winapi) pre="env SPECPROF_API_BETWEEN=1 $SP -o $tdir --quiet --mode windows --" ;;
+    win) pre="$SP -o $tdir --quiet --mode windows --" ;;
     nocal) pre="$SP -o $tdir --quiet --no-calibrate --" ;;
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
   esac
@@ -149,7 +153,7 @@ grep -q "^run 1 " $W/e1.out || { EAGER_OK=0; echo "EAGER LOOP FAILED: skipped" |
 [ "${SKIP_CALIB:-0}" = 1 ] || {
 step "calibration subset in the default mode (capture_run.sh)"
 mkdir -p $W/calib
-env ${CALIB_ENV:-} OUT=$W/calib SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 100 bash profiler/device/capture_run.sh > $W/calib/stdout.log 2>&1
+env ${CALIB_ENV:-} OUT=$W/calib SPECPROF_ARGS="${CALIB_ARGS:-}" SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 100 bash profiler/device/capture_run.sh > $W/calib/stdout.log 2>&1
 grep -E "^capture|^calibration|^CUPTI|^kernels|^INCOMPLETE|^WARNING|^#.*trace" $W/calib/run.log | tee -a "$LOG"
 for f in $W/calib/calib_*.json*; do [ -f "$f" ] && corr_of "$f" "calib.$(basename $f)"; done
 # the same subset node-level (--mode always) in the same session: mode against mode, not session against session
@@ -179,6 +183,6 @@ for round in $(seq 1 ${ROUNDS:-3}); do
     done
   done
 done
-(cd $W && tar czf "$OUT/samples.tar.gz" samples)
+[ "${SAMPLES:-1}" = 1 ] && (cd $W && tar czf "$OUT/samples.tar.gz" samples)
 step "done"
 ls -la "$OUT" | tee -a "$LOG"

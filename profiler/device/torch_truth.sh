@@ -21,6 +21,8 @@
 #        GRID_SECONDS (0.04) window per grid point, GRID_REPEATS (3); CALIB_SECONDS (0.03);
 #        PRESETS ("torch-dense torch-moe"); KINETO_PRESET (torch-dense); CALIB_WARMUP (2);
 #        CALIB_MIN_ITERS, GRID_MIN_ITERS (5): iterations a measured window has at least;
+#        TB_EXTRA: more torchbench options everywhere (e.g. --disable-cuda-graph), TAG_SUFFIX
+#        appended to the calibration files' names;
 #        PLAN: the steps, in order (default "check calib:P... kineto:K grid:P..."):
 #        check, calib:P[:MODE] (specprof --mode MODE; without: its default, windows; the
 #        trace is calib_P[_MODE].json.gz), kineto:P, grid:P[:S] (S seconds; without: what is left until
@@ -68,7 +70,7 @@ if [ "$SMOKE" = 1 ]; then
   GRID_STEPS=1,5; GRID_ALPHA=0.7; GRID_CONC=1,15,80; GRID_REPEATS=2; DEADLINE_S=90
   GRID_SECONDS=0.1
 fi
-COMMON="--prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64"
+COMMON="--prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64 ${TB_EXTRA:-}"
 
 step "device"
 { nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
@@ -87,6 +89,7 @@ do_check() {
 do_calib() {   # do_calib PRESET [MODE]   (MODE: specprof's --mode; none: its default, windows)
   local p=$1 m=${2:-} f tag=$1
   [ -n "$m" ] && tag=${p}_$m
+  tag=$tag${TAG_SUFFIX:-}
   step "calibration capture $p (specprof ${m:-default mode})"
   rm -rf "$W/calib_$tag"
   timeout 90 $SP -o "$W/calib_$tag" --quiet ${m:+--mode $m} -- $TB --preset "$p" --mode spec,baseline \
