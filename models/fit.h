@@ -15,6 +15,14 @@
 
 typedef struct fit_strpool fit_strpool;   /* interned strings (opaque) */
 
+/* A range kept by a capped load: its phase instance's index in the whole capture's instances
+ * (in start order) and whether it is only there as the predecessor of a kept one (its host
+ * gap's start: loaded, not fitted). */
+typedef struct {
+    size_t seq;
+    int    context;
+} fit_rng_keep;
+
 /* One trace as the fit needs it: the GPU records, the launch API calls and the NVTX ranges,
  * with times in CUPTI nanoseconds. Strings point into the trace's own pool. Caller-owned
  * struct: fit_trace_init or fit_trace_load fills it, fit_trace_free releases what it holds. */
@@ -33,6 +41,12 @@ typedef struct {
     ptrace_window *win;  size_t nwin,  capwin;   /* node-level windows (windowed captures; none:
                                                     everything was recorded), in time order */
     fit_strpool   *pool;
+    /* a capped load (fit_sample_load, docs/fit.md "Long captures"): NULL / 0 otherwise */
+    fit_rng_keep  *rng_keep;      /* per range (parallel to rng): why it was kept */
+    int            has_rec_end;   /* rec_end_ns is the file's latest GPU record end (the
+                                     records of instances not kept were not loaded) */
+    int64_t        rec_end_ns;
+    size_t         sampled_out[WM_NPHASE];   /* phase instances not loaded (the cap) */
 } fit_trace;
 
 /* A windowed capture's API calls that do not lie inside one window, left out (kept in
@@ -48,6 +62,19 @@ int  fit_trace_load(fit_trace *t, const char *path, char *err, size_t errlen);
 /* The same for a specprof trace only (streamed through ptrace_scan_file, plain or gzip), with
  * its windows; the specprof entry of timport.h's table. */
 int  fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t errlen);
+/* The default cap on phase instances kept per trace, phase and configuration (docs/fit.md
+ * "Long captures"): the committed traces hold at most 52 (traces/hf/hf_k6: decode), the
+ * fit's medians and regressions need tens per cell. */
+#define FIT_INSTANCES_MAX_DEFAULT 128
+/* The cap to use: FIT_INSTANCES_MAX from the environment when set (0: no cap), else def. */
+int  fit_sample_cap(int def);
+/* Loads a specprof trace keeping at most cap phase instances per phase and configuration
+ * (the range's words but ctx=; chosen stratified over the whole capture, seeded) with the
+ * records placed in them and the predecessor of each; the records of the others are never
+ * kept. A trace with no configuration above the cap (or cap <= 0) loads as
+ * fit_trace_load_specprof does, record for record. Reads the file three times (ranges,
+ * launch calls, records). 0, or -1 with err. */
+int  fit_sample_load(fit_trace *t, const char *path, int cap, char *err, size_t errlen);
 /* Copies one record (and its strings) into t. 0, or -1 when out of memory. */
 int  fit_trace_add_kernel(fit_trace *t, const ptrace_kernel *k);
 int  fit_trace_add_mem(fit_trace *t, const ptrace_mem *m);
@@ -204,6 +231,7 @@ typedef struct {
     int    by;                        /* FIT_BY_POSITION or FIT_BY_NAME */
     int    ninst;                     /* instances fitted */
     int    ndropped;                  /* instances left out (cut off, no kernels, partial) */
+    int    nsampled_out;              /* instances a capped load did not keep (fit_sample_load) */
     int    forwards_max;
     fit_group_res grp[WM_GROUPS_MAX]; /* parallel to model.phase[p].groups */
     int    ncells;                    /* phase totals per cell: span vs the model's sum */

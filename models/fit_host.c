@@ -262,6 +262,10 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
             size_t j = i;
             int found = 0;
             for (int k = 0; j > a && k < FIT_BACK_SEARCH; k++) {
+                /* a capped load holds some of the capture's instances: the search stops at
+                 * one left out (the gap would be measured from an older one) */
+                if (R->in[j - 1].seq + 1 != R->in[j].seq)
+                    break;
                 j--;
                 if (R->in[j].nrec > 0 && (in->thread == 0 || R->in[j].thread == 0 ||
                                           R->in[j].thread == in->thread)) {

@@ -28,6 +28,7 @@ static const char *const fi_drop_why[] = {
     "kept", "no kernels", "cut off at the end of the capture", "partial (kernel count differs "
     "at the edge of the capture)", "started before the capture",
     "not inside one node-level window (a windowed capture records only there)",
+    "loaded as a kept instance's predecessor only (the cap on instances, docs/fit.md)",
 };
 
 static int fi_lower_has(const char *s, const char *needle)
@@ -91,8 +92,8 @@ static const bnd_kind fi_kv = {"a batch's KV context", "tokens", 0, (double)BND_
 /* Parses "verify tokens=64 bs=16 rows=16 ctx=8192 graph=1" into in. Returns the phase or -1
  * when the first word is not a phase. *bad gets a key whose value does not parse; *badk its
  * range when the value parsed but lies outside it (*badv the value), else NULL. */
-static int fi_parse_range(const char *name, fr_inst *in, const char **bad, const bnd_kind **badk,
-                          double *badv)
+int fit_instances_parse(const char *name, fr_inst *in, const char **bad, const bnd_kind **badk,
+                        double *badv)
 {
     char word[32];
     size_t n = 0;
@@ -153,7 +154,7 @@ static int fi_parse_range(const char *name, fr_inst *in, const char **bad, const
     return p;
 }
 
-static int fi_cmp_inst(const void *a, const void *b)
+int fit_instances_cmp(const void *a, const void *b)
 {
     const fr_inst *x = a, *y = b;
     if (x->r0 != y->r0)
@@ -324,7 +325,7 @@ static int fi_ranges(fi_trace_st *S)
         const bnd_kind *badk;
         double badv = 0;
         memset(&in, 0, sizeof in);
-        int p = fi_parse_range(r->name, &in, &bad, &badk, &badv);
+        int p = fit_instances_parse(r->name, &in, &bad, &badk, &badv);
         if (p < 0)
             continue;
         if (fi_check_dur(R, t, "NVTX range", r->name, r->start_ns, r->end_ns))
@@ -352,13 +353,18 @@ static int fi_ranges(fi_trace_st *S)
         in.r1 = r->end_ns;
         in.thread = r->thread;
         in.nfwd = -1;
+        in.seq = t->rng_keep ? t->rng_keep[i].seq : 0;
+        in.drop = t->rng_keep && t->rng_keep[i].context ? FR_CONTEXT : FR_KEEP;
         if (fit_trace_grow((void **)&R->in, &R->capin, R->nin, sizeof *R->in))
             return fi_oom(S);
         R->in[R->nin++] = in;
     }
     S->b = R->nin;
     if (S->b > S->a)   /* no range names a phase: R->in may be NULL (qsort of NULL is UB) */
-        qsort(R->in + S->a, S->b - S->a, sizeof *R->in, fi_cmp_inst);
+        qsort(R->in + S->a, S->b - S->a, sizeof *R->in, fit_instances_cmp);
+    if (!t->rng_keep)   /* every instance of the capture: its place in it */
+        for (size_t q = S->a; q < S->b; q++)
+            R->in[q].seq = q - S->a;
     R->tin0[S->ti] = S->a;
     return 0;
 }
@@ -415,7 +421,7 @@ static int fi_records(fi_trace_st *S)
     S->rec = malloc((nrec + 1) * sizeof *S->rec);
     if (!S->rec)
         return fi_oom(S);
-    S->last_end = INT64_MIN;
+    S->last_end = t->has_rec_end ? t->rec_end_ns : INT64_MIN;   /* a capped load: the file's */
     for (size_t i = 0; i < nrec; i++) {
         fi_rec *x = &S->rec[i];
         if (i < t->nkern) {
@@ -449,7 +455,7 @@ static int fi_records(fi_trace_st *S)
             *x = (fi_rec){m->start_ns, m->end_ns, in, m->nvtx, m->corr, m->graph_id != 0,
                           m->has_nccl, 1, to_host, m->has_nccl ? &m->nccl : NULL, -1, 0, 0};
         }
-        if (x->e > S->last_end)
+        if (x->e > S->last_end && !t->has_rec_end)
             S->last_end = x->e;
         const fi_corr *c = x->corr ? fi_corr_find(S->cm, t->napi, x->corr) : NULL;
         int k = c ? fi_find_inst(R, S->a, S->b, c->s, c->thread) : -1;
@@ -625,7 +631,9 @@ static void fi_drops(fi_trace_st *S)
     for (size_t q = S->a; q < S->b; q++) {
         fr_inst *in = &R->in[q];
         long w0 = t->nwin ? fit_trace_window_of(t, in->r0) : 0;
-        if (in->nrec == 0)
+        if (in->drop == FR_CONTEXT)
+            ;   /* loaded for its successor's host gap, not fitted */
+        else if (in->nrec == 0)
             in->drop = FR_NOKERNELS;
         else if (t->nwin && (w0 < 0 || fit_trace_window_of(t, in->r1) != w0))
             in->drop = FR_WINDOW;   /* part of its GPU work fell outside the window */
@@ -642,7 +650,7 @@ static void fi_drops(fi_trace_st *S)
     }
     for (int d = 1; d < FR_NDROP; d++)
         if (ndrop[d] && !(d == FR_CUT && ndrop[d] <= 2 * WM_NPHASE) &&
-            !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE) && d != FR_WINDOW)
+            !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE) && d != FR_WINDOW && d != FR_CONTEXT)
             fit_run_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d],
                          fi_drop_why[d]);
     if (t->truncated)

@@ -14,6 +14,7 @@
 #define FIT_INT_H
 #include <stdint.h>
 #include "fit.h"
+#include "bounds.h"
 
 /* Nested phase ranges searched back from a time (phases do not nest in practice). */
 #define FIT_BACK_SEARCH 64
@@ -28,6 +29,8 @@ typedef struct {
 
 typedef struct {
     int     trace, phase;
+    size_t  seq;               /* index among the trace's instances in the whole capture (a
+                                  capped load keeps some: fit_trace.rng_keep) */
     const char *rname;
     int64_t r0, r1, thread;
     /* shape, from the range name */
@@ -64,7 +67,8 @@ typedef struct {
 } fr_inst;
 
 
-enum { FR_KEEP, FR_NOKERNELS, FR_CUT, FR_PARTIAL, FR_EARLY, FR_WINDOW, FR_NDROP };   /* fr_inst.drop */
+enum { FR_KEEP, FR_NOKERNELS, FR_CUT, FR_PARTIAL, FR_EARLY, FR_WINDOW, FR_CONTEXT,
+       FR_NDROP };   /* fr_inst.drop; FR_CONTEXT: loaded as a kept instance's predecessor */
 
 /* The window of a windowed trace holding ts_ns, -1 when none does or the trace has none
  * (fit_trace.c). */
@@ -156,6 +160,14 @@ int fit_instances_trace(fr_run *R, int ti);
 /* The MoE shape (R->moe_E, R->moe_k): the options', else the instances' experts=/moe_topk=.
  * 0, or -1 with R->err when traces disagree. */
 int fit_instances_moe(fr_run *R);
+
+/* The range name's shape into in (tokens, ctx, bs, rows, graph, steps, topk, forwards,
+ * experts, moe_topk): the phase, or -1 when its first word names none. *bad: a key whose value
+ * does not parse; *badk: its range when it parsed but lies outside (*badv the value). */
+int fit_instances_parse(const char *name, fr_inst *in, const char **bad, const bnd_kind **badk,
+                        double *badv);
+/* fr_inst order: by start, the outer of two equal starts first (qsort). */
+int fit_instances_cmp(const void *a, const void *b);
 
 /* ---- fit_match.c ---- */
 /* Stage 2 for phase p: R->ph[p] (groups, per instance and group us, launches, waves). */

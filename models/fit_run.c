@@ -105,8 +105,11 @@ static void fr_finish(fr_run *R)
     fit_result *res = R->res;
     const wm_model *m = &res->model;
     for (size_t i = 0; i < R->nin; i++)
-        if (R->in[i].drop)
+        if (R->in[i].drop && R->in[i].drop != FR_CONTEXT)
             res->phase[R->in[i].phase].ndropped++;
+    for (int t = 0; t < R->nt; t++)
+        for (int p = 0; p < WM_NPHASE; p++)
+            res->phase[p].nsampled_out += (int)R->tr[t].sampled_out[p];
     if (!m->phase[WM_VERIFY].present && !m->phase[WM_DECODE].present)
         fit_run_warn(R, "no verify or decode phase in the traces: the model cannot be simulated");
     else if (!m->phase[WM_VERIFY].present)

@@ -136,6 +136,7 @@ void fit_trace_free(fit_trace *t)
     free(t->api);
     free(t->rng);
     free(t->win);
+    free(t->rng_keep);
     fit_trace_pool_destroy(t->pool);
     memset(t, 0, sizeof *t);
 }

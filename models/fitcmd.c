@@ -44,13 +44,16 @@ static void fitcmd_usage(FILE *f)
         "      --format F        force the importer (specprof, kineto) instead of probing\n"
         "      --join            the traces are captures of one program: fit them as one trace\n"
         "                        (a kernel group may be missing from some, e.g. graph vs eager)\n"
+        "      --instances-max N keep at most N phase instances per trace, phase and\n"
+        "                        configuration of a specprof trace, spread over the capture\n"
+        "                        (default %d, or FIT_INSTANCES_MAX; 0: all; docs/fit.md)\n"
         "      --loop L          the loop the traces ran: sglang-eagle (default) or hf-assisted\n"
         "                        (Hugging Face generate with assistant_model, annotated by\n"
         "                        specprof_torch: docs/pytorch.md, docs/fit.md)\n"
         "  Phases of traces whose spans are not in specprof's words (docs/importers.md):\n"
         "%s"
         "  Exit status: 0 fitted, 2 bad input or a refused fit, 1 write error.\n",
-        phasemap_options_help);
+        FIT_INSTANCES_MAX_DEFAULT, phasemap_options_help);
 }
 
 /* "384,8" -> E, K. 0 or -1. */
@@ -122,6 +125,9 @@ static void fitcmd_report(FILE *f, const fit_result *r)
                 pr->ndropped, pm->ngroups, pr->by == FIT_BY_POSITION ? "position" : "name",
                 wm_phase_kernels(m, p), pm->host_gap_us, pm->host_gap_per_row_us,
                 pm->host_gap_sd_us, pr->ngaps, pr->nbusy);
+        if (pr->nsampled_out > 0)
+            fprintf(f, "#   %d more instances in the traces not loaded (the cap: --instances-max)\n",
+                    pr->nsampled_out);
         if (pm->eager_launch_us > 0)
             fprintf(f, "#   eager launch %.3f us per kernel in this phase\n", pm->eager_launch_us);
         for (int c = 0; c < pm->ncolls; c++)
@@ -228,6 +234,7 @@ int fitcmd_main(int argc, char **argv)
         {"cuda-graph-bs", required_argument, NULL, 1004}, {"ctx-log", required_argument, NULL, 1005},
         {"ctx", required_argument, NULL, 1006}, {"graph-cycle", required_argument, NULL, 1007},
         {"shape", required_argument, NULL, 1008}, {"loop", required_argument, NULL, 1100},
+        {"instances-max", required_argument, NULL, 1101},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     static const char *const pm_names[] = {"profile", "phase-map", "server-args", "spec-shape",
@@ -240,6 +247,7 @@ int fitcmd_main(int argc, char **argv)
     const char *out = NULL, *plot = NULL, *name = NULL, *llm = NULL, *moe = NULL;
     const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL, *gsweep = NULL;
     int quiet = 0, c, rc = FITCMD_EXIT_BAD;
+    int cap = fit_sample_cap(FIT_INSTANCES_MAX_DEFAULT);
     char err[2048];
     fit_opts o = {.log = stderr};
     static wm_sweep sweep;
@@ -274,6 +282,17 @@ int fitcmd_main(int argc, char **argv)
                 return FITCMD_EXIT_BAD;
             }
             break;
+        case 1101: {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (end == optarg || *end || v < 0 || v > 1000000000L) {
+                fprintf(stderr, "specsim fit: field --instances-max: value %s: expected a count "
+                        ">= 0 (0: no cap)\n", optarg);
+                return FITCMD_EXIT_BAD;
+            }
+            cap = (int)v;
+            break;
+        }
         case 'h': fitcmd_usage(stdout); return 0;
         case ':':
             fprintf(stderr, "specsim fit: field %s: missing value\n", argv[optind - 1]);
@@ -316,6 +335,13 @@ int fitcmd_main(int argc, char **argv)
         printf("# moe           %s\n", o.moe_experts > 0 ? moe ? moe : llm : "from the traces' "
                "range args (experts=, moe_topk=), else dense");
     }
+    /* the cap needs the file's own ranges as the fit reads them: not with renamed (naming
+     * profile) or joined traces, nor for the hf-assisted loop's own fit */
+    if (naming || join || loop == WM_LOOP_HF)
+        cap = 0;
+    if (!quiet)
+        printf("# instances max %d per trace, phase and configuration%s\n", cap,
+               cap ? " (specprof traces; 0: all)" : ": all kept");
     fit_trace *tr = calloc((size_t)nt, sizeof *tr);
     fit_result res;
     int loaded = 0;
@@ -328,6 +354,7 @@ int fitcmd_main(int argc, char **argv)
         const char *path = argv[optind + i];
         timport_stats st;
         memset(&st, 0, sizeof st);
+        st.instances_max = cap;
         if (timport_load(&tr[i], path, format, &st, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             goto out;
@@ -337,6 +364,12 @@ int fitcmd_main(int argc, char **argv)
             printf("# trace         %s: %s%s, %zu kernels, %zu memcpy/memset, %zu launch calls, %zu "
                    "ranges%s\n", path, st.importer, st.compressed ? " (gzip)" : "", tr[i].nkern,
                    tr[i].nmem, tr[i].napi, tr[i].nrng, tr[i].truncated ? " (cut off)" : "");
+        size_t nout = 0;
+        for (int p = 0; p < WM_NPHASE; p++)
+            nout += tr[i].sampled_out[p];
+        if (!quiet && nout)
+            printf("#   capped      %zu phase instances not loaded (at most %d per phase and "
+                   "configuration kept, and their predecessors)\n", nout, cap);
         /* specprof's own traces are in the fit's words already (the fit warns about a trace
          * whose ranges name no phase); the others go through their naming profile */
         if (!strcmp(st.importer, "specprof") && !naming)

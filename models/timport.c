@@ -52,7 +52,7 @@ static int ti_sp_load(const char *path, psrc *src, fit_trace *t, timport_stats *
         st->events = info.events;
         st->complete = info.complete;
     } else {
-        if (fit_trace_load_specprof(t, path, err, errlen))
+        if (fit_sample_load(t, path, st->instances_max, err, errlen))
             return -1;
         st->kernels = t->nkern;
         st->mems = t->nmem;

@@ -14,6 +14,9 @@
 typedef struct {
     int    discard;                /* in: records are read and counted, not kept (measures
                                       the reader alone: specsim import --scan-only) */
+    int    instances_max;          /* in: > 0: a specprof trace loads capped to that many
+                                      phase instances per phase and configuration
+                                      (fit_sample_load); 0: whole */
     const char *importer;          /* the importer's name ("specprof", "kineto") */
     int    compressed;             /* gzip */
     unsigned long long file_bytes, json_bytes;
