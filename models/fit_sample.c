@@ -323,8 +323,10 @@ static size_t fs_choose(fs_st *S)
     if (!over)
         return 0;
     size_t *seen = calloc(S->ncfg + 1, sizeof *seen), *next = calloc(S->ncfg + 1, sizeof *next);
+    size_t *strat = calloc(S->ncfg + 1, sizeof *strat);
     uint64_t *rng = calloc(S->ncfg + 1, sizeof *rng);
-    if (!seen || !next || !rng) {
+    if (!seen || !next || !rng || !strat) {
+        free(strat);
         free(seen);
         free(next);
         free(rng);
@@ -337,7 +339,7 @@ static size_t fs_choose(fs_st *S)
         rng[c] = FS_SEED ^ (uint64_t)c * 0x9e3779b97f4a7c15ull;
         size_t n = S->cfg_n[c], cap = (size_t)S->cap;
         if (n > cap)
-            next[c] = fs_rand(&rng[c]) % (n / cap > 0 ? (size_t)((uint64_t)n / cap) : 1);
+            next[c] = fs_rand(&rng[c]) % (n / cap);   /* n > cap: stratum 0 is not empty */
     }
     for (size_t i = 0; i < S->nin; i++) {
         fs_inst *in = &S->in[i];
@@ -350,7 +352,7 @@ static size_t fs_choose(fs_st *S)
         }
         if (k == next[c]) {
             in->keep = 1;
-            size_t j = (size_t)((uint64_t)k * cap / n) + 1;     /* the next stratum */
+            size_t j = ++strat[c];     /* the next stratum */
             if (j < cap) {
                 size_t lo = (size_t)((uint64_t)j * n / cap), hi = (size_t)((uint64_t)(j + 1) * n / cap);
                 next[c] = lo + (size_t)(fs_rand(&rng[c]) % (hi - lo));
@@ -362,6 +364,7 @@ static size_t fs_choose(fs_st *S)
     for (size_t i = 1; i < S->nin; i++)
         if (S->in[i].keep == 1 && !S->in[i - 1].keep)
             S->in[i - 1].keep = 2;
+    free(strat);
     free(seen);
     free(next);
     free(rng);

@@ -673,8 +673,10 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
     timport_stats dummy;
     timport_stats *st = stp ? stp : &dummy;
     int discard = stp ? stp->discard : 0;
+    int instances_max = stp ? stp->instances_max : 0;
     memset(st, 0, sizeof *st);
     st->discard = discard;
+    st->instances_max = instances_max;
     memset(t, 0, sizeof *t);         /* the loader initialises it */
     const timport_ops *op = NULL;
     pgz *g = NULL;
