@@ -336,7 +336,10 @@ static size_t fs_choose(fs_st *S)
     /* stratum j of configuration c: its instances [j*n/cap, (j+1)*n/cap); next[c] the one
      * drawn in the current stratum */
     for (size_t c = 0; c < S->ncfg; c++) {
-        rng[c] = FS_SEED ^ (uint64_t)c * 0x9e3779b97f4a7c15ull;
+        /* seeded by the count: the phases of one configuration (as many instances each)
+         * draw the same positions, so that a kept instance's predecessor, the phase before
+         * it in the same iteration, is mostly kept too (not loaded twice as context) */
+        rng[c] = FS_SEED ^ (uint64_t)S->cfg_n[c] * 0x9e3779b97f4a7c15ull;
         size_t n = S->cfg_n[c], cap = (size_t)S->cap;
         if (n > cap)
             next[c] = fs_rand(&rng[c]) % (n / cap);   /* n > cap: stratum 0 is not empty */
