@@ -85,8 +85,9 @@ build-fuzz/fuzz/fuzz_%: tests/fuzz/harness.c tests/fuzz/targets.c build-fuzz/lib
 # workload need nvcc (profiler/profiler.mk).
 include profiler/profiler.mk
 
-bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto
+bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto $(BUILD)/tests/test_fit_sample
 	$(Q)sh sim/bench.sh $(BIN)/specsim $(BUILD)/tests/test_pkineto
+	$(Q)sh models/fit_sample_bench.sh $(BIN)/specsim $(BUILD)/tests/test_fit_sample
 
 # Both ground truths (docs/validation.md): specbench's table, then torchbench's (issue 13's
 # targets): both presets fitted from the always-mode captures of H200 call 4 only, against

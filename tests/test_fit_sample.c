@@ -10,7 +10,8 @@
  * compressed trace cut mid-block (SIGKILL) reads up to its last complete block in specprof
  * check, specprof merge and the fit's loaders. With FIT_INSTANCES_MAX=0 in the environment
  * (no cap) the memory checks fail: the rule's own check.
- * Run alone: test_fit_sample [--write FILE RECORDS] (writes a trace and exits). */
+ * Run alone: test_fit_sample --write FILE RECORDS writes a trace; --measure FILE fits it
+ * and prints "wall_s,peak_mib" (models/fit_sample_bench.sh, make bench). */
 #include "check.h"
 #include "fit.h"
 #include "ptrace_out.h"
@@ -552,6 +553,15 @@ int main(int argc, char **argv)
         return rc ? 1 : 0;
     }
     specsim_bin_find(argv[0], specsim, sizeof specsim);
+    if (argc == 3 && !strcmp(argv[1], "--measure")) {   /* make bench: one fit, timed */
+        char model[600];
+        double mib = 0, wall = 0;
+        snprintf(model, sizeof model, "%s.model.json", argv[2]);
+        int rc = fit_child(argv[2], model, &mib, &wall);
+        printf("%.2f,%.1f\n", wall, mib);
+        remove(model);
+        return rc ? 1 : 0;
+    }
     snprintf(specprof, sizeof specprof, "%s", specsim);
     char *slash = strrchr(specprof, '/');
     snprintf(slash ? slash + 1 : specprof, sizeof specprof - (size_t)(slash ? slash + 1 - specprof : 0),
