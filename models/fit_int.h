@@ -1,5 +1,6 @@
 /* fit_int: what passes between the stages of the fit (fit.h's fit_run), one file a stage:
  *   fit_trace.c      trace files -> fit_trace (records, interned strings)
+ *   fit_sample.c     a long trace file -> fit_trace of a capped set of its instances
  *   fit_instances.c  records -> phase instances (fr_inst) with their GPU elements (fr_elem)
  *   fit_match.c      instances -> a phase's groups (fr_phase: by position and layers, or by name)
  *   fit_host.c       instances -> launch costs and host gaps (fr_inst.gap_us)

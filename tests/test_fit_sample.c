@@ -47,6 +47,17 @@
  * rank writes thousands of lines a flush). */
 #define FIT_MEM_BLOCK_LINES 4096
 
+#if defined(__SANITIZE_ADDRESS__)
+#define FIT_MEM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FIT_MEM_ASAN 1
+#endif
+#endif
+#ifndef FIT_MEM_ASAN
+#define FIT_MEM_ASAN 0
+#endif
+
 static char dir[256], specsim[512], specprof[512];
 
 static const int cfg_bs[] = {1, 2, 4, 8};
@@ -364,9 +375,15 @@ static void fit_sample_memory_stays_bounded_and_model_matches_short(void)
            lrec, json_mb, gz_mb, gen_s, wl, mib_l, srec, ws, mib_s, mib_h);
     CHECK(rl == 0 && rs == 0 && rh == 0, "specsim fit exit status long %d, 1/4 %d, short %d", rl,
           rs, rh);
+#if FIT_MEM_ASAN
+    /* make asan: the sanitizer's shadow and quarantine add ~70 MiB to any process: the bound
+     * is checked by make test; here only that memory does not grow with the trace */
+    printf("  (asan: the %.0f MiB bound not checked)\n", FIT_MEM_BOUND_MIB);
+#else
     CHECK(mib_l < FIT_MEM_BOUND_MIB && mib_s < FIT_MEM_BOUND_MIB,
           "peak memory %.1f MiB (%ld records), %.1f MiB (%ld records): bound %.0f MiB", mib_l,
           lrec, mib_s, srec, FIT_MEM_BOUND_MIB);
+#endif
     /* independent of the length: 4x the records, at most 8 MiB more (ranges: ~48 B each) */
     int cap = fit_sample_cap(FIT_INSTANCES_MAX_DEFAULT);
     if (cap == 0 || srec / per_iter_records() / NCFG > 2 * cap)   /* both over the cap */
