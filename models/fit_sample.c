@@ -3,7 +3,7 @@
  * a 1 GB trace holds thousands. Three streaming passes: the ranges (which instances to keep:
  * at most cap per phase and configuration, stratified over the whole capture), the launch
  * calls (which lie in a kept instance), then the records of those alone. Workload: 10^6..10^7
- * records, 10^4..10^6 ranges; memory: ~48 bytes a range, 2 bits a launch call, the kept
+ * records, 10^4..10^6 ranges; memory: ~56 bytes a range, a few bits a launch call, the kept
  * instances' records (docs/fit.md "Long captures"). */
 #include "fit_int.h"
 #include "ptrace_read.h"

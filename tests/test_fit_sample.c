@@ -384,7 +384,7 @@ static void fit_sample_memory_stays_bounded_and_model_matches_short(void)
           "peak memory %.1f MiB (%ld records), %.1f MiB (%ld records): bound %.0f MiB", mib_l,
           lrec, mib_s, srec, FIT_MEM_BOUND_MIB);
 #endif
-    /* independent of the length: 4x the records, at most 8 MiB more (ranges: ~48 B each) */
+    /* independent of the length: 4x the records, at most 8 MiB more (ranges: ~56 B each) */
     int cap = fit_sample_cap(FIT_INSTANCES_MAX_DEFAULT);
     if (cap == 0 || srec / per_iter_records() / NCFG > 2 * cap)   /* both over the cap */
         CHECK(mib_l < mib_s + 8.0, "peak memory grew with the trace: %.1f MiB at %ld records, %.1f "
@@ -477,6 +477,96 @@ static void fit_sample_below_cap_loads_whole(void)
     fit_trace_free(&a);
     fit_trace_free(&b);
     fit_trace_free(&c);
+}
+
+/* Empties every other predecessor a capped load kept (its launch calls and their records
+ * removed). Returns how many. */
+static size_t empty_contexts(fit_trace *c)
+{
+    size_t k = 0, n = 0, ngone = 0;
+    uint32_t *gone = malloc((c->napi + 1) * sizeof *gone);
+    char *mark = calloc(c->nrng + 1, 1);
+    for (size_t i = 0; i < c->nrng; i++)
+        if (c->rng_keep[i].context && n++ % 2 == 0)
+            mark[i] = 1;
+    for (size_t i = 0; i < c->napi; i++) {
+        int in = 0;
+        for (size_t r = 0; r < c->nrng && !in; r++)
+            in = mark[r] && c->api[i].start_ns >= c->rng[r].start_ns && c->api[i].start_ns <= c->rng[r].end_ns;
+        if (in)
+            gone[ngone++] = c->api[i].corr;
+        else
+            c->api[k++] = c->api[i];
+    }
+    c->napi = k;
+    k = 0;
+    for (size_t i = 0; i < c->nkern; i++) {
+        int drop = 0;
+        for (size_t j = 0; j < ngone && !drop; j++)
+            drop = gone[j] == c->kern[i].corr;
+        if (!drop)
+            c->kern[k++] = c->kern[i];
+    }
+    c->nkern = k;
+    k = 0;
+    for (size_t i = 0; i < c->nmem; i++) {
+        int drop = 0;
+        for (size_t j = 0; j < ngone && !drop; j++)
+            drop = gone[j] == c->mem[i].corr;
+        if (!drop)
+            c->mem[k++] = c->mem[i];
+    }
+    c->nmem = k;
+    free(gone);
+    free(mark);
+    return (n + 1) / 2;
+}
+
+/* A host gap is not measured across an instance that was not loaded: with half the
+ * predecessors a capped load keeps emptied of their records (so that the fit searches further
+ * back, where the capture's instance before them was not loaded), fewer gaps are measured and
+ * their mean stays the whole trace's (without the rule: as many, from an older instance). */
+static void fit_sample_gap_stops_at_an_instance_not_loaded(void)
+{
+    char shortp[400], err[1024];
+    snprintf(shortp, sizeof shortp, "%s/short.json.gz", dir);
+    fit_trace a, c1, c2;
+    if (fit_trace_load_specprof(&a, shortp, err, sizeof err) ||
+        fit_sample_load(&c1, shortp, 10, err, sizeof err) || fit_sample_load(&c2, shortp, 10, err, sizeof err)) {
+        CHECK(0, "%s", err);
+        return;
+    }
+    size_t emptied = empty_contexts(&c2);
+    static fit_result ra, r1, r2;
+    fit_opts o = {.name = "gap"};
+    int ea = fit_run(&a, 1, &o, &ra, err, sizeof err);
+    CHECK(ea == 0, "whole fit: %s", err);
+    int e1 = fit_run(&c1, 1, &o, &r1, err, sizeof err);
+    CHECK(e1 == 0, "capped fit: %s", err);
+    int e2 = fit_run(&c2, 1, &o, &r2, err, sizeof err);
+    CHECK(e2 == 0, "capped fit, predecessors emptied: %s", err);
+    if (ea == 0 && e1 == 0 && e2 == 0) {
+        int g1 = 0, g2 = 0;
+        for (int p = 0; p < WM_NPHASE; p++) {
+            g1 += r1.phase[p].ngaps;
+            g2 += r2.phase[p].ngaps;
+            if (ra.model.phase[p].present)
+                CHECK(fabs(r2.model.phase[p].host_gap_us - ra.model.phase[p].host_gap_us) <=
+                      2.0 + 0.1 * fabs(ra.model.phase[p].host_gap_us),
+                      "phase %s: host gap %.3f us capped (%zu predecessors emptied), %.3f whole",
+                      wm_phase_name[p], r2.model.phase[p].host_gap_us, emptied,
+                      ra.model.phase[p].host_gap_us);
+        }
+        printf("  gaps measured: %d capped, %d with %zu predecessors emptied\n", g1, g2, emptied);
+        CHECK(emptied > 0 && g2 <= g1 - (int)emptied / 2 && g2 >= g1 - (int)emptied,
+              "gaps measured: %d capped, %d with %zu predecessors emptied", g1, g2, emptied);
+    }
+    fit_result_free(&ra);
+    fit_result_free(&r1);
+    fit_result_free(&r2);
+    fit_trace_free(&a);
+    fit_trace_free(&c1);
+    fit_trace_free(&c2);
 }
 
 /* The SIGKILL case in every reader of a compressed trace: cut inside a block (after the
@@ -587,6 +677,7 @@ int main(int argc, char **argv)
     mkdir(dir, 0755);
     RUN(fit_sample_memory_stays_bounded_and_model_matches_short);
     RUN(fit_sample_below_cap_loads_whole);
+    RUN(fit_sample_gap_stops_at_an_instance_not_loaded);
     RUN(fit_sample_gz_cut_mid_block_reads_to_last_block);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
