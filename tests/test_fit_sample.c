@@ -639,6 +639,12 @@ static void fit_sample_gz_cut_mid_block_reads_to_last_block(void)
         CHECK(kept >= nev - 2 && kept <= nev, "merge kept %ld timed events of the cut file's %ld", kept, nev);
         ptrace_file_free(&f);
     }
+    /* the cap's option: a bad value is refused by name */
+    snprintf(cmd, sizeof cmd, "'%s' fit '%s' -o '%s/x.json' --instances-max -3 2>&1", specsim, cut, dir);
+    rc = specsim_run_capture(cmd, &out);
+    CHECK(rc == 2 && out && strstr(out, "field --instances-max: value -3"), "--instances-max -3 (status %d): %.300s",
+          rc, out ? out : "");
+    free(out);
     /* and specsim fit on it: fitted, with the cut reported */
     char model[400];
     snprintf(model, sizeof model, "%s/cut.model.json", dir);
