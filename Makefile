@@ -95,10 +95,20 @@ bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto $(BUILD)/tests/test_fit_sample
 # assisted generation's (issue 21, models/hf_validate.sh); every table is written even when
 # an earlier one misses its targets.
 TORCH_VALIDATE = VALIDATE_CALIB=traces/torch/call4/always VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
+# torchbench again one session later (H200 call 6, traces/torch/call6): the dense preset's
+# always-mode capture and grid of one call (a replicate of call 4's procedure), and the eager
+# loop of issue 20 (graphs off) fitted from a windowed capture.
+TORCH_VALIDATE_C6 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 VALIDATE_PRESETS=torch-dense VALIDATE_CALIB=traces/torch/call6
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/call4/measured.csv \
 	  VALIDATE_OUT=traces/torch/validation.txt VALIDATE_WORK=build/validate-torch \
+	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
+	$(TORCH_VALIDATE_C6)/always VALIDATE_MEASURED=traces/torch/call6/measured.csv \
+	  VALIDATE_OUT=traces/torch/call6/validation_always.txt VALIDATE_WORK=build/validate-call6-always \
+	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
+	$(TORCH_VALIDATE_C6)/eager VALIDATE_MEASURED=traces/torch/call6/eager/measured.csv \
+	  VALIDATE_OUT=traces/torch/call6/validation_eager.txt VALIDATE_WORK=build/validate-call6-eager \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	sh models/scalecheck.sh $(BIN)/specsim || rc=$$?; \
 	sh models/hf_validate.sh $(BIN)/specsim || rc=$$?; exit $$rc

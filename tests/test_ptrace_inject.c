@@ -410,7 +410,7 @@ static int wait_kind(CUpti_ActivityKind k, int want, int ms) {
 
 static void push_pop(const char *name) { cb_push(name); cb_pop(); }
 
-/* SPECPROF_API_BETWEEN=1 (PERIOD 300): the start window and a time window open and close
+/* windows with the default SPECPROF_API_BETWEEN (1) (PERIOD 300): the start window and a time window open and close
  * the kernel records; the per-API records are switched on once and never off. Exit codes
  * 50.. say which step failed. */
 static void scenario_api_between(void) {
@@ -591,6 +591,7 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
             setenv("SPECPROF_SHAPE_REPLAYS", "2", 1);
             setenv("SPECPROF_WINDOW_MAX_MS", "300", 1);
             setenv("SPECPROF_BETWEEN", "graph", 1);
+            setenv("SPECPROF_API_BETWEEN", "0", 1);   /* API records switched per window too */
             scenario_windows();
         }
         if (how == DETACH) {
@@ -602,7 +603,7 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
         if (how == API_BETWEEN) {
             setenv("SPECPROF_PERIOD_MS", "300", 1);
             setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
-            setenv("SPECPROF_API_BETWEEN", "1", 1);
+            unsetenv("SPECPROF_API_BETWEEN");   /* the windows mode's default */
             scenario_api_between();
         }
         if (how == NCCL_SHIM) scenario_nccl();

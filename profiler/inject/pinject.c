@@ -316,10 +316,12 @@ static void pinj_read_config(pinj_config *c) {
         fprintf(stderr, "specprof: SPECPROF_BETWEEN: value \"%s\": expected none, detach or graph, using none\n", b);
     const char *r = getenv("SPECPROF_RECORDS");
     c->records_all = r && !strcmp(r, "all");
-    /* experimental (SPECPROF_API_BETWEEN=1): only the GPU activity kinds are switched per
-     * window; the API records and launch callbacks, once on, stay on (switched off and on
-     * again, CUPTI 13.0.1 stopped advancing correlation ids: docs/profiler.md) */
-    c->api_between = (int)pinj_env_d("SPECPROF_API_BETWEEN", 0) != 0;
+    /* windows: only the GPU activity kinds are switched per window; the API records and
+     * launch callbacks, once on, stay on (switched off and on again, CUPTI 13.0.1 gave API
+     * records of later windows old correlation ids: 450 records with 262 ids on specbench,
+     * H200 call 5; kept on, 5402 with 5402, at 4.9% against 4.6% cost: docs/profiler.md).
+     * SPECPROF_API_BETWEEN=0 switches them per window as before. */
+    c->api_between = c->mode == PINJ_MODE_WINDOWS && (int)pinj_env_d("SPECPROF_API_BETWEEN", 1) != 0;
     c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
     if (c->gz_level < 0) c->gz_level = 0;
     if (c->gz_level > 9) c->gz_level = 9;
