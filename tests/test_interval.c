@@ -208,9 +208,9 @@ static void interval_run_part_is_the_acceptance_variance(void)
  * all-reduce in verify (the collective's segments). */
 static void interval_host_share_is_the_windows_derivative(void)
 {
-    static const struct { int conc, ranks; double eager_us, gap_us; } cases[] = {
-        {4, 1, 3, 15}, {4, 1, 3, 1500}, {32, 1, 600, 15}, {32, 1, 300, 400}, {4, 2, 3, 1500},
-        {32, 2, 600, 15},
+    static const struct { int conc, ranks; double eager_us, gap_us, gpu; } cases[] = {
+        {4, 1, 3, 15, 1}, {4, 1, 3, 1500, 1}, {32, 1, 600, 15, 1}, {32, 1, 300, 400, 1},
+        {4, 2, 3, 1500, 1}, {32, 2, 600, 15, 1}, {32, 1, 300, 15, 0.02}, {32, 2, 300, 15, 0.02},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         double it[2], share = 0;
@@ -219,8 +219,14 @@ static void interval_host_share_is_the_windows_derivative(void)
             wm_model m;
             model_synth(&m, 0);
             m.graph_launch_us *= h;
-            for (int q = 0; q < WM_NPHASE; q++)
+            for (int q = 0; q < WM_NPHASE; q++) {
                 m.phase[q].host_gap_us = cases[c].gap_us * h;
+                for (int i = 0; i < m.phase[q].ngroups; i++) {   /* a light GPU: the host decides */
+                    m.phase[q].groups[i].base_us *= cases[c].gpu;
+                    m.phase[q].groups[i].per_token_us *= cases[c].gpu;
+                    m.phase[q].groups[i].per_kv_ktoken_us *= cases[c].gpu;
+                }
+            }
             if (cases[c].ranks > 1) {
                 wm_coll *w = &m.phase[WM_VERIFY].colls[0];
                 snprintf(w->op, sizeof w->op, "allreduce");
@@ -241,9 +247,9 @@ static void interval_host_share_is_the_windows_derivative(void)
                 share = r.host_share;
         }
         double fd = (it[1] - it[0]) / it[0] / 0.001;
-        printf("     concurrency %d, %d rank(s), eager launch %g us, gaps %g us: host share "
-               "%.4f, finite difference %.4f\n", cases[c].conc, cases[c].ranks,
-               cases[c].eager_us, cases[c].gap_us, share, fd);
+        printf("     concurrency %d, %d rank(s), eager launch %g us, gaps %g us, GPU x %g: host "
+               "share %.4f, finite difference %.4f\n", cases[c].conc, cases[c].ranks,
+               cases[c].eager_us, cases[c].gap_us, cases[c].gpu, share, fd);
         CHECK_NEAR(share, fd, 0.01, 0);
         CHECK(share >= 0 && share <= 1.0001, "host share %g outside [0, 1]", share);
     }
