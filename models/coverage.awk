@@ -4,6 +4,8 @@
 # writes these rows for specbench's grid; another ground truth's script writes the same).
 # Input, tab-separated, one row per configuration:
 #   truth preset calib(yes/no) p10 p50 p90 measured(each repeat's tok/s, ';'-separated)
+#   [kind: e.g. "spec graph-exact"; optional: with it, a breakdown of the held-out runs by
+#   kind follows the table: inside, below p10, above p90, the median width]
 # Output: a table per (truth, preset) of the held-out configurations' measurements (every
 # repeat counts) inside [p10, p90], their share, the median relative width (p90 - p10) / p50
 # over the held-out configurations, the same for the calibrated ones, and a verdict against
@@ -29,6 +31,17 @@ NF < 7 || !($5 > 0) { printf "coverage.awk: line %d: expected 7 tab-separated fi
         if (r[i] + 0 >= $4 + 0 && r[i] + 0 <= $6 + 0) inside[key, h]++
     }
     nw[key, h]++; W[key SUBSEP h, nw[key, h]] = 100 * ($6 - $4) / $5
+    if (NF >= 8 && $8 != "" && h == "held") {
+        kk = key SUBSEP $8
+        if (!(kk in kseen)) { kseen[kk] = 1; korder[++nkk] = kk }
+        for (i = 1; i <= n; i++) {
+            if (r[i] == "") continue
+            ktot[kk]++
+            if (r[i] + 0 < $4 + 0) kbelow[kk]++
+            else if (r[i] + 0 > $6 + 0) kabove[kk]++
+        }
+        knw[kk]++; W[kk, knw[kk]] = 100 * ($6 - $4) / $5
+    }
 }
 END {
     if (bad) exit 2
@@ -51,6 +64,17 @@ END {
             cov, (nw[key, "held"] ? median(key SUBSEP "held", nw[key, "held"]) : 0),
             (th == 0 ? "NONE" : ok ? "met" : "MISSED"), tc, ic,
             (nw[key, "cal"] ? sprintf("%.2f%%", median(key SUBSEP "cal", nw[key, "cal"])) : "-")
+    }
+    if (nkk) {
+        printf "# held-out runs by kind (graph-exact: a captured batch size; graph-padded: padded to the\n"
+        printf "# next; eager: above the largest): inside, below p10, above p90, median width\n"
+        printf "# %-10s %-10s %-22s %6s %7s %6s %6s %9s\n", "truth", "preset", "kind", "runs", "inside", "below", "above", "width"
+        for (k = 1; k <= nkk; k++) {
+            kk = korder[k]; split(kk, a, SUBSEP)
+            t = ktot[kk] + 0; b = kbelow[kk] + 0; u = kabove[kk] + 0
+            printf "  %-10s %-10s %-22s %6d %6.1f%% %6d %6d %8.2f%%\n", a[1], a[2], a[3], t,
+                t ? 100 * (t - b - u) / t : 0, b, u, median(kk, knw[kk])
+        }
     }
     exit miss ? 3 : 0
 }

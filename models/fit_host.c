@@ -56,6 +56,12 @@ static double fh_cupti_launch_us(const fr_run *R, int t)
     return c->kernel_launch_us;
 }
 
+/* The host-speed statistics need this many pairs of consecutive instances (fewer say
+ * nothing about persistence); the autocorrelation is capped below 1 (a host that never
+ * changed speed within the traces says nothing about how long its states last). */
+#define FIT_SPEED_MIN_PAIRS 8
+#define FIT_SPEED_RHO_MAX 0.95
+
 static int fh_kfwd(const fr_phase *P)
 {
     int k = 0;
@@ -159,17 +165,71 @@ static double fh_eager_rate(const double *h, const double *k, size_t n, double *
     return pk > 0 ? ph / pk : 0;
 }
 
+/* The host's speed as one phase's eager instances show it (for the prediction intervals:
+ * docs/simulator.md, "Intervals", host speed): r_i = log(rate_i / rate), rate_i = h[i] / k[i]
+ * of the instances fh_eager_rate kept, in trace order; adds sum (r_i - mean r)^2 and its
+ * count to hs->s2, hs->n, and the products of consecutive kept instances of the same trace
+ * and token count (the same configuration, one iteration apart) to hs->s1, hs->n1. A rate
+ * averages 9-369 launches, so what moves it between instances is the host's speed, not one
+ * launch's noise: torchbench's dense capture moves between ~15 and ~28 us a launch in runs
+ * of several iterations, its MoE capture stays at ~28. */
+typedef struct { double s2, n, s1, n1; } fh_speed;
+static void fh_host_speed(const double *h, const double *k, const double *tok, const int *tr,
+                          size_t n, double rate, fh_speed *hs)
+{
+    if (!(rate > 0) || n < 2)
+        return;
+    double *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] > 0)
+            tmp[m++] = h[i] / k[i];
+    double med, lim = m ? fit_group_robust_lim(tmp, m, &med) : 0;
+    double sum = 0, cnt = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] > 0 && h[i] > 0 && fabs(h[i] / k[i] - med) <= lim) {
+            sum += log(h[i] / k[i] / rate);
+            cnt++;
+        }
+    if (cnt < 2) {
+        free(tmp);
+        return;
+    }
+    double mean = sum / cnt;
+    long prev = -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!(k[i] > 0 && h[i] > 0 && fabs(h[i] / k[i] - med) <= lim))
+            continue;     /* an outlier breaks the chain of consecutive instances */
+        double r = log(h[i] / k[i] / rate) - mean;
+        hs->s2 += r * r;
+        hs->n += 1;
+        if (prev >= 0 && tr[prev] == tr[i] && tok[prev] == tok[i] && (size_t)prev + 1 == i) {
+            hs->s1 += r * (log(h[prev] / k[prev] / rate) - mean);
+            hs->n1 += 1;
+        }
+        prev = (long)i;
+    }
+    free(tmp);
+}
+
 int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
 {
     size_t cap = R->nin + 1;
     double *v = malloc(cap * sizeof *v), *eh = malloc(cap * sizeof *eh);
     double *ek = malloc(cap * sizeof *ek), *tmp = malloc(cap * sizeof *tmp);
+    double *etok = malloc(cap * sizeof *etok);
+    int *etr = malloc(cap * sizeof *etr);
     size_t ng = 0, ne = 0, graph_noapi = 0;
-    if (!v || !eh || !ek || !tmp) {
+    fh_speed hs = {0, 0, 0, 0};
+    if (!v || !eh || !ek || !tmp || !etok || !etr) {
         free(v);
         free(eh);
         free(ek);
         free(tmp);
+        free(etok);
+        free(etr);
         return fit_run_fail(R, "out of memory");
     }
     for (size_t i = 0; i < R->nin; i++) {
@@ -186,7 +246,7 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     *graph_us = fh_graph_launch_fit(R, v, ng);
     /* per phase (each its own op mix: torchbench's eager verify launches a kernel every
      * 15-16 us, its draft every 17-21 us, its sample every ~30 us), and over all phases */
-    double hs = 0, ks = 0;
+    double hsum = 0, ks = 0;
     for (int p = 0; p < WM_NPHASE; p++) {
         size_t m = 0;
         for (size_t i = 0; i < R->nin; i++) {
@@ -197,15 +257,30 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
             eh[m] = fh_launch_us(in) - fh_cupti_launch_us(R, in->trace) * ek[m];
             if (eh[m] < 0)
                 eh[m] = 0;
+            etok[m] = in->tokens;
+            etr[m] = in->trace;
             m++;
             if (getenv("FIT_DEBUG"))
                 fprintf(stderr, "eager %s tokens %g: launch %.1f us (waits %.1f) over %g "
                         "launches: %.2f us\n", wm_phase_name[p], in->tokens, eh[m - 1],
                         in->sync_wait_us, ek[m - 1], eh[m - 1] / ek[m - 1]);
         }
-        R->res->model.phase[p].eager_launch_us = fh_eager_rate(eh, ek, m, tmp, &hs, &ks);
+        double rate = fh_eager_rate(eh, ek, m, tmp, &hsum, &ks);
+        R->res->model.phase[p].eager_launch_us = rate;
+        fh_host_speed(eh, ek, etok, etr, m, rate, &hs);
     }
-    *eager_us = ks > 0 ? hs / ks : 0;
+    *eager_us = ks > 0 ? hsum / ks : 0;
+    /* the host's speed: the pooled sd of the instances' log rates and their lag-1
+     * autocorrelation (0 when fewer than FIT_SPEED_MIN_PAIRS pairs say anything) */
+    R->res->model.host_speed_sd_frac = R->res->model.host_speed_rho = 0;
+    if (hs.n > 2 && hs.n1 >= FIT_SPEED_MIN_PAIRS) {
+        double var = hs.s2 / hs.n, rho = var > 0 ? hs.s1 / hs.n1 / var : 0;
+        R->res->model.host_speed_sd_frac = sqrt(var);
+        R->res->model.host_speed_rho = rho < 0 ? 0 : rho > FIT_SPEED_RHO_MAX ? FIT_SPEED_RHO_MAX : rho;
+        if (getenv("FIT_DEBUG"))
+            fprintf(stderr, "host speed: sd %.4f of log rate over %g instances, lag-1 "
+                    "autocorrelation %.3f over %g pairs\n", sqrt(var), hs.n, rho, hs.n1);
+    }
     R->res->graph_launches = (int)ng;
     R->res->eager_instances = (int)ne;
     if (graph_noapi && !ng)
@@ -218,6 +293,8 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     free(eh);
     free(ek);
     free(tmp);
+    free(etok);
+    free(etr);
     return 0;
 }
 

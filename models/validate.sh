@@ -403,6 +403,14 @@ rc=$?
 # model's residuals and that run's own acceptance draws and jitter (docs/simulator.md,
 # "Intervals"). Every repeat is a measurement. The first table above is left as it was.
 awk -F'\t' -v truth="$TRUTH" '
+  # the phase mode of a configuration: graph at a captured size (exact), padded to the next
+  # one, or eager above the largest (or with none captured)
+  function kind(mode, conc, graphs,    g, n, i, mx, ex) {
+    mx = 0; ex = 0
+    if (graphs != "" && graphs != "0" && graphs != "none") {
+      n = split(graphs, g, ";")
+      for (i = 1; i <= n; i++) { if (g[i] + 0 > mx) mx = g[i] + 0; if (g[i] + 0 == conc + 0) ex = 1 } }
+    return (mode == "spec" ? "spec" : "baseline") " " (!(mx > 0 && conc + 0 <= mx) ? "eager" : ex ? "graph-exact" : "graph-padded") }
   BEGIN {
     printf "#\n# prediction intervals of the nominal predictions (specsim p10/p90; --seconds = the measured\n"
     printf "# window, when the grid has one): inside = measured runs of the configuration within [p10, p90];\n"
@@ -415,7 +423,7 @@ awk -F'\t' -v truth="$TRUTH" '
     for (i = 1; i <= n; i++) k += (r[i] + 0 >= $22 + 0 && r[i] + 0 <= $23 + 0)
     printf "  %-10s %-8s %5s %4s %3s %5s %5s %7s %4s %10.2f %10.2f %10.2f %7.2f %6d %5s %s\n", $1, $2, $3,
       $4, $5, $6, $7, $20, $11, $22, $17, $23, ($17 > 0 ? 100 * ($23 - $22) / $17 : 0), k, $15, $21
-    printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", truth, $1, $15, $22, $17, $23, $21 > cov }
+    printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", truth, $1, $15, $22, $17, $23, $21, kind($2, $7, $8) > cov }
 ' cov="$WORK/coverage.tsv" "$WORK/pred.tsv" >> "$WORK/validation.txt"
 awk -F'\t' -v lo="$TARGET_COVERAGE_LO" -v hi="$TARGET_COVERAGE_HI" -f "$(dirname "$0")/coverage.awk" \
     "$WORK/coverage.tsv" >> "$WORK/validation.txt"

@@ -467,7 +467,8 @@ static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
     return 0;
 }
 static const char *const wm_moe_keys[] = {"experts", "topk", NULL};
-static const char *const wm_launch_keys[] = {"graph_launch_us", "eager_launch_us", NULL};
+static const char *const wm_launch_keys[] = {"graph_launch_us", "eager_launch_us",
+                                             "host_speed_sd_frac", "host_speed_rho", NULL};
 static const char *const wm_unc_keys[] = {"memory_frac", "compute_frac", "latency_frac",
                                           "source", NULL};
 
@@ -526,8 +527,16 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
             wm_num(c, launch, "graph_launch_us", "launch", 0, 0, &bnd_cost_us,
                    &m->graph_launch_us) != 0 ||
             wm_num(c, launch, "eager_launch_us", "launch", 0, 0, &bnd_cost_us,
-                   &m->eager_launch_us) != 0)
+                   &m->eager_launch_us) != 0 ||
+            wm_num(c, launch, "host_speed_sd_frac", "launch", 0, 0, &bnd_frac,
+                   &m->host_speed_sd_frac) != 0 ||
+            wm_num(c, launch, "host_speed_rho", "launch", 0, 0, &bnd_frac,
+                   &m->host_speed_rho) != 0)
             return -1;
+        if (m->host_speed_rho >= 1)
+            return wm_fail(c, "launch.host_speed_rho",
+                           cJSON_GetObjectItemCaseSensitive(launch, "host_speed_rho"),
+                           "an autocorrelation must be in [0, 1)");
     }
 
     const cJSON *unc = wm_obj(c, root, "uncertainty", "", 0, &e);
@@ -728,6 +737,10 @@ static cJSON *wm_to_json(const wm_model *m)
     cJSON *launch = cJSON_AddObjectToObject(root, "launch");
     cJSON_AddNumberToObject(launch, "graph_launch_us", m->graph_launch_us);
     cJSON_AddNumberToObject(launch, "eager_launch_us", m->eager_launch_us);
+    if (m->host_speed_sd_frac > 0) {
+        cJSON_AddNumberToObject(launch, "host_speed_sd_frac", m->host_speed_sd_frac);
+        cJSON_AddNumberToObject(launch, "host_speed_rho", m->host_speed_rho);
+    }
     if (m->unc.memory_frac != 0 || m->unc.compute_frac != 0 || m->unc.latency_frac != 0) {
         cJSON *u = cJSON_AddObjectToObject(root, "uncertainty");
         cJSON_AddNumberToObject(u, "memory_frac", m->unc.memory_frac);

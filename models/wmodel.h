@@ -166,6 +166,12 @@ typedef struct {
     int    moe_topk;
     double graph_launch_us;  /* host cost of one cudaGraphLaunch */
     double eager_launch_us;  /* host cost per kernel launched eagerly */
+    /* the host's speed as the traces saw it change (prediction intervals, docs/simulator.md
+     * "Intervals"; 0 in files without them): the relative sd of an instance's eager launch
+     * rate about its phase's rate, and the lag-1 autocorrelation of consecutive instances of
+     * a phase (the host stays fast or slow for several iterations) */
+    double host_speed_sd_frac;
+    double host_speed_rho;
     int    loop;             /* enum wm_loop; key "loop", absent: sglang-eagle */
     wm_phase_model phase[WM_NPHASE];
     wm_sweep sweep;          /* GEMM sweep (ntok 0: none) */

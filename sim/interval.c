@@ -63,7 +63,17 @@ double interval_model_var(const interval_parts *p)
 
 double interval_var(const interval_parts *p)
 {
-    return interval_model_var(p) + p->run_var + p->est_var;
+    return interval_model_var(p) + p->run_var + p->host_var + p->est_var;
+}
+
+double interval_host_var(double sd_frac, double rho, double iters)
+{
+    if (!(iters > 0) || !(sd_frac > 0))
+        return 0;
+    double n = iters < 1 ? 1 : iters, sum = 0;
+    if (rho > 0 && rho < 1)     /* sum_{k=1}^{N-1} (1 - k/N) rho^k */
+        sum = rho / (1 - rho) - rho * (1 - pow(rho, n)) / (n * (1 - rho) * (1 - rho));
+    return sd_frac * sd_frac / n * (1 + 2 * sum);
 }
 
 void interval_quantiles(double mid, double var, double *p10, double *p90)
@@ -75,7 +85,8 @@ void interval_quantiles(double mid, double var, double *p10, double *p90)
 
 double interval_speedup_var(const interval_parts *s, const interval_parts *b)
 {
-    double v = s->run_var + b->run_var + s->est_var + b->est_var;
+    /* the host's speed: the two benchmarks' own (separate runs, separate host states) */
+    double v = s->run_var + b->run_var + s->host_var + b->host_var + s->est_var + b->est_var;
     for (int i = 0; i < WM_NPHASE; i++) {
         if (i == WM_VERIFY || i == WM_ACCEPT) {
             /* shared phases: group by group */

@@ -28,6 +28,9 @@ typedef struct {
      * that kind in the window / the window; one error shared by every group */
     double kind_sd[INTERVAL_NKIND];
     double run_var;      /* a benchmark of the asked length (--seconds) */
+    /* the host's speed over that benchmark (interval_host_var): share^2 * its variance,
+     * share = d log(window) / d log(host speed) from the simulation */
+    double host_var;
     double est_var;      /* the simulation's estimate (batch means) */
 } interval_parts;
 
@@ -46,8 +49,13 @@ void   interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens
  * est_var are left as they are. */
 void   interval_model(const interval_acc *a, const wm_model *m, double window_us,
                       interval_parts *out);
+/* Variance of the log of a host's mean speed over a benchmark of `iters` iterations when
+ * its speed per iteration has relative sd sd_frac and lag-1 autocorrelation rho (an AR(1)
+ * process): sd^2 / N * (1 + 2 sum_{k=1}^{N-1} (1 - k/N) rho^k), in closed form; 0 when
+ * iters <= 0 (the long run). */
+double interval_host_var(double sd_frac, double rho, double iters);
 double interval_model_var(const interval_parts *p);     /* phase_var and kind_sd */
-double interval_var(const interval_parts *p);           /* all four parts */
+double interval_var(const interval_parts *p);           /* all the parts */
 /* p10 and p90 of a lognormal with median mid and log-variance var. */
 void   interval_quantiles(double mid, double var, double *p10, double *p90);
 /* Variance of log(spec tok/s / base tok/s): what the two runs share (the same model

@@ -16,6 +16,7 @@ G(partial) G(tok_s_p10) G(tok_s_p90)
 #define PCT(field) static double report_##field(const sim_result *r) { return 100 * r->field; }
 PCT(unc_model) PCT(unc_run) PCT(unc_est) PCT(precision)
 #undef PCT
+static double report_host_share(const sim_result *r) { return r->host_share; }
 #define P(ph) static double report_##ph(const sim_result *r) { return r->phase_us[WM_##ph]; }
 P(DRAFT) P(VERIFY) P(ACCEPT) P(EXTEND) P(DECODE) P(SAMPLE)
 #undef P
@@ -55,6 +56,7 @@ const report_metric report_metrics[] = {
     {"unc_model", "%", "%.3f", 3, report_unc_model},
     {"unc_run", "%", "%.3f", 3, report_unc_run},
     {"unc_est", "%", "%.3f", 3, report_unc_est},
+    {"host_share", "fraction", "%.3f", 3, report_host_share},
     {"precision", "%", "%.3f", 3, report_precision},
 };
 const int report_nmetrics = (int)(sizeof report_metrics / sizeof report_metrics[0]);
@@ -115,8 +117,9 @@ void report_text(FILE *f, const sim_result *spec, const sim_result *base)
         fprintf(f, "# speedup %.4f (spec tok/s / baseline tok/s)\n", report_speedup(spec, base));
     if (spec->tok_s_p90 > 0) {
         fprintf(f, "# prediction interval of tok/s (p50 = tok_s); relative sd of its parts: "
-                   "model (fit residuals, carry), run (a benchmark of --seconds), est (this "
-                   "simulation); precision: +-%.3g standard errors of tok_s\n", SIM_PREC_Z);
+                   "model (fit residuals, carry), run (a benchmark of --seconds: its draws, jitter "
+                   "and the host's speed), est (this simulation); host_share: d log(window) / "
+                   "d log(host speed); precision: +-%.3g standard errors of tok_s\n", SIM_PREC_Z);
         report_table(f, 3, spec, base);
         if (base) {
             double lo, hi;

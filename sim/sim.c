@@ -94,6 +94,11 @@ typedef struct {
     double  cur_work_us, cur_comm_us, cur_idle_us;  /* the running phase, for accounting */
     int64_t ready_ns[SIM_RING], lbegin_ns[SIM_RING];
     gsl_rng *host_rng, *gpu_rng;
+    /* d/dh of the times above (us), h the host's speed factor: every host duration (gaps,
+     * launches) scaled by h, the derivative at h = 1 carried through every sum and max
+     * (forward-mode differentiation of the event times; intervals, "host speed") */
+    double  host_free_d, gpu_free_d, start_d, end_d;
+    double  ready_d[SIM_RING], lbegin_d[SIM_RING];
 } sim_rank;
 
 typedef struct {
@@ -109,16 +114,19 @@ typedef struct {
     long      g_gidx;
     int       g_ready, g_seg, g_coll_done;
     int64_t   g_maxlb_ns, g_seg_start_ns, g_idle_ns;
+    double    g_maxlb_d, g_seg_start_d;      /* their d/dh (sim_rank) */
     gsl_rng  *grp_rng;
     const jitter_table *jt1, *jtR;
     /* the hosts' scheduler barrier */
     int       bar_count;
     int64_t   bar_max_ns;
+    double    bar_max_d, bar_ev_d;           /* d/dh of bar_max_ns, of the pushed barrier */
     /* iterations and requests */
     batch     b;
     batch_accdist acc;
     long      iter;
     int64_t   iter_start_ns, win_start_ns, end_ns;
+    double    win_start_d, end_d;            /* their d/dh (sim_rank) */
     double    iter_sum_us, bs_sum;
     long      iters_measured;
     /* rank-0 breakdown in the window */
@@ -171,6 +179,12 @@ static inline int sim_past_horizon(sim_state *S, int64_t t)
     return 1;
 }
 static inline int64_t sim_max64(int64_t a, int64_t b) { return a > b ? a : b; }
+/* d/dh of max(a, b) (sim_rank's host derivative): the later one's; at a tie the larger
+ * derivative (the right derivative: a slower host makes the host side the later one) */
+static inline double sim_max_d(int64_t a, double ad, int64_t b, double bd)
+{
+    return a > b ? ad : b > a ? bd : (ad > bd ? ad : bd);
+}
 
 static inline long sim_iter_of(const sim_state *S, long g) { (void)S; return g >> 2; }
 static inline int sim_slot_of(long g) { return (int)(g & (SIM_SLOTS - 1)); }
@@ -360,7 +374,7 @@ static void sim_make_plan(sim_state *S, long it)
 
 /* ---- hosts ---------------------------------------------------------------------------- */
 
-static void sim_barrier_arrive(sim_state *S, int64_t t);
+static void sim_barrier_arrive(sim_state *S, int64_t t, double td);
 static void sim_gpu_try(sim_state *S, int r);
 
 /* Rank r's host is free at t: it runs the gap before its next phase and launches it, and
@@ -368,7 +382,7 @@ static void sim_gpu_try(sim_state *S, int r);
  * reaches the end of the iteration (the barrier). Nothing else can change what it does
  * meanwhile, so this runs ahead of simulated time; the GPU picks each launch up at its
  * ready time (sim_gpu_try). */
-static void sim_host_run(sim_state *S, int r, int64_t t)
+static void sim_host_run(sim_state *S, int r, int64_t t, double td)
 {
     sim_rank *k = &S->rk[r];
     for (;;) {
@@ -385,8 +399,12 @@ static void sim_host_run(sim_state *S, int r, int64_t t)
         k->host_free_ns = lb + ph->launch_ns;
         if (sim_past_horizon(S, k->host_free_ns))
             return;
+        double lbd = td + gap;
+        k->host_free_d = lbd + ph->launch_us;
         k->ready_ns[g & (SIM_RING - 1)] = lb + ph->first_ns;
         k->lbegin_ns[g & (SIM_RING - 1)] = lb;
+        k->ready_d[g & (SIM_RING - 1)] = lbd + ph->first_us;
+        k->lbegin_d[g & (SIM_RING - 1)] = lbd;
         k->launched = g + 1;
         k->host_gidx = sim_next(S, g);
         long it = sim_iter_of(S, g);
@@ -404,10 +422,11 @@ static void sim_host_run(sim_state *S, int r, int64_t t)
         if (ph->sync_after)
             return;               /* sim_phase_end resumes it */
         if (sim_last_slot(S, g)) {
-            sim_barrier_arrive(S, k->host_free_ns);
+            sim_barrier_arrive(S, k->host_free_ns, k->host_free_d);
             return;
         }
         t = k->host_free_ns;
+        td = k->host_free_d;
     }
 }
 
@@ -436,13 +455,14 @@ static void sim_account(sim_state *S, const sim_phase *ph, int64_t s, int64_t e,
 }
 
 /* Phase g ended on rank r's stream at t. */
-static void sim_phase_end(sim_state *S, int r, long g, int64_t t)
+static void sim_phase_end(sim_state *S, int r, long g, int64_t t, double td)
 {
     sim_rank *k = &S->rk[r];
     sim_phase *ph = sim_phase_of(S, g);
     long it = sim_iter_of(S, g);
     k->gpu_busy = 0;
     k->gpu_free_ns = t;
+    k->gpu_free_d = td;
     k->gpu_gidx = sim_next(S, g);
     if (r == 0)
         sim_account(S, ph, k->start_ns, t, k->cur_work_us, k->cur_comm_us, k->cur_idle_us);
@@ -451,13 +471,14 @@ static void sim_phase_end(sim_state *S, int r, long g, int64_t t)
     if (ph->sync_after) {
         /* the host needs the accepted lengths: it waits for this rank's stream */
         int64_t th = sim_max64(k->host_free_ns, t);
+        double thd = sim_max_d(k->host_free_ns, k->host_free_d, t, td);
         if (sim_want_span(S, it) && th > k->host_free_ns)
             sim_span_emit(S, r, SIM_TRACK_HOST, "sync", "wait", k->host_free_ns, th, it, ph, 0, 0);
         k->host_free_ns = th;
         if (sim_last_slot(S, g))
-            sim_barrier_arrive(S, th);
+            sim_barrier_arrive(S, th, thd);
         else
-            sim_host_run(S, r, th);
+            sim_host_run(S, r, th, thd);
     }
     sim_gpu_try(S, r);
 }
@@ -478,6 +499,8 @@ static void sim_gpu_try(sim_state *S, int r)
     int64_t start = sim_max64(k->gpu_free_ns, k->ready_ns[g & (SIM_RING - 1)]);
     k->gpu_busy = 1;
     k->start_ns = start;
+    k->start_d = sim_max_d(k->gpu_free_ns, k->gpu_free_d, k->ready_ns[g & (SIM_RING - 1)],
+                           k->ready_d[g & (SIM_RING - 1)]);
     if (ph->ncoll == 0) {
         double mult = 1;
         if (ph->sd_frac > 0) {
@@ -488,12 +511,14 @@ static void sim_gpu_try(sim_state *S, int r)
         double work = ph->gpu_us * mult;
         int64_t end = start + sim_ns(S, work);
         double idle = 0;
+        k->end_d = k->start_d;
         if (ph->eager && ph->kernels > 0) {
             /* the last kernel cannot run before it is launched */
             int64_t bound = k->lbegin_ns[g & (SIM_RING - 1)] + sim_ns(S, ph->launch_us + ph->gpu_us / ph->kernels);
             if (bound > end) {
                 idle = (double)(bound - end) / 1000.0;
                 end = bound;
+                k->end_d = k->lbegin_d[g & (SIM_RING - 1)] + ph->launch_us;
             }
         }
         k->cur_work_us = work;
@@ -510,6 +535,8 @@ static void sim_gpu_try(sim_state *S, int r)
         S->g_idle_ns = 0;
     }
     assert(S->g_gidx == g);
+    S->g_maxlb_d = sim_max_d(S->g_maxlb_ns, S->g_maxlb_d, k->lbegin_ns[g & (SIM_RING - 1)],
+                             k->lbegin_d[g & (SIM_RING - 1)]);
     S->g_maxlb_ns = sim_max64(S->g_maxlb_ns, k->lbegin_ns[g & (SIM_RING - 1)]);
     if (++S->g_ready == S->R)
         sim_group_segment(S, g, 0, 1);
@@ -526,10 +553,12 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
     double c = ph->gpu_us / ph->ncoll;            /* compute before each all-reduce */
     double sd = ph->sd_frac;
     int64_t t;
+    double td;
     int rest = K;
     if (first) {
         /* ranks start at their own times (their hosts differ): draw each rank */
         int64_t arr = INT64_MIN;
+        double arrd = 0;
         for (int r = 0; r < S->R; r++) {
             double mult = 1;
             if (sd > 0) {
@@ -537,12 +566,16 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
                 if (mult < 0)
                     mult = 0;
             }
-            arr = sim_max64(arr, S->rk[r].start_ns + sim_ns(S, c * mult));
+            int64_t a = S->rk[r].start_ns + sim_ns(S, c * mult);
+            arrd = sim_max_d(arr, arrd, a, S->rk[r].start_d);
+            arr = sim_max64(arr, a);
         }
         t = arr + sim_ns(S, ph->ar_us);
+        td = arrd;
         rest = K - 1;
     } else {
         t = seg_start;
+        td = S->g_seg_start_d;
     }
     if (rest > 0) {
         double work = rest * c;
@@ -562,6 +595,7 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
         if (bound > t) {
             S->g_idle_ns += bound - t;
             t = bound;
+            td = S->g_maxlb_d + need * (ph->launch_us / ph->kernels);
         }
     }
     if (sim_want_span(S, sim_iter_of(S, g))) {
@@ -571,6 +605,7 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
                           K, K * ph->ar_us);
     }
     S->g_seg_start_ns = t;
+    S->g_seg_start_d = td;
     sim_push(S, t, EV_SEG, s, g);
 }
 
@@ -588,7 +623,7 @@ static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
     S->rk[0].cur_idle_us = (double)S->g_idle_ns / 1000.0;
     S->g_ready = 0;                 /* all ranks leave together */
     for (int r = 0; r < S->R && !S->stop; r++)
-        sim_phase_end(S, r, g, t);
+        sim_phase_end(S, r, g, t, S->g_seg_start_d);
 }
 
 /* ---- iterations ------------------------------------------------------------------------ */
@@ -622,7 +657,7 @@ static int sim_precise(const sim_state *S)
     return r > 0 && SIM_PREC_Z * se <= S->p->precision * r;
 }
 
-static void sim_boundary(sim_state *S, int64_t T)
+static void sim_boundary(sim_state *S, int64_t T, double Td)
 {
     const sim_params *p = S->p;
     long it = S->iter;
@@ -647,6 +682,7 @@ static void sim_boundary(sim_state *S, int64_t T)
     if (it == p->warmup) {
         batch_open_window(&S->b, T);
         S->win_start_ns = T;
+        S->win_start_d = Td;
         S->win_open = 1;
     }
     int done = p->requests ? (S->b.n == 0 || (p->iterations && it >= p->warmup + p->iterations))
@@ -656,21 +692,24 @@ static void sim_boundary(sim_state *S, int64_t T)
     if (done) {
         S->stop = 1;
         S->end_ns = T;
+        S->end_d = Td;
         return;
     }
     sim_make_plan(S, it);
     for (int r = 0; r < S->R; r++)
-        sim_host_run(S, r, T);
+        sim_host_run(S, r, T, Td);
 }
 
 /* A host reaches the scheduler barrier at t (SGLang's TP ranks exchange the new requests
  * at the top of each scheduler loop); the iteration ends when the last one arrives. */
-static void sim_barrier_arrive(sim_state *S, int64_t t)
+static void sim_barrier_arrive(sim_state *S, int64_t t, double td)
 {
+    S->bar_max_d = sim_max_d(S->bar_max_ns, S->bar_max_d, t, td);
     if (t > S->bar_max_ns)
         S->bar_max_ns = t;
     if (++S->bar_count < S->R)
         return;
+    S->bar_ev_d = S->bar_max_d;
     sim_push(S, S->bar_max_ns, EV_BARRIER, 0, 0);
     S->bar_count = 0;
     S->bar_max_ns = INT64_MIN;
@@ -814,8 +853,16 @@ static void sim_interval(sim_state *S, sim_result *res, const bmeans_est *e, dou
     res->iv.run_var = bench_us > 0 && e->ratio > 0
         ? e->lambda / bench_us / (e->ratio * e->ratio) + S->turn_m2 / (e->ratio * bench_us) : 0;
     res->iv.est_var = res->tok_s > 0 ? (se_s / res->tok_s) * (se_s / res->tok_s) : 0;
+    /* the host's speed over that benchmark (its iterations: bench_us / the mean iteration):
+     * how much of the window the host's time decides (host_share) times the variance of its
+     * mean speed (interval_host_var) */
+    res->iv.host_var = bench_us > 0 && res->iter_us > 0
+        ? res->host_share * res->host_share *
+          interval_host_var(p->model->host_speed_sd_frac, p->model->host_speed_rho,
+                            bench_us / res->iter_us)
+        : 0;
     res->unc_model = sqrt(interval_model_var(&res->iv));
-    res->unc_run = sqrt(res->iv.run_var);
+    res->unc_run = sqrt(res->iv.run_var + res->iv.host_var);
     res->unc_est = sqrt(res->iv.est_var);
     interval_quantiles(res->tok_s, interval_var(&res->iv), &res->tok_s_p10, &res->tok_s_p90);
 }
@@ -829,6 +876,8 @@ static void sim_results(sim_state *S, sim_result *res)
     res->iterations_total = S->iter;
     res->iterations = S->iters_measured;
     res->window_us = S->win_open ? (double)(S->end_ns - S->win_start_ns) / 1000.0 : 0;
+    /* d log(window) / d log(host speed): the share of the window on the host's critical path */
+    res->host_share = res->window_us > 0 ? (S->end_d - S->win_start_d) / res->window_us : 0;
     res->tokens = b->win_tokens;
     res->tokens_total = b->total_tokens;
     res->requests_done = b->finished;
@@ -1044,20 +1093,20 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
     }
     sim_make_plan(S, 0);
     for (int r = 0; r < S->R; r++)
-        sim_host_run(S, r, 0);
+        sim_host_run(S, r, 0, 0);
     evq_event e;
     while (!S->stop && evq_pop(&S->q, &e)) {
         if (hooks && hooks->on_event)
             hooks->on_event(hooks->ctx, e.t_ns, e.type, e.a, e.b);
         switch (e.type) {
         case EV_GPU:
-            sim_phase_end(S, e.a, e.b, e.t_ns);
+            sim_phase_end(S, e.a, e.b, e.t_ns, S->rk[e.a].end_d);
             break;
         case EV_SEG:
             sim_on_seg(S, e.a, e.b, e.t_ns);
             break;
         case EV_BARRIER:
-            sim_boundary(S, e.t_ns);
+            sim_boundary(S, e.t_ns, S->bar_ev_d);
             break;
         }
     }

@@ -127,6 +127,10 @@ typedef struct {
      * p10 and p90 (p50 is tok_s), each part's relative standard deviation, the parts */
     double   tok_s_p10, tok_s_p90;
     double   unc_model, unc_run, unc_est;
+    /* d log(window) / d log(host speed): every host duration (gaps, launches) scaled by h,
+     * the window's derivative at h = 1 over the window (0: the GPU alone decides; 1: the
+     * host does); unc_run includes the host's speed (interval.h host_var) */
+    double   host_share;
     interval_parts iv;
     /* the estimate's precision: SIM_PREC_Z standard errors / tok_s (0: too few batches) */
     double   precision;

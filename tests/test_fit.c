@@ -107,6 +107,11 @@ typedef struct {
                                          record; specprof's calibration measures it) */
 } gen_cfg;
 
+/* The generator's host speed per iteration: its log an AR(1) process of this sd and lag-1
+ * autocorrelation, scaling every eager launch call and the work after it (0: a steady
+ * host). Globals, not gen_cfg fields: the tests' positional gen_cfg initialisers stay. */
+static double gen_host_speed_sd, gen_host_speed_rho;
+
 typedef struct {
     fit_trace *t;                     /* records go here, and/or */
     FILE *f;                          /* as JSON lines here */
@@ -231,6 +236,7 @@ typedef struct {
     double host, gpu_free;            /* host clock, GPU free time */
     uint32_t corr;
     gsl_rng *r;
+    double speed;                     /* this iteration's host time factor (gen_cfg) */
 } gen_state;
 
 /* One phase instance: host gap, launch(es), kernels; returns nothing, advances st. */
@@ -290,9 +296,9 @@ static void gen_phase(gen_sink *s, gen_state *st, const gen_cfg *c, int phase,
                   (phase == WM_VERIFY && c->steps < 2);
     if (copy_in) {
         uint32_t corr = ++st->corr;
-        double a0 = st->host, a1 = a0 + GEN_MEMCPY_CALL_US + c->prof_call_us;
+        double a0 = st->host, a1 = a0 + (GEN_MEMCPY_CALL_US + c->prof_call_us) * st->speed;
         gen_api(s, "cudaMemcpyAsync", a0, a1, corr);
-        st->host = a1 + GEN_EAGER_WORK_US;
+        st->host = a1 + GEN_EAGER_WORK_US * st->speed;
         double start = fmax(g + GEN_QUEUE_GAP_US, a1 + GEN_START_LAT_US);
         g = start + GEN_MEMCPY_US;
         gen_mem(s, "HtoD", start, g, corr, rname);
@@ -312,18 +318,18 @@ static void gen_phase(gen_sink *s, gen_state *st, const gen_cfg *c, int phase,
     } else {
         for (int i = 0; i < nk; i++) {
             uint32_t corr = ++st->corr;
-            double a0 = st->host, a1 = a0 + GEN_EAGER_CALL_US + c->prof_call_us;
+            double a0 = st->host, a1 = a0 + (GEN_EAGER_CALL_US + c->prof_call_us) * st->speed;
             gen_api(s, "cudaLaunchKernel", a0, a1, corr);
-            st->host = a1 + GEN_EAGER_WORK_US;
+            st->host = a1 + GEN_EAGER_WORK_US * st->speed;
             double start = fmax(g + GEN_EAGER_GAP_US, a1 + GEN_START_LAT_US);
             g = start + ks[i].us;
             gen_kernel(s, ks[i].name, start, g, corr, 0, rname);
         }
-        st->host -= GEN_EAGER_WORK_US;
+        st->host -= GEN_EAGER_WORK_US * st->speed;
     }
     if (sync) {    /* cudaMemcpyAsync DtoH of the result */
         uint32_t corr = ++st->corr;
-        double a0 = st->host + GEN_EAGER_WORK_US, a1 = a0 + GEN_MEMCPY_CALL_US + c->prof_call_us;
+        double a0 = st->host + GEN_EAGER_WORK_US * st->speed, a1 = a0 + (GEN_MEMCPY_CALL_US + c->prof_call_us) * st->speed;
         /* to pinned memory the call returns before the copy; to pageable memory it returns
          * after the copy, which waits for the GPU */
         double start = fmax(g + GEN_EAGER_GAP_US, (c->blocking_read ? a0 : a1) + GEN_START_LAT_US);
@@ -344,11 +350,19 @@ static void gen_phase(gen_sink *s, gen_state *st, const gen_cfg *c, int phase,
  * (acceptance 0: what the simulator does with --alpha 0). */
 static void gen_run(gen_sink *s, const gen_cfg *c)
 {
-    gen_state st = {1000.0, 0, 0, gsl_rng_alloc(gsl_rng_mt19937)};
+    gen_state st = {1000.0, 0, 0, gsl_rng_alloc(gsl_rng_mt19937), 1};
     gsl_rng_set(st.r, c->seed);
     int padded = gen_padded(c), rows = padded ? padded : c->bs;
     s->nb = 0;
+    /* the host's log speed: stationary from the first iteration on */
+    double x = gen_host_speed_sd > 0 ? gen_host_speed_sd * gsl_ran_gaussian(st.r, 1) : 0;
     for (int it = 0; it < c->iters; it++) {
+        if (gen_host_speed_sd > 0) {
+            if (it)
+                x = gen_host_speed_rho * x + sqrt(1 - gen_host_speed_rho * gen_host_speed_rho) *
+                    gen_host_speed_sd * gsl_ran_gaussian(st.r, 1);
+            st.speed = exp(x);
+        }
         /* KV context summed over the real rows: specbench's padded rows have an empty
          * context (as SGLang's, whose padded seq_lens are 1) */
         double ctx = c->ctx0 + it;
@@ -1311,6 +1325,34 @@ static int fit_host_grid_prof(fit_result *res, int blocking, double per_row, dou
     return rc;
 }
 
+/* The host's speed (prediction intervals): a generator whose eager launches run at a speed
+ * whose log is an AR(1) process (sd 0.2, lag-1 autocorrelation 0.6) fits to that sd and
+ * autocorrelation from the eager instances' launch rates (9 configurations of 120
+ * iterations: the sd within 15%, the autocorrelation within 0.12); a steady host fits to
+ * an sd near 0 (what the rates' own noise gives). */
+static void fit_host_speed_follows_the_hosts_launch_rates(void)
+{
+    fit_result *r = malloc(sizeof *r);
+    gen_host_speed_sd = 0.2;
+    gen_host_speed_rho = 0.6;
+    int rc = fit_host_grid(r, 0, 0);
+    gen_host_speed_sd = gen_host_speed_rho = 0;
+    if (rc == 0) {
+        printf("     host speed: sd %.4f, autocorrelation %.3f (generated 0.2, 0.6)\n",
+               r->model.host_speed_sd_frac, r->model.host_speed_rho);
+        CHECK_NEAR(r->model.host_speed_sd_frac, 0.2, 0, 0.15);
+        CHECK_NEAR(r->model.host_speed_rho, 0.6, 0.12, 0);
+        fit_result_free(r);
+    }
+    if (fit_host_grid(r, 0, 0) == 0) {
+        printf("     steady host: sd %.4f, autocorrelation %.3f\n", r->model.host_speed_sd_frac,
+               r->model.host_speed_rho);
+        CHECK(r->model.host_speed_sd_frac < 0.03, "steady host: sd %g", r->model.host_speed_sd_frac);
+        fit_result_free(r);
+    }
+    free(r);
+}
+
 /* specprof's launch-cost calibration (what CUPTI adds to an eager launch, written into the
  * trace) comes out of the fitted eager launch cost; FIT_LAUNCH_CALIB=0 keeps it in. */
 static void fit_takes_the_calibrated_cupti_launch_cost_out(void)
@@ -1703,19 +1745,23 @@ static void validate_sh_runs_on_synthetic_data(void)
     FILE *f = fopen(cmd, "r");
     int rows = 0, calib = 0, met = 0;
     char line[512];
-    int first = 1, cov = 0;   /* the first table ends at its per-preset summary */
+    int first = 1, cov = 0, kinds = 0;   /* the first table ends at its per-preset summary */
     while (f && fgets(line, sizeof line, f)) {
         first &= strncmp(line, "# per preset", 12) != 0;
         rows += first && strncmp(line, "  synth ", 8) == 0 && (strstr(line, " yes") || strstr(line, " no"));
         calib += first && strncmp(line, "  synth ", 8) == 0 && strstr(line, " yes\n") != NULL;
         met += strstr(line, " met") != NULL;
-        cov += strncmp(line, "  specbench  synth ", 19) == 0;
+        /* the coverage row, then the held-out runs by kind (spec/baseline, graph/eager) */
+        cov += strncmp(line, "  specbench  synth ", 19) == 0 && strstr(line, " met") != NULL;
+        kinds += strncmp(line, "  specbench  synth ", 19) == 0 &&
+                 (strstr(line, " spec graph-") || strstr(line, " spec eager") ||
+                  strstr(line, " baseline graph-") || strstr(line, " baseline eager"));
     }
     if (f)
         fclose(f);
     /* 30 speculative + 6 baseline configurations; 5 of them calibrated (the baseline at 2 is not in the grid) */
-    CHECK(rows == 36 && calib == 5 && met == 2 && cov == 1, "table: %d rows, %d calib, %d met, "
-          "%d coverage rows", rows, calib, met, cov);
+    CHECK(rows == 36 && calib == 5 && met == 2 && cov == 1 && kinds >= 2, "table: %d rows, %d "
+          "calib, %d met, %d coverage rows, %d rows by kind", rows, calib, met, cov, kinds);
     snprintf(cmd, sizeof cmd, "VALIDATE_CALIB=%s/calib VALIDATE_MEASURED=%s/none.csv "
              "VALIDATE_WORK=%s/work2 sh models/validate.sh %s/specsim > %s/log2 2>&1; s=$?; "
              "grep -q 'missing' %s/log2 && exit $s; exit 99", dir, dir, dir, dir, dir, dir);
@@ -1753,6 +1799,7 @@ int main(int argc, char **argv)
     RUN(sim_of_fit_reproduces_iteration_time);
     RUN(fit_blocking_copy_is_not_launch_cost);
     RUN(fit_takes_the_calibrated_cupti_launch_cost_out);
+    RUN(fit_host_speed_follows_the_hosts_launch_rates);
     RUN(fit_host_gap_grows_with_requests);
     RUN(fit_group_residual_is_out_of_sample);
     RUN(fit_windowed_capture_matches_whole_one);

@@ -200,15 +200,128 @@ static void interval_run_part_is_the_acceptance_variance(void)
     CHECK_NEAR(sum / n, 1, 0, 0.10);
 }
 
+/* The host's share of the window (sim_result.host_share, the derivative the engine carries
+ * through its sums and maxima) against a finite difference: every host duration (gaps,
+ * graph and eager launches) scaled by 1.001, no jitter, the same draws; d log(iteration) /
+ * d log(host) within 0.01 of it. Graph batches at concurrency 4 (the GPU mostly decides),
+ * eager ones at 32 (above the largest graph, 16: the launches decide), and 2 ranks with an
+ * all-reduce in verify (the collective's segments). */
+static void interval_host_share_is_the_windows_derivative(void)
+{
+    static const struct { int conc, ranks; double eager_us, gap_us, gpu; } cases[] = {
+        {4, 1, 3, 15, 1}, {4, 1, 3, 1500, 1}, {32, 1, 600, 15, 1}, {32, 1, 300, 400, 1},
+        {4, 2, 3, 1500, 1}, {32, 2, 600, 15, 1}, {32, 1, 300, 15, 0.02}, {32, 2, 300, 15, 0.02},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        double it[2], share = 0;
+        for (int k = 0; k < 2; k++) {
+            double h = k ? 1.001 : 1;
+            wm_model m;
+            model_synth(&m, 0);
+            m.graph_launch_us *= h;
+            for (int q = 0; q < WM_NPHASE; q++) {
+                m.phase[q].host_gap_us = cases[c].gap_us * h;
+                for (int i = 0; i < m.phase[q].ngroups; i++) {   /* a light GPU: the host decides */
+                    m.phase[q].groups[i].base_us *= cases[c].gpu;
+                    m.phase[q].groups[i].per_token_us *= cases[c].gpu;
+                    m.phase[q].groups[i].per_kv_ktoken_us *= cases[c].gpu;
+                }
+            }
+            if (cases[c].ranks > 1) {
+                wm_coll *w = &m.phase[WM_VERIFY].colls[0];
+                snprintf(w->op, sizeof w->op, "allreduce");
+                w->count = 8;
+                w->bytes_per_token = 8192;
+                m.phase[WM_VERIFY].ncolls = 1;
+            }
+            sim_params p;
+            sim_result r;
+            params(&p, &m, 1, cases[c].conc);
+            p.jitter_scale = 0;
+            p.ranks = cases[c].ranks;
+            p.eager_launch_us = cases[c].eager_us * h;
+            if (run(&p, &r))
+                return;
+            it[k] = r.iter_us;
+            if (!k)
+                share = r.host_share;
+        }
+        double fd = (it[1] - it[0]) / it[0] / 0.001;
+        printf("     concurrency %d, %d rank(s), eager launch %g us, gaps %g us, GPU x %g: host "
+               "share %.4f, finite difference %.4f\n", cases[c].conc, cases[c].ranks,
+               cases[c].eager_us, cases[c].gap_us, cases[c].gpu, share, fd);
+        CHECK_NEAR(share, fd, 0.01, 0);
+        CHECK(share >= 0 && share <= 1.0001, "host share %g outside [0, 1]", share);
+    }
+}
+
+/* interval_host_var, the variance of the mean of N AR(1) terms in closed form, against the
+ * obvious double sum sd^2 / N^2 sum_i sum_j rho^|i - j|. */
+static void interval_host_var_matches_the_ar1_sum(void)
+{
+    static const double rho[] = {0, 0.3, 0.527, 0.95};
+    static const int n[] = {1, 2, 15, 200};
+    for (size_t a = 0; a < sizeof rho / sizeof rho[0]; a++)
+        for (size_t b = 0; b < sizeof n / sizeof n[0]; b++) {
+            double sum = 0;
+            for (int i = 0; i < n[b]; i++)
+                for (int j = 0; j < n[b]; j++)
+                    sum += pow(rho[a], abs(i - j));
+            double want = 0.29 * 0.29 * sum / ((double)n[b] * n[b]);
+            CHECK_NEAR(interval_host_var(0.29, rho[a], n[b]), want, 0, 1e-9);
+        }
+    CHECK(interval_host_var(0.29, 0.5, 0) == 0, "the long run: no host-speed part");
+    CHECK(interval_host_var(0, 0.5, 10) == 0, "a steady host: no host-speed part");
+}
+
 /* Coverage with a known truth: per seed, the truth is drawn from the stated residuals
  * (model_truth) and measured by a benchmark of `bench_iters` iterations; the nominal model
  * predicts with --precision 0.01 and --seconds as long as that benchmark. Returns the share
  * of seeds inside [p10, p90] of tok/s (and of the speedup, a baseline benchmarked the same
  * way, in *spd). */
+/* The host's mean speed over a benchmark of n iterations: mean_t exp(x_t), x an AR(1)
+ * process of sd sd and lag-1 autocorrelation rho about -sd^2/2 (so that the speed's mean is
+ * 1: the fit's launch rate is a ratio of sums, the host's mean cost), drawn from r. */
+static double host_mean_speed(double sd, double rho, long n, gsl_rng *r)
+{
+    double x = sd * gsl_ran_gaussian(r, 1), sum = 0;
+    for (long t = 0; t < n; t++) {
+        if (t)
+            x = rho * x + sqrt(1 - rho * rho) * sd * gsl_ran_gaussian(r, 1);
+        sum += exp(x - sd * sd / 2);
+    }
+    return sum / (double)n;
+}
+
+/* The truth's host durations (gaps, graph launches) times f. */
+static void model_host_scale(wm_model *t, double f)
+{
+    t->graph_launch_us *= f;
+    for (int p = 0; p < WM_NPHASE; p++)
+        t->phase[p].host_gap_us *= f;
+}
+
+/* host_sd > 0: the host's speed per iteration is an AR(1) process (host_sd, rho 0.6) that the
+ * nominal model states (host_speed_sd_frac, host_speed_rho) and each truth's benchmark runs
+ * at its mean over its iterations (host_mean_speed), with host gaps of gap_us. */
+static double coverage_host(double resid, long bench_iters, int trials, double *spd,
+                            double host_sd, double gap_us);
 static double coverage(double resid, long bench_iters, int trials, double *spd)
+{
+    return coverage_host(resid, bench_iters, trials, spd, 0, 0);
+}
+
+static double coverage_host(double resid, long bench_iters, int trials, double *spd,
+                            double host_sd, double gap_us)
 {
     wm_model m, t;
     model_synth(&m, resid);
+    if (host_sd > 0) {
+        m.host_speed_sd_frac = host_sd;
+        m.host_speed_rho = 0.6;
+        for (int q = 0; q < WM_NPHASE; q++)
+            m.phase[q].host_gap_us = gap_us;
+    }
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_taus2);
     gsl_rng_set(rng, 4242);
     sim_params p;
@@ -234,14 +347,20 @@ static double coverage(double resid, long bench_iters, int trials, double *spd)
     for (int i = 0; i < trials; i++) {
         model_truth(&t, &m, rng);
         sim_result ts, tb, ps, pb;
-        /* the truth's benchmarks */
-        params(&p, &t, 1, 4);
+        /* the truth's benchmarks (each its own host speed) */
+        wm_model th = t;
+        if (host_sd > 0)
+            model_host_scale(&th, host_mean_speed(host_sd, m.host_speed_rho, bench_iters, rng));
+        params(&p, &th, 1, 4);
         p.iterations = bench_iters;
         p.seed = 100000 + (unsigned long)i;
         p.intervals = 0;
         if (run(&p, &ts))
             break;
-        params(&p, &t, 0, 4);
+        th = t;
+        if (host_sd > 0)
+            model_host_scale(&th, host_mean_speed(host_sd, m.host_speed_rho, bench_iters, rng));
+        params(&p, &th, 0, 4);
         p.iterations = bench_iters;
         p.seed = 200000 + (unsigned long)i;
         p.intervals = 0;
@@ -287,6 +406,13 @@ static void interval_coverage_matches_nominal_with_known_truth(void)
         CHECK_NEAR(cov, 0.80, 0.05, 0);
         CHECK_NEAR(spd, 0.80, 0.05, 0);
     }
+    /* the host's speed: host gaps of 1500 us (about half the window the host's), its speed
+     * sd 20% an iteration, autocorrelation 0.6; a 150-iteration benchmark, exact model */
+    double spd, cov = coverage_host(0, 150, 1000, &spd, 0.2, 1500);
+    printf("     the host's speed (sd 0.2, autocorrelation 0.6, a 150-iteration benchmark): %.1f%% "
+           "of tok/s and %.1f%% of speedups inside their 80%% interval\n", 100 * cov, 100 * spd);
+    CHECK_NEAR(cov, 0.80, 0.05, 0);
+    CHECK_NEAR(spd, 0.80, 0.05, 0);
 }
 
 /* bmeans against the obvious computation: ratio, lambda and the control variate's
@@ -328,6 +454,8 @@ int main(void)
     RUN(interval_model_part_is_the_groups_residuals);
     RUN(interval_run_part_is_the_acceptance_variance);
     RUN(bmeans_matches_brute_force);
+    RUN(interval_host_share_is_the_windows_derivative);
+    RUN(interval_host_var_matches_the_ar1_sum);
     RUN(interval_coverage_matches_nominal_with_known_truth);
     return check_done();
 }
