@@ -136,6 +136,17 @@ static inline double fit_inst_q(const fr_inst *in)
     return in->rows > 0 ? in->tokens / in->rows : 0;
 }
 
+/* KV tokens of an instance on a KV-rows basis (wm_phase_model.kv_rows): WM_KV_REAL, the
+ * range's ctx= (summed over the real rows); WM_KV_PADDED, each padded row of a graph
+ * replay counted with the real rows' mean context (ctx x rows / bs: an attention that reads
+ * every row's KV buffer, padded or not). Without bs= and rows= the two are the same. */
+static inline double fit_inst_kv(const fr_inst *in, int kv_rows)
+{
+    if (kv_rows == WM_KV_PADDED && in->bs > 0 && in->rows > in->bs)
+        return in->kv * (double)in->rows / (double)in->bs;
+    return in->kv;
+}
+
 /* Query tokens per row of a point (attention tiles once q_tile is applied); unknown: 1. */
 static inline double fit_point_q(const fit_point *p) { return p->q_per_row > 0 ? p->q_per_row : 1.0; }
 

@@ -3,6 +3,7 @@
  * with the wave geometry and the GEMM sweep where they apply), the phase's host gap and
  * collectives, and its totals per cell. Workload: tens of groups, 10^3..10^5 instances. */
 #include "fit_int.h"
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -16,6 +17,11 @@
 /* An eager instance whose launch calls take this share of its GPU span or more is bound by
  * the host's launches: its GPU idle time is the simulator's launch bound, not a kernel gap. */
 #define FIT_LAUNCH_BOUND_FRAC 0.8
+/* KV rows: the padded rows' KV is kept when it lowers the phase totals' rms relative error
+ * over the calibration cells by this share or more (docs/fit.md, "KV rows": measured ratios) */
+#define FIT_KV_ROWS_GAIN 0.1
+/* and is compared only over this many left-out padded cells or more */
+#define FIT_KV_ROWS_MIN_CELLS 2
 
 /* fit_phase_fit's buffers, one slot per instance of the phase. */
 typedef struct {
@@ -23,6 +29,10 @@ typedef struct {
     double *v, *bv;            /* host gaps, collectives' counts; bytes per token */
     double *vx;                /* the host gaps' running requests */
     double *wt, *wb, *wc;      /* wave kernel: tokens, blocks, capacity */
+    /* a cell left out of the groups' points (the KV-rows choice's cross-validation):
+     * its trace, tokens and query tokens per row; out_trace -1: none */
+    int    out_trace;
+    double out_tokens, out_q;
 } fph_buf;
 
 /* The gap pseudo-group: GPU time in the phase that no kernel fills; the eager instances
@@ -153,7 +163,7 @@ double fit_group_resid_frac(const fit_group_stats *st)
 
 /* Group g of phase p: its points, the GEMM sweep and the waves where they apply, fit_group,
  * the spread capped, the residual for the intervals. */
-static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
+static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf *b)
 {
     fr_phase *P = &R->ph[p];
     fit_phase_res *pr = &R->res->phase[p];
@@ -166,7 +176,10 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, fph_buf *b)
         const fr_inst *in = &R->in[P->inst[q]];
         if (gap && in->launch_bound && skip_lb)
             continue;
-        pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv,
+        if (in->trace == b->out_trace && in->tokens == b->out_tokens &&
+            (fit_inst_q(in) > 0 ? fit_inst_q(in) : 1.0) == b->out_q)
+            continue;
+        pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = fit_inst_kv(in, kv_rows),
                                .us = P->Y[(size_t)q * (size_t)G1 + (size_t)g],
                                .trace = in->trace, .q_per_row = fit_inst_q(in),
                                .kernel_us = gap ? 0 : P->WD[(size_t)q * (size_t)G1 + (size_t)g],
@@ -438,6 +451,135 @@ static void fph_colls(fr_run *R, int p, double *v, double *bv)
     }
 }
 
+static int fph_totals(fr_run *R, int p, fit_cell **cells_out, int *nc_out);
+
+/* The phase's groups fitted with the KV context of kv_rows (fit_inst_kv). */
+static int fph_groups(fr_run *R, int p, int skip_lb, int kv_rows, fph_buf *b)
+{
+    R->res->model.phase[p].kv_rows = kv_rows;
+    for (int g = 0; g < R->ph[p].G + 1; g++)
+        if (fph_group(R, p, g, skip_lb, kv_rows, b))
+            return -1;
+    return 0;
+}
+
+/* Leave-one-cell-out on the phase totals with the groups fitted on kv_rows: each cell j
+ * with score[j] set, its measured total against the sum of the groups fitted without it
+ * (quietly; a fit that fails without the cell leaves it unscored: rel[j] NAN, as are the
+ * cells not scored). cells: the phase's cells (fph_totals on that basis). Returns 0. */
+static int fph_kv_loo(fr_run *R, int p, int skip_lb, int kv_rows, fph_buf *b,
+                      const fit_cell *cells, int nc, const char *score, double *rel)
+{
+    fit_phase_res *pr = &R->res->phase[p];
+    const wm_model *m = &R->res->model;
+    const fit_opts *o = R->o;
+    fit_opts quiet = o ? *o : (fit_opts){0};
+    quiet.log = NULL;
+    int nw = R->res->nwarnings;
+    R->o = &quiet;
+    for (int j = 0; j < nc; j++) {
+        rel[j] = NAN;
+        if (!score[j])
+            continue;
+        b->out_trace = cells[j].trace;
+        b->out_tokens = cells[j].tokens;
+        b->out_q = cells[j].q_per_row;
+        if (fph_groups(R, p, skip_lb, kv_rows, b) == 0 && cells[j].us_mean > 0) {
+            double u = 0;
+            for (int g = 0; g < R->ph[p].G + 1; g++)
+                u += wm_group_us_q(m, &m->phase[p].groups[g], cells[j].tokens,
+                                   cells[j].kv_tokens, cells[j].q_per_row);
+            rel[j] = (u - cells[j].us_mean) / cells[j].us_mean;
+        }
+        if (R->err && R->errlen)
+            R->err[0] = '\0';
+        for (int g = 0; g < R->ph[p].G + 1; g++) {
+            free(pr->grp[g].st.cell);
+            pr->grp[g].st.cell = NULL;
+        }
+    }
+    b->out_trace = -1;
+    R->o = o;
+    R->res->nwarnings = nw;
+    return 0;
+}
+
+/* KV rows (docs/fit.md, "KV rows"). A graph replays its padded batch: SGLang's and
+ * specbench's padded rows have an empty cache, torchbench's attention reads every row's whole
+ * KV buffer. Where the phase has padded graph instances with KV context, its groups are
+ * fitted on both bases and the one whose phase totals fit the calibration cells better is
+ * kept; the padded rows only when they lower that rms error by FIT_KV_ROWS_GAIN or more (ties
+ * keep the real rows, the simulator's rule before the choice). FIT_KV_ROWS=real|padded in
+ * the environment forces one (tests; "auto": the choice). */
+static int fph_kv_rows(fr_run *R, int p, int skip_lb, fph_buf *b)
+{
+    fr_phase *P = &R->ph[p];
+    const char *env = getenv("FIT_KV_ROWS");
+    int npad = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        npad += in->graph == 1 && in->kv > 0 && fit_inst_kv(in, WM_KV_PADDED) != in->kv;
+    }
+    if (env && strcmp(env, "real") == 0)
+        return fph_groups(R, p, skip_lb, WM_KV_REAL, b);
+    if (env && strcmp(env, "padded") == 0)
+        return fph_groups(R, p, skip_lb, WM_KV_PADDED, b);
+    if (npad == 0)
+        return fph_groups(R, p, skip_lb, WM_KV_REAL, b);
+    /* the cells and their KV context on each basis; the measured totals are the same */
+    fit_cell *cr = NULL, *cp = NULL;
+    int ncr = 0, ncp = 0, rc = -1;
+    double *rr = NULL, *rp = NULL;
+    char *sc = NULL;
+    wm_phase_model *pm = &R->res->model.phase[p];
+    pm->kv_rows = WM_KV_REAL;
+    if (fph_totals(R, p, &cr, &ncr))
+        goto done;
+    pm->kv_rows = WM_KV_PADDED;
+    if (fph_totals(R, p, &cp, &ncp))
+        goto done;
+    rr = malloc((size_t)(ncr + 1) * sizeof *rr);
+    rp = malloc((size_t)(ncp + 1) * sizeof *rp);
+    sc = malloc((size_t)(ncr + 1));
+    if (!rr || !rp || !sc) {
+        fit_run_fail(R, "out of memory");
+        goto done;
+    }
+    assert(ncr == ncp);   /* the same instances, the same cells */
+    /* scored: the cells whose KV differs between the bases (the padded configurations),
+     * each predicted from the others; elsewhere the two bases price alike */
+    for (int j = 0; j < ncr; j++)
+        sc[j] = cp[j].kv_tokens != cr[j].kv_tokens;
+    if (fph_kv_loo(R, p, skip_lb, WM_KV_REAL, b, cr, ncr, sc, rr) ||
+        fph_kv_loo(R, p, skip_lb, WM_KV_PADDED, b, cp, ncp, sc, rp))
+        goto done;
+    double s2r = 0, s2p = 0;
+    int k = 0;
+    for (int j = 0; j < ncr; j++)
+        if (isfinite(rr[j]) && isfinite(rp[j])) {
+            s2r += rr[j] * rr[j];
+            s2p += rp[j] * rp[j];
+            k++;
+        }
+    double rms_real = k ? sqrt(s2r / k) : 0, rms_pad = k ? sqrt(s2p / k) : 0;
+    int kv_rows = k >= FIT_KV_ROWS_MIN_CELLS && rms_pad <= (1 - FIT_KV_ROWS_GAIN) * rms_real
+                  ? WM_KV_PADDED : WM_KV_REAL;
+    if (R->o && R->o->log)
+        fprintf(R->o->log, "specsim fit: phase %s: KV of %s rows (%d of %d instances padded; "
+                "left-out padded cells' phase totals %.2f%% rms over %d cells with the padded rows' KV, "
+                "%.2f%% without)\n", wm_phase_name[p],
+                kv_rows == WM_KV_PADDED ? "all padded" : "the real", npad, P->ninst,
+                100 * rms_pad, k, 100 * rms_real);
+    rc = fph_groups(R, p, skip_lb, kv_rows, b);
+done:
+    free(cr);
+    free(cp);
+    free(rr);
+    free(rp);
+    free(sc);
+    return rc;
+}
+
 int fit_phase_fit(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
@@ -445,7 +587,7 @@ int fit_phase_fit(fr_run *R, int p)
     int rc = -1;
     fph_buf b = {malloc(ni * sizeof *b.pts), malloc(ni * sizeof *b.v), malloc(ni * sizeof *b.bv),
                  malloc(ni * sizeof *b.vx), malloc(ni * sizeof *b.wt), malloc(ni * sizeof *b.wb),
-                 malloc(ni * sizeof *b.wc)};
+                 malloc(ni * sizeof *b.wc), -1, 0, 0};
     if (!b.pts || !b.v || !b.bv || !b.vx || !b.wt || !b.wb || !b.wc) {
         fit_run_fail(R, "out of memory");
         goto out;
@@ -453,9 +595,8 @@ int fit_phase_fit(fr_run *R, int p)
     int nlb = fph_idle(R, P, p);
     fph_present(R, P, p);
     int skip_lb = fph_skip_launch_bound(R, P, nlb);
-    for (int g = 0; g < P->G + 1; g++)
-        if (fph_group(R, p, g, skip_lb, &b))
-            goto out;
+    if (fph_kv_rows(R, p, skip_lb, &b))
+        goto out;
     fph_host_gap(R, p, b.v, b.vx);
     fph_colls(R, p, b.v, b.bv);
     rc = 0;
@@ -470,12 +611,13 @@ out:
     return rc;
 }
 
-/* Per phase and cell (trace, tokens): measured GPU time per forward vs the model's sum. */
-int fit_phase_totals(fr_run *R, int p)
+/* Per phase and cell (trace, tokens, q): measured GPU time per forward vs the model's sum,
+ * the KV context on the phase's KV-rows basis. *cells_out (malloc'd, *nc_out of them). */
+static int fph_totals(fr_run *R, int p, fit_cell **cells_out, int *nc_out)
 {
     fr_phase *P = &R->ph[p];
-    fit_phase_res *pr = &R->res->phase[p];
     const wm_model *m = &R->res->model;
+    int kv_rows = m->phase[p].kv_rows;
     int G1 = P->G + 1;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
     if (!pts)
@@ -485,8 +627,8 @@ int fit_phase_totals(fr_run *R, int p)
         double s = 0;
         for (int g = 0; g < G1; g++)
             s += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
-        pts[q] = (fit_point){.tokens = in->tokens, .kv_tokens = in->kv, .us = s,
-                             .trace = in->trace, .q_per_row = fit_inst_q(in)};
+        pts[q] = (fit_point){.tokens = in->tokens, .kv_tokens = fit_inst_kv(in, kv_rows),
+                             .us = s, .trace = in->trace, .q_per_row = fit_inst_q(in)};
     }
     /* cells as fit_group makes them: sort by (trace, tokens) */
     size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
@@ -530,10 +672,16 @@ int fit_phase_totals(fr_run *R, int p)
                                        c->q_per_row);
         q = r;
     }
-    pr->ncells = nc;
-    pr->total = cells;
+    *cells_out = cells;
+    *nc_out = nc;
     free(v);
     free(idx);
     free(pts);
     return 0;
+}
+
+int fit_phase_totals(fr_run *R, int p)
+{
+    fit_phase_res *pr = &R->res->phase[p];
+    return fph_totals(R, p, &pr->total, &pr->ncells);
 }

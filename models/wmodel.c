@@ -307,7 +307,7 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
     "fitted_tokens_max", "fitted_q_max", "host_gap_per_row_us", "eager_launch_us",
-    "host_gap_reject_us", NULL,
+    "host_gap_reject_us", "kv_rows", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -330,6 +330,16 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         return wm_fail(c, path, ae, "must be true or false");
     }
     ph->always_eager = ae != NULL && cJSON_IsTrue(ae);
+    const cJSON *kr = cJSON_GetObjectItemCaseSensitive(j, "kv_rows");
+    ph->kv_rows = WM_KV_REAL;
+    if (kr != NULL) {
+        if (cJSON_IsString(kr) && strcmp(kr->valuestring, "padded") == 0)
+            ph->kv_rows = WM_KV_PADDED;
+        else if (!cJSON_IsString(kr) || strcmp(kr->valuestring, "real") != 0) {
+            wm_join(path, base, "kv_rows");
+            return wm_fail(c, path, kr, "must be \"real\" or \"padded\"");
+        }
+    }
 
     wm_join(path, base, "groups");
     const cJSON *groups = cJSON_GetObjectItemCaseSensitive(j, "groups");
@@ -764,6 +774,8 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "host_gap_reject_us", ph->host_gap_reject_us);
         if (ph->always_eager)
             cJSON_AddBoolToObject(po, "always_eager", 1);
+        if (ph->kv_rows == WM_KV_PADDED)
+            cJSON_AddStringToObject(po, "kv_rows", "padded");
         if (ph->fitted_tokens_max > 0)
             cJSON_AddNumberToObject(po, "fitted_tokens_max", ph->fitted_tokens_max);
         if (ph->fitted_q_max > 0)
@@ -949,6 +961,13 @@ double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double
 double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens)
 {
     return wm_group_us_q(m, g, tokens, kv_tokens, 1.0);
+}
+
+double wm_phase_kv_tokens(const wm_phase_model *ph, double ctx_tokens, int bs, int padded)
+{
+    if (ph && ph->kv_rows == WM_KV_PADDED && bs > 0 && padded > bs)
+        return ctx_tokens * (double)padded / (double)bs;
+    return ctx_tokens;
 }
 
 const wm_phase_model *wm_phase_get(const wm_model *m, int p)

@@ -146,7 +146,19 @@ typedef struct {
      * hf-assisted loop: the target's KV cache is cropped back; docs/simulator.md); the
      * simulator adds its expectation, this times P(a draft token was rejected); 0: none */
     double   host_gap_reject_us;
+    /* which rows' KV the phase's KV terms count (docs/model-format.md "kv_rows"):
+     * WM_KV_REAL (0, files without the key) the batch's real rows, a padded row of a graph
+     * replay holding no context (SGLang, specbench); WM_KV_PADDED every row of the padded
+     * batch, a padded row counted with the real rows' mean context (an attention over each
+     * row's whole KV buffer: torchbench). Chosen by the fit (docs/fit.md, "KV rows"). */
+    int      kv_rows;
 } wm_phase_model;
+
+enum { WM_KV_REAL, WM_KV_PADDED };   /* wm_phase_model.kv_rows */
+
+/* The KV tokens a phase's groups are priced at, for a batch of bs real rows with ctx_tokens
+ * of context summed over them, replayed from a graph of padded rows (0: eager). */
+double wm_phase_kv_tokens(const wm_phase_model *ph, double ctx_tokens, int bs, int padded);
 
 /* The loop a model's phases were measured in (docs/simulator.md): SGLang's EAGLE worker
  * (the default), or Hugging Face transformers' assisted generation (`hf-assisted`: batch 1,

@@ -295,8 +295,9 @@ static void sim_make_plan(sim_state *S, long it)
     int padded = p->graphs.n ? cg_bucket(&p->graphs, bs) : 0;
     int eager = padded == 0;
     int key = eager ? bs : padded;
-    /* padded rows hold no KV context (SGLang and specbench give them an empty cache) */
-    double kv = S->b.sum_ctx_tokens;
+    /* the batch's KV context over its real rows; a phase whose padded rows read KV like
+     * real ones (kv_rows padded, the fit's choice) counts them at the real rows' mean */
+    double ctx = S->b.sum_ctx_tokens;
     /* hf-assisted: a round drafts k = min(steps, tokens still to generate - 1) tokens
      * (transformers' AssistedCandidateGenerator caps num_assistant_tokens at what the
      * output still needs); k = 0 is a plain target step. p_rej: the round rejects one of
@@ -320,6 +321,8 @@ static void sim_make_plan(sim_state *S, long it)
         sim_cost local, *c;
         int ph_eager = eager || ph->always_eager;
         int ph_key = ph_eager ? bs : key;
+        double kv = wm_phase_kv_tokens(wm_phase_get(p->model, ph->wm), ctx, bs,
+                                       ph_eager ? 0 : padded);
         if (S->hf && p->spec) {
             if (ph->wm == WM_EXTEND)
                 ph->gap_us += S->reject_us * hf_rej;

@@ -485,6 +485,35 @@ static void wmodel_loop_round_trips(void)
     CHECK(strstr(err, "x.json: field loop: value \"vllm\"") != NULL, "message \"%s\"", err);
 }
 
+/* A phase's kv_rows: "padded" read and written back, absent = the real rows (files before
+ * it), anything else refused with the field named; wm_phase_kv_tokens scales a padded
+ * graph batch's context by padded / bs only on the padded basis and never when eager. */
+static void wmodel_kv_rows_round_trips_and_prices(void)
+{
+    wm_model m, back;
+    char err[512] = "";
+    const char *text =
+        "{\"specsim_model\": 1, \"name\": \"kv\", \"phases\": {"
+        "\"verify\": {\"kv_rows\": \"padded\", \"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10}]},"
+        "\"accept\": {\"kv_rows\": \"real\", \"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
+    CHECK(wm_parse(&m, text, "kv.json", err, sizeof err) == 0, "%s", err);
+    CHECK(m.phase[WM_VERIFY].kv_rows == WM_KV_PADDED && m.phase[WM_ACCEPT].kv_rows == WM_KV_REAL,
+          "kv_rows %d %d", m.phase[WM_VERIFY].kv_rows, m.phase[WM_ACCEPT].kv_rows);
+    const char *path = "build/tests/wmodel_kv_rows.json";
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+    CHECK(back.phase[WM_VERIFY].kv_rows == WM_KV_PADDED && back.phase[WM_ACCEPT].kv_rows == WM_KV_REAL,
+          "round trip: %d %d", back.phase[WM_VERIFY].kv_rows, back.phase[WM_ACCEPT].kv_rows);
+    CHECK_NEAR(wm_phase_kv_tokens(&m.phase[WM_VERIFY], 3300, 33, 40), 4000, 1e-9, 0);
+    CHECK_NEAR(wm_phase_kv_tokens(&m.phase[WM_VERIFY], 3300, 33, 0), 3300, 0, 0);
+    CHECK_NEAR(wm_phase_kv_tokens(&m.phase[WM_ACCEPT], 3300, 33, 40), 3300, 0, 0);
+    const char *bad =
+        "{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {"
+        "\"verify\": {\"kv_rows\": \"all\", \"groups\": []}, \"accept\": {\"groups\": []}}}";
+    CHECK(wm_parse(&m, bad, "x.json", err, sizeof err) == -1, "kv_rows \"all\" taken");
+    CHECK(strstr(err, "x.json: field phases.verify.kv_rows: value \"all\"") != NULL, "message \"%s\"", err);
+}
+
 /* A model the reader would refuse (a fit gone wrong: -nan, 1e300 us) is not written: the
  * file at path stays as it was, no temporary is left (issue 17: a refused fit once left a
  * -nan model at -o). */
@@ -527,5 +556,6 @@ int main(void)
     RUN(wmodel_phase_fallbacks);
     RUN(wmodel_loop_round_trips);
     RUN(wmodel_save_refuses_what_load_refuses);
+    RUN(wmodel_kv_rows_round_trips_and_prices);
     return check_done();
 }
