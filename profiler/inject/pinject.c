@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -178,9 +179,23 @@ static struct {
      * measured while attached (a CUPTI call while detached would attach CUPTI again) */
     atomic_llong clock_off_ns;
     atomic_llong nvtx_ids;                   /* start/end range ids we hand out */
+    /* --between detach: our callbacks and program-thread CUPTI calls under way (a detach
+     * waits until none but its own is), the attach a window waits for (done by a program
+     * thread at its next NVTX range start: attaching from our thread while the program
+     * launched broke every program on the H200), the last NVTX call (ms) */
+    atomic_int cb_busy;
+    atomic_int attach_wanted;
+    atomic_uint att_gen;                     /* attachments made by program threads */
+    unsigned att_gen_seen;                   /* control thread: the last one it took in */
+    atomic_llong attach_prog_ns;             /* that attachment's time on the program's thread */
+    atomic_int attach_rc;                    /* its CUPTI error, 0 when it worked */
+    atomic_llong nvtx_last_ms;
+    char win_pending[16];                    /* control thread: a window waiting for the attach */
+    int64_t win_pending_ms, attach_waits, stay_attached;
+    int64_t bufs_unparsed;                   /* handed back by a detached CUPTI at the end, not parsed */
 } g;
 
-enum { PINJ_ATT_ON = 0, PINJ_ATT_PENDING, PINJ_ATT_FINALIZING, PINJ_ATT_OFF };
+enum { PINJ_ATT_ON = 0, PINJ_ATT_PENDING, PINJ_ATT_FINALIZING, PINJ_ATT_OFF, PINJ_ATT_ATTACHING };
 
 static pthread_once_t pinj_once = PTHREAD_ONCE_INIT;
 static __thread pinject_tls pinj_tls;
@@ -212,6 +227,22 @@ static void pinj_clock_sync(void) {
 int pinject_cupti_live(void) {
     int a = atomic_load_explicit(&g.att, memory_order_relaxed);
     return a == PINJ_ATT_ON || a == PINJ_ATT_PENDING;
+}
+
+/* Dekker with pinj_detach_here: the holder counts itself in, then reads the state; the
+ * detacher moves the state, then reads the count (both sequentially consistent), so one of
+ * them sees the other. */
+int pinject_cupti_hold(void) {
+    if (!g.cfg.between_detach) return pinject_cupti_live();
+    atomic_fetch_add(&g.cb_busy, 1);
+    int a = atomic_load(&g.att);
+    if (a == PINJ_ATT_ON || a == PINJ_ATT_PENDING) return 1;
+    atomic_fetch_sub(&g.cb_busy, 1);
+    return 0;
+}
+
+void pinject_cupti_release(void) {
+    if (g.cfg.between_detach) atomic_fetch_sub(&g.cb_busy, 1);
 }
 
 int64_t pinject_now_ns(void) {
@@ -355,8 +386,11 @@ static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *
     (void)size;
     size_t dropped = 0;
     /* not from inside cuptiFinalize (a buffer handed back while detaching) */
-    if (atomic_load(&g.att) == PINJ_ATT_ON && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
-        atomic_fetch_add(&g.dropped_records, (long long)dropped);
+    if (atomic_load(&g.att) == PINJ_ATT_ON && pinject_cupti_hold()) {
+        if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+            atomic_fetch_add(&g.dropped_records, (long long)dropped);
+        pinject_cupti_release();
+    }
     if (!buffer) return;
     pthread_mutex_lock(&g.mu);
     if (atomic_load(&g.forked) || g.n_done == PINJ_MAX_BUFS) {
@@ -447,8 +481,11 @@ static void pinj_emit(void *user, const char *line, int n) {
 static int pinj_stopping;   /* control thread: the end, buffers are written whatever the attachment */
 
 static void pinj_drain(int block) {
-    /* CUPTI's buffers are parsed with a CUPTI call: not while it is detached */
-    for (; pinject_cupti_live() || pinj_stopping;) {
+    /* CUPTI's buffers are parsed with a CUPTI call: only while it is attached and cannot
+     * detach (ON: a detach is asked by this thread only); at the end, buffers a detached
+     * CUPTI handed back are returned unparsed (they hold what completed after the window's
+     * last forced flush, pinj_detach_request) */
+    for (; atomic_load(&g.att) == PINJ_ATT_ON || pinj_stopping;) {
         pinj_done d;
         pthread_mutex_lock(&g.mu);
         if (!g.n_done) { pthread_mutex_unlock(&g.mu); break; }
@@ -456,7 +493,8 @@ static void pinj_drain(int block) {
         memmove(&g.done[0], &g.done[1], (size_t)(g.n_done - 1) * sizeof g.done[0]);
         g.n_done--;
         pthread_mutex_unlock(&g.mu);
-        if (g.out_open) precord_buffer(d.buf, d.valid, &g.ctx, g.nvtx, g.nccl, pinj_emit, NULL, &g.rec);
+        if (atomic_load(&g.att) != PINJ_ATT_ON) g.bufs_unparsed++;
+        else if (g.out_open) precord_buffer(d.buf, d.valid, &g.ctx, g.nvtx, g.nccl, pinj_emit, NULL, &g.rec);
         pthread_mutex_lock(&g.mu);
         g.pool[g.n_pool++] = d.buf;
         pthread_mutex_unlock(&g.mu);
@@ -573,23 +611,41 @@ static void pinj_enable_always(void) {
 static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *max_records);
 static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid);
 static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
+static void pinj_callback_held(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
 
-/* Control thread: the window's records are in; ask the next API exit to detach CUPTI. */
+#define PINJ_DETACH_BUSY_WAIT_NS 50000000LL   /* a detach waits this long for our other callbacks to leave CUPTI */
+
+/* Control thread: the window's records are in; ask the next API exit to detach CUPTI.
+ * Everything of ours that calls CUPTI from this thread is done before the state says
+ * PENDING: from then on a program thread may finalize CUPTI at any moment. A program that
+ * made no NVTX call in the last period stays attached (the attach needs one: pinj_attach). */
 static void pinj_detach_request(int64_t now_ms) {
     g.detach_at_ms = 0;
     if (atomic_load(&g.att) != PINJ_ATT_ON) return;
+    if (now_ms - atomic_load(&g.nvtx_last_ms) > (int64_t)g.cfg.period_ms + g.cfg.window_ms) {
+        if (!g.stay_attached++)
+            pinject_note("--between detach: no NVTX call from the program in the last period; CUPTI stays attached "
+                         "between windows while none comes (the attach again runs at a program thread's NVTX range start)");
+        return;
+    }
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pinj_drain(0);   /* formatted while CUPTI is still there */
+    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
     g.att_req_ms = now_ms;
     atomic_store(&g.att, PINJ_ATT_PENDING);
-    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
 }
 
-/* A program thread at an API exit while a detach is asked: it detaches CUPTI. */
+/* A program thread at a runtime API exit while a detach is asked, inside our callback
+ * (holding CUPTI: pinject_cupti_hold): it detaches CUPTI once no other callback or
+ * program-thread CUPTI call of ours is under way (bounded: else the next exit tries). */
 static void pinj_detach_here(void) {
     int want = PINJ_ATT_PENDING;
     if (!atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_FINALIZING)) return;
     int64_t t0 = pinj_mono_ns();
+    while (atomic_load(&g.cb_busy) > 1) {
+        if (pinj_mono_ns() - t0 > PINJ_DETACH_BUSY_WAIT_NS) { atomic_store(&g.att, PINJ_ATT_PENDING); return; }
+        sched_yield();
+    }
     cuptiUnsubscribe(g.sub);
     cuptiFinalize();
     atomic_fetch_add(&g.detach_ns, pinj_mono_ns() - t0);
@@ -598,38 +654,50 @@ static void pinj_detach_here(void) {
     pinj_wake();
 }
 
-/* Control thread: CUPTI attached again (a detach asked and not done yet is taken back).
- * 0, or -1 when CUPTI cannot be attached (said once; no more windows). */
-static int pinj_attach(void) {
-    int want = PINJ_ATT_PENDING;
-    if (atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ON)) {
-        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-        pinj_enable_always();
-        g.last_attach_ns = 0;
-        return 0;
-    }
-    for (int waited = 0; atomic_load(&g.att) == PINJ_ATT_FINALIZING && waited < PINJ_DETACH_WAIT_MS; waited++) {
-        struct timespec ts = { 0, 1000000 };
-        nanosleep(&ts, NULL);
-    }
-    int a = atomic_load(&g.att);
-    if (a == PINJ_ATT_ON) { g.last_attach_ns = 0; return 0; }
-    if (a != PINJ_ATT_OFF) return -1;
-    static int failed;
-    if (failed) return -1;
+/* A program thread at an NVTX range start while a window waits for CUPTI: it attaches
+ * CUPTI again (subscribe, buffers, resource callbacks), outside any CUDA call of its own,
+ * as the detach/re-attach rounds that worked on the H200 did (profiler/demo/corr_probe.cu,
+ * variant detach); the control thread then switches the window's recording on. */
+static void pinj_attach_here(void) {
+    int want = PINJ_ATT_OFF;
+    if (!atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ATTACHING)) return;
     int64_t t0 = pinj_mono_ns();
-    CUpti_SubscriberParams sp;
-    memset(&sp, 0, sizeof sp);
-    sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    sp.subscriberName = "specprof";
-    CUptiResult r = cuptiSubscribe_v2(&g.sub, (CUpti_CallbackFunc)pinj_callback, NULL, &sp);
+    CUptiResult r = cuptiSubscribe(&g.sub, (CUpti_CallbackFunc)pinj_callback, NULL);
     if (r != CUPTI_SUCCESS) {
-        failed = 1;
-        pinject_note("attaching CUPTI again for a window failed (cuptiSubscribe: %s): no more windows", pinj_cupti_err(r));
-        return -1;
+        atomic_store(&g.attach_rc, (int)r);
+        atomic_store(&g.attach_wanted, 0);
+        atomic_store(&g.att, PINJ_ATT_OFF);
+        pinj_wake();
+        return;
     }
-    /* records handed over while CUPTI detached, with the old attachment's ids */
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
+    if (r != CUPTI_SUCCESS) atomic_store(&g.attach_rc, -(int)r);   /* said by the control thread */
+    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
+    pinj_clock_sync();
+    atomic_store(&g.attach_prog_ns, pinj_mono_ns() - t0);
+    atomic_store(&g.attach_wanted, 0);
+    atomic_fetch_add(&g.att_gen, 1);
     atomic_store(&g.att, PINJ_ATT_ON);
+    pinj_wake();
+}
+
+/* NVTX range starts (push, start): the attach a window waits for. */
+static inline void pinj_nvtx_attach_point(void) {
+    if (!g.cfg.between_detach) return;
+    atomic_store_explicit(&g.nvtx_last_ms, pinj_mono_ms(), memory_order_relaxed);
+    if (atomic_load_explicit(&g.attach_wanted, memory_order_relaxed)) pinj_attach_here();
+}
+
+/* Control thread: a program thread attached CUPTI again; take the new attachment in. */
+static void pinj_attached_again(void) {
+    unsigned gen = atomic_load(&g.att_gen);
+    if (gen == g.att_gen_seen) return;
+    g.att_gen_seen = gen;
+    int rc = atomic_load(&g.attach_rc);
+    if (rc < 0) pinject_note("cuptiActivityRegisterCallbacks after attaching again: %s", pinj_cupti_err((CUptiResult)-rc));
+    atomic_store(&g.attach_rc, 0);
+    /* records handed over while CUPTI detached, with the old attachment's ids */
     pinj_api_on = 0;   /* a new CUPTI: nothing of ours on */
     pinj_drain(0);
     /* buffers the detached CUPTI did not hand back: counted, never freed (CUPTI may still
@@ -641,23 +709,53 @@ static int pinj_attach(void) {
     g.rec.corr_base = g.rec.corr_max + 1;
     pnccl_map_forget_corrs(g.nccl);
     precord_forget_launches();
-    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
     pinj_enable_always();
-    r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
-    if (r != CUPTI_SUCCESS) pinject_note("cuptiActivityRegisterCallbacks after attaching again: %s", pinj_cupti_err(r));
-    pinj_clock_sync();
-    g.last_attach_ns = pinj_mono_ns() - t0;
+    g.last_attach_ns = atomic_load(&g.attach_prog_ns);
     g.attach_ns += g.last_attach_ns;
     g.attaches++;
-    return 0;
+}
+
+/* Control thread: CUPTI attached for a window. 0: attached now (a detach asked and not
+ * done yet is taken back); 1: the attach is asked of the program's next NVTX range start
+ * (the window opens then); -1: CUPTI cannot be attached (said once; no more windows). */
+static int pinj_attach(void) {
+    int want = PINJ_ATT_PENDING;
+    if (atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ON)) {
+        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        pinj_enable_always();
+        g.last_attach_ns = 0;
+        return 0;
+    }
+    int a = atomic_load(&g.att);
+    if (a == PINJ_ATT_ON) {
+        unsigned gen = atomic_load(&g.att_gen);
+        if (gen == g.att_gen_seen) g.last_attach_ns = 0;
+        pinj_attached_again();
+        return 0;
+    }
+    static int failed;
+    int rc = atomic_load(&g.attach_rc);
+    if (rc > 0 && !failed) {
+        failed = 1;
+        pinject_note("attaching CUPTI again for a window failed (cuptiSubscribe on a program thread: %s): no more windows",
+                     pinj_cupti_err((CUptiResult)rc));
+    }
+    if (failed) return -1;
+    if (a == PINJ_ATT_OFF && !atomic_exchange(&g.attach_wanted, 1)) g.attach_waits++;
+    return 1;   /* OFF, FINALIZING or ATTACHING: a program thread finishes it */
 }
 
 /* Opens a node-level window (control thread, or init before it exists). */
 static void pinj_window_open(const char *reason) {
     if (g.win_open) return;
     g.detach_at_ms = 0;
-    if (pinj_attach()) return;
+    int a = pinj_attach();
+    if (a > 0 && !g.win_pending[0]) {   /* opened once a program thread has attached CUPTI */
+        snprintf(g.win_pending, sizeof g.win_pending, "%s", reason);
+        g.win_pending_ms = pinj_mono_ms();
+    }
+    if (a) return;
+    g.win_pending[0] = 0;
     pinj_graph_trace(0);
     pinj_node_level(1);
     g.win_start_ns = pinject_now_ns();
@@ -803,8 +901,18 @@ static void pinj_stop(const char *reason) {
     }
     pinj_graph_trace(0);
     g.detach_at_ms = 0;
-    if (atomic_load(&g.att) == PINJ_ATT_PENDING) pinj_attach();   /* the detach asked is taken back */
-    int live = pinject_cupti_live();
+    /* --between detach: no attach after the end; a detach or an attach under way on a
+     * program thread is waited for (bounded), a detach asked is taken back */
+    atomic_store(&g.attach_wanted, 0);
+    for (int waited = 0; waited < PINJ_DETACH_WAIT_MS; waited++) {
+        int a = atomic_load(&g.att);
+        if (a != PINJ_ATT_FINALIZING && a != PINJ_ATT_ATTACHING) break;
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&g.att) == PINJ_ATT_PENDING) pinj_attach();
+    if (atomic_load(&g.att) == PINJ_ATT_ON) pinj_attached_again();
+    int live = atomic_load(&g.att) == PINJ_ATT_ON;
     if (live) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pinj_stopping = 1;
     pinj_drain(1);
@@ -868,6 +976,13 @@ static void pinj_stop(const char *reason) {
     if (g.bufs_lost)
         pinject_note("%lld activity buffers were not handed back by CUPTI before a detach (lost to the pool)",
                      (long long)g.bufs_lost);
+    if (g.bufs_unparsed)
+        pinject_note("%lld activity buffers handed back while CUPTI was detached at the end were not read "
+                     "(they hold what completed after the last window's records were taken)", (long long)g.bufs_unparsed);
+    if (g.attach_waits)
+        pinject_note("--between detach: %lld windows waited for a program thread's NVTX range start to attach CUPTI "
+                     "again, %lld attached; %lld detaches", (long long)g.attach_waits, (long long)g.attaches,
+                     (long long)atomic_load(&g.detaches));
     if (atomic_load(&g.pool_exhausted))
         pinject_note("the activity buffer pool (%d MB) ran out %lld times: raise --buffer-mb or lower --flush-ms",
                      g.cfg.buffer_mb, (long long)atomic_load(&g.pool_exhausted));
@@ -875,6 +990,12 @@ static void pinj_stop(const char *reason) {
 
 /* Windows mode: opens and closes node-level windows; returns ms until the next change. */
 static int64_t pinj_schedule(int64_t now) {
+    if (!g.win_open && g.win_pending[0]) {   /* waiting for a program thread to attach CUPTI */
+        char r[sizeof g.win_pending];
+        memcpy(r, g.win_pending, sizeof r);
+        pinj_window_open(r);
+        if (g.win_open) now = pinj_mono_ms();
+    }
     if (g.win_open) {
         int64_t last = atomic_load(&g.novel_last_ms);
         if (last + g.cfg.window_ms > g.win_until_ms) g.win_until_ms = last + g.cfg.window_ms;
@@ -985,7 +1106,7 @@ static void *pinj_control(void *arg) {
             if (g.cfg.mode == PINJ_MODE_WINDOWS) wait_ms = pinj_schedule(pinj_mono_ms());
             int block = 0;
             if (now - last_flush >= g.cfg.flush_ms) {
-                if (pinject_cupti_live()) cuptiActivityFlushAll(0);
+                if (atomic_load(&g.att) == PINJ_ATT_ON) cuptiActivityFlushAll(0);   /* not while a detach may run */
                 if (atomic_load(&g.att) == PINJ_ATT_ON) pinj_clock_sync();   /* keeps the offset to CUPTI's clock */
                 last_flush = now;
                 block = 1;
@@ -1295,6 +1416,7 @@ static int pinj_nvtx_ready(void) { return g.nvtx && !atomic_load_explicit(&g.for
 
 static void pinj_nvtx_push(const char *msg, int dom) {
     if (!pinj_nvtx_ready()) return;
+    pinj_nvtx_attach_point();   /* before the range's start time: the attach is not in the range */
     pnvtx_push(g.nvtx, &pinject_thread()->nvtx, msg ? msg : "", dom, pinject_now_ns());
     pinj_pushed(msg);
 }
@@ -1307,6 +1429,7 @@ static void pinj_nvtx_pop(int dom) {
 }
 
 static nvtxRangeId_t pinj_nvtx_start(const char *msg, int dom) {
+    if (pinj_nvtx_ready()) pinj_nvtx_attach_point();
     nvtxRangeId_t id = (nvtxRangeId_t)atomic_fetch_add(&g.nvtx_ids, 1) + 1;
     if (pinj_nvtx_ready()) pnvtx_start(g.nvtx, (uint64_t)id, msg ? msg : "", dom, pinject_now_ns());
     return id;
@@ -1408,6 +1531,14 @@ static int pinj_nvtx_install(NvtxGetExportTableFunc_t get) {
 static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
     (void)ud;
     if (atomic_load(&g.forked) || !data) return;
+    /* --between detach: counted in while we may call CUPTI here (a detach waits for us);
+     * nothing done while CUPTI is being detached or attached */
+    if (!pinject_cupti_hold()) return;
+    pinj_callback_held(dom, cbid, data);
+    pinject_cupti_release();
+}
+
+static void pinj_callback_held(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
     switch (dom) {
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
