@@ -20,13 +20,14 @@ mkdir -p "$OUT"
 W=$(mktemp -d /tmp/detach.XXXXXX)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 echo "=== detach_run start $(date -u +%T) commit $(cat COMMIT 2>/dev/null || echo '?')" | tee -a "$OUT/run.log"
-# binaries built on the CPU box are carried; make rebuilds only what is missing or older
-timeout 150 make -k -j16 bin/specprof bin/libspecprof.so bin/specbench bin/corr_probe > $W/build.log 2>&1 \
-  || { echo "BUILD FAILED (some target)"; tail -20 $W/build.log; } | tee -a "$OUT/run.log"
-tail -3 $W/build.log >> "$OUT/run.log"
+# binaries built on the CPU box are carried and used as they are; make builds what is missing
+# (or does not find its libraries here)
 for b in bin/specprof bin/libspecprof.so bin/specbench bin/corr_probe; do
-  ldd $b 2>&1 | grep "not found" | sed "s|^|$b: |" | tee -a "$OUT/run.log"
+  [ -f $b ] && ldd $b 2>&1 | grep -q "not found" && { echo "$b: $(ldd $b | grep 'not found' | head -2): rebuilt" | tee -a "$OUT/run.log"; rm -f $b; }
+  [ -f $b ] || timeout 150 make -k -j16 $b >> $W/build.log 2>&1 || echo "BUILD $b FAILED" | tee -a "$OUT/run.log"
 done
+tail -3 $W/build.log 2>/dev/null >> "$OUT/run.log"
+ls -la bin | tee -a "$OUT/run.log"
 echo "=== corr_probe ($(date -u +%T), ${SECONDS}s)" | tee -a "$OUT/run.log"
 for v in detach detach_v2 detach_thread; do
   timeout 30 bin/corr_probe $v 4 400 >> "$OUT/corr.txt" 2>&1; echo "rc $v $?" >> "$OUT/corr.txt"
