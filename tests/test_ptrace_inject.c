@@ -74,6 +74,7 @@ CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const ch
     if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) *name = "cudaLaunchKernel_v7000";
     else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) *name = "cudaGraphLaunch_v10000";
     else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) *name = "cuLaunchKernel";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020) *name = "cudaStreamSynchronize_v3020";
     else *name = "cudaGetDevice";
     return CUPTI_SUCCESS;
 }
@@ -474,11 +475,13 @@ static void scenario_detach(void) {
     if (!kept) _exit(47);
     cb_api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 7);   /* inside a runtime call */
     if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(48);
+    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);   /* not a sync */
+    if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(51);
     atomic_fetch_add(&g.cb_busy, 1);                                              /* another thread in our callback */
-    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);
+    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
     atomic_fetch_sub(&g.cb_busy, 1);
     if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(49);
-    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);
+    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
     if (atomic_load(&g.att) != PINJ_ATT_OFF || fake_finalized != 1 || fake_cb) _exit(43);
     cb_push("verify bs=1");                                                       /* while detached */
     for (int i = 0; i < 600 && !atomic_load(&g.attach_wanted); i++) sleep_ms(1);  /* the time window is due */
@@ -509,7 +512,7 @@ static void scenario_detach_no_nvtx(void) {
     if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(61);   /* a time window */
     if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(62);
     for (int i = 0; i < 60; i++) {
-        cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);
+        cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
         sleep_ms(1);
     }
     if (fake_finalized || atomic_load(&g.att) != PINJ_ATT_ON) _exit(63);
@@ -1016,7 +1019,7 @@ static void inject_detaches_cupti_between_windows(void) {
     pid_t p = run_child(DETACH, "detach", "0", "0", 0);
     int st;
     waitpid(p, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..50: the step that failed)",
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..51: the step that failed)",
           WIFEXITED(st) ? WEXITSTATUS(st) : -st);
     ptrace_file f; int part = 1;
     if (load("detach", &f, &part)) { CHECK(0, "no trace"); return; }

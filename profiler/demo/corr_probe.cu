@@ -16,6 +16,13 @@
  *   detach_thread  the same, but subscribed again (and the window's tracing switched on) from a
  *              second thread while the main thread launches graphs and kernels (specprof's
  *              re-attach before the fix: its control thread)
+ *   detach_gcap    the same as detach, but the graph replayed is captured and instantiated
+ *              inside the first window (CUPTI attached, kernel records on), as specbench's
+ *              and PyTorch's graphs are under specprof
+ *   detach_busy    the same as detach, but CUPTI is finalized at the exit of a kernel launch
+ *              while the GPU is still busy (a ~5 ms kernel and 50 more queued before it)
+ *   detach_mt      the same as detach, while a second thread launches kernels on its own stream
+ *              and synchronizes, through the detach and the re-attach
  * Each round: a window (K eager kernel launches and G launches of a graph of N kernels, then a
  * synchronize), tracing off, the same work untraced, a forced flush. Per round it prints the
  * kernels recorded, their distinct correlation ids, the API records and their distinct ids,
@@ -40,9 +47,12 @@
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "corr_probe: %s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 __global__ void tiny(float *p) { if (threadIdx.x == 0 && p) p[blockIdx.x] += 1.0f; }
+__global__ void spin(long long cycles) { long long t = clock64(); while (clock64() - t < cycles) {} }
 
-enum Variant { V_KINDS, V_PERCBID, V_PERCBID_CB, V_APISTAY, V_KINDRT, V_DETACH, V_DETACH_V2, V_DETACH_THREAD, V_N };
-static const char *vnames[] = { "kinds", "percbid", "percbid_cb", "apistay", "kindrt", "detach", "detach_v2", "detach_thread" };
+enum Variant { V_KINDS, V_PERCBID, V_PERCBID_CB, V_APISTAY, V_KINDRT, V_DETACH, V_DETACH_V2, V_DETACH_THREAD,
+               V_DETACH_GCAP, V_DETACH_BUSY, V_DETACH_MT, V_N };
+static const char *vnames[] = { "kinds", "percbid", "percbid_cb", "apistay", "kindrt", "detach", "detach_v2", "detach_thread",
+                                "detach_gcap", "detach_busy", "detach_mt" };
 static int variant;
 
 static std::mutex mu;
@@ -117,7 +127,7 @@ static double work(float *p, cudaStream_t s, cudaGraphExec_t ge, int K, int G) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: corr_probe kinds|percbid|percbid_cb|apistay|kindrt|detach|detach_v2|detach_thread [rounds] [nodes]\n"); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: corr_probe kinds|percbid|percbid_cb|apistay|kindrt|detach|detach_v2|detach_thread|detach_gcap|detach_busy|detach_mt [rounds] [nodes]\n"); return 2; }
     int v = -1;
     for (int i = 0; i < V_N; i++) if (!strcmp(argv[1], vnames[i])) v = i;
     variant = v;
@@ -139,7 +149,20 @@ int main(int argc, char **argv) {
     printf("variant %s nodes %d graph_launch_us_before_cupti %.2f\n", vnames[v], nodes, base);
     attach();
     if (v == V_KINDS) CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
-    const bool detaching = v == V_DETACH || v == V_DETACH_V2 || v == V_DETACH_THREAD;
+    const bool detaching = v >= V_DETACH && v <= V_DETACH_MT;
+    std::atomic<int> mt_stop(0);
+    std::atomic<long> mt_n(0);
+    std::thread mt;
+    if (v == V_DETACH_MT)
+        mt = std::thread([&] {
+            cudaStream_t s2;
+            CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+            while (!mt_stop) {
+                for (int i = 0; i < 16; i++) tiny<<<1, 32, 0, s2>>>(p + 512);
+                CK(cudaStreamSynchronize(s2));
+                mt_n++;
+            }
+        });
     for (int r = 0; r < rounds; r++) {
         if (detaching && detached && v != V_DETACH_THREAD) { detached = 0; attach(); }
         if (v == V_DETACH_THREAD && detached) {
@@ -173,6 +196,13 @@ int main(int argc, char **argv) {
         if (v == V_PERCBID_CB || (v == V_APISTAY && r == 0) || detaching) callbacks(1);
         if (v == V_KINDRT) CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
         CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+        if (v == V_DETACH_GCAP && r == 0) {   /* the graph replayed from now on is made under CUPTI */
+            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            for (int i = 0; i < nodes; i++) tiny<<<1, 32, 0, s>>>(p);
+            CK(cudaStreamEndCapture(s, &gr));
+            CK(cudaGraphInstantiate(&ge, gr, 0));
+            printf("  graph captured and instantiated inside the window\n");
+        }
         double win = work(p, s, ge, K, G);
         /* window off */
         CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
@@ -182,8 +212,16 @@ int main(int argc, char **argv) {
         CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
         if (detaching) {
             CU(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API));
-            detach_req = 1;
-            CK(cudaDeviceSynchronize());   /* its exit detaches */
+            if (v == V_DETACH_BUSY) {
+                spin<<<1, 1, 0, s>>>(10000000LL);   /* ~5 ms at 1.98 GHz */
+                for (int i = 0; i < 50; i++) tiny<<<1, 32, 0, s>>>(p);
+                detach_req = 1;
+                tiny<<<1, 32, 0, s>>>(p);   /* its exit detaches, the GPU busy */
+                printf("  detached at a launch's exit: stream still busy %s\n", cudaStreamQuery(s) == cudaErrorNotReady ? "yes" : "no");
+            } else {
+                detach_req = 1;
+                CK(cudaDeviceSynchronize());   /* its exit detaches */
+            }
         }
         double off = work(p, s, ge, K, 100);
         size_t nk, na, dk, da, orphan = 0;
@@ -200,6 +238,8 @@ int main(int argc, char **argv) {
         fflush(stdout);
     }
     CK(cudaDeviceSynchronize());
+    if (v == V_DETACH_MT) { mt_stop = 1; mt.join(); printf("  second thread: %ld rounds of 16 launches\n", (long)mt_n); }
+    CK(cudaGetLastError());
     printf("variant %s done\n", vnames[v]);
     return 0;
 }

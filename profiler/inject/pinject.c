@@ -67,6 +67,7 @@ typedef struct {
     int between_detach;                      /* CUPTI detached (cuptiFinalize) between windows */
     int records_all;                         /* every runtime and driver API record */
     int api_between;                         /* API records and launch callbacks stay on between windows */
+    int detach_any_exit;                     /* SPECPROF_DETACH_AT=any: finalize at any runtime API exit, not syncs only */
     int gz_level;                            /* 0: plain .json */
     int calibrate;
     char shape_ignore[128];                  /* range-name keys whose values do not make a new shape */
@@ -78,6 +79,7 @@ enum {
     PINJ_CB_ALWAYS = 2,                      /* callback all the time (graph launches, captures) */
     PINJ_REC = 4,                            /* API record inside windows */
     PINJ_CAPTURE_BEGIN = 8, PINJ_CAPTURE_END = 16, PINJ_GRAPH_LAUNCH = 32,
+    PINJ_SYNC = 64,                          /* a blocking sync: where --between detach finalizes CUPTI */
 };
 
 /* A host-side event, queued by the program's threads as a fixed-size copy and formatted
@@ -351,6 +353,10 @@ static void pinj_read_config(pinj_config *c) {
      * window; the API records and launch callbacks, once on, stay on (switched off and on
      * again, CUPTI 13.0.1 stopped advancing correlation ids: docs/profiler.md) */
     c->api_between = (int)pinj_env_d("SPECPROF_API_BETWEEN", 0) != 0;
+    /* where CUPTI is finalized: at a blocking sync's exit by default (the GPU drained, as in
+     * corr_probe's detach rounds that worked), any runtime API's exit when asked */
+    const char *da = getenv("SPECPROF_DETACH_AT");
+    c->detach_any_exit = da && !strcmp(da, "any");
     c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
     if (c->gz_level < 0) c->gz_level = 0;
     if (c->gz_level > 9) c->gz_level = 9;
@@ -615,6 +621,19 @@ static void pinj_callback_held(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, 
 
 #define PINJ_DETACH_BUSY_WAIT_NS 50000000LL   /* a detach waits this long for our other callbacks to leave CUPTI */
 
+/* The callbacks at whose exits CUPTI is finalized, on or off: the blocking syncs' (or, with
+ * SPECPROF_DETACH_AT=any, every runtime API's: the whole domain). */
+static void pinj_detach_sites(int on) {
+    if (g.cfg.detach_any_exit) {
+        cuptiEnableDomain((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        if (!on) pinj_enable_always();
+        return;
+    }
+    for (int cb = 1; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++)
+        if ((g.rt_cb[cb] & PINJ_SYNC) && !(g.rt_cb[cb] & PINJ_CB_ALWAYS))
+            cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, (CUpti_CallbackId)cb);
+}
+
 /* Control thread: the window's records are in; ask the next API exit to detach CUPTI.
  * Everything of ours that calls CUPTI from this thread is done before the state says
  * PENDING: from then on a program thread may finalize CUPTI at any moment. A program that
@@ -630,12 +649,12 @@ static void pinj_detach_request(int64_t now_ms) {
     }
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pinj_drain(0);   /* formatted while CUPTI is still there */
-    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+    pinj_detach_sites(1);
     g.att_req_ms = now_ms;
     atomic_store(&g.att, PINJ_ATT_PENDING);
 }
 
-/* A program thread at a runtime API exit while a detach is asked, inside our callback
+/* A program thread at a blocking sync's exit (SPECPROF_DETACH_AT=any: any runtime API's) while a detach is asked, inside our callback
  * (holding CUPTI: pinject_cupti_hold): it detaches CUPTI once no other callback or
  * program-thread CUPTI call of ours is under way (bounded: else the next exit tries). */
 static void pinj_detach_here(void) {
@@ -721,8 +740,7 @@ static void pinj_attached_again(void) {
 static int pinj_attach(void) {
     int want = PINJ_ATT_PENDING;
     if (atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ON)) {
-        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-        pinj_enable_always();
+        pinj_detach_sites(0);
         g.last_attach_ns = 0;
         return 0;
     }
@@ -1546,13 +1564,14 @@ static void pinj_callback_held(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, 
         /* at a runtime API's exit only, as Kineto: a driver call's exit is often inside a
          * runtime call, whose own exit would then run in a CUPTI already torn down (on the
          * H200, finalizing at driver exits corrupted the heap of every PyTorch process) */
+        unsigned char k = cbid < (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE)
+                              ? (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g.rt_cb : g.drv_cb)[cbid] : 0;
         if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && d->callbackSite == CUPTI_API_EXIT &&
-            atomic_load_explicit(&g.att, memory_order_relaxed) == PINJ_ATT_PENDING) {
+            atomic_load_explicit(&g.att, memory_order_relaxed) == PINJ_ATT_PENDING &&
+            ((k & PINJ_SYNC) || g.cfg.detach_any_exit)) {
             pinj_detach_here();
             return;
         }
-        unsigned char k = cbid < (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE)
-                              ? (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g.rt_cb : g.drv_cb)[cbid] : 0;
         if (k & (PINJ_CAPTURE_BEGIN | PINJ_CAPTURE_END)) {
             pinj_capture_api(!!(k & PINJ_CAPTURE_BEGIN), d->callbackSite == CUPTI_API_ENTER);
             break;
@@ -1584,7 +1603,7 @@ static unsigned char pinj_classify(const char *n) {
     for (size_t i = 0; i < sizeof launch / sizeof launch[0]; i++)
         if (!strncmp(n, launch[i], strlen(launch[i]))) return PINJ_CB_WINDOW | PINJ_REC;
     for (size_t i = 0; i < sizeof sync / sizeof sync[0]; i++)
-        if (!strncmp(n, sync[i], strlen(sync[i]))) return PINJ_REC;
+        if (!strncmp(n, sync[i], strlen(sync[i]))) return PINJ_REC | PINJ_SYNC;
     if (!strncmp(n, "cudaStreamBeginCapture", 22) || !strncmp(n, "cuStreamBeginCapture", 20)) return PINJ_CB_ALWAYS | PINJ_CAPTURE_BEGIN;
     if (!strncmp(n, "cudaStreamEndCapture", 20) || !strncmp(n, "cuStreamEndCapture", 18)) return PINJ_CB_ALWAYS | PINJ_CAPTURE_END;
     return 0;
