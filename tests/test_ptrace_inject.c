@@ -31,6 +31,7 @@ static int fake_n_pending, fake_enabled_kinds;
 /* cuptiFinalize detaches: CUPTI calls made after it and before the next subscribe count
  * in fake_touched (they would attach the real CUPTI again) */
 static int fake_detached, fake_finalized, fake_subscribed, fake_registered, fake_touched;
+static long fake_subscribe_tid;   /* the thread of the last subscribe */
 #define FAKE_TOUCH() do { if (__atomic_load_n(&fake_detached, __ATOMIC_SEQ_CST)) __atomic_add_fetch(&fake_touched, 1, __ATOMIC_SEQ_CST); } while (0)
 
 CUptiResult cuptiFinalize(void) {
@@ -56,6 +57,7 @@ CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, 
     }
     fake_cb = cb;
     *s = (CUpti_SubscriberHandle)&fake_cb;
+    __atomic_store_n(&fake_subscribe_tid, (long)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
     __atomic_store_n(&fake_detached, 0, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&fake_subscribed, 1, __ATOMIC_SEQ_CST);
     return CUPTI_SUCCESS;
@@ -72,6 +74,7 @@ CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain d, uint32_t cbid, const ch
     if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) *name = "cudaLaunchKernel_v7000";
     else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) *name = "cudaGraphLaunch_v10000";
     else if (d == CUPTI_CB_DOMAIN_DRIVER_API && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) *name = "cuLaunchKernel";
+    else if (d == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020) *name = "cudaStreamSynchronize_v3020";
     else *name = "cudaGetDevice";
     return CUPTI_SUCCESS;
 }
@@ -267,7 +270,7 @@ static void submit_buffer(uint32_t corr_eager, uint32_t corr_graph, uint64_t nod
 static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
 
 typedef enum { END_EXIT, END_SIGTERM, END_HANG, END_LATE_BUFFER, NCCL_SHIM, WINDOWS, END_SEGV, END_ABORT,
-               END_FULL, END_FORK, THREADS, DETACH, API_BETWEEN } scenario_end;
+               END_FULL, END_FORK, THREADS, DETACH, API_BETWEEN, DETACH_NO_NVTX } scenario_end;
 
 /* issue 17's faults, on the CPU (END_FULL limits the file's size to what it holds after the
  * first records, so that every later write fails) */
@@ -395,7 +398,7 @@ static void scenario(scenario_end how, int signals) {
         sleep_ms(100);                   /* the parent's writer runs on after the child's exit */
         exit(WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 10);
     }
-    case NCCL_SHIM: case THREADS: case WINDOWS: case DETACH: case API_BETWEEN: break;
+    case NCCL_SHIM: case THREADS: case WINDOWS: case DETACH: case API_BETWEEN: case DETACH_NO_NVTX: break;
     }
 }
 
@@ -409,6 +412,13 @@ static int wait_kind(CUpti_ActivityKind k, int want, int ms) {
 }
 
 static void push_pop(const char *name) { cb_push(name); cb_pop(); }
+
+/* nvtxRangeStartA + nvtxRangeEnd: a range outside the push/pop stack */
+static void start_end(const char *name) {
+    fake_nvtx_init();
+    nvtxRangeId_t id = ((nvtxRangeId_t (*)(const char *))fake_core_fn[NVTX_CBID_CORE_RangeStartA])(name);
+    ((void (*)(nvtxRangeId_t))fake_core_fn[NVTX_CBID_CORE_RangeEnd])(id);
+}
 
 /* windows with the default SPECPROF_API_BETWEEN (1) (PERIOD 300): the start window and a time window open and close
  * the kernel records; the per-API records are switched on once and never off. Exit codes
@@ -439,11 +449,13 @@ static void cb_api_exit(CUpti_CallbackDomain d, CUpti_CallbackId cbid, uint32_t 
 }
 
 /* --between detach (SPECPROF_WINDOW_MS 50, PERIOD 400, no shape windows): the
- * start window's records are written, then CUPTI is detached at a program thread's API exit
- * (cuptiUnsubscribe + cuptiFinalize); while detached an NVTX range opens and nothing calls
- * CUPTI; the time window subscribes again, registers the buffers again, and its launch with
- * the same CUPTI correlation id as before gets another id in the trace and the phase of the
- * range opened while detached. Exit codes 40.. say which step failed. */
+ * start window's records are written, then CUPTI is detached at a program thread's runtime
+ * API exit (cuptiUnsubscribe + cuptiFinalize), not while another of our callbacks is inside
+ * CUPTI; while detached an NVTX range opens and nothing calls CUPTI; the time window waits
+ * for the program's next NVTX range start, which subscribes again on the program's thread
+ * (not specprof's) and registers the buffers again; its launch with the same CUPTI
+ * correlation id as before gets another id in the trace and the phase of the range opened
+ * while detached. Exit codes 40.. say which step failed. */
 static void scenario_detach(void) {
     if (!InitializeInjection() || !fake_cb) _exit(3);
     CUpti_ResourceData rd;
@@ -463,9 +475,20 @@ static void scenario_detach(void) {
     if (!kept) _exit(47);
     cb_api_exit(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 7);   /* inside a runtime call */
     if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(48);
-    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);
+    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 7);   /* not a sync */
+    if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(51);
+    atomic_fetch_add(&g.cb_busy, 1);                                              /* another thread in our callback */
+    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
+    atomic_fetch_sub(&g.cb_busy, 1);
+    if (atomic_load(&g.att) != PINJ_ATT_PENDING || fake_finalized) _exit(49);
+    cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
     if (atomic_load(&g.att) != PINJ_ATT_OFF || fake_finalized != 1 || fake_cb) _exit(43);
     cb_push("verify bs=1");                                                       /* while detached */
+    for (int i = 0; i < 600 && !atomic_load(&g.attach_wanted); i++) sleep_ms(1);  /* the time window is due */
+    sleep_ms(30);
+    if (fake_subscribed != 1 || fake_touched) _exit(46);                          /* nothing attached it meanwhile */
+    start_end("tick");                                                            /* attaches, on this thread */
+    if (fake_subscribed != 2 || fake_subscribe_tid != (long)syscall(SYS_gettid)) _exit(50);
     if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(44);     /* the time window */
     if (fake_subscribed != 2 || fake_registered != 2 || !fake_cb) _exit(45);
     if (fake_touched) _exit(46);                                                   /* CUPTI called while detached */
@@ -473,6 +496,26 @@ static void scenario_detach(void) {
     cb_pop();
     submit_buffer(5, 6, 0);
     sleep_ms(30);
+    exit(0);
+}
+
+/* --between detach in a program that makes no NVTX call: CUPTI is never detached (the
+ * attach again needs a program thread's NVTX range start), windows open and close as with
+ * --between none. Exit codes 60.. */
+static void scenario_detach_no_nvtx(void) {
+    if (!InitializeInjection() || !fake_cb) _exit(3);
+    CUpti_ResourceData rd;
+    memset(&rd, 0, sizeof rd);
+    rd.context = (CUcontext)0x1;
+    fake_cb(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(60);   /* start window over */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 1, 600)) _exit(61);   /* a time window */
+    if (wait_kind(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, 0, 300)) _exit(62);
+    for (int i = 0; i < 60; i++) {
+        cb_api_exit(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, 7);
+        sleep_ms(1);
+    }
+    if (fake_finalized || atomic_load(&g.att) != PINJ_ATT_ON) _exit(63);
     exit(0);
 }
 
@@ -583,7 +626,7 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
          * window, so its window is made long enough to hold everything */
         setenv("SPECPROF_WINDOW_MS", signals ? "2000" : "50", 1);
         setenv("SPECPROF_PERIOD_MS", signals ? "4000" : "1000", 1);
-        if (how == WINDOWS || how == DETACH || how == API_BETWEEN)
+        if (how == WINDOWS || how == DETACH || how == API_BETWEEN || how == DETACH_NO_NVTX)
             setenv("SPECPROF_MODE", "windows", 1);   /* the default is always */
         if (how == WINDOWS) {
             setenv("SPECPROF_WINDOW_MS", "60", 1);
@@ -599,6 +642,12 @@ static pid_t run_child(scenario_end how, const char *sub, const char *delay, con
             setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
             setenv("SPECPROF_BETWEEN", "detach", 1);
             scenario_detach();
+        }
+        if (how == DETACH_NO_NVTX) {
+            setenv("SPECPROF_PERIOD_MS", "150", 1);
+            setenv("SPECPROF_SHAPE_REPLAYS", "0", 1);
+            setenv("SPECPROF_BETWEEN", "detach", 1);
+            scenario_detach_no_nvtx();
         }
         if (how == API_BETWEEN) {
             setenv("SPECPROF_PERIOD_MS", "300", 1);
@@ -971,7 +1020,7 @@ static void inject_detaches_cupti_between_windows(void) {
     pid_t p = run_child(DETACH, "detach", "0", "0", 0);
     int st;
     waitpid(p, &st, 0);
-    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..48: the step that failed)",
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 40..51: the step that failed)",
           WIFEXITED(st) ? WEXITSTATUS(st) : -st);
     ptrace_file f; int part = 1;
     if (load("detach", &f, &part)) { CHECK(0, "no trace"); return; }
@@ -1005,6 +1054,21 @@ static void inject_detaches_cupti_between_windows(void) {
     ptrace_file_free(&f);
 }
 
+static void inject_detach_stays_attached_without_nvtx(void) {
+    pid_t p = run_child(DETACH_NO_NVTX, "detachnonvtx", "0", "0", 0);
+    int st;
+    waitpid(p, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d (exit code 60..63: the step that failed)",
+          WIFEXITED(st) ? WEXITSTATUS(st) : -st);
+    ptrace_file f; int part = 1;
+    if (load("detachnonvtx", &f, &part)) { CHECK(0, "no trace"); return; }
+    CHECK(!part && f.info.complete && f.info.end.detaches == 0 && f.info.end.windows >= 2,
+          "part %d complete %d detaches %lld windows %lld", part, f.info.complete, (long long)f.info.end.detaches,
+          (long long)f.info.end.windows);
+    CHECK(note_has("detachnonvtx", "no NVTX call from the program"), "staying attached is not said");
+    ptrace_file_free(&f);
+}
+
 static void inject_api_records_stay_on_between_windows(void) {
     pid_t p = run_child(API_BETWEEN, "apibetween", "0", "0", 0);
     int st;
@@ -1033,6 +1097,7 @@ int main(void) {
     RUN(inject_32_threads_lose_and_mix_nothing);
     RUN(inject_windows_follow_shapes_and_time);
     RUN(inject_detaches_cupti_between_windows);
+    RUN(inject_detach_stays_attached_without_nvtx);
     RUN(inject_api_records_stay_on_between_windows);
     char cmd[400];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

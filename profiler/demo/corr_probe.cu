@@ -11,6 +11,18 @@
  *   kindrt     kernel activity + the whole RUNTIME kind toggled
  *   detach     everything on in a window; between windows CUPTI detached (cuptiUnsubscribe +
  *              cuptiFinalize at a runtime API's exit, as Kineto), subscribed again for the next
+ *              window on the main thread (cuptiSubscribe)
+ *   detach_v2  the same, subscribed again with cuptiSubscribe_v2 (specprof's first attach)
+ *   detach_thread  the same, but subscribed again (and the window's tracing switched on) from a
+ *              second thread while the main thread launches graphs and kernels (specprof's
+ *              re-attach before the fix: its control thread)
+ *   detach_gcap    the same as detach, but the graph replayed is captured and instantiated
+ *              inside the first window (CUPTI attached, kernel records on), as specbench's
+ *              and PyTorch's graphs are under specprof
+ *   detach_busy    the same as detach, but CUPTI is finalized at the exit of a kernel launch
+ *              while the GPU is still busy (a ~5 ms kernel and 50 more queued before it)
+ *   detach_mt      the same as detach, while a second thread launches kernels on its own stream
+ *              and synchronizes, through the detach and the re-attach
  * Each round: a window (K eager kernel launches and G launches of a graph of N kernels, then a
  * synchronize), tracing off, the same work untraced, a forced flush. Per round it prints the
  * kernels recorded, their distinct correlation ids, the API records and their distinct ids,
@@ -30,13 +42,18 @@
 #include <set>
 #include <vector>
 #include <mutex>
+#include <thread>
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { fprintf(stderr, "corr_probe: %s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
 
 __global__ void tiny(float *p) { if (threadIdx.x == 0 && p) p[blockIdx.x] += 1.0f; }
+__global__ void spin(long long cycles) { long long t = clock64(); while (clock64() - t < cycles) {} }
 
-enum Variant { V_KINDS, V_PERCBID, V_PERCBID_CB, V_APISTAY, V_KINDRT, V_DETACH };
-static const char *vnames[] = { "kinds", "percbid", "percbid_cb", "apistay", "kindrt", "detach" };
+enum Variant { V_KINDS, V_PERCBID, V_PERCBID_CB, V_APISTAY, V_KINDRT, V_DETACH, V_DETACH_V2, V_DETACH_THREAD,
+               V_DETACH_GCAP, V_DETACH_BUSY, V_DETACH_MT, V_N };
+static const char *vnames[] = { "kinds", "percbid", "percbid_cb", "apistay", "kindrt", "detach", "detach_v2", "detach_thread",
+                                "detach_gcap", "detach_busy", "detach_mt" };
+static int variant;
 
 static std::mutex mu;
 static std::vector<uint32_t> kcorr, acorr;
@@ -75,7 +92,14 @@ static const char *err(CUptiResult r) { const char *s = "?"; cuptiGetResultStrin
 #define CU(x) do { CUptiResult r_ = (x); if (r_ != CUPTI_SUCCESS) printf("  CUPTI %s: %s\n", #x, err(r_)); } while (0)
 
 static void attach(void) {
-    CU(cuptiSubscribe(&sub, (CUpti_CallbackFunc)cb, NULL));
+    if (variant == V_DETACH_V2) {
+        CUpti_SubscriberParams sp;
+        memset(&sp, 0, sizeof sp);
+        sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+        sp.subscriberName = "corr_probe";
+        CU(cuptiSubscribe_v2(&sub, (CUpti_CallbackFunc)cb, NULL, &sp));
+    } else
+        CU(cuptiSubscribe(&sub, (CUpti_CallbackFunc)cb, NULL));
     CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
 }
 static void percbid(int on) {
@@ -103,9 +127,10 @@ static double work(float *p, cudaStream_t s, cudaGraphExec_t ge, int K, int G) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: corr_probe kinds|percbid|percbid_cb|apistay|kindrt|detach [rounds] [nodes]\n"); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: corr_probe kinds|percbid|percbid_cb|apistay|kindrt|detach|detach_v2|detach_thread|detach_gcap|detach_busy|detach_mt [rounds] [nodes]\n"); return 2; }
     int v = -1;
-    for (int i = 0; i < 6; i++) if (!strcmp(argv[1], vnames[i])) v = i;
+    for (int i = 0; i < V_N; i++) if (!strcmp(argv[1], vnames[i])) v = i;
+    variant = v;
     if (v < 0) { fprintf(stderr, "corr_probe: variant \"%s\" unknown\n", argv[1]); return 2; }
     int rounds = argc > 2 ? atoi(argv[2]) : 4, nodes = argc > 3 ? atoi(argv[3]) : 400;
     const int K = 50, G = 20;
@@ -124,13 +149,60 @@ int main(int argc, char **argv) {
     printf("variant %s nodes %d graph_launch_us_before_cupti %.2f\n", vnames[v], nodes, base);
     attach();
     if (v == V_KINDS) CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
+    const bool detaching = v >= V_DETACH && v <= V_DETACH_MT;
+    std::atomic<int> mt_stop(0);
+    std::atomic<long> mt_n(0);
+    std::thread mt;
+    if (v == V_DETACH_MT)
+        mt = std::thread([&] {
+            cudaStream_t s2;
+            CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+            while (!mt_stop) {
+                for (int i = 0; i < 16; i++) tiny<<<1, 32, 0, s2>>>(p + 512);
+                CK(cudaStreamSynchronize(s2));
+                mt_n++;
+            }
+        });
     for (int r = 0; r < rounds; r++) {
-        if (v == V_DETACH && detached) { detached = 0; attach(); }
+        if (detaching && detached && v != V_DETACH_THREAD) { detached = 0; attach(); }
+        if (v == V_DETACH_THREAD && detached) {
+            /* attach and switch the window on from another thread while this one launches */
+            detached = 0;
+            std::atomic<int> done(0);
+            std::thread t([&] {
+                struct timespec ts = { 0, 2000000 };
+                nanosleep(&ts, NULL);
+                attach();
+                percbid(1);
+                callbacks(1);
+                CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+                done = 1;
+            });
+            int n = 0;
+            while (!done || n < 4) {
+                CK(cudaGraphLaunch(ge, s));
+                tiny<<<1, 32, 0, s>>>(p);
+                if (++n % 8 == 0) CK(cudaStreamSynchronize(s));
+            }
+            t.join();
+            CK(cudaDeviceSynchronize());
+            CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+            { std::lock_guard<std::mutex> l(mu); kcorr.clear(); acorr.clear(); }
+            printf("  attached from a second thread during %d graph launches: ok so far\n", n);
+            fflush(stdout);
+        }
         /* window on */
-        if (v == V_PERCBID || v == V_PERCBID_CB || (v == V_APISTAY && r == 0) || v == V_DETACH) percbid(1);
-        if (v == V_PERCBID_CB || (v == V_APISTAY && r == 0) || v == V_DETACH) callbacks(1);
+        if (v == V_PERCBID || v == V_PERCBID_CB || (v == V_APISTAY && r == 0) || detaching) percbid(1);
+        if (v == V_PERCBID_CB || (v == V_APISTAY && r == 0) || detaching) callbacks(1);
         if (v == V_KINDRT) CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));
         CU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+        if (v == V_DETACH_GCAP && r == 0) {   /* the graph replayed from now on is made under CUPTI */
+            CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+            for (int i = 0; i < nodes; i++) tiny<<<1, 32, 0, s>>>(p);
+            CK(cudaStreamEndCapture(s, &gr));
+            CK(cudaGraphInstantiate(&ge, gr, 0));
+            printf("  graph captured and instantiated inside the window\n");
+        }
         double win = work(p, s, ge, K, G);
         /* window off */
         CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
@@ -138,10 +210,18 @@ int main(int argc, char **argv) {
         if (v == V_PERCBID_CB) callbacks(0);
         if (v == V_KINDRT) CU(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
         CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-        if (v == V_DETACH) {
+        if (detaching) {
             CU(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API));
-            detach_req = 1;
-            CK(cudaDeviceSynchronize());   /* its exit detaches */
+            if (v == V_DETACH_BUSY) {
+                spin<<<1, 1, 0, s>>>(10000000LL);   /* ~5 ms at 1.98 GHz */
+                for (int i = 0; i < 50; i++) tiny<<<1, 32, 0, s>>>(p);
+                detach_req = 1;
+                tiny<<<1, 32, 0, s>>>(p);   /* its exit detaches, the GPU busy */
+                printf("  detached at a launch's exit: stream still busy %s\n", cudaStreamQuery(s) == cudaErrorNotReady ? "yes" : "no");
+            } else {
+                detach_req = 1;
+                CK(cudaDeviceSynchronize());   /* its exit detaches */
+            }
         }
         double off = work(p, s, ge, K, 100);
         size_t nk, na, dk, da, orphan = 0;
@@ -154,10 +234,12 @@ int main(int argc, char **argv) {
         }
         printf("round %d kernels %zu distinct_kernel_corr %zu (healthy %d) api %zu distinct_api_corr %zu "
                "kernel_ids_without_api %zu graph_launch_us_in_window %.2f between %.2f (before %.2f)%s\n",
-               r, nk, dk, K + G, na, da, orphan, win, off, base, v == V_DETACH ? (detached ? " detached" : " NOT detached") : "");
+               r, nk, dk, K + G, na, da, orphan, win, off, base, detaching ? (detached ? " detached" : " NOT detached") : "");
         fflush(stdout);
     }
     CK(cudaDeviceSynchronize());
+    if (v == V_DETACH_MT) { mt_stop = 1; mt.join(); printf("  second thread: %ld rounds of 16 launches\n", (long)mt_n); }
+    CK(cudaGetLastError());
     printf("variant %s done\n", vnames[v]);
     return 0;
 }

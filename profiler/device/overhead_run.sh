@@ -30,7 +30,10 @@
 # (--mode always). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
 # apion nocal"). CALIB_ENV: environment for the windowed calibration capture (e.g.
 # SPECPROF_API_BETWEEN=1), CALIB_ARGS its specprof options (e.g. --mode windows); SAMPLES=0: no
-# samples.tar.gz. Binaries built on the CPU box are used when present in bin/.
+# samples.tar.gz, SAMPLE_MODE (default specprof): the mode whose round-1 traces go into it;
+# CORR_ALL=1: corr.txt for every round's traces, not round 1's only; SMOKE_ARGS: specprof
+# options of the smoke run; SB_TIMEOUT_S, TB_TIMEOUT_S, EL_TIMEOUT_S (60, 90, 60): per
+# process. Binaries built on the CPU box are used when present in bin/.
 set -u
 OUT=${OUT:-/tmp/overhead}
 mkdir -p "$OUT"
@@ -108,18 +111,18 @@ run_one() {
   case $loop in
     eager_plain|eager_spec)
       local spec=0; [ $loop = eager_spec ] && spec=4
-      timeout 60 $pre $EL --spec-tokens $spec --runs ${EL_RUNS:-4} --tokens 64 > $W/p.out 2>&1
+      timeout ${EL_TIMEOUT_S:-60} $pre $EL --spec-tokens $spec --runs ${EL_RUNS:-4} --tokens 64 > $W/p.out 2>&1
       awk -v l=$loop -v m=$mode -v r=$round '$1=="run"{print l","m","r","$2","$8}' $W/p.out >> "$OUT/rows.csv" ;;
     sb_decode_c1|sb_spec_c16)
       local args="--mode baseline --concurrency 1"
       [ $loop = sb_spec_c16 ] && args="--mode spec --steps 3 --alpha 0.7 --concurrency 16"
       rm -f $W/sb.csv
-      timeout 60 $pre $SB --preset llama8b $args $COMMON --warmup 10 --seconds 1 --repeats ${SB_REPEATS:-4} --csv $W/sb.csv > $W/p.out 2>&1
+      timeout ${SB_TIMEOUT_S:-60} $pre $SB --preset llama8b $args $COMMON --warmup 10 --seconds 1 --repeats ${SB_REPEATS:-4} --csv $W/sb.csv > $W/p.out 2>&1
       awk -F, -v l=$loop -v m=$mode -v r=$round 'NR==1{for(i=1;i<=NF;i++){if($i=="tok_s")c=i; if($i=="rep")q=i}} NR>1{print l","m","r","$q","$c}' \
         $W/sb.csv >> "$OUT/rows.csv" 2>/dev/null ;;
     tb)
       rm -f $W/tb.csv
-      timeout 90 $pre $TB --preset torch-dense --mode baseline,spec --steps 3 --alpha 0.7 --concurrency 1,13 \
+      timeout ${TB_TIMEOUT_S:-90} $pre $TB --preset torch-dense --mode baseline,spec --steps 3 --alpha 0.7 --concurrency 1,13 \
         --prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64 --warmup 3 --seconds 0.4 --repeats ${TB_REPEATS:-4} \
         --csv $W/tb.csv > $W/p.out 2>&1
       awk -F, -v m=$mode -v r=$round 'NR==1{for(i=1;i<=NF;i++){if($i=="tok_s")c=i; if($i=="rep")q=i; if($i=="mode")o=i; if($i=="concurrency")n=i}}
@@ -130,17 +133,19 @@ run_one() {
   local n=$(grep -c "$pat" "$OUT/rows.csv")
   echo "$loop $mode round $round: $n runs in $((SECONDS - t0)) s: $(grep "$pat" "$OUT/rows.csv" | cut -d, -f1,5 | tr '\n' ' ')" | tee -a "$LOG"
   [ "$n" -gt 0 ] || tail -5 $W/p.out | tee -a "$LOG"
+  # what specprof said (notes, a killed command) and any crash, for the profiled modes
+  [ "$mode" = none ] || grep -E "note from|killed by|timed out|Aborted|corrupt|Segmentation|error" $W/p.out | head -6 | tee -a "$LOG"
   local f=$(ls $tdir/specprof.rank*.json* 2>/dev/null | head -1)
   if [ -n "$f" ]; then
     $SP check --json "$f" 2>/dev/null | sed "s/^{/{\"loop\":\"$loop\",\"mode\":\"$mode\",\"round\":$round,\"size\":$(stat -c %s "$f"),/" >> "$OUT/stats.jsonl"
-    [ $round = 1 ] && corr_of "$f" "$loop.$mode"
-    [ $mode = specprof ] && [ $round = 1 ] && cp "$f" $W/samples/$loop.$(basename "$f")
+    { [ $round = 1 ] || [ "${CORR_ALL:-0}" = 1 ]; } && corr_of "$f" "$loop.$mode.$round"
+    [ $mode = "${SAMPLE_MODE:-specprof}" ] && [ $round = 1 ] && cp "$f" $W/samples/$loop.$(basename "$f")
     rm -rf $tdir
   fi
 }
 
 step "smoke: default mode on a short specbench run"
-timeout 40 $SP -o $W/smoke -- $SB --preset llama8b --mode baseline --concurrency 1 $COMMON --warmup 5 --seconds ${SMOKE_S:-2} 2>&1 | tail -4 | tee -a "$LOG"
+timeout 40 $SP -o $W/smoke ${SMOKE_ARGS:-} -- $SB --preset llama8b --mode baseline --concurrency 1 $COMMON --warmup 5 --seconds ${SMOKE_S:-2} 2>&1 | tail -4 | tee -a "$LOG"
 $SP check $W/smoke/specprof.rank*.json* 2>&1 | head -14 | tee -a "$LOG"
 for f in $W/smoke/specprof.rank*.json*; do corr_of "$f" smoke; done
 EAGER_OK=1

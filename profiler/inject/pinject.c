@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -66,6 +67,7 @@ typedef struct {
     int between_detach;                      /* CUPTI detached (cuptiFinalize) between windows */
     int records_all;                         /* every runtime and driver API record */
     int api_between;                         /* API records and launch callbacks stay on between windows */
+    int detach_any_exit;                     /* SPECPROF_DETACH_AT=any: finalize at any runtime API exit, not syncs only */
     int gz_level;                            /* 0: plain .json */
     int calibrate;
     char shape_ignore[128];                  /* range-name keys whose values do not make a new shape */
@@ -77,6 +79,7 @@ enum {
     PINJ_CB_ALWAYS = 2,                      /* callback all the time (graph launches, captures) */
     PINJ_REC = 4,                            /* API record inside windows */
     PINJ_CAPTURE_BEGIN = 8, PINJ_CAPTURE_END = 16, PINJ_GRAPH_LAUNCH = 32,
+    PINJ_SYNC = 64,                          /* a blocking sync: where --between detach finalizes CUPTI */
 };
 
 /* A host-side event, queued by the program's threads as a fixed-size copy and formatted
@@ -178,9 +181,23 @@ static struct {
      * measured while attached (a CUPTI call while detached would attach CUPTI again) */
     atomic_llong clock_off_ns;
     atomic_llong nvtx_ids;                   /* start/end range ids we hand out */
+    /* --between detach: our callbacks and program-thread CUPTI calls under way (a detach
+     * waits until none but its own is), the attach a window waits for (done by a program
+     * thread at its next NVTX range start: attaching from our thread while the program
+     * launched broke every program on the H200), the last NVTX call (ms) */
+    atomic_int cb_busy;
+    atomic_int attach_wanted;
+    atomic_uint att_gen;                     /* attachments made by program threads */
+    unsigned att_gen_seen;                   /* control thread: the last one it took in */
+    atomic_llong attach_prog_ns;             /* that attachment's time on the program's thread */
+    atomic_int attach_rc;                    /* its CUPTI error, 0 when it worked */
+    atomic_llong nvtx_last_ms;
+    char win_pending[16];                    /* control thread: a window waiting for the attach */
+    int64_t win_pending_ms, attach_waits, stay_attached;
+    int64_t bufs_unparsed;                   /* handed back by a detached CUPTI at the end, not parsed */
 } g;
 
-enum { PINJ_ATT_ON = 0, PINJ_ATT_PENDING, PINJ_ATT_FINALIZING, PINJ_ATT_OFF };
+enum { PINJ_ATT_ON = 0, PINJ_ATT_PENDING, PINJ_ATT_FINALIZING, PINJ_ATT_OFF, PINJ_ATT_ATTACHING };
 
 static pthread_once_t pinj_once = PTHREAD_ONCE_INIT;
 static __thread pinject_tls pinj_tls;
@@ -212,6 +229,22 @@ static void pinj_clock_sync(void) {
 int pinject_cupti_live(void) {
     int a = atomic_load_explicit(&g.att, memory_order_relaxed);
     return a == PINJ_ATT_ON || a == PINJ_ATT_PENDING;
+}
+
+/* Dekker with pinj_detach_here: the holder counts itself in, then reads the state; the
+ * detacher moves the state, then reads the count (both sequentially consistent), so one of
+ * them sees the other. */
+int pinject_cupti_hold(void) {
+    if (!g.cfg.between_detach) return pinject_cupti_live();
+    atomic_fetch_add(&g.cb_busy, 1);
+    int a = atomic_load(&g.att);
+    if (a == PINJ_ATT_ON || a == PINJ_ATT_PENDING) return 1;
+    atomic_fetch_sub(&g.cb_busy, 1);
+    return 0;
+}
+
+void pinject_cupti_release(void) {
+    if (g.cfg.between_detach) atomic_fetch_sub(&g.cb_busy, 1);
 }
 
 int64_t pinject_now_ns(void) {
@@ -322,6 +355,10 @@ static void pinj_read_config(pinj_config *c) {
      * H200 call 5; kept on, 5402 with 5402, at 4.9% against 4.6% cost: docs/profiler.md).
      * SPECPROF_API_BETWEEN=0 switches them per window as before. */
     c->api_between = c->mode == PINJ_MODE_WINDOWS && (int)pinj_env_d("SPECPROF_API_BETWEEN", 1) != 0;
+    /* where CUPTI is finalized: at a blocking sync's exit by default (the GPU drained, as in
+     * corr_probe's detach rounds that worked), any runtime API's exit when asked */
+    const char *da = getenv("SPECPROF_DETACH_AT");
+    c->detach_any_exit = da && !strcmp(da, "any");
     c->gz_level = (int)pinj_env_d("SPECPROF_GZ_LEVEL", 6);
     if (c->gz_level < 0) c->gz_level = 0;
     if (c->gz_level > 9) c->gz_level = 9;
@@ -357,8 +394,11 @@ static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *
     (void)size;
     size_t dropped = 0;
     /* not from inside cuptiFinalize (a buffer handed back while detaching) */
-    if (atomic_load(&g.att) == PINJ_ATT_ON && cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
-        atomic_fetch_add(&g.dropped_records, (long long)dropped);
+    if (atomic_load(&g.att) == PINJ_ATT_ON && pinject_cupti_hold()) {
+        if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+            atomic_fetch_add(&g.dropped_records, (long long)dropped);
+        pinject_cupti_release();
+    }
     if (!buffer) return;
     pthread_mutex_lock(&g.mu);
     if (atomic_load(&g.forked) || g.n_done == PINJ_MAX_BUFS) {
@@ -449,8 +489,11 @@ static void pinj_emit(void *user, const char *line, int n) {
 static int pinj_stopping;   /* control thread: the end, buffers are written whatever the attachment */
 
 static void pinj_drain(int block) {
-    /* CUPTI's buffers are parsed with a CUPTI call: not while it is detached */
-    for (; pinject_cupti_live() || pinj_stopping;) {
+    /* CUPTI's buffers are parsed with a CUPTI call: only while it is attached and cannot
+     * detach (ON: a detach is asked by this thread only); at the end, buffers a detached
+     * CUPTI handed back are returned unparsed (they hold what completed after the window's
+     * last forced flush, pinj_detach_request) */
+    for (; atomic_load(&g.att) == PINJ_ATT_ON || pinj_stopping;) {
         pinj_done d;
         pthread_mutex_lock(&g.mu);
         if (!g.n_done) { pthread_mutex_unlock(&g.mu); break; }
@@ -458,7 +501,8 @@ static void pinj_drain(int block) {
         memmove(&g.done[0], &g.done[1], (size_t)(g.n_done - 1) * sizeof g.done[0]);
         g.n_done--;
         pthread_mutex_unlock(&g.mu);
-        if (g.out_open) precord_buffer(d.buf, d.valid, &g.ctx, g.nvtx, g.nccl, pinj_emit, NULL, &g.rec);
+        if (atomic_load(&g.att) != PINJ_ATT_ON) g.bufs_unparsed++;
+        else if (g.out_open) precord_buffer(d.buf, d.valid, &g.ctx, g.nvtx, g.nccl, pinj_emit, NULL, &g.rec);
         pthread_mutex_lock(&g.mu);
         g.pool[g.n_pool++] = d.buf;
         pthread_mutex_unlock(&g.mu);
@@ -575,23 +619,54 @@ static void pinj_enable_always(void) {
 static void CUPTIAPI pinj_buf_request(uint8_t **buffer, size_t *size, size_t *max_records);
 static void CUPTIAPI pinj_buf_complete(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size, size_t valid);
 static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
+static void pinj_callback_held(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data);
 
-/* Control thread: the window's records are in; ask the next API exit to detach CUPTI. */
+#define PINJ_DETACH_BUSY_WAIT_NS 50000000LL   /* a detach waits this long for our other callbacks to leave CUPTI */
+
+/* The callbacks at whose exits CUPTI is finalized, on or off: the blocking syncs' (or, with
+ * SPECPROF_DETACH_AT=any, every runtime API's: the whole domain). */
+static void pinj_detach_sites(int on) {
+    if (g.cfg.detach_any_exit) {
+        cuptiEnableDomain((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
+        if (!on) pinj_enable_always();
+        return;
+    }
+    for (int cb = 1; cb < CUPTI_RUNTIME_TRACE_CBID_SIZE; cb++)
+        if ((g.rt_cb[cb] & PINJ_SYNC) && !(g.rt_cb[cb] & PINJ_CB_ALWAYS))
+            cuptiEnableCallback((uint32_t)on, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API, (CUpti_CallbackId)cb);
+}
+
+/* Control thread: the window's records are in; ask the next API exit to detach CUPTI.
+ * Everything of ours that calls CUPTI from this thread is done before the state says
+ * PENDING: from then on a program thread may finalize CUPTI at any moment. A program that
+ * made no NVTX call in the last period stays attached (the attach needs one: pinj_attach). */
 static void pinj_detach_request(int64_t now_ms) {
     g.detach_at_ms = 0;
     if (atomic_load(&g.att) != PINJ_ATT_ON) return;
+    if (now_ms - atomic_load(&g.nvtx_last_ms) > (int64_t)g.cfg.period_ms + g.cfg.window_ms) {
+        if (!g.stay_attached++)
+            pinject_note("--between detach: no NVTX call from the program in the last period; CUPTI stays attached "
+                         "between windows while none comes (the attach again runs at a program thread's NVTX range start)");
+        return;
+    }
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pinj_drain(0);   /* formatted while CUPTI is still there */
+    pinj_detach_sites(1);
     g.att_req_ms = now_ms;
     atomic_store(&g.att, PINJ_ATT_PENDING);
-    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
 }
 
-/* A program thread at an API exit while a detach is asked: it detaches CUPTI. */
+/* A program thread at a blocking sync's exit (SPECPROF_DETACH_AT=any: any runtime API's) while a detach is asked, inside our callback
+ * (holding CUPTI: pinject_cupti_hold): it detaches CUPTI once no other callback or
+ * program-thread CUPTI call of ours is under way (bounded: else the next exit tries). */
 static void pinj_detach_here(void) {
     int want = PINJ_ATT_PENDING;
     if (!atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_FINALIZING)) return;
     int64_t t0 = pinj_mono_ns();
+    while (atomic_load(&g.cb_busy) > 1) {
+        if (pinj_mono_ns() - t0 > PINJ_DETACH_BUSY_WAIT_NS) { atomic_store(&g.att, PINJ_ATT_PENDING); return; }
+        sched_yield();
+    }
     cuptiUnsubscribe(g.sub);
     cuptiFinalize();
     atomic_fetch_add(&g.detach_ns, pinj_mono_ns() - t0);
@@ -600,38 +675,50 @@ static void pinj_detach_here(void) {
     pinj_wake();
 }
 
-/* Control thread: CUPTI attached again (a detach asked and not done yet is taken back).
- * 0, or -1 when CUPTI cannot be attached (said once; no more windows). */
-static int pinj_attach(void) {
-    int want = PINJ_ATT_PENDING;
-    if (atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ON)) {
-        cuptiEnableDomain(0, g.sub, CUPTI_CB_DOMAIN_RUNTIME_API);
-        pinj_enable_always();
-        g.last_attach_ns = 0;
-        return 0;
-    }
-    for (int waited = 0; atomic_load(&g.att) == PINJ_ATT_FINALIZING && waited < PINJ_DETACH_WAIT_MS; waited++) {
-        struct timespec ts = { 0, 1000000 };
-        nanosleep(&ts, NULL);
-    }
-    int a = atomic_load(&g.att);
-    if (a == PINJ_ATT_ON) { g.last_attach_ns = 0; return 0; }
-    if (a != PINJ_ATT_OFF) return -1;
-    static int failed;
-    if (failed) return -1;
+/* A program thread at an NVTX range start while a window waits for CUPTI: it attaches
+ * CUPTI again (subscribe, buffers, resource callbacks), outside any CUDA call of its own,
+ * as the detach/re-attach rounds that worked on the H200 did (profiler/demo/corr_probe.cu,
+ * variant detach); the control thread then switches the window's recording on. */
+static void pinj_attach_here(void) {
+    int want = PINJ_ATT_OFF;
+    if (!atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ATTACHING)) return;
     int64_t t0 = pinj_mono_ns();
-    CUpti_SubscriberParams sp;
-    memset(&sp, 0, sizeof sp);
-    sp.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-    sp.subscriberName = "specprof";
-    CUptiResult r = cuptiSubscribe_v2(&g.sub, (CUpti_CallbackFunc)pinj_callback, NULL, &sp);
+    CUptiResult r = cuptiSubscribe(&g.sub, (CUpti_CallbackFunc)pinj_callback, NULL);
     if (r != CUPTI_SUCCESS) {
-        failed = 1;
-        pinject_note("attaching CUPTI again for a window failed (cuptiSubscribe: %s): no more windows", pinj_cupti_err(r));
-        return -1;
+        atomic_store(&g.attach_rc, (int)r);
+        atomic_store(&g.attach_wanted, 0);
+        atomic_store(&g.att, PINJ_ATT_OFF);
+        pinj_wake();
+        return;
     }
-    /* records handed over while CUPTI detached, with the old attachment's ids */
+    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
+    if (r != CUPTI_SUCCESS) atomic_store(&g.attach_rc, -(int)r);   /* said by the control thread */
+    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
+    pinj_clock_sync();
+    atomic_store(&g.attach_prog_ns, pinj_mono_ns() - t0);
+    atomic_store(&g.attach_wanted, 0);
+    atomic_fetch_add(&g.att_gen, 1);
     atomic_store(&g.att, PINJ_ATT_ON);
+    pinj_wake();
+}
+
+/* NVTX range starts (push, start): the attach a window waits for. */
+static inline void pinj_nvtx_attach_point(void) {
+    if (!g.cfg.between_detach) return;
+    atomic_store_explicit(&g.nvtx_last_ms, pinj_mono_ms(), memory_order_relaxed);
+    if (atomic_load_explicit(&g.attach_wanted, memory_order_relaxed)) pinj_attach_here();
+}
+
+/* Control thread: a program thread attached CUPTI again; take the new attachment in. */
+static void pinj_attached_again(void) {
+    unsigned gen = atomic_load(&g.att_gen);
+    if (gen == g.att_gen_seen) return;
+    g.att_gen_seen = gen;
+    int rc = atomic_load(&g.attach_rc);
+    if (rc < 0) pinject_note("cuptiActivityRegisterCallbacks after attaching again: %s", pinj_cupti_err((CUptiResult)-rc));
+    atomic_store(&g.attach_rc, 0);
+    /* records handed over while CUPTI detached, with the old attachment's ids */
     pinj_api_on = 0;   /* a new CUPTI: nothing of ours on */
     pinj_drain(0);
     /* buffers the detached CUPTI did not hand back: counted, never freed (CUPTI may still
@@ -643,23 +730,52 @@ static int pinj_attach(void) {
     g.rec.corr_base = g.rec.corr_max + 1;
     pnccl_map_forget_corrs(g.nccl);
     precord_forget_launches();
-    cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    cuptiEnableDomain(1, g.sub, CUPTI_CB_DOMAIN_RESOURCE);
     pinj_enable_always();
-    r = cuptiActivityRegisterCallbacks(pinj_buf_request, pinj_buf_complete);
-    if (r != CUPTI_SUCCESS) pinject_note("cuptiActivityRegisterCallbacks after attaching again: %s", pinj_cupti_err(r));
-    pinj_clock_sync();
-    g.last_attach_ns = pinj_mono_ns() - t0;
+    g.last_attach_ns = atomic_load(&g.attach_prog_ns);
     g.attach_ns += g.last_attach_ns;
     g.attaches++;
-    return 0;
+}
+
+/* Control thread: CUPTI attached for a window. 0: attached now (a detach asked and not
+ * done yet is taken back); 1: the attach is asked of the program's next NVTX range start
+ * (the window opens then); -1: CUPTI cannot be attached (said once; no more windows). */
+static int pinj_attach(void) {
+    int want = PINJ_ATT_PENDING;
+    if (atomic_compare_exchange_strong(&g.att, &want, PINJ_ATT_ON)) {
+        pinj_detach_sites(0);
+        g.last_attach_ns = 0;
+        return 0;
+    }
+    int a = atomic_load(&g.att);
+    if (a == PINJ_ATT_ON) {
+        unsigned gen = atomic_load(&g.att_gen);
+        if (gen == g.att_gen_seen) g.last_attach_ns = 0;
+        pinj_attached_again();
+        return 0;
+    }
+    static int failed;
+    int rc = atomic_load(&g.attach_rc);
+    if (rc > 0 && !failed) {
+        failed = 1;
+        pinject_note("attaching CUPTI again for a window failed (cuptiSubscribe on a program thread: %s): no more windows",
+                     pinj_cupti_err((CUptiResult)rc));
+    }
+    if (failed) return -1;
+    if (a == PINJ_ATT_OFF && !atomic_exchange(&g.attach_wanted, 1)) g.attach_waits++;
+    return 1;   /* OFF, FINALIZING or ATTACHING: a program thread finishes it */
 }
 
 /* Opens a node-level window (control thread, or init before it exists). */
 static void pinj_window_open(const char *reason) {
     if (g.win_open) return;
     g.detach_at_ms = 0;
-    if (pinj_attach()) return;
+    int a = pinj_attach();
+    if (a > 0 && !g.win_pending[0]) {   /* opened once a program thread has attached CUPTI */
+        snprintf(g.win_pending, sizeof g.win_pending, "%s", reason);
+        g.win_pending_ms = pinj_mono_ms();
+    }
+    if (a) return;
+    g.win_pending[0] = 0;
     pinj_graph_trace(0);
     pinj_node_level(1);
     g.win_start_ns = pinject_now_ns();
@@ -805,8 +921,18 @@ static void pinj_stop(const char *reason) {
     }
     pinj_graph_trace(0);
     g.detach_at_ms = 0;
-    if (atomic_load(&g.att) == PINJ_ATT_PENDING) pinj_attach();   /* the detach asked is taken back */
-    int live = pinject_cupti_live();
+    /* --between detach: no attach after the end; a detach or an attach under way on a
+     * program thread is waited for (bounded), a detach asked is taken back */
+    atomic_store(&g.attach_wanted, 0);
+    for (int waited = 0; waited < PINJ_DETACH_WAIT_MS; waited++) {
+        int a = atomic_load(&g.att);
+        if (a != PINJ_ATT_FINALIZING && a != PINJ_ATT_ATTACHING) break;
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&g.att) == PINJ_ATT_PENDING) pinj_attach();
+    if (atomic_load(&g.att) == PINJ_ATT_ON) pinj_attached_again();
+    int live = atomic_load(&g.att) == PINJ_ATT_ON;
     if (live) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     pinj_stopping = 1;
     pinj_drain(1);
@@ -870,6 +996,13 @@ static void pinj_stop(const char *reason) {
     if (g.bufs_lost)
         pinject_note("%lld activity buffers were not handed back by CUPTI before a detach (lost to the pool)",
                      (long long)g.bufs_lost);
+    if (g.bufs_unparsed)
+        pinject_note("%lld activity buffers handed back while CUPTI was detached at the end were not read "
+                     "(they hold what completed after the last window's records were taken)", (long long)g.bufs_unparsed);
+    if (g.attach_waits)
+        pinject_note("--between detach: %lld windows waited for a program thread's NVTX range start to attach CUPTI "
+                     "again, %lld attached; %lld detaches", (long long)g.attach_waits, (long long)g.attaches,
+                     (long long)atomic_load(&g.detaches));
     if (atomic_load(&g.pool_exhausted))
         pinject_note("the activity buffer pool (%d MB) ran out %lld times: raise --buffer-mb or lower --flush-ms",
                      g.cfg.buffer_mb, (long long)atomic_load(&g.pool_exhausted));
@@ -877,6 +1010,12 @@ static void pinj_stop(const char *reason) {
 
 /* Windows mode: opens and closes node-level windows; returns ms until the next change. */
 static int64_t pinj_schedule(int64_t now) {
+    if (!g.win_open && g.win_pending[0]) {   /* waiting for a program thread to attach CUPTI */
+        char r[sizeof g.win_pending];
+        memcpy(r, g.win_pending, sizeof r);
+        pinj_window_open(r);
+        if (g.win_open) now = pinj_mono_ms();
+    }
     if (g.win_open) {
         int64_t last = atomic_load(&g.novel_last_ms);
         if (last + g.cfg.window_ms > g.win_until_ms) g.win_until_ms = last + g.cfg.window_ms;
@@ -987,7 +1126,7 @@ static void *pinj_control(void *arg) {
             if (g.cfg.mode == PINJ_MODE_WINDOWS) wait_ms = pinj_schedule(pinj_mono_ms());
             int block = 0;
             if (now - last_flush >= g.cfg.flush_ms) {
-                if (pinject_cupti_live()) cuptiActivityFlushAll(0);
+                if (atomic_load(&g.att) == PINJ_ATT_ON) cuptiActivityFlushAll(0);   /* not while a detach may run */
                 if (atomic_load(&g.att) == PINJ_ATT_ON) pinj_clock_sync();   /* keeps the offset to CUPTI's clock */
                 last_flush = now;
                 block = 1;
@@ -1297,6 +1436,7 @@ static int pinj_nvtx_ready(void) { return g.nvtx && !atomic_load_explicit(&g.for
 
 static void pinj_nvtx_push(const char *msg, int dom) {
     if (!pinj_nvtx_ready()) return;
+    pinj_nvtx_attach_point();   /* before the range's start time: the attach is not in the range */
     pnvtx_push(g.nvtx, &pinject_thread()->nvtx, msg ? msg : "", dom, pinject_now_ns());
     pinj_pushed(msg);
 }
@@ -1309,6 +1449,7 @@ static void pinj_nvtx_pop(int dom) {
 }
 
 static nvtxRangeId_t pinj_nvtx_start(const char *msg, int dom) {
+    if (pinj_nvtx_ready()) pinj_nvtx_attach_point();
     nvtxRangeId_t id = (nvtxRangeId_t)atomic_fetch_add(&g.nvtx_ids, 1) + 1;
     if (pinj_nvtx_ready()) pnvtx_start(g.nvtx, (uint64_t)id, msg ? msg : "", dom, pinject_now_ns());
     return id;
@@ -1410,6 +1551,14 @@ static int pinj_nvtx_install(NvtxGetExportTableFunc_t get) {
 static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
     (void)ud;
     if (atomic_load(&g.forked) || !data) return;
+    /* --between detach: counted in while we may call CUPTI here (a detach waits for us);
+     * nothing done while CUPTI is being detached or attached */
+    if (!pinject_cupti_hold()) return;
+    pinj_callback_held(dom, cbid, data);
+    pinject_cupti_release();
+}
+
+static void pinj_callback_held(CUpti_CallbackDomain dom, CUpti_CallbackId cbid, const void *data) {
     switch (dom) {
     case CUPTI_CB_DOMAIN_RUNTIME_API:
     case CUPTI_CB_DOMAIN_DRIVER_API: {
@@ -1417,13 +1566,14 @@ static void CUPTIAPI pinj_callback(void *ud, CUpti_CallbackDomain dom, CUpti_Cal
         /* at a runtime API's exit only, as Kineto: a driver call's exit is often inside a
          * runtime call, whose own exit would then run in a CUPTI already torn down (on the
          * H200, finalizing at driver exits corrupted the heap of every PyTorch process) */
+        unsigned char k = cbid < (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE)
+                              ? (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g.rt_cb : g.drv_cb)[cbid] : 0;
         if (dom == CUPTI_CB_DOMAIN_RUNTIME_API && d->callbackSite == CUPTI_API_EXIT &&
-            atomic_load_explicit(&g.att, memory_order_relaxed) == PINJ_ATT_PENDING) {
+            atomic_load_explicit(&g.att, memory_order_relaxed) == PINJ_ATT_PENDING &&
+            ((k & PINJ_SYNC) || g.cfg.detach_any_exit)) {
             pinj_detach_here();
             return;
         }
-        unsigned char k = cbid < (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_RUNTIME_TRACE_CBID_SIZE : CUPTI_DRIVER_TRACE_CBID_SIZE)
-                              ? (dom == CUPTI_CB_DOMAIN_RUNTIME_API ? g.rt_cb : g.drv_cb)[cbid] : 0;
         if (k & (PINJ_CAPTURE_BEGIN | PINJ_CAPTURE_END)) {
             pinj_capture_api(!!(k & PINJ_CAPTURE_BEGIN), d->callbackSite == CUPTI_API_ENTER);
             break;
@@ -1455,7 +1605,7 @@ static unsigned char pinj_classify(const char *n) {
     for (size_t i = 0; i < sizeof launch / sizeof launch[0]; i++)
         if (!strncmp(n, launch[i], strlen(launch[i]))) return PINJ_CB_WINDOW | PINJ_REC;
     for (size_t i = 0; i < sizeof sync / sizeof sync[0]; i++)
-        if (!strncmp(n, sync[i], strlen(sync[i]))) return PINJ_REC;
+        if (!strncmp(n, sync[i], strlen(sync[i]))) return PINJ_REC | PINJ_SYNC;
     if (!strncmp(n, "cudaStreamBeginCapture", 22) || !strncmp(n, "cuStreamBeginCapture", 20)) return PINJ_CB_ALWAYS | PINJ_CAPTURE_BEGIN;
     if (!strncmp(n, "cudaStreamEndCapture", 20) || !strncmp(n, "cuStreamEndCapture", 18)) return PINJ_CB_ALWAYS | PINJ_CAPTURE_END;
     return 0;

@@ -31,6 +31,11 @@ int pinject_attached(void);
 /* 1 while CUPTI is attached to the process (not detached between windows, --between
  * detach): only then may CUPTI be called (any CUPTI call attaches it again). */
 int pinject_cupti_live(void);
+/* A program thread's CUPTI calls outside a CUPTI callback: 1 when CUPTI may be called now,
+ * and it stays attached until pinject_cupti_release (a detach under way waits for it);
+ * 0: do not call CUPTI (and do not release). */
+int pinject_cupti_hold(void);
+void pinject_cupti_release(void);
 /* CUPTI's clock now (ns), read without calling CUPTI (CLOCK_MONOTONIC plus the offset
  * measured while attached). */
 int64_t pinject_now_ns(void);

@@ -145,7 +145,7 @@ static void pshim_snap_after(pshim_snap *s, const ptrace_nccl *call) {
     if (!s->active) return;
     pshim_capinfo_fn capinfo;
     pshim_getnodes_fn getnodes;
-    if (pinject_graph_nodes_seen() == 0 && pinject_cupti_live() && pshim_graph_api(&capinfo, &getnodes)) {
+    if (pinject_graph_nodes_seen() == 0 && pshim_graph_api(&capinfo, &getnodes) && pinject_cupti_hold()) {
         size_t n = 0, added = 0;
         CUgraphNode *now = pshim_nodes(getnodes, s->graph, &n);
         for (size_t i = 0; now && i < n; i++) {
@@ -154,6 +154,7 @@ static void pshim_snap_after(pshim_snap *s, const ptrace_nccl *call) {
             if (cuptiGetGraphNodeId(now[i], &id) == CUPTI_SUCCESS && pnccl_map_add_node(pinject_nccl(), id, call) == 0) added++;
         }
         free(now);
+        pinject_cupti_release();
         static int told;
         if (added && !told) {
             told = 1;
