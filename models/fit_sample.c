@@ -187,9 +187,8 @@ static int fs_call_in_window(const fs_st *S, int64_t s, int64_t e)
     return w >= 0 && e <= S->win[w].end_ns;
 }
 
-/* fit_instances.c's fi_find_inst over the whole capture's instances: the innermost whose
- * range on thread holds t; -1. */
-static long fs_find_inst(const fs_st *S, int64_t t, int64_t thread)
+/* The first instance (sorted by start) that starts after t: S->nin when none. */
+static size_t fs_after(const fs_st *S, int64_t t)
 {
     size_t lo = 0, hi = S->nin;
     while (lo < hi) {
@@ -199,6 +198,14 @@ static long fs_find_inst(const fs_st *S, int64_t t, int64_t thread)
         else
             hi = mid;
     }
+    return lo;
+}
+
+/* fit_instances.c's fi_find_inst over the whole capture's instances: the innermost whose
+ * range on thread holds t; -1. */
+static long fs_find_inst(const fs_st *S, int64_t t, int64_t thread)
+{
+    size_t lo = fs_after(S, t);
     for (size_t i = lo, k = 0; i > 0 && k < FIT_BACK_SEARCH; i--, k++) {
         const fs_inst *in = &S->in[i - 1];
         if (in->r1 >= t && (thread == 0 || in->thread == 0 || in->thread == thread))
@@ -211,14 +218,7 @@ static long fs_find_inst(const fs_st *S, int64_t t, int64_t thread)
  * before t; -1. */
 static long fs_find_by_name(const fs_st *S, int64_t t, uint64_t h)
 {
-    size_t lo = 0, hi = S->nin;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (S->in[mid].r0 <= t)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = fs_after(S, t);
     for (size_t i = lo, k = 0; i > 0 && k < 4 * FIT_BACK_SEARCH; i--, k++)
         if (S->in[i - 1].name_h == h)
             return (long)(i - 1);
