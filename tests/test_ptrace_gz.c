@@ -255,12 +255,35 @@ static void ptrace_gz_stream_memory_stays_bounded(void) {
     rmdir(d);
 }
 
+/* Lines handed over one at a time (as specprof merge does) compress as one stream: a
+ * write must not flush the compressor (a Z_FULL_FLUSH per line resets it: measured 14x
+ * more bytes on these lines: 1.4x against 20.1x); a cut file still reads to its last block (test above). */
+static void ptrace_gz_line_writes_compress_as_one_stream(void) {
+    char d[400], err[256], line[4096];
+    snprintf(d, sizeof d, "%s/lines", dir);
+    ptrace_out o;
+    if (ptrace_out_open_gz(&o, d, 2, 79, 6, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    for (int i = 0; i < 20000; i++) {
+        int n = kernel_line(line, sizeof line, i);
+        if (ptrace_out_write(&o, line, (size_t)n)) { CHECK(0, "write %d failed", i); break; }
+    }
+    CHECK(ptrace_out_block(&o) == 0, "block");
+    int64_t in = o.bytes_in, out = o.bytes;
+    if (ptrace_out_finish(&o, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    /* 20,000 kernel lines of ~340 bytes: 20.1x smaller as one stream, 1.4x with a flush per line */
+    CHECK(out * 8 < in, "%lld bytes in, %lld out (%.1fx): the writes do not compress as one stream",
+          (long long)in, (long long)out, (double)in / (double)(out ? out : 1));
+    unlink(o.path_final);
+    rmdir(d);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_ptrace_gz.%d", (int)getpid());
     mkdir(dir, 0755);
     RUN(ptrace_gz_cut_mid_block_reads_to_last_block);
     RUN(ptrace_gz_header_windows_and_graph_records_roundtrip);
     RUN(ptrace_gz_stream_memory_stays_bounded);
+    RUN(ptrace_gz_line_writes_compress_as_one_stream);
     char sub[400];
     const char *subs[] = { "cut", "rt", "big" };
     for (int i = 0; i < 3; i++) { snprintf(sub, sizeof sub, "%s/%s", dir, subs[i]); rmdir(sub); }
