@@ -48,7 +48,7 @@ $(BIN)/libspecprof.so: $(INJ_OBJ) $(PROF_CORE_OBJ)
 $(BIN)/libfloor.so: profiler/bench/floor.c
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -I$(CUDA_INC) -shared -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_INC) -shared -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti -ldl
 
 # specbench: one object per .cu (make -j compiles them in parallel); NCCL found by
 # profiler/bench/nccl_flags.sh (CUDA tree, system, or the nvidia-nccl pip package), or the
@@ -97,7 +97,7 @@ $(BIN)/fault_demo: profiler/demo/fault_demo.cu
 $(BIN)/corr_probe: profiler/demo/corr_probe.cu
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  NVCC    $@")
-	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti
+	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti -ldl
 
 # tests/test_ptrace_cupti.c feeds synthetic CUPTI records through the injection library's
 # record converter; it needs CUPTI's headers and library, else it only reports a skip.
