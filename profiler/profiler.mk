@@ -48,7 +48,7 @@ $(BIN)/libspecprof.so: $(INJ_OBJ) $(PROF_CORE_OBJ)
 $(BIN)/libfloor.so: profiler/bench/floor.c
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
-	$(Q)$(CC) $(CFLAGS) -I$(CUDA_INC) -shared -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti -ldl
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_INC) -shared -o $@ $< -L$(CUDA_LIBD) -Wl,-rpath,$(CUDA_LIBD) -lcupti
 
 # specbench: one object per .cu (make -j compiles them in parallel); NCCL found by
 # profiler/bench/nccl_flags.sh (CUDA tree, system, or the nvidia-nccl pip package), or the

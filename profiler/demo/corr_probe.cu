@@ -47,6 +47,13 @@
  *   gtrace_mix windows of kernel records; GRAPH_TRACE on between windows, switched at a sync
  *              (issue 15's design); API launch records stay on
  *   gtrace_both  kernel kind and GRAPH_TRACE enabled together (return codes, what comes)
+ *   gtrace_early  as gtrace_on, CUPTI attached and GRAPH_TRACE on before the first CUDA call (as an
+ *              injection library is), every graph made after (no "before CUPTI" cost then)
+ *   gtrace_post as gtrace_on, but the graph launched is captured after GRAPH_TRACE is on
+ *   tsonly     only cuptiGetTimestamp (does any CUPTI call cost, or the activity API's?)
+ *   events     no CUPTI: a cudaEventRecord before and after every graph launch (graph-level
+ *              timing without CUPTI): the three calls' host cost, "between" as usual
+ * A SIGSEGV prints a backtrace (the gtrace variants died by SIGSEGV in the first gtrace call).
  * Each round: a window (K eager kernel launches and G launches of a graph of N kernels, then a
  * synchronize), tracing off, the same work untraced, a forced flush. Per round it prints the
  * kernels recorded, their distinct correlation ids, the API records and their distinct ids,
@@ -59,6 +66,9 @@
 #include <cupti.h>
 #include <cuda.h>
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
 #include <map>
 #include <algorithm>
 #include <atomic>
@@ -79,11 +89,11 @@ __global__ void spin(long long cycles) { long long t = clock64(); while (clock64
 enum Variant { V_KINDS, V_PERCBID, V_PERCBID_CB, V_APISTAY, V_KINDRT, V_DETACH, V_DETACH_V2, V_DETACH_THREAD,
                V_DETACH_GCAP, V_DETACH_BUSY, V_DETACH_MT,
                V_NONE, V_REGONLY, V_SUBONLY, V_KERNEL_ONCE, V_EXECS, V_UNSUB, V_KERNELKIND, V_CTXKIND, V_HWTRACE,
-               V_GTRACE, V_GTRACE_ON, V_GTRACE_MIX, V_GTRACE_BOTH, V_N };
+               V_GTRACE, V_GTRACE_ON, V_GTRACE_MIX, V_GTRACE_BOTH, V_GTRACE_EARLY, V_GTRACE_POST, V_TSONLY, V_EVENTS, V_N };
 static const char *vnames[] = { "kinds", "percbid", "percbid_cb", "apistay", "kindrt", "detach", "detach_v2", "detach_thread",
                                 "detach_gcap", "detach_busy", "detach_mt",
                                 "none", "regonly", "subonly", "kernel_once", "execs", "unsub", "kernelkind", "ctxkind", "hwtrace",
-                                "gtrace", "gtrace_on", "gtrace_mix", "gtrace_both" };
+                                "gtrace", "gtrace_on", "gtrace_mix", "gtrace_both", "gtrace_early", "gtrace_post", "tsonly", "events" };
 static int variant;
 
 static std::mutex mu;
@@ -176,6 +186,17 @@ static double work(float *p, cudaStream_t s, cudaGraphExec_t ge, int K, int G) {
 }
 
 
+static void on_segv(int sig) {
+    void *fr[64];
+    int n = backtrace(fr, 64);
+    const char m[] = "corr_probe: SIGSEGV, backtrace:\n";
+    (void)!write(2, m, sizeof m - 1);
+    backtrace_symbols_fd(fr, n, 2);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+#define STEP(...) do { printf("  step: " __VA_ARGS__); printf("\n"); fflush(stdout); } while (0)
+
 /* ---------- the "gtrace" variants (issue 15): where the cost between windows comes from ---------- */
 static float *g_p;
 static cudaStream_t g_s;
@@ -247,8 +268,32 @@ static void record_stats(const char *what, int K, int G) {
     kcorr.clear(); acorr.clear(); dcorr.clear(); grecs.clear(); kspan.clear();
 }
 
+/* G graph launches, each between two cudaEventRecord; returns the median host time of the
+ * three calls and fills the median GPU time between the events (ms -> us) */
+static double work_events(cudaGraphExec_t ge, int G, double *gpu_us) {
+    std::vector<double> t, g;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
+    for (int i = 0; i < G; i++) {
+        double a = now_us();
+        CK(cudaEventRecord(e0, g_s));
+        CK(cudaGraphLaunch(ge, g_s));
+        CK(cudaEventRecord(e1, g_s));
+        t.push_back(now_us() - a);
+        CK(cudaStreamSynchronize(g_s));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        g.push_back(ms * 1e3);
+    }
+    CK(cudaEventDestroy(e0)); CK(cudaEventDestroy(e1));
+    std::sort(t.begin(), t.end()); std::sort(g.begin(), g.end());
+    *gpu_us = g[g.size() / 2];
+    return t[t.size() / 2];
+}
+
 static int run_gtrace(int v, int rounds, cudaGraph_t gr, cudaGraphExec_t ge, double base) {
     const int K = 50, G = 20, OFF = 100;
+    const bool quiet = v == V_NONE || v == V_TSONLY || v == V_EVENTS || v == V_GTRACE_EARLY;   /* no attach() here */
     /* an exec of the same graph that is never launched while kernel records are on (execs) */
     cudaGraphExec_t ge_never, ge_inwin = NULL;
     CK(cudaGraphInstantiate(&ge_never, gr, 0));
@@ -262,15 +307,32 @@ static int run_gtrace(int v, int rounds, cudaGraph_t gr, cudaGraphExec_t ge, dou
         if (v == V_CTXKIND && !g_ctx) { printf("  no context from cuCtxGetCurrent\n"); return 1; }
     }
     if (v == V_REGONLY) CU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
-    else if (v != V_NONE) attach();
+    else if (v == V_TSONLY) { uint64_t ts; CU(cuptiGetTimestamp(&ts)); }
+    else if (!quiet) attach();
+    STEP("attached");
     uint32_t gid = 0, geid = 0;
-    if (v != V_NONE) {
+    if (v != V_NONE && v != V_EVENTS && v != V_TSONLY) {
         CU(cuptiGetGraphId(gr, &gid));
         CU(cuptiGetGraphExecId(ge, &geid));
         printf("  cuptiGetGraphId %u cuptiGetGraphExecId %u\n", gid, geid);
     }
     if (v == V_HWTRACE) CU(cuptiActivityEnableHWTrace(1));
-    if (v == V_GTRACE_ON) { percbid(1); drvrec(1); graph_trace(1); }
+    if (v == V_GTRACE_ON || v == V_GTRACE_POST) { percbid(1); drvrec(1); graph_trace(1); STEP("graph-level records on"); }
+    if (v == V_GTRACE_POST) {   /* a graph made while graph-level records are on */
+        gr = capture_graph();
+        CK(cudaGraphInstantiate(&ge, gr, 0));
+        STEP("graph captured and instantiated under graph-level records");
+    }
+    if (v == V_EVENTS) {
+        for (int r = 0; r < rounds; r++) {
+            double gpu = 0, plain = work(g_p, g_s, ge, 0, OFF);
+            double ev = work_events(ge, OFF, &gpu);
+            printf("round %d graph_launch_us %.2f event_record+launch+event_record_us %.2f gpu_span_us %.1f (before %.2f)\n",
+                   r, plain, ev, gpu, base);
+        }
+        printf("variant %s done\n", vnames[v]);
+        return 0;
+    }
     if (v == V_GTRACE_MIX) { percbid(1); drvrec(1); }   /* API launch records stay on, as specprof's windows */
     const bool spwin = v == V_EXECS || v == V_UNSUB || v == V_KERNELKIND || v == V_CTXKIND || v == V_HWTRACE;
     for (int r = 0; r < rounds; r++) {
@@ -288,7 +350,9 @@ static int run_gtrace(int v, int rounds, cudaGraph_t gr, cudaGraphExec_t ge, dou
             if (r % 2 == 0) { kernel_kind(v, 1); graph_trace(1); } else { graph_trace(1); kernel_kind(v, 1); }
             percbid(1); drvrec(1);
         }
+        if (v >= V_GTRACE) STEP("round %d window on", r);
         double win = (kwin || gwin) ? work(g_p, g_s, ge, kwin, gwin) : 0;
+        if (v >= V_GTRACE) STEP("round %d window launched", r);
         if (v == V_EXECS && r == 0) CK(cudaGraphInstantiate(&ge_inwin, gr, 0));   /* made with kernel records on, never launched then */
         CK(cudaDeviceSynchronize());
         /* window off */
@@ -297,8 +361,10 @@ static int run_gtrace(int v, int rounds, cudaGraph_t gr, cudaGraphExec_t ge, dou
         if (v == V_GTRACE) { graph_trace(0); percbid(0); drvrec(0); }
         if (v == V_GTRACE_MIX) { kernel_kind(v, 0); CK(cudaDeviceSynchronize()); }
         if (v == V_GTRACE_BOTH) { kernel_kind(v, 0); graph_trace(0); percbid(0); drvrec(0); }
-        if (v != V_NONE) CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-        if (v != V_NONE) record_stats("window", kwin, gwin);
+        if (v >= V_GTRACE) STEP("round %d window off", r);
+        if (v != V_NONE && v != V_TSONLY) CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        if (v >= V_GTRACE) STEP("round %d flushed", r);
+        if (v != V_NONE && v != V_TSONLY) record_stats("window", kwin, gwin);
         if (v == V_UNSUB) CU(cuptiUnsubscribe(sub));
         if (v == V_GTRACE_MIX) graph_trace(1);   /* at a sync: the GPU idle, kernel records off */
         double off = work(g_p, g_s, ge, K, OFF);
@@ -321,8 +387,8 @@ static int run_gtrace(int v, int rounds, cudaGraph_t gr, cudaGraphExec_t ge, dou
             CK(cudaGraphExecDestroy(ge_new)); CK(cudaGraphExecDestroy(ge_cap)); CK(cudaGraphDestroy(gr2));
         }
         printf("\n");
-        if (v != V_NONE && v != V_UNSUB) CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
-        if (v != V_NONE) record_stats("between", K, OFF);
+        if (v != V_NONE && v != V_UNSUB && v != V_TSONLY) CU(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
+        if (v != V_NONE && v != V_TSONLY) record_stats("between", K, OFF);
         fflush(stdout);
     }
     CK(cudaDeviceSynchronize());
@@ -338,6 +404,12 @@ int main(int argc, char **argv) {
     variant = v;
     if (v < 0) { fprintf(stderr, "corr_probe: variant \"%s\" unknown\n", argv[1]); return 2; }
     int rounds = argc > 2 ? atoi(argv[2]) : 4, nodes = argc > 3 ? atoi(argv[3]) : 400;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGSEGV, on_segv);
+    if (v == V_GTRACE_EARLY) {   /* before any CUDA call, as an injection library */
+        attach(); percbid(1); drvrec(1); graph_trace(1);
+        printf("  step: attached, graph-level records on, before the first CUDA call\n");
+    }
     const int K = 50, G = 20;
     float *p;
     cudaStream_t s;

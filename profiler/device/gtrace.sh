@@ -18,6 +18,7 @@ echo "=== gtrace start $(date -u +%T)" | tee "$OUT/env.txt"
     /usr/local/cuda/extras/CUPTI/include/cupti_version.h /usr/local/cuda/include/cupti_version.h 2>/dev/null; } >> "$OUT/env.txt" 2>&1
 if [ "$PROBE" = bin/corr_probe ]; then
   timeout 120 make -j8 bin/corr_probe > "$OUT/build.txt" 2>&1 || { echo "BUILD FAILED"; tail -20 "$OUT/build.txt"; }
+  [ -n "${NO_BUILD_TXT:-}" ] && { cat "$OUT/build.txt" >> "$OUT/env.txt"; rm -f "$OUT/build.txt"; }
 fi
 echo "=== built ${SECONDS}s" | tee -a "$OUT/env.txt"
 for v in $VARIANTS; do
