@@ -97,7 +97,7 @@ $(BIN)/fault_demo: profiler/demo/fault_demo.cu
 $(BIN)/corr_probe: profiler/demo/corr_probe.cu
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  NVCC    $@")
-	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti
+	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti -ldl
 
 # tests/test_ptrace_cupti.c feeds synthetic CUPTI records through the injection library's
 # record converter; it needs CUPTI's headers and library, else it only reports a skip.

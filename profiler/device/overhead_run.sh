@@ -22,7 +22,8 @@
 #   "sb_decode_c1 sb_spec_c16 tb eager_plain eager_spec"), MODES (only these modes),
 #   SB_REPEATS, TB_REPEATS (default 4), EL_RUNS (default 4): timed runs per process;
 #   SKIP_EAGER_SMOKE=1
-# modes: none; floor (bin/libfloor.so: kernel activity only); specprof (the default, --mode
+# modes: none; floor (bin/libfloor.so: kernel activity only); attached (bin/libfloor.so with
+# FLOOR_KERNEL=0: CUPTI subscribed, nothing enabled: what any attached CUPTI costs); specprof (the default, --mode
 # always since call 4); win (--mode windows, CUPTI attached between them); nograph (--between
 # none, the same); detach (--mode windows --between detach, experimental: crashed programs in
 # calls 3-4); winapi or apion (--mode windows with SPECPROF_API_BETWEEN=1: API records and
@@ -98,6 +99,7 @@ run_one() {
   case $mode in
     none) pre="" ;;
     floor) pre="env CUDA_INJECTION64_PATH=$FLOOR FLOOR_OUT=$OUT/floor.txt" ;;
+    attached) pre="env CUDA_INJECTION64_PATH=$FLOOR FLOOR_KERNEL=0 FLOOR_OUT=$OUT/floor.txt" ;;
     specprof) pre="$SP -o $tdir --quiet --" ;;
     nograph) pre="$SP -o $tdir --quiet --mode windows --between none --" ;;
     detach) pre="$SP -o $tdir --quiet --mode windows --between detach --" ;;
@@ -106,7 +108,7 @@ run_one() {
     nocal) pre="$SP -o $tdir --quiet --no-calibrate --" ;;
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
   esac
-  [ "$mode" = floor ] && echo "$loop $mode $round" >> "$OUT/floor.txt"
+  [ "$mode" = floor ] || [ "$mode" = attached ] && echo "$loop $mode $round" >> "$OUT/floor.txt"
   local t0=$SECONDS
   case $loop in
     eager_plain|eager_spec)
