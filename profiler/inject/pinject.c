@@ -784,6 +784,11 @@ static void pinj_window_open(const char *reason) {
     snprintf(g.win_reason, sizeof g.win_reason, "%s", reason);
     g.win_open = 1;
     atomic_store(&g.win_live, 1);
+    /* a shape sighted after the control thread read novel_wanted and before win_live went up
+     * asked for a window again: this one serves it (its pending count holds the window open
+     * until its replays are recorded), so the request is dropped here, not served by a second
+     * window after this one (seen on a loaded machine: one window too many) */
+    atomic_store(&g.novel_wanted, 0);
 }
 
 static void pinj_window_close(void) {
@@ -1025,6 +1030,10 @@ static int64_t pinj_schedule(int64_t now) {
         if (forced) g.win_until_ms = g.win_open_ms + g.cfg.window_max_ms;
         if (now >= g.win_until_ms) {
             pinj_window_close();
+            /* no shape short of its replays: a request still standing is stale (a program
+             * thread preempted between reading win_live and asking, its shape recorded since);
+             * a shape that is still new asks again at its next sighting */
+            if (atomic_load(&g.shape_pending) <= 0) atomic_store(&g.novel_wanted, 0);
             if (forced) {
                 /* shapes that never come back (a graph captured and not launched) or names that
                  * change every time: forget who asked, and no shape window for a period */
