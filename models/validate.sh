@@ -26,8 +26,8 @@
 #                      5's; torchbench's are 2 and 6, issue 13's)
 #   VALIDATE_HOST_PROBE, VALIDATE_HOST_REF   a host-speed column of the measured grid (e.g.
 #                      torchbench's probe_py_us: a fixed piece of Python timed beside each
-#                      window) and the CSV of the same column measured while the calibration
-#                      was captured: the verdict then predicts each configuration at the host
+#                      window) and the CSV files (space-separated) of the same column measured
+#                      while the calibration was captured: the verdict then predicts each configuration at the host
 #                      speed its runs had, --host-scale = mean probe of its repeats / median
 #                      probe of the preset's calibration rows (as it predicts at the acceptance
 #                      the runs drew); the nominal column stays at the traced host
@@ -182,16 +182,18 @@ done
 HPROBE=${VALIDATE_HOST_PROBE:-}
 HREF=${VALIDATE_HOST_REF:-}
 if [ -n "$HPROBE" ]; then
-  [ -f "$HREF" ] || die "VALIDATE_HOST_PROBE=$HPROBE needs VALIDATE_HOST_REF, the calibration's CSV (got '$HREF')" 1
+  [ -n "$HREF" ] || die "VALIDATE_HOST_PROBE=$HPROBE needs VALIDATE_HOST_REF, the calibration's CSV files" 1
+  for f in $HREF; do [ -f "$f" ] || die "VALIDATE_HOST_REF: $f: no such file" 1; done
   # the reference per preset: the median of the probe over the calibration rows
-  awk "$CSV_AWK"' NR == 1 { n = csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i
-      if (!(probe in col) || !("preset" in col)) { print ref ": field " probe ": missing column" > "/dev/stderr"; exit 1 }
+  # shellcheck disable=SC2086
+  awk "$CSV_AWK"' FNR == 1 { delete col; n = csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i
+      if (!(probe in col) || !("preset" in col)) { print FILENAME ": field " probe ": missing column" > "/dev/stderr"; exit 1 }
       next }
     { m = csv($0, v); x = v[col[probe]] + 0; if (x > 0) { p = v[col["preset"]]; k[p]++; a[p, k[p]] = x } }
     END { for (p in k) { n = k[p]
         for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[p, j] < a[p, i]) { t = a[p, i]; a[p, i] = a[p, j]; a[p, j] = t }
         printf "%s\t%.6g\n", p, n % 2 ? a[p, (n + 1) / 2] : 0.5 * (a[p, n / 2] + a[p, n / 2 + 1]) } }
-  ' probe="$HPROBE" ref="$HREF" "$HREF" > "$WORK/host_ref.tsv" || die "$HREF: could not be read" 1
+  ' probe="$HPROBE" $HREF > "$WORK/host_ref.tsv" || die "$HREF: could not be read" 1
   [ -s "$WORK/host_ref.tsv" ] || die "$HREF: field $HPROBE: no positive value" 1
 else
   : > "$WORK/host_ref.tsv"
