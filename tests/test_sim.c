@@ -220,29 +220,37 @@ static void sim_above_max_runs_eagerly(void)
  * (verify at 10 us a launch: nV * (10 - e) less), unless the run overrides the launch cost
  * for every phase; a host gap per running request adds requests * per_row to the iteration
  * (17 requests, 2 us each before verify, whose gap also holds the draft's at steps 1). */
+/* A host-bound eager iteration (17 requests above the largest graph, 8,16): n kernels a
+ * phase at e us each (verify at its own 10 us), 3 us gaps, draft's gap 2 us per request,
+ * 20 us of GPU work a phase. */
+static void host_bound_case(wm_model *m, sim_params *p, double e, int n)
+{
+    char err[256];
+    model_tokens(m, e, n);
+    for (int ph = 0; ph < WM_NPHASE; ph++) {
+        m->phase[ph].groups[0].base_us = 20;
+        m->phase[ph].groups[0].per_token_us = 0;
+        m->phase[ph].groups[0].per_kv_ktoken_us = 0;
+        m->phase[ph].host_gap_us = 3;
+    }
+    m->phase[WM_VERIFY].eager_launch_us = 10;
+    m->phase[WM_DRAFT].host_gap_per_row_us = 2;
+    params_base(p, m, 1);
+    CHECK(cg_parse(&p->graphs, "8,16", err, sizeof err) == 0, "%s", err);
+    p->steps = 1;
+    p->draft_tokens = 2;
+    p->iterations = 20;
+    p->concurrency = 17;
+}
+
 static void sim_prices_host_terms_per_phase_and_request(void)
 {
     wm_model m;
     sim_params p;
     sim_result r;
-    char err[256];
     const int n = 40;
     const double e = 30;
-    model_tokens(&m, e, n);
-    for (int ph = 0; ph < WM_NPHASE; ph++) {
-        m.phase[ph].groups[0].base_us = 20;
-        m.phase[ph].groups[0].per_token_us = 0;
-        m.phase[ph].groups[0].per_kv_ktoken_us = 0;
-        m.phase[ph].host_gap_us = 3;
-    }
-    m.phase[WM_VERIFY].eager_launch_us = 10;
-    m.phase[WM_DRAFT].host_gap_per_row_us = 2;
-    params_base(&p, &m, 1);
-    CHECK(cg_parse(&p.graphs, "8,16", err, sizeof err) == 0, "%s", err);
-    p.steps = 1;
-    p.draft_tokens = 2;
-    p.iterations = 20;
-    p.concurrency = 17;
+    host_bound_case(&m, &p, e, n);
     if (run(&p, NULL, &r))
         return;
     double want = (2 * n * e + n * 10.0) + 4 * 3.0 + 17 * 2.0 + 20.0 / n;
@@ -265,21 +273,7 @@ static void sim_host_scale_stretches_host_terms_only(void)
     char err[256];
     const int n = 40;
     const double e = 30, h = 1.5;
-    model_tokens(&m, e, n);
-    for (int ph = 0; ph < WM_NPHASE; ph++) {
-        m.phase[ph].groups[0].base_us = 20;
-        m.phase[ph].groups[0].per_token_us = 0;
-        m.phase[ph].groups[0].per_kv_ktoken_us = 0;
-        m.phase[ph].host_gap_us = 3;
-    }
-    m.phase[WM_VERIFY].eager_launch_us = 10;
-    m.phase[WM_DRAFT].host_gap_per_row_us = 2;
-    params_base(&p, &m, 1);
-    CHECK(cg_parse(&p.graphs, "8,16", err, sizeof err) == 0, "%s", err);
-    p.steps = 1;
-    p.draft_tokens = 2;
-    p.iterations = 20;
-    p.concurrency = 17;
+    host_bound_case(&m, &p, e, n);
     p.host_scale = h;
     if (run(&p, NULL, &r))
         return;
