@@ -65,7 +65,7 @@ $(BIN)/specbench: $(BENCH_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  NVCC    $@")
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $(BENCH_OBJ) -L$(CUDA_LIBD) $(filter-out -I% -D%,$(SB_NCCL)) \
-	  -lcublas -lcudart -ldl
+	  -cudart shared -Xlinker -rpath,$(CUDA_LIBD) -lcublas -lcudart -ldl
 
 # arsweep: the all-reduce sweep that `specsim fit-allreduce` fits (docs/multigpu.md); one
 # file, NCCL found like specbench's (it refuses to build without NCCL).

@@ -27,6 +27,7 @@ static int n_pinned;
 static int64_t replay_start[FAKE_MAX_REPLAYS];
 static int n_replays;
 static int cupti_calls;
+static int capture_broken;   /* calls a capturing stream refuses (and that end a real capture) */
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -59,6 +60,7 @@ int64_t fake_graph_start_ns(int i) {
     return t;
 }
 int fake_cupti_calls(void) { return __atomic_load_n(&cupti_calls, __ATOMIC_SEQ_CST); }
+int fake_capture_broken(void) { return __atomic_load_n(&capture_broken, __ATOMIC_SEQ_CST); }
 
 int cudaGraphLaunch(void *exec, void *stream) {
     int64_t t0 = now_ns();
@@ -157,7 +159,13 @@ int cudaStreamCreateWithPriority(void **stream, unsigned flags, int priority) {
     return 0;
 }
 int cudaStreamCreate(void **stream) { return cudaStreamCreateWithPriority(stream, 0, 0); }
-int cudaStreamGetId(void *stream, unsigned long long *id) { *id = S(stream)->id; return 0; }
+/* refused while capturing (as any call on a capturing stream we are not sure of: the
+ * interposer must only ask cudaStreamIsCapturing then) */
+int cudaStreamGetId(void *stream, unsigned long long *id) {
+    if (S(stream)->capturing) { __atomic_add_fetch(&capture_broken, 1, __ATOMIC_SEQ_CST); return 900; }
+    *id = S(stream)->id;
+    return 0;
+}
 int cudaDeviceGetStreamPriorityRange(int *least, int *greatest) { *least = 0; *greatest = -5; return 0; }
 int cudaGetDevice(int *d) { *d = 0; return 0; }
 int cudaSetDevice(int d) { (void)d; return 0; }
@@ -165,8 +173,9 @@ int cudaGetLastError(void) { return 0; }
 int cudaThreadExchangeStreamCaptureMode(int *mode) { *mode = 0; return 0; }
 int cudaRuntimeGetVersion(int *v) { *v = 13000; return 0; }
 
-/* struct cudaPointerAttributes: type 0 unregistered (pageable), 1 host (pinned) */
-typedef struct { int type, device; void *dev_ptr, *host_ptr; } fake_ptr_attr;
+/* struct cudaPointerAttributes as CUDA 13 has it (driver_types.h: long reserved[8] at the
+ * end): type 0 unregistered (pageable), 1 host (pinned) */
+typedef struct { int type, device; void *dev_ptr, *host_ptr; long reserved[8]; } fake_ptr_attr;
 int cudaPointerGetAttributes(fake_ptr_attr *a, const void *ptr) {
     memset(a, 0, sizeof *a);
     pthread_mutex_lock(&mu);

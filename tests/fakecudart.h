@@ -27,6 +27,8 @@ void fake_pin(void *ptr);
 /* GPU start (CLOCK_MONOTONIC ns) of the i-th graph replay the fake ran (capture excluded);
  * -1 when there is none. */
 int64_t fake_graph_start_ns(int i);
+/* Calls a capturing stream refused (cudaStreamGetId on it): each would end a real capture. */
+int fake_capture_broken(void);
 /* CUPTI entry points called in this process (the fake defines them ahead of libcupti). */
 int fake_cupti_calls(void);
 

@@ -67,9 +67,12 @@ static int child(const char *scenario) {
     cudaMemcpyAsync(pinned, dev, 1024, 2, s1);     /* to pinned memory: it does not */
     cudaMemcpy(dev, pageable, 512, 1);              /* a synchronous copy: it waits */
     cudaStreamSynchronize(s1);
-    fake_set_capturing(s1, 1);
-    cudaGraphLaunch(a, s1);                         /* recorded into a graph: not timed */
-    fake_set_capturing(s1, 0);
+    void *s2 = NULL;                                /* a stream never seen before, capturing */
+    cudaStreamCreateWithPriority(&s2, 0, 0);
+    fake_set_capturing(s2, 1);
+    cudaGraphLaunch(a, s2);                         /* recorded into a graph: not timed */
+    cudaMemcpyAsync(pageable, dev, 64, 2, s2);      /* captured: nothing waits */
+    fake_set_capturing(s2, 0);
     for (int i = 0; i < LOOP; i++) {                /* over several writer passes (flush 40 ms) */
         cudaGraphLaunch(a, s1);
         sleep_ms(8);
@@ -82,6 +85,8 @@ static int child(const char *scenario) {
     child_write("fake_starts", buf);
     snprintf(buf, sizeof buf, "%d\n", fake_cupti_calls());
     child_write("cupti_calls", buf);
+    snprintf(buf, sizeof buf, "%d\n", fake_capture_broken());
+    child_write("capture_broken", buf);
     return 0;
 }
 
@@ -164,6 +169,13 @@ static void plite_makes_no_cupti_call(void) {
     CHECK(read_long("full", "cupti_calls", n, 1) == 1 && n[0] == 0, "CUPTI calls in the lite process: %ld", n[0]);
 }
 
+/* Nothing but cudaStreamIsCapturing is asked about a capturing stream (a refused call ends
+ * the program's capture: seen as a PyTorch failure in the H200 smoke call). */
+static void plite_leaves_captures_alone(void) {
+    long n[1] = { -1 };
+    CHECK(read_long("full", "capture_broken", n, 1) == 1 && n[0] == 0, "calls refused by a capturing stream: %ld", n[0]);
+}
+
 /* Graph spans: durations are the fake's GPU times; starts, relative to the first, are the
  * fake's within the two events' stated err_us. */
 static void plite_graph_spans_match_the_gpu_within_err(void) {
@@ -221,7 +233,7 @@ static void plite_ranges_count_their_launches(void) {
 
 static void plite_records_copies_syncs_and_the_capturing_launch(void) {
     if (!full_ok) { CHECK(0, "no trace"); return; }
-    int graphs = 0, capturing = 0, pageable = 0, pinned = 0, sync_copy = 0, ssync = 0, dsync = 0;
+    int graphs = 0, capturing = 0, pageable = 0, pinned = 0, captured = 0, sync_copy = 0, ssync = 0, dsync = 0;
     for (size_t i = 0; i < full.n_ev; i++) {
         ptrace_api a;
         if (ptrace_read_api(&full.ev[i], 0, &a)) continue;
@@ -234,7 +246,9 @@ static void plite_records_copies_syncs_and_the_capturing_launch(void) {
             CHECK(a.copy_kind && !strcmp(a.copy_kind, "DtoH"), "copy kind %s", a.copy_kind ? a.copy_kind : "(none)");
             if (a.bytes == 4096) { pageable++; CHECK(a.blocking == 1, "pageable copy: blocking %d", a.blocking); }
             if (a.bytes == 1024) { pinned++; CHECK(a.blocking == 0, "pinned copy: blocking %d", a.blocking); }
-            CHECK(a.stream == 13, "copy stream %llu (cudaStreamGetId)", (unsigned long long)a.stream);
+            if (a.bytes == 64) { captured++; CHECK(a.blocking == 0 && a.stream == 0, "captured copy: blocking %d stream %llu",
+                                                   a.blocking, (unsigned long long)a.stream); }
+            else CHECK(a.stream == 13, "copy stream %llu (cudaStreamGetId)", (unsigned long long)a.stream);
         } else if (!strcmp(a.name, "cudaMemcpy")) {
             sync_copy++;
             CHECK(a.blocking == 1 && a.bytes == 512 && !strcmp(a.copy_kind, "HtoD"), "cudaMemcpy: blocking %d bytes %lld",
@@ -246,7 +260,8 @@ static void plite_records_copies_syncs_and_the_capturing_launch(void) {
     }
     CHECK(graphs == LOOP + 4, "%d graph launch api events", graphs);
     CHECK(capturing == 1, "%d launches marked capturing", capturing);
-    CHECK(pageable == 1 && pinned == 1 && sync_copy == 1, "copies: pageable %d pinned %d sync %d", pageable, pinned, sync_copy);
+    CHECK(pageable == 1 && pinned == 1 && captured == 1 && sync_copy == 1, "copies: pageable %d pinned %d captured %d sync %d",
+          pageable, pinned, captured, sync_copy);
     CHECK(ssync == 2 && dsync == 1, "syncs: stream %d device %d", ssync, dsync);
     const ptrace_lite *l = &full.info.end.lite;
     CHECK(l->on, "no lite counts in the end record");
@@ -256,7 +271,7 @@ static void plite_records_copies_syncs_and_the_capturing_launch(void) {
     CHECK(l->graph_pending == 0 && l->graph_lost == 0 && l->graph_failed == 0 && l->dropped == 0,
           "end: pending %lld lost %lld failed %lld dropped %lld", (long long)l->graph_pending, (long long)l->graph_lost,
           (long long)l->graph_failed, (long long)l->dropped);
-    CHECK(l->kernel_launches == 3 && l->memcpy_calls == 3 && l->sync_calls == 3 && l->blocking_calls == 5,
+    CHECK(l->kernel_launches == 3 && l->memcpy_calls == 4 && l->sync_calls == 3 && l->blocking_calls == 5,
           "end: kernels %lld copies %lld syncs %lld blocking %lld", (long long)l->kernel_launches,
           (long long)l->memcpy_calls, (long long)l->sync_calls, (long long)l->blocking_calls);
     CHECK(l->anchors >= 2, "%lld anchors", (long long)l->anchors);
@@ -299,6 +314,7 @@ int main(int argc, char **argv) {
     snprintf(dir, sizeof dir, "/tmp/test_plite.%d", (int)getpid());
     RUN(plite_child_runs_and_writes_a_lite_trace);
     RUN(plite_makes_no_cupti_call);
+    RUN(plite_leaves_captures_alone);
     RUN(plite_graph_spans_match_the_gpu_within_err);
     RUN(plite_ranges_count_their_launches);
     RUN(plite_records_copies_syncs_and_the_capturing_launch);

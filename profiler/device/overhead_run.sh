@@ -28,7 +28,8 @@
 # none, the same); detach (--mode windows --between detach, experimental: crashed programs in
 # calls 3-4); winapi or apion (--mode windows with SPECPROF_API_BETWEEN=1: API records and
 # launch callbacks stay on between windows, experimental); nocal (--no-calibrate); always
-# (--mode always). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
+# (--mode always); lite (--mode lite: no CUPTI, runtime interposed, graph launches timed by
+# CUDA events). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
 # apion nocal"). CALIB_ENV: environment for the windowed calibration capture (e.g.
 # SPECPROF_API_BETWEEN=1), CALIB_ARGS its specprof options (e.g. --mode windows); SAMPLES=0: no
 # samples.tar.gz, SAMPLE_MODE (default specprof): the mode whose round-1 traces go into it;
@@ -107,6 +108,7 @@ run_one() {
     win) pre="$SP -o $tdir --quiet --mode windows --" ;;
     nocal) pre="$SP -o $tdir --quiet --no-calibrate --" ;;
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
+    lite) pre="$SP -o $tdir --quiet --mode lite --" ;;
   esac
   [ "$mode" = floor ] || [ "$mode" = attached ] && echo "$loop $mode $round" >> "$OUT/floor.txt"
   local t0=$SECONDS

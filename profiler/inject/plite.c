@@ -46,7 +46,10 @@ typedef int pl_err;                              /* cudaError_t */
 #define PL_NOT_READY 600                         /* cudaErrorNotReady */
 #define PL_UNKNOWN 999                           /* cudaErrorUnknown: no real entry point found */
 typedef struct { unsigned x, y, z; } pl_dim3;
-typedef struct { int type, device; void *dev_ptr, *host_ptr; } pl_ptr_attr;   /* struct cudaPointerAttributes */
+/* struct cudaPointerAttributes (driver_types.h, CUDA 13: type, device, two pointers, long
+ * reserved[8]), with room to spare for a later runtime's: the H200 smoke call's 24-byte copy
+ * of CUDA 11's layout had the runtime write past it on our stack */
+typedef struct { int type, device; void *dev_ptr, *host_ptr; long reserved[8], spare[24]; } pl_ptr_attr;
 enum { PL_MEM_UNREGISTERED = 0 };                /* cudaMemoryTypeUnregistered: pageable host memory */
 enum { PL_HTOH = 0, PL_HTOD, PL_DTOH, PL_DTOD, PL_DEFAULT };   /* cudaMemcpyKind */
 
@@ -68,7 +71,7 @@ static const struct { const char *name; uint32_t cbid; } pl_api[PL_N_API] = {
 #define PL_INTERPOSED "cudaGraphLaunch,cudaGraphLaunch_ptsz,cudaMemcpy,cudaMemcpy_ptds,cudaMemcpyAsync," \
     "cudaMemcpyAsync_ptsz,cudaStreamSynchronize,cudaStreamSynchronize_ptsz,cudaDeviceSynchronize," \
     "cudaEventSynchronize,cudaGraphExecDestroy;counted:cudaLaunchKernel,cudaLaunchKernel_ptsz," \
-    "cudaLaunchKernelExC,cudaLaunchKernelExC_ptsz,cudaLaunchCooperativeKernel"
+    "__cudaLaunchKernel,__cudaLaunchKernel_ptsz,cudaLaunchKernelExC,cudaLaunchKernelExC_ptsz,cudaLaunchCooperativeKernel"
 static const char *const pl_copy_kind[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
 enum { PL_TIMED = 0, PL_UNTIMED_CAPTURING, PL_UNTIMED_FAILED, PL_UNTIMED_NO_EVENT };
 static const char *const pl_untimed[] = { NULL, "capturing", "failed", "no_event" };
@@ -100,7 +103,7 @@ typedef pl_err (*pl_launch_ex_fn)(const void *, const void *, void **);
 static struct {
     void *fn[PL_N_API];
     pl_err (*exec_destroy)(void *);
-    pl_launch_fn launch, launch_ptsz, launch_coop;
+    pl_launch_fn launch, launch_ptsz, launch_coop, launch_k, launch_k_ptsz;
     pl_launch_ex_fn launch_ex, launch_ex_ptsz;
     pl_err (*is_capturing)(void *, int *);
     pl_err (*get_device)(int *);
@@ -269,12 +272,18 @@ static int pl_device(void) {
 static uint64_t pl_stream_id(void *s) {
     if (pl_t.stream_ok && pl_t.stream == s) return pl_t.stream_id;
     unsigned long long id = 0;
-    if (!pl_rt.stream_id || pl_rt.stream_id(s, &id) != PL_SUCCESS) id = (unsigned long long)(uintptr_t)s;
+    if (!pl_rt.stream_id || pl_rt.stream_id(s, &id) != PL_SUCCESS) {
+        if (pl_rt.last_error) pl_rt.last_error();   /* ours, not the program's */
+        return 0;
+    }
     pl_t.stream = s;
     pl_t.stream_id = id;
     pl_t.stream_ok = 1;
     return id;
 }
+
+/* The id when it is the cached stream's, else 0 (a capturing stream is not asked). */
+static uint64_t pl_stream_cached(void *s) { return pl_t.stream_ok && pl_t.stream == s ? pl_t.stream_id : 0; }
 
 static void pl_where(pl_rec *r) {
     pinject_tls *t = pinject_thread();
@@ -320,6 +329,17 @@ static int pl_push(pl_rec *r) {
 
 /* ---------- the interposed calls (program threads) ---------- */
 
+/* 1 when the stream is capturing a graph: then nothing but cudaStreamIsCapturing is asked
+ * of the runtime about it (another call could be refused and end the program's capture). */
+static int pl_capturing(void *stream) {
+    int status = 0;
+    if (!pl_rt.is_capturing || pl_rt.is_capturing(stream, &status) != PL_SUCCESS) {
+        if (pl_rt.last_error) pl_rt.last_error();
+        return 1;   /* not known: treated as capturing (no further call) */
+    }
+    return status != 0;
+}
+
 static pl_err pl_graph_launch(void *exec, void *stream, int api) {
     pl_graph_fn real = (pl_graph_fn)PL_REAL(pl_rt.fn[api], pl_api[api].name);
     if (!real) return PL_UNKNOWN;
@@ -329,10 +349,10 @@ static pl_err pl_graph_launch(void *exec, void *stream, int api) {
     pl_t.graph_launches++;
     int dev = pl_device();
     r.dev = (int8_t)dev;
-    r.stream_id = pl_stream_id(stream);
-    int status = 0;
     void *ev[2] = { NULL, NULL };
-    if (pl_rt.is_capturing && pl_rt.is_capturing(stream, &status) == PL_SUCCESS && status != 0)
+    int capturing = pl_capturing(stream);
+    r.stream_id = capturing ? pl_stream_cached(stream) : pl_stream_id(stream);
+    if (capturing)
         r.untimed = PL_UNTIMED_CAPTURING;
     else if (!pl_rt.ev_record || !pl_pool_take(dev, ev))
         r.untimed = PL_UNTIMED_NO_EVENT;
@@ -381,7 +401,9 @@ static pl_err pl_memcpy(void *dst, const void *src, size_t n, int kind, void *st
      * when it copies into pageable host memory (CUDA Runtime API, "API synchronization
      * behavior"), known from one cudaPointerGetAttributes of the destination, made only for
      * device-to-host and default-kind async copies and after the call (not in its time) */
+    int capturing = async && pl_capturing(stream);   /* recorded into a graph: runs later, nothing waits */
     if (!async) r.blocking = kind != PL_DTOD;
+    else if (capturing) r.blocking = 0;
     else if (kind == PL_DTOH || kind == PL_DEFAULT) {
         pl_ptr_attr a;
         memset(&a, 0, sizeof a);
@@ -389,7 +411,7 @@ static pl_err pl_memcpy(void *dst, const void *src, size_t n, int kind, void *st
         else { r.blocking = -1; if (pl_rt.last_error) pl_rt.last_error(); }
     } else r.blocking = kind == PL_HTOH ? -1 : 0;
     r.dev = (int8_t)pl_device();
-    r.stream_id = async ? pl_stream_id(stream) : 0;
+    r.stream_id = !async ? 0 : capturing ? pl_stream_cached(stream) : pl_stream_id(stream);
     atomic_fetch_add_explicit(&pl_n_memcpy, 1, memory_order_relaxed);
     if (r.blocking == 1) atomic_fetch_add_explicit(&pl_n_blocking, 1, memory_order_relaxed);
     r.rc = rc;
@@ -405,7 +427,7 @@ static pl_err pl_sync(void *arg, int api) {
     pl_rec r = { .kind = PL_REC_CALL, .api = (uint8_t)api, .blocking = 1 };
     r.t0_ns = pinject_now_ns();
     pl_err rc = api == PL_DSYNC ? ((pl_v_fn)fn)() : ((pl_p1_fn)fn)(arg);
-    if (api == PL_SSYNC || api == PL_SSYNC_PTSZ) r.stream_id = pl_stream_id(arg);
+    if (api == PL_SSYNC || api == PL_SSYNC_PTSZ) r.stream_id = rc == PL_SUCCESS ? pl_stream_id(arg) : pl_stream_cached(arg);
     r.dev = (int8_t)pl_device();
     if (!pl_t.calib) {
         atomic_fetch_add_explicit(&pl_n_sync, 1, memory_order_relaxed);
@@ -461,6 +483,19 @@ PL_EXPORT pl_err cudaLaunchKernel_ptsz(const void *f, pl_dim3 g, pl_dim3 b, void
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
     return real(f, g, b, a, sm, s);
+}
+/* what nvcc 13's <<<>>> stubs call (crt/device_functions.h): a cudaKernel_t handle, else as cudaLaunchKernel */
+PL_EXPORT pl_err __cudaLaunchKernel(const void *k, pl_dim3 g, pl_dim3 b, void **a, size_t sm, void *s) {
+    pl_launch_fn real = PL_REAL(pl_rt.launch_k, "__cudaLaunchKernel");
+    if (!real) return PL_UNKNOWN;
+    pl_count_launch();
+    return real(k, g, b, a, sm, s);
+}
+PL_EXPORT pl_err __cudaLaunchKernel_ptsz(const void *k, pl_dim3 g, pl_dim3 b, void **a, size_t sm, void *s) {
+    pl_launch_fn real = PL_REAL(pl_rt.launch_k_ptsz, "__cudaLaunchKernel_ptsz");
+    if (!real) return PL_UNKNOWN;
+    pl_count_launch();
+    return real(k, g, b, a, sm, s);
 }
 PL_EXPORT pl_err cudaLaunchCooperativeKernel(const void *f, pl_dim3 g, pl_dim3 b, void **a, size_t sm, void *s) {
     pl_launch_fn real = PL_REAL(pl_rt.launch_coop, "cudaLaunchCooperativeKernel");
