@@ -292,6 +292,14 @@ static void plite_trace_passes_specprof_check(void) {
     CHECK(rc == 0, "specprof check exit %d:\n%s", rc, out);
     CHECK(strstr(out, "capture: lite") && strstr(out, "lite: graph launches 24, timed 23, not timed: capturing 1"),
           "check output:\n%s", out);
+    /* specprof merge takes a lite file as any other, its graph_trace events too */
+    snprintf(cmd, sizeof cmd, "%s merge %s/full 2>&1 && %s check %s/full/merged.json.gz 2>&1", SPECPROF_BIN, dir,
+             SPECPROF_BIN, dir);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    rc = p ? pclose(p) : -1;
+    CHECK(rc == 0 && strstr(out, "merged file") && strstr(out, "23 graph_trace events"), "merge, check (exit %d):\n%s", rc, out);
 }
 
 static void plite_says_when_the_runtime_is_static(void) {

@@ -1865,6 +1865,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
     return 1;
 }
 
+int pinject_lite(void) { return g.cfg.mode == PINJ_MODE_LITE; }
+
 void pinject_lite_begin(void) {
     if (plite_enabled()) pinj_init_once();
 }

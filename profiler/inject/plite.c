@@ -153,7 +153,7 @@ static void *pl_sym(const char *name) {
     (__atomic_load_n(&(slot), __ATOMIC_RELAXED) ? (slot) \
      : (__atomic_store_n(&(slot), (__typeof__(slot))pl_sym(name), __ATOMIC_RELAXED), (slot)))
 
-static void pl_resolve_helpers(void) {
+static void pl_resolve_helpers(void) {   /* each one looked up while still missing */
     PL_REAL(pl_rt.is_capturing, "cudaStreamIsCapturing");
     PL_REAL(pl_rt.get_device, "cudaGetDevice");
     PL_REAL(pl_rt.set_device, "cudaSetDevice");
@@ -256,10 +256,14 @@ static inline int pl_active(void) {
     return atomic_load(&pl_on);
 }
 
+static void pl_resolve_helpers(void);
+
 static int pl_device(void) {
     int d = 0;
     if (!pl_rt.get_device || pl_rt.get_device(&d) != PL_SUCCESS) d = 0;
     if (!atomic_load_explicit(&pl_cuda_seen, memory_order_relaxed)) {
+        pl_resolve_helpers();   /* again: lite mode may have started (NVTX) before libcudart was loaded */
+        if (pl_rt.get_device && pl_rt.get_device(&d) != PL_SUCCESS) d = 0;
         atomic_store(&pl_first_dev, d);
         atomic_store(&pl_cuda_seen, 1);
         if (d >= 0 && d < PL_MAX_DEV) { atomic_store(&pl_pool_want[d], 1); if (pl_wake) pl_wake(); }
