@@ -37,6 +37,9 @@
 /* cudaEventElapsedTime's resolution: "around 0.5 microseconds" (CUDA Runtime API reference,
  * cudaEventElapsedTime) */
 #define PL_EVENT_RES_NS 500
+/* the GPU clock's rate against the host's before two anchors have measured it: the H200
+ * smoke call measured 4.7 ppm (traces/overhead/h200-lite-smoke) */
+#define PL_DRIFT_ASSUMED_PPM 10.0
 #define PL_CALIB_N 200            /* timed calls per calibration configuration (median) */
 #define PL_FINAL_WAIT_MS 200      /* at the end, launches still running are waited for this long */
 
@@ -686,7 +689,8 @@ static int pl_emit_graph(pl_pend *p, const ptrace_ctx *ctx, plite_emit_fn emit, 
     /* the anchor's half-width, the event resolution, float rounding of the interval (2^-24
      * relative) and the clock rate's uncertainty over it (the drift is measured, not known
      * between anchors: taken as at most the largest seen) */
-    double err_ns = (double)a->half_ns + PL_EVENT_RES_NS + fabs(back_ns) * (6e-8 + pl_w.drift_max_ppm * 1e-6);
+    double ppm = a->scale != 1.0 ? pl_w.drift_max_ppm : PL_DRIFT_ASSUMED_PPM;
+    double err_ns = (double)a->half_ns + PL_EVENT_RES_NS + fabs(back_ns) * (6e-8 + ppm * 1e-6);
     g.err_us = ceil(err_ns) / 1e3;
     if (g.err_us > pl_w.err_max_us) pl_w.err_max_us = g.err_us;
     int n = ptrace_write_graphlaunch(line, sizeof line, ctx, &g);
