@@ -9,14 +9,15 @@
 #     manifest.csv: steps 2,5 at alpha 0.7 and baselines, concurrency 1,4,16,40,80, 0.12 s a
 #     point), torchbench torch-dense with graphs (torch_truth.sh calib, as traces/torch/call6/
 #     always: 0.04 s, >= 8 iterations) and without (the eager loop, as traces/torch/call6/eager:
-#     --disable-cuda-graph, 0.08 s), each with what the program measured while captured;
+#     --disable-cuda-graph, 0.08 s), each with what the program measured while captured, and
+#     both held-out grids unprofiled (50 s each: TB_GRID_S, TBE_GRID_S);
 #  2. overhead, processes alternating none / lite round by round (overhead_run.sh, first run
 #     of each process dropped by overhead_tables.py): specbench decode c1 (sb_decode_c1) and
 #     spec steps 3 alpha 0.7 at concurrency 16 (sb_spec_c16), torchbench dense with graphs
 #     (tb: decode and spec at 1 and 13 rows), the eager loop (tbe: torchbench dense with
 #     --disable-cuda-graph at 1 row, decode and spec), whose first-row decode also runs
 #     under floor (bin/libfloor.so: CUPTI with kernel activity only) and always (--mode
-#     always) for the floor table; 3 timed runs per process (2 kept), 4 rounds: 8 kept runs
+#     always) for the floor table; 3 timed runs per process (2 kept), 3 rounds: 6 kept runs
 #     per mode and loop when nothing is cut (RUN_LIMIT_S cuts late rounds first).
 # Results ($OUT, 7 files):
 #   run.log                             everything printed, with `specprof check` of each capture
@@ -30,13 +31,16 @@
 #   calib_llama8b_lite.json.gz calib_kimi-tp8_lite.json.gz    specbench's lite calibration captures
 #   calib_torch-dense_lite.json.gz calib_torch-dense_lite_eager.json.gz   torchbench's (graphs, eager)
 #   calib_measured.tar.gz               calib_measured_lite.csv (specbench, both presets),
-#                                       calib_measured_torch-dense_lite[_eager].csv, torch_truth logs
+#                                       calib_measured_torch-dense_lite[_eager].csv, torch_truth logs,
+#                                       measured_torch.csv / measured_eager.csv: torchbench dense's
+#                                       held-out grids (graphs; eager loop), unprofiled, this call
 # Time (from the H200 calls' logs: specbench 4 timed runs in 4-5 s a process, torchbench 12 in
 # 9 s, the calibration subsets ~9 s a preset (call 5), torch calibration 7-9 s (call 6)):
 # build 0-60 s, smoke 15 s, captures ~50 s, overhead ~75 s a round (sb 2x5, sb16 2x5, tb 2x9,
-# tbe 4x9), 4 rounds ~300 s: ~430 s with a 60 s build.
+# tbe 4x9), 4 rounds ~300 s: ~430 s with a 60 s build. With the two torch grids (100 s),
+# 3 rounds (6 kept runs per mode and loop): ~450 s.
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/lite_call.sh
-#   env: RUN_LIMIT_S (530): everything stops by then; ROUNDS (4); SKIP_CAPTURES=1.
+#   env: RUN_LIMIT_S (530): everything stops by then; ROUNDS (3); SKIP_CAPTURES=1.
 set -u
 OUT=${OUT:-/tmp/lite_call}
 mkdir -p "$OUT"
@@ -95,7 +99,16 @@ if [ $TORCH = 1 ]; then
   OUT=$W/eager SP=$SP TB_EXTRA="--disable-cuda-graph" TAG_SUFFIX=_eager PLAN="calib:torch-dense:lite" CALIB_SECONDS=0.08 \
     CALIB_MIN_ITERS=8 timeout 100 bash profiler/device/torch_truth.sh > $W/eager.out 2>&1
   grep -E "^===|^capture|^lite|^calib|^WARNING|^INCOMPLETE|^complete|NO TRACE" $W/eager/run.log | tee -a "$LOG"
+  # the held-out grids of both, unprofiled, in this call (call 4's lesson: a grid measured in
+  # another call than its capture carries the host's drift between processes)
+  step "torchbench dense grids, unprofiled (graphs, then the eager loop)"
+  OUT=$W/torch PLAN="grid:torch-dense:${TB_GRID_S:-50}" GRID_SECONDS=0.08 GRID_MIN_ITERS=15 timeout 80 \
+    bash profiler/device/torch_truth.sh > $W/torch_grid.out 2>&1
+  OUT=$W/eager TB_EXTRA="--disable-cuda-graph" PLAN="grid:torch-dense:${TBE_GRID_S:-50}" GRID_SECONDS=0.08 \
+    GRID_MIN_ITERS=10 timeout 80 bash profiler/device/torch_truth.sh > $W/eager_grid.out 2>&1
+  wc -l $W/torch/measured.csv $W/eager/measured.csv 2>&1 | tee -a "$LOG"
   for d in torch eager; do
+    cp $W/$d/measured.csv $W/measured/measured_$d.csv 2>/dev/null
     cp $W/$d/calib_torch-dense_lite*.json.gz "$OUT/" 2>/dev/null
     cp $W/$d/calib_measured_*.csv $W/measured/ 2>/dev/null
     cp $W/$d/run.log $W/measured/torch_truth_$d.log 2>/dev/null
@@ -107,7 +120,7 @@ fi
 step "overhead: none / lite alternating (overhead_run.sh)"
 LOOPS="sb_decode_c1 sb_spec_c16"; [ $TORCH = 1 ] && LOOPS="$LOOPS tb tbe"
 left=$(( LIMIT - SECONDS - 25 ))
-OUT=$W/ov RUN_LIMIT_S=$left ROUNDS=${ROUNDS:-4} SKIP_CALIB=1 SKIP_EAGER_SMOKE=1 SMOKE_S=1 SMOKE_ARGS="--mode lite" \
+OUT=$W/ov RUN_LIMIT_S=$left ROUNDS=${ROUNDS:-3} SKIP_CALIB=1 SKIP_EAGER_SMOKE=1 SMOKE_S=1 SMOKE_ARGS="--mode lite" \
   SAMPLES=1 SAMPLE_MODE=lite LOOPS="$LOOPS" MODES_sb_decode_c1="none lite" MODES_sb_spec_c16="none lite" MODES_tb="none lite" \
   MODES_tbe="none lite floor always" SB_REPEATS=3 TB_REPEATS=3 timeout $(( left + 15 )) bash profiler/device/overhead_run.sh > $W/ov.out 2>&1
 grep -E " round [0-9]+: |^time:" $W/ov/run.log | cut -c1-200 | tee -a "$LOG"
