@@ -532,7 +532,7 @@ static void fg_avail(const fg_one *S, double tknee, int avail[NCOL])
     avail[COL_KV] = kmax > 0 && kmax - kmin > 1e-6 * kmax;
     /* the KV x query-token column only where the query tokens per row vary (else it is the
      * KV column again) */
-    avail[COL_KVQ] = avail[COL_KV] && qmax - qmin > 1e-9 * qmax;
+    avail[COL_KVQ] = avail[COL_KV] && qmax - qmin > 1e-9 * qmax && !c->kvq_off;
     /* the slope past the tile knee: its own cost for the last tile counts (the caller sets
      * tknee only with 3 tile counts or more) */
     avail[COL_KVQ2] = avail[COL_KVQ] && tknee > 0 && qmax > tknee;
@@ -914,6 +914,42 @@ size_t fit_group_robust(double *v, size_t n, double *mean, double *sd)
     return n - k;
 }
 
+/* Can the points tell a KV x query-token (tiles) column from the KV and token columns?
+ * Not with two query-token counts q1 < q2 and no kernel variant per tile count: every
+ * tiling then gives tile counts t1 < t2 (or one count: the KV column again), and
+ * kv x t = kv x (a + b q) on the data, a KV slope plus a KV x q slope, which where the
+ * context per row is the same in every cell (torchbench: 1210-1213 tokens a row) is a slope
+ * in the rows plus one in the tokens (rows x q) with no knee: the column fits the
+ * calibration as a token slope and prices another q at another row count as tiles of KV
+ * (docs/fit.md, "Two query-token counts"). Three counts or more, or variants that step with
+ * one tiling (specbench's k_attn_split<1>, <2>), can tell them apart. FIT_KVQ_TWO_Q=keep
+ * turns the rule off. 1: identifiable. */
+static int fg_kvq_identifiable(const fit_point *pts, size_t n)
+{
+    const char *env = getenv("FIT_KVQ_TWO_Q");
+    if (env && strcmp(env, "keep") == 0)
+        return 1;
+    double q1 = -1, q2 = -1, qmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(pts[i].kv_tokens > 0))
+            continue;
+        double q = fit_point_q(&pts[i]);
+        qmax = fmax(qmax, q);
+        if (q1 < 0 || fabs(q - q1) <= 1e-9 * q1)
+            q1 = q;
+        else if (q2 < 0 || fabs(q - q2) <= 1e-9 * q2)
+            q2 = q;
+        else
+            return 1;   /* three or more */
+    }
+    if (q2 < 0)
+        return 1;       /* one count: the column is not offered anyway (fg_avail) */
+    for (double qt = 1; qt <= qmax; qt *= 2)
+        if (fg_tiles_match_variants(pts, n, qt) == 1)
+            return 1;
+    return 0;
+}
+
 int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
               fit_group_stats *st, char *err, size_t errlen)
 {
@@ -939,6 +975,7 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
      * columns cannot tell waves from a slope over a few token counts), the rest of the
      * group fitted without the wave column */
     fit_group_ctx cc = *c;
+    cc.kvq_off = !fg_kvq_identifiable(pts, n);
     double pw = measured ? fit_waves_kernel_per_wave(wp, n, c) : 0;
     if (pw > 0)
         for (size_t i = 0; i < n; i++)
