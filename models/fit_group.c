@@ -667,6 +667,13 @@ static void fg_stats(fg_one *S, const double best[NCOL], double knee, double chi
     S->cells = NULL;
 }
 
+/* 1 when the environment variable name is "0" (a rule turned off for tests, experiments). */
+static int fg_env_off(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0;
+}
+
 static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, double tknee,
                       wm_group *out, fit_group_stats *st, double *chisq_out, char *err,
                       size_t errlen)
@@ -674,6 +681,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     fg_one S = {.pts = pts, .n = n, .c = c, .fp = {c->moe_experts, c->moe_topk, tknee},
                 .ph = c->phase ? c->phase : "?", .gn = c->group ? c->group : "?"};
     int rc = -1;
+    fit_point *kvp = NULL;
     if (st)
         memset(st, 0, sizeof *st);
     if (n == 0) {
@@ -685,6 +693,27 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     if (fg_token_counts(&S, err, errlen) || fg_cells(&S, err, errlen) ||
         fg_sample(&S, err, errlen))
         goto out;
+    /* Fewer cells than the cross-validation needs: every available column is fitted and the
+     * non-negative fit drops the ones that come out negative. Points carry their own KV
+     * context, which drifts a few tenths of a percent inside a configuration as requests
+     * advance (torchbench: 1210-1213 tokens a row); that drift against the repeats' noise
+     * then decided between the KV and the token/expert columns (torch-moe's verify GEMMs: KV
+     * alone at 110 us per 1000 KV tokens, or experts, tokens and 17 us per 1000; held-out
+     * median 9.65% against 2.48%, models/cycle_validate.sh). So below FIT_CV_MIN_CELLS the
+     * KV column is each point's cell mean, as the cross-validation scores columns on cell
+     * means above it (docs/fit.md, "Few cells"). FIT_KV_CELL_MEAN=0 turns this off. */
+    if (S.ncell < FIT_CV_MIN_CELLS && !fg_env_off("FIT_KV_CELL_MEAN")) {
+        kvp = malloc(n * sizeof *kvp);
+        if (!kvp) {
+            fg_oom(&S, err, errlen);
+            goto out;
+        }
+        memcpy(kvp, pts, n * sizeof *kvp);
+        for (size_t j = 0; j < S.ncell; j++)
+            for (size_t i = S.cstart[j]; i < S.cstart[j + 1]; i++)
+                kvp[S.idx[i]].kv_tokens = S.cells[j].kv_tokens;
+        S.pts = kvp;
+    }
     int avail[NCOL];
     fg_avail(&S, tknee, avail);
     /* which optional columns: the set that predicts left-out cells best */
@@ -708,6 +737,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     }
     rc = 0;
 out:
+    free(kvp);
     free(S.idx);
     free(S.use);
     free(S.cstart);
