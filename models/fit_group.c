@@ -667,6 +667,31 @@ static void fg_stats(fg_one *S, const double best[NCOL], double knee, double chi
     S->cells = NULL;
 }
 
+/* Whether the KV context inside the cells moves less than their times do: the pooled
+ * relative spread of each point's KV around its cell's mean below that of its time. A KV
+ * cost can move a point's time by at most its KV's relative change; below the repeats'
+ * spread it cannot be seen inside a cell, and a slope fitted there is the noise's (a run's
+ * clock drift against requests advancing). Where the KV grows through a run (a long
+ * capture, requests from empty to full) it is kept. Outliers left out. */
+static int fg_kv_drift_below_noise(const fg_one *S)
+{
+    double skv = 0, sus = 0;
+    size_t m = 0;
+    for (size_t j = 0; j < S->ncell; j++) {
+        const fit_cell *cl = &S->cells[j];
+        for (size_t i = S->cstart[j]; i < S->cstart[j + 1]; i++) {
+            const fit_point *p = &S->pts[S->idx[i]];
+            if (S->bad[i] || !(cl->kv_tokens > 0) || !(cl->us_mean > 0))
+                continue;
+            double a = p->kv_tokens / cl->kv_tokens - 1, b = p->us / cl->us_mean - 1;
+            skv += a * a;
+            sus += b * b;
+            m++;
+        }
+    }
+    return m > 0 && skv < sus;
+}
+
 /* 1 when the environment variable name is "0" (a rule turned off for tests, experiments). */
 static int fg_env_off(const char *name)
 {
@@ -699,10 +724,12 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
      * advance (torchbench: 1210-1213 tokens a row); that drift against the repeats' noise
      * then decided between the KV and the token/expert columns (torch-moe's verify GEMMs: KV
      * alone at 110 us per 1000 KV tokens, or experts, tokens and 17 us per 1000; held-out
-     * median 9.65% against 2.48%, models/cycle_validate.sh). So below FIT_CV_MIN_CELLS the
-     * KV column is each point's cell mean, as the cross-validation scores columns on cell
-     * means above it (docs/fit.md, "Few cells"). FIT_KV_CELL_MEAN=0 turns this off. */
-    if (S.ncell < FIT_CV_MIN_CELLS && !fg_env_off("FIT_KV_CELL_MEAN")) {
+     * median 9.65% against 2.48%, models/cycle_validate.sh). So below FIT_CV_MIN_CELLS, where
+     * the KV inside the cells moves less than their times do (fg_kv_drift_below_noise: 0.5%
+     * against 5% there), the KV column is each point's cell mean, as the cross-validation
+     * scores columns on cell means above it (docs/fit.md, "Few cells"). FIT_KV_CELL_MEAN=0
+     * turns this off. */
+    if (S.ncell < FIT_CV_MIN_CELLS && !fg_env_off("FIT_KV_CELL_MEAN") && fg_kv_drift_below_noise(&S)) {
         kvp = malloc(n * sizeof *kvp);
         if (!kvp) {
             fg_oom(&S, err, errlen);

@@ -601,8 +601,9 @@ static void fit_group_two_q_has_no_tiles(void)
 /* Fewer cells than the cross-validation needs (docs/fit.md, "Few cells"): an MoE verify's
  * GEMMs (a constant, the experts touched, the tokens; no KV cost) at 6 configurations,
  * whose KV context drifts up 0.2% a point inside each configuration while the GPU's clock
- * drifts its time up 1% a point (a run warming up). The fit must be the one it makes from
- * each configuration's mean KV (the drift inside a cell says nothing of a KV cost): the same
+ * drifts its time up 1% a point (a run warming up): KV spread 0.28% inside the cells, time
+ * 1.4%. The fit must be the one it makes from each configuration's mean KV (the drift
+ * inside a cell says nothing of a KV cost): the same
  * coefficients, no KV term, held-out batches within 1%. With the rule off
  * (FIT_KV_CELL_MEAN=0) the drift makes a KV slope (0.098 us per 1000 KV tokens) that the
  * cell-mean fit does not have. */
