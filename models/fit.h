@@ -123,6 +123,10 @@ typedef struct {
      * is fitted too and kept when it predicts left-out cells better (docs/fit.md) */
     int    sweep;
     int    sweep_phase;
+    /* set by fit_group, not by callers: 1 when the KV x query-token column cannot be told
+     * from the KV and token columns (two query-token counts and no kernel variant per tile
+     * count: fg_kvq_identifiable in models/fit_group.c) */
+    int    kvq_off;
 } fit_group_ctx;
 
 /* Repeat cell: the points of one token count (and query tokens per row) in one trace

@@ -532,7 +532,7 @@ static void fg_avail(const fg_one *S, double tknee, int avail[NCOL])
     avail[COL_KV] = kmax > 0 && kmax - kmin > 1e-6 * kmax;
     /* the KV x query-token column only where the query tokens per row vary (else it is the
      * KV column again) */
-    avail[COL_KVQ] = avail[COL_KV] && qmax - qmin > 1e-9 * qmax;
+    avail[COL_KVQ] = avail[COL_KV] && qmax - qmin > 1e-9 * qmax && !c->kvq_off;
     /* the slope past the tile knee: its own cost for the last tile counts (the caller sets
      * tknee only with 3 tile counts or more) */
     avail[COL_KVQ2] = avail[COL_KVQ] && tknee > 0 && qmax > tknee;
@@ -689,6 +689,38 @@ static void fg_stats(fg_one *S, const double best[NCOL], double knee, double chi
     S->cells = NULL;
 }
 
+/* Whether the KV context inside the cells moves less than their times do: the pooled
+ * relative spread of each point's KV around its cell's mean below that of its time. A KV
+ * cost can move a point's time by at most its KV's relative change; below the repeats'
+ * spread it cannot be seen inside a cell, and a slope fitted there is the noise's (a run's
+ * clock drift against requests advancing). Where the KV grows through a run (a long
+ * capture, requests from empty to full) it is kept. Outliers left out. */
+static int fg_kv_drift_below_noise(const fg_one *S)
+{
+    double skv = 0, sus = 0;
+    size_t m = 0;
+    for (size_t j = 0; j < S->ncell; j++) {
+        const fit_cell *cl = &S->cells[j];
+        for (size_t i = S->cstart[j]; i < S->cstart[j + 1]; i++) {
+            const fit_point *p = &S->pts[S->idx[i]];
+            if (S->bad[i] || !(cl->kv_tokens > 0) || !(cl->us_mean > 0))
+                continue;
+            double a = p->kv_tokens / cl->kv_tokens - 1, b = p->us / cl->us_mean - 1;
+            skv += a * a;
+            sus += b * b;
+            m++;
+        }
+    }
+    return m > 0 && skv < sus;
+}
+
+/* 1 when the environment variable name is "0" (a rule turned off for tests, experiments). */
+static int fg_env_off(const char *name)
+{
+    const char *e = getenv(name);
+    return e && strcmp(e, "0") == 0;
+}
+
 static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, double tknee,
                       wm_group *out, fit_group_stats *st, double *chisq_out, char *err,
                       size_t errlen)
@@ -696,6 +728,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     fg_one S = {.pts = pts, .n = n, .c = c, .fp = {c->moe_experts, c->moe_topk, tknee},
                 .ph = c->phase ? c->phase : "?", .gn = c->group ? c->group : "?"};
     int rc = -1;
+    fit_point *kvp = NULL;
     if (st)
         memset(st, 0, sizeof *st);
     if (n == 0) {
@@ -707,6 +740,29 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     if (fg_token_counts(&S, err, errlen) || fg_cells(&S, err, errlen) ||
         fg_sample(&S, err, errlen))
         goto out;
+    /* Fewer cells than the cross-validation needs: every available column is fitted and the
+     * non-negative fit drops the ones that come out negative. Points carry their own KV
+     * context, which drifts a few tenths of a percent inside a configuration as requests
+     * advance (torchbench: 1210-1213 tokens a row); that drift against the repeats' noise
+     * then decided between the KV and the token/expert columns (torch-moe's verify GEMMs: KV
+     * alone at 110 us per 1000 KV tokens, or experts, tokens and 17 us per 1000; held-out
+     * median 9.65% against 2.48%, models/cycle_validate.sh). So below FIT_CV_MIN_CELLS, where
+     * the KV inside the cells moves less than their times do (fg_kv_drift_below_noise: 0.5%
+     * against 5% there), the KV column is each point's cell mean, as the cross-validation
+     * scores columns on cell means above it (docs/fit.md, "Few cells"). FIT_KV_CELL_MEAN=0
+     * turns this off. */
+    if (S.ncell < FIT_CV_MIN_CELLS && !fg_env_off("FIT_KV_CELL_MEAN") && fg_kv_drift_below_noise(&S)) {
+        kvp = malloc(n * sizeof *kvp);
+        if (!kvp) {
+            fg_oom(&S, err, errlen);
+            goto out;
+        }
+        memcpy(kvp, pts, n * sizeof *kvp);
+        for (size_t j = 0; j < S.ncell; j++)
+            for (size_t i = S.cstart[j]; i < S.cstart[j + 1]; i++)
+                kvp[S.idx[i]].kv_tokens = S.cells[j].kv_tokens;
+        S.pts = kvp;
+    }
     int avail[NCOL];
     fg_avail(&S, tknee, avail);
     /* which optional columns: the set that predicts left-out cells best */
@@ -732,6 +788,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     }
     rc = 0;
 out:
+    free(kvp);
     free(S.idx);
     free(S.use);
     free(S.cstart);
@@ -938,6 +995,42 @@ size_t fit_group_robust(double *v, size_t n, double *mean, double *sd)
     return n - k;
 }
 
+/* Can the points tell a KV x query-token (tiles) column from the KV and token columns?
+ * Not with two query-token counts q1 < q2 and no kernel variant per tile count: every
+ * tiling then gives tile counts t1 < t2 (or one count: the KV column again), and
+ * kv x t = kv x (a + b q) on the data, a KV slope plus a KV x q slope, which where the
+ * context per row is the same in every cell (torchbench: 1210-1213 tokens a row) is a slope
+ * in the rows plus one in the tokens (rows x q) with no knee: the column fits the
+ * calibration as a token slope and prices another q at another row count as tiles of KV
+ * (docs/fit.md, "Two query-token counts"). Three counts or more, or variants that step with
+ * one tiling (specbench's k_attn_split<1>, <2>), can tell them apart. FIT_KVQ_TWO_Q=keep
+ * turns the rule off. 1: identifiable. */
+static int fg_kvq_identifiable(const fit_point *pts, size_t n)
+{
+    const char *env = getenv("FIT_KVQ_TWO_Q");
+    if (env && strcmp(env, "keep") == 0)
+        return 1;
+    double q1 = -1, q2 = -1, qmax = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!(pts[i].kv_tokens > 0))
+            continue;
+        double q = fit_point_q(&pts[i]);
+        qmax = fmax(qmax, q);
+        if (q1 < 0 || fabs(q - q1) <= 1e-9 * q1)
+            q1 = q;
+        else if (q2 < 0 || fabs(q - q2) <= 1e-9 * q2)
+            q2 = q;
+        else
+            return 1;   /* three or more */
+    }
+    if (q2 < 0)
+        return 1;       /* one count: the column is not offered anyway (fg_avail) */
+    for (double qt = 1; qt <= qmax; qt *= 2)
+        if (fg_tiles_match_variants(pts, n, qt) == 1)
+            return 1;
+    return 0;
+}
+
 int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *out,
               fit_group_stats *st, char *err, size_t errlen)
 {
@@ -963,6 +1056,7 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
      * columns cannot tell waves from a slope over a few token counts), the rest of the
      * group fitted without the wave column */
     fit_group_ctx cc = *c;
+    cc.kvq_off = !fg_kvq_identifiable(pts, n);
     double pw = measured ? fit_waves_kernel_per_wave(wp, n, c) : 0;
     if (pw > 0)
         for (size_t i = 0; i < n; i++)
