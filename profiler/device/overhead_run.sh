@@ -112,6 +112,9 @@ run_one() {
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
     lite) pre="$SP -o $tdir --quiet --mode lite --" ;;
   esac
+  # PIN_<loop>=CPUS: the program runs under taskset -c CPUS (every mode alike; the profiler's
+  # threads inside the program too, so give it two CPUs or more)
+  local pinv="PIN_$loop"; [ -n "${!pinv:-}" ] && pre="taskset -c ${!pinv} $pre"
   [ "$mode" = floor ] || [ "$mode" = attached ] && echo "$loop $mode $round" >> "$OUT/floor.txt"
   local t0=$SECONDS
   case $loop in
