@@ -1,5 +1,5 @@
 #!/bin/bash
-# torch_gemm_sweep.sh: one short device call (NOT RUN YET): torchbench's GEMM shapes timed
+# torch_gemm_sweep.sh: one short device call (run in call8.sh, 2026-12-04: traces/torch/gemm/): torchbench's GEMM shapes timed
 # through torch (profiler/bench/torch_gemm_sweep.py), both presets, 1..64 tokens and every
 # 8th count to 1024, for `specsim fit --gemm-sweep`. It replaces the stand-in
 # traces/torch/call4/always/gemm_torch-dense.csv (specbench's llama8b sweep, same shapes,
