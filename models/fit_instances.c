@@ -269,7 +269,7 @@ static int fi_cmp_rec(const void *a, const void *b)
     return (x->e > y->e) - (x->e < y->e);
 }
 
-static double fi_cupti_kernel_us(void)
+double fit_instances_cupti_kernel_us(void)
 {
     static double v = -1;
     if (v < 0) {
@@ -388,6 +388,11 @@ static int fi_calls(fi_trace_st *S)
     S->cm = malloc((t->napi + 1) * sizeof *S->cm);
     if (!S->cm)
         return fi_oom(S);
+    /* a lite capture's own cost per interposed call (its end record's calibration; the
+     * calls fit_nodes added from a reference are eager launches, never interposed) */
+    int lite_calib = fit_trace_is_lite(t) && t->hdr.calib.has_lite &&
+                     t->hdr.calib.lite_graph_launch_us >= 0 && t->hdr.calib.lite_call_us >= 0 &&
+                     t->hdr.calib.lite_graph_launch_us < 1000 && t->hdr.calib.lite_call_us < 1000;
     for (size_t i = 0; i < t->napi; i++) {
         const ptrace_api *x = &t->api[i];
         if (fi_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
@@ -405,6 +410,11 @@ static int fi_calls(fi_trace_st *S)
         if (in->napi == 0 || x->end_ns > in->le)
             in->le = x->end_ns;
         in->napi++;
+        if (lite_calib)
+            in->lite_us += !strncmp(x->name, "cudaGraphLaunch", 15) || !strncmp(x->name, "cuGraphLaunch", 13)
+                               ? t->hdr.calib.lite_graph_launch_us
+                           : !strncmp(x->name, "cudaMemcpy", 10) || !strncmp(x->name, "cuMemcpy", 8) ||
+                             strstr(x->name, "Synchronize") ? t->hdr.calib.lite_call_us : 0;
     }
     qsort(S->cm, t->napi, sizeof *S->cm, fi_cmp_corr);
     return 0;
@@ -557,7 +567,7 @@ static int fi_add_record(fi_trace_st *S, fr_inst *in, size_t i, size_t j, int *p
         return fi_add_nccl(S, in, x, d);
     }
     if (!x->mem && S->cupti) {
-        double c = fi_cupti_kernel_us();
+        double c = fit_instances_cupti_kernel_us();
         c = c < 0.5 * d ? c : 0.5 * d;
         d -= c;
         in->cupti_us += c;

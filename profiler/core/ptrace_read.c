@@ -107,6 +107,9 @@ static void pr_calib(const pjson *k, ptrace_calib *c) {
     c->graph1_between_us = pjson_get_num(k, "graph1_between_us", 0);
     c->graphn_between_us = pjson_get_num(k, "graphn_between_us", 0);
     c->graph_between_us = pjson_get_num(k, "graph_between_us", 0);
+    c->has_lite = pjson_get(k, "lite_graph_launch_us") != NULL || pjson_get(k, "lite_call_us") != NULL;
+    c->lite_graph_launch_us = pjson_get_num(k, "lite_graph_launch_us", 0);
+    c->lite_call_us = pjson_get_num(k, "lite_call_us", 0);
 }
 
 static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) {
