@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+typedef struct fn_ix fn_ix;
+
 /* A GPU record of a trace by its correlation id (kind 0: kernel, 1: memcpy/memset). */
 typedef struct {
     uint32_t corr;
@@ -29,12 +31,16 @@ typedef struct {
 } fn_inst;
 
 /* One trace's indices: launch calls by (thread, start), GPU records by corr, instances. */
-typedef struct {
+struct fn_ix {
     const fit_trace *t;
     size_t *api;   size_t napi;     /* indices into t->api, by (thread, start) */
     fn_rec *rec;   size_t nrec;     /* by (corr, start) */
     fn_inst *in;   size_t nin;
-} fn_ix;
+    int64_t launch_lat;             /* median start - call end of the records that waited for
+                                       their launch (the GPU free when the call ended) */
+    int64_t *gs, *gpm;              /* the GPU records' starts in order, and the latest end
+                                       among them up to each (prefix max) */
+};
 
 typedef struct {
     fit_trace *t;                   /* the trace being filled */
@@ -42,12 +48,16 @@ typedef struct {
     fn_ix  self;                    /* the trace itself (windows' replays; its own calls) */
     fit_nodes_stats *st;
     uint32_t next_corr;
+    int64_t gpu_end;                /* the filled trace's GPU timeline: latest end placed */
+    int64_t launch_lat;             /* the reference's launch latency (fn_place_all's L) */
     int cupti_off;                  /* filling a lite trace (no CUPTI version) from a CUPTI
                                        reference: see fn_place_all */
     char *err; size_t errlen;
 } fn_run;
 
 static int fn_oom(char *err, size_t errlen, const char *file);
+static int64_t fn_ix_gpu_free(const fn_ix *x, int64_t s);
+static size_t fn_recs_of(const fn_ix *x, uint32_t corr, size_t *lo);
 static const fit_trace *fn_sort_t;   /* qsort context (the fit is single-threaded) */
 
 static int fn_cmp_api(const void *a, const void *b)
@@ -56,6 +66,12 @@ static int fn_cmp_api(const void *a, const void *b)
     if (x->thread != y->thread)
         return x->thread < y->thread ? -1 : 1;
     return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+static int fn_cmp_pair(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
 }
 
 static int fn_cmp_rec(const void *a, const void *b)
@@ -92,6 +108,8 @@ static char fn_kind(const ptrace_api *a)
 
 static void fn_ix_free(fn_ix *x)
 {
+    free(x->gs);
+    free(x->gpm);
     free(x->api);
     free(x->rec);
     free(x->in);
@@ -120,6 +138,45 @@ static int fn_ix_build(fn_ix *x, const fit_trace *t, char *err, size_t errlen)
     for (size_t i = 0; i < t->nmem; i++)
         x->rec[x->nrec++] = (fn_rec){t->mem[i].corr, 1, i, t->mem[i].start_ns};
     qsort(x->rec, x->nrec, sizeof *x->rec, fn_cmp_rec);
+    /* the GPU timeline: (start, end) pairs by start, then the prefix max of the ends */
+    x->gs = malloc((x->nrec + 1) * 2 * sizeof *x->gs);
+    x->gpm = malloc((x->nrec + 1) * sizeof *x->gpm);
+    if (!x->gs || !x->gpm) {
+        fn_ix_free(x);
+        snprintf(err, errlen, "%s: out of memory (node index)", t->file);
+        return -1;
+    }
+    for (size_t i = 0; i < x->nrec; i++) {
+        const fn_rec *r = &x->rec[i];
+        x->gs[2 * i] = r->s;
+        x->gs[2 * i + 1] = r->kind ? t->mem[r->idx].end_ns : t->kern[r->idx].end_ns;
+    }
+    qsort(x->gs, x->nrec, 2 * sizeof *x->gs, fn_cmp_pair);
+    for (size_t i = 0; i < x->nrec; i++) {
+        int64_t e = x->gs[2 * i + 1];
+        x->gpm[i] = i && x->gpm[i - 1] > e ? x->gpm[i - 1] : e;
+        x->gs[i] = x->gs[2 * i];   /* compacted in place: index i reads 2i >= i */
+    }
+    /* the launch latency: over the calls (by (thread, start)), their records that found the
+     * GPU free when the call ended */
+    {
+        int64_t *v = malloc((x->nrec + 1) * sizeof *v);
+        size_t m = 0;
+        if (v) {
+            for (size_t i = 0; i < t->napi; i++) {
+                const ptrace_api *a = &t->api[i];
+                size_t lo, hi = fn_recs_of(x, a->corr, &lo);
+                for (size_t q = lo; q < hi && m < x->nrec; q++) {
+                    int64_t s0 = x->rec[q].s, fr = fn_ix_gpu_free(x, s0);
+                    if (fr != INT64_MIN && fr <= a->end_ns && s0 >= a->end_ns)
+                        v[m++] = s0 - a->end_ns;
+                }
+            }
+            qsort(v, m, sizeof *v, fn_cmp_pair);
+            x->launch_lat = m ? v[m / 2] : 0;
+            free(v);
+        }
+    }
     for (size_t i = 0; i < t->nrng; i++) {
         fn_inst in;
         memset(&in, 0, sizeof in);
@@ -133,6 +190,21 @@ static int fn_ix_build(fn_ix *x, const fit_trace *t, char *err, size_t errlen)
         x->in[x->nin++] = in;
     }
     return 0;
+}
+
+/* The reference GPU's latest record end among the records starting before s (the GPU was
+ * busy until then), INT64_MIN when none did. */
+static int64_t fn_ix_gpu_free(const fn_ix *x, int64_t s)
+{
+    size_t lo = 0, hi = x->nrec;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (x->gs[mid] < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? x->gpm[lo - 1] : INT64_MIN;
 }
 
 /* First index into x->api of a call on thread th starting at or after s. */
@@ -265,8 +337,13 @@ typedef struct {
     int      kind;          /* 0 kernel, 1 copy */
     size_t   idx;           /* in the reference trace */
     int64_t  s, e;          /* reference times */
-    int      how;           /* 0: by its call's shift (eager, blocking); 1: scaled into a span */
-    int64_t  shift;         /* how 0: the shift of its call's end */
+    int      how;           /* 0: after its call (eager, blocking); 1: scaled into a span */
+    int      call;          /* how 0: 0 no call (placed by the host map), 1 an eager launch,
+                               2 a blocking call (the copy it waited for) */
+    int64_t  call_end;      /* how 0: its call's end in the lite trace (no call: the host
+                               map of its start) */
+    int64_t  a, b;          /* how 0: reference start - its call's end; - the reference GPU's
+                               latest end before it (fn_ix_gpu_free) */
     int64_t  s0, span_ref, l0, span_lite;   /* how 1: reference span start, length; lite's */
     uint32_t corr, stream, dev;  /* in the lite trace (stream, dev: 0 = the reference's) */
 } fn_place;
@@ -309,26 +386,30 @@ static int fn_add_rec(fn_run *F, const fit_trace *rt, const fn_place *p, int64_t
     return 0;
 }
 
-/* Places n records (sorted by reference start): a record scaled into a graph span keeps its
- * share of the reference replay (start and end, so the gaps between kernels scale too); any
- * other starts when its call's shift puts it, but not before the records placed before it
- * end plus its reference gap to them, at most the instance's shortest queued gap (a kernel
- * that waited for its launch in the reference may queue right behind its predecessor when the
- * lite host launched sooner); its duration is the reference's. */
+/* Places n records (sorted by reference start). A record scaled into a graph span keeps its
+ * share of the reference replay (start and end, so the gaps between kernels scale too). Any
+ * other is replayed as the reference ran it, on one GPU timeline per trace (F->gpu_end: the
+ * latest end placed so far, graph spans included). In the reference a record either waited
+ * for its launch (the GPU was free when its call ended: b >= a, a = its start - its call's
+ * end, b = its start - the GPU's latest end before it) or was queued behind GPU work (b < a).
+ * Launch-bound: it starts a after its call's lite end, but not before the lite GPU is free
+ * plus min(b, G); queued: b after the lite GPU is free, but not before its call's end plus
+ * min(L, a). L: the reference trace's launch latency (median a of its launch-bound records);
+ * G: the instance's shortest non-negative queue gap b. A blocking copy follows the same rule
+ * (its a is negative: it ends before the call returns). Durations are the reference's. With
+ * the reference's own host and GPU times this gives the reference's times back exactly (the
+ * round trip); a faster lite host moves launch-bound records with their launches, queued
+ * ones stay behind the GPU work before them. */
 static int fn_place_all(fn_run *F, const fit_trace *rt, fn_place *p, size_t n, const char *nvtx,
                         const char *phase)
 {
     qsort(p, n, sizeof *p, fn_cmp_place);
-    int64_t G = INT64_MAX, prev = INT64_MIN;
-    for (size_t i = 0; i < n; i++) {   /* the shortest non-negative gap behind a predecessor */
-        if (prev != INT64_MIN && p[i].s - prev >= 0 && p[i].s - prev < G)
-            G = p[i].s - prev;
-        if (p[i].e > prev)
-            prev = p[i].e;
-    }
+    int64_t G = INT64_MAX, L = F->launch_lat;
+    for (size_t i = 0; i < n; i++)
+        if (p[i].how == 0 && p[i].b >= 0 && p[i].b < G)
+            G = p[i].b;
     if (G == INT64_MAX)
         G = 0;
-    int64_t pref = INT64_MIN, plite = INT64_MIN;   /* latest end placed: reference, lite */
     for (size_t i = 0; i < n; i++) {
         int64_t s, e;
         if (p[i].how == 1) {
@@ -336,10 +417,12 @@ static int fn_place_all(fn_run *F, const fit_trace *rt, fn_place *p, size_t n, c
             s = p[i].l0 + (int64_t)llround((double)(p[i].s - p[i].s0) * f);
             e = p[i].l0 + (int64_t)llround((double)(p[i].e - p[i].s0) * f);
         } else {
-            s = p[i].s + p[i].shift;
-            if (pref != INT64_MIN) {
-                int64_t b = p[i].s - pref;
-                int64_t q = plite + (b < G ? b : G);
+            int queued = p[i].b < p[i].a;
+            int64_t launch = p[i].call == 0 ? p[i].call_end
+                                            : p[i].call_end + (queued ? (L < p[i].a ? L : p[i].a) : p[i].a);
+            s = launch;
+            if (F->gpu_end != INT64_MIN) {
+                int64_t q = F->gpu_end + (queued ? p[i].b : p[i].b < G ? p[i].b : G);
                 if (q > s)
                     s = q;
             }
@@ -352,12 +435,15 @@ static int fn_place_all(fn_run *F, const fit_trace *rt, fn_place *p, size_t n, c
                 e -= (int64_t)llround(c < 0.5 * d ? c : 0.5 * d);
             }
         }
+        if (getenv("FIT_NODES_DEBUG") && strstr(nvtx, getenv("FIT_NODES_DEBUG")))
+            fprintf(stderr, "node %s: how %d call %d ref %.1f+%.1f a %.1f b %.1f -> %.1f+%.1f "
+                    "(gpu end %.1f, L %.1f G %.1f)\n", nvtx, p[i].how, p[i].call, p[i].s / 1e3,
+                    (p[i].e - p[i].s) / 1e3, p[i].a / 1e3, p[i].b / 1e3, s / 1e3, (e - s) / 1e3,
+                    F->gpu_end / 1e3, L / 1e3, G / 1e3);
         if (fn_add_rec(F, rt, &p[i], s, e, nvtx, phase))
             return -1;
-        if (pref == INT64_MIN || p[i].e > pref)
-            pref = p[i].e;
-        if (plite == INT64_MIN || e > plite)
-            plite = e;
+        if (F->gpu_end == INT64_MIN || e > F->gpu_end)
+            F->gpu_end = e;
     }
     return 0;
 }
@@ -380,6 +466,13 @@ static const ptrace_graphlaunch *fn_gl_of(const fit_trace *t, const size_t *glc,
             hi = mid;
     }
     return lo < t->ngl && t->gl[glc[lo]].corr == corr ? &t->gl[glc[lo]] : NULL;
+}
+
+static int fn_cmp_inst_start(const void *a, const void *b)
+{
+    int64_t x = fn_sort_t->rng[((const fn_inst *)a)->rng].start_ns;
+    int64_t y = fn_sort_t->rng[((const fn_inst *)b)->rng].start_ns;
+    return (x > y) - (x < y);
 }
 
 static int fn_cmp_glc(const void *a, const void *b)
@@ -492,10 +585,10 @@ static int fn_fill_instance(fn_run *F, const fn_inst *li, const size_t *glc, con
             continue;                     /* a blocking call the lite did not make here */
         }
         uint32_t corr;
-        int64_t shift;
+        int64_t call_end;
         if (a) {
             corr = a->corr;
-            shift = a->end_ns - b->end_ns;
+            call_end = a->end_ns;
         } else {   /* an eager call: mapped onto the lite host timeline */
             ptrace_api c = *b;
             c.start_ns = fn_map_at(&m, b->start_ns);
@@ -504,7 +597,7 @@ static int fn_fill_instance(fn_run *F, const fn_inst *li, const size_t *glc, con
                 c.end_ns = c.start_ns;
             c.corr = corr = F->next_corr++;
             c.thread = lr->thread;
-            shift = c.end_ns - b->end_ns;
+            call_end = c.end_ns;
             if (fit_trace_add_api(t, &c))
                 goto oom;
             F->st->calls_added++;
@@ -529,7 +622,11 @@ static int fn_fill_instance(fn_run *F, const fn_inst *li, const size_t *glc, con
             p.s = x->kind ? rt->mem[x->idx].start_ns : rt->kern[x->idx].start_ns;
             p.e = x->kind ? rt->mem[x->idx].end_ns : rt->kern[x->idx].end_ns;
             p.corr = corr;
-            p.shift = shift;
+            p.call = k == 'B' ? 2 : 1;
+            p.call_end = call_end;
+            p.a = p.s - b->end_ns;
+            int64_t free_ref = fn_ix_gpu_free(rx, p.s);
+            p.b = free_ref == INT64_MIN ? INT64_MAX / 4 : p.s - free_ref;
             if (g) {
                 p.how = 1;
                 p.s0 = s0;
@@ -697,7 +794,10 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
     /* the nearest-shape fallback: said once, with its counts, per trace */
     size_t nearest_inst = 0;
     const char *near_ex = NULL, *near_ref = NULL;
+    F.gpu_end = INT64_MIN;
     if (lite) {
+        fn_sort_t = t;   /* in time order: the GPU timeline is built as they are filled */
+        qsort(F.self.in, F.self.nin, sizeof *F.self.in, fn_cmp_inst_start);
         for (size_t i = 0; i < F.self.nin; i++) {
             fn_inst *li = &F.self.in[i];
             int ri = 0, near = 0;
@@ -718,6 +818,7 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
             }
             F.cupti_off = !(t->has_header && t->hdr.cupti_version > 0) &&
                           F.ref[ri].t->has_header && F.ref[ri].t->hdr.cupti_version > 0;
+            F.launch_lat = F.ref[ri].launch_lat;
             if (fn_fill_instance(&F, li, glc, &F.ref[ri], rin))
                 goto out;
             st->instances_filled++;
