@@ -395,8 +395,10 @@ static int fn_add_rec(fn_run *F, const fit_trace *rt, const fn_place *p, int64_t
  * Launch-bound: it starts a after its call's lite end, but not before the lite GPU is free
  * plus min(b, G); queued: b after the lite GPU is free, but not before its call's end plus
  * min(L, a). L: the reference trace's launch latency (median a of its launch-bound records);
- * G: the instance's shortest non-negative queue gap b. A blocking copy follows the same rule
- * (its a is negative: it ends before the call returns). Durations are the reference's. With
+ * G: the instance's shortest non-negative queue gap b. A copy its blocking call waited for
+ * (it ended before the call returned: a + duration <= 0) ends as far before the lite call's
+ * end as it did in the reference: the lite call's end measured it. Durations are the
+ * reference's. With
  * the reference's own host and GPU times this gives the reference's times back exactly (the
  * round trip); a faster lite host moves launch-bound records with their launches, queued
  * ones stay behind the GPU work before them. */
@@ -421,7 +423,9 @@ static int fn_place_all(fn_run *F, const fit_trace *rt, fn_place *p, size_t n, c
             int64_t launch = p[i].call == 0 ? p[i].call_end
                                             : p[i].call_end + (queued ? (L < p[i].a ? L : p[i].a) : p[i].a);
             s = launch;
-            if (F->gpu_end != INT64_MIN) {
+            /* a copy its blocking call waited for ends where the lite call says it did */
+            int waited = p[i].call == 2 && p[i].a + (p[i].e - p[i].s) <= 0;
+            if (F->gpu_end != INT64_MIN && !waited) {
                 int64_t q = F->gpu_end + (queued ? p[i].b : p[i].b < G ? p[i].b : G);
                 if (q > s)
                     s = q;
