@@ -24,18 +24,23 @@ die() { echo "lite_offline: $*" >&2; exit "${2:-2}"; }
 rm -rf "$WORK"
 mkdir -p "$WORK" || die "$WORK: cannot create"
 
-# lite SRC DST: DST holds the lite-equivalent of every SRC trace (same names) and SRC's
-# manifest, fit.env and GEMM sweeps
+# lite SRC DST [PATTERN]: DST holds the lite-equivalent of every SRC trace (those whose name
+# matches PATTERN) under the same names, SRC's manifest (its rows of those traces), fit.env and
+# GEMM sweeps
 lite() {
   mkdir -p "$2" || die "$2: cannot create"
+  pat=${3:-*}
   for f in "$1"/*.json.gz "$1"/*.json; do
     [ -f "$f" ] || continue
+    case "$(basename "$f")" in $pat) ;; *) continue ;; esac
     "$SPECSIM" lite-from "$f" "$2/$(basename "$f")" > "$2/lite-from.log" 2>&1 ||
       { cat "$2/lite-from.log" >&2; die "$f: lite-from failed"; }
   done
-  for f in "$1"/manifest.csv "$1"/fit.env "$1"/gemm_*.csv; do
+  for f in "$1"/fit.env "$1"/gemm_*.csv; do
     [ -f "$f" ] && cp "$f" "$2/"
   done
+  [ -f "$1/manifest.csv" ] && awk -F, -v pat="$pat" 'NR == 1 || pat == "*" || index($1, pat) { print }' \
+    "$1/manifest.csv" > "$2/manifest.csv"
   return 0
 }
 
@@ -70,7 +75,7 @@ run() {
         gsub(/%/, "", am); gsub(/%/, "", ax); gsub(/%/, "", bm); gsub(/%/, "", bx)
         dm = (bm == "-") ? "-" : sprintf("%+.2f", am - bm)
         dx = (bx == "-") ? "-" : sprintf("%+.2f", ax - bx)
-        printf "  %-8s %-12s %9s%% %9s%% %9s%% %9s%% %8s %8s\n", name, p, am, ax, bm, bx, dm, dx
+        printf "  %-14s %-12s %9s%% %9s%% %9s%% %9s%% %8s %8s\n", name, p, am, ax, bm, bx, dm, dx
       }
     }' >> "$WORK/rows.txt"
 }
@@ -78,6 +83,7 @@ run() {
 lite traces/calib "$WORK/specbench"
 lite traces/torch/call4/always "$WORK/torch-call4"
 lite traces/torch/call6/always "$WORK/torch-call6"
+lite traces/torch/call4/always "$WORK/torch-call4-dense" calib_torch-dense_always.json.gz
 mkdir -p "$WORK/call5-nodes"
 cp traces/overhead/h200-call5/captures/calib_torch-dense_always.json.gz "$WORK/call5-nodes/"
 
@@ -90,10 +96,10 @@ run same-call6 "$WORK/torch-call6" traces/torch/call6/always traces/torch/call6/
   traces/torch/call6/validation_always.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 \
   VALIDATE_TARGET_MAX=6 VALIDATE_PRESETS=torch-dense
 # another capture of the same configurations as reference (torch-dense: calls 4, 5 and 6)
-run c4-by-c6 "$WORK/torch-call4" traces/torch/call6/always traces/torch/call4/measured.csv \
+run c4-by-c6 "$WORK/torch-call4-dense" traces/torch/call6/always traces/torch/call4/measured.csv \
   traces/torch/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 \
   VALIDATE_PRESETS=torch-dense
-run c4-by-c5 "$WORK/torch-call4" "$WORK/call5-nodes" traces/torch/call4/measured.csv \
+run c4-by-c5 "$WORK/torch-call4-dense" "$WORK/call5-nodes" traces/torch/call4/measured.csv \
   traces/torch/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 \
   VALIDATE_PRESETS=torch-dense
 run c6-by-c4 "$WORK/torch-call6" traces/torch/call4/always traces/torch/call6/measured.csv \
@@ -107,8 +113,8 @@ run c6-by-c4 "$WORK/torch-call6" traces/torch/call4/always traces/torch/call6/me
   echo "# route: same = the capture's own node-level trace as reference; cA-by-cB = torch-dense call"
   echo "# A's lite-equivalent with call B's capture of the same configurations as reference"
   echo "# (call 5: traces/overhead/h200-call5/captures). Issue 15's bound: within 0.3 points."
-  echo "# route    preset        lite_med   lite_max   node_med   node_max    d_med    d_max"
-  echo "# -        -                    %          %          %          %   points   points"
+  echo "# route          preset        lite_med   lite_max   node_med   node_max    d_med    d_max"
+  echo "# -              -                    %          %          %          %   points   points"
   sort "$WORK/rows.txt"
 } > "$OUT"
 cat "$OUT"
