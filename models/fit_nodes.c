@@ -692,15 +692,24 @@ static int fn_fill_span(fn_run *F, const fn_ix *rx, uint32_t corr, const ptrace_
     int rc = -1;
     if (rt != t) {
         rc = fn_place_all(F, rt, pl, n, g->nvtx, g->phase);
-    } else {   /* records appended to the arrays they are read from: placed from a copy */
+    } else {   /* records appended to the arrays they are read from: placed from copies of
+                * the replay's records (fn_add_rec may move the arrays) */
         fit_trace snap = *t;
-        snap.kern = malloc((t->nkern + 1) * sizeof *snap.kern);
-        snap.mem = malloc((t->nmem + 1) * sizeof *snap.mem);
+        snap.kern = malloc((n + 1) * sizeof *snap.kern);
+        snap.mem = malloc((n + 1) * sizeof *snap.mem);
         if (!snap.kern || !snap.mem) {
             fn_oom(F->err, F->errlen, t->file);
         } else {
-            memcpy(snap.kern, t->kern, t->nkern * sizeof *snap.kern);
-            memcpy(snap.mem, t->mem, t->nmem * sizeof *snap.mem);
+            size_t nk = 0, nm = 0;
+            for (size_t i = 0; i < n; i++) {
+                if (pl[i].kind == 0) {
+                    snap.kern[nk] = t->kern[pl[i].idx];
+                    pl[i].idx = nk++;
+                } else {
+                    snap.mem[nm] = t->mem[pl[i].idx];
+                    pl[i].idx = nm++;
+                }
+            }
             rc = fn_place_all(F, &snap, pl, n, g->nvtx, g->phase);
         }
         free(snap.kern);
@@ -710,28 +719,37 @@ static int fn_fill_span(fn_run *F, const fn_ix *rx, uint32_t corr, const ptrace_
     return rc;
 }
 
-/* A windowed capture's graph launch outside its windows (graph_trace g) from the same trace's
- * node-level replay of the same executable inside a window, the one nearest in time.
- * 1 filled, 0 no replay, -1 error. */
-static int fn_fill_from_window(fn_run *F, const ptrace_graphlaunch *g)
+static int fn_cmp_replay(const void *a, const void *b)
 {
-    fit_trace *t = F->t;
-    const ptrace_api *best = NULL;
-    int64_t bd = INT64_MAX;
-    for (size_t i = 0; i < t->napi; i++) {
-        const ptrace_api *a = &t->api[i];
-        if (a->graph_exec_id != g->graph_exec_id || !fn_is_graph(a) ||
-            fit_trace_window_of(t, a->start_ns) < 0)
-            continue;
-        size_t lo, hi = fn_recs_of(&F->self, a->corr, &lo);
-        if (hi == lo)
-            continue;
-        int64_t d = llabs(a->start_ns - g->start_ns);
-        if (d < bd) {
-            bd = d;
-            best = a;
-        }
+    const ptrace_api *x = &fn_sort_t->api[*(const size_t *)a], *y = &fn_sort_t->api[*(const size_t *)b];
+    if (x->graph_exec_id != y->graph_exec_id)
+        return x->graph_exec_id < y->graph_exec_id ? -1 : 1;
+    return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* A windowed capture's graph launch outside its windows (graph_trace g) from the same trace's
+ * node-level replay of the same executable inside a window, the one nearest in time; rp[0..n):
+ * the in-window graph launch calls with records, by (executable, start). 1 filled, 0 no
+ * replay, -1 error. */
+static int fn_fill_from_window(fn_run *F, const ptrace_graphlaunch *g, const size_t *rp, size_t n)
+{
+    const fit_trace *t = F->t;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {   /* first of g's executable starting at or after g */
+        size_t mid = (lo + hi) / 2;
+        const ptrace_api *a = &t->api[rp[mid]];
+        if (a->graph_exec_id < g->graph_exec_id ||
+            (a->graph_exec_id == g->graph_exec_id && a->start_ns < g->start_ns))
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    const ptrace_api *best = NULL;
+    if (lo < n && t->api[rp[lo]].graph_exec_id == g->graph_exec_id)
+        best = &t->api[rp[lo]];
+    if (lo > 0 && t->api[rp[lo - 1]].graph_exec_id == g->graph_exec_id &&
+        (!best || g->start_ns - t->api[rp[lo - 1]].start_ns < best->start_ns - g->start_ns))
+        best = &t->api[rp[lo - 1]];
     if (!best)
         return 0;
     return fn_fill_span(F, &F->self, best->corr, g) ? -1 : 1;
@@ -843,13 +861,30 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
         }
         for (size_t i = 0; i < ngl0; i++)
             r_of[i] = fit_trace_window_of(t, t->gl[i].start_ns) >= 0 ? -2 : fn_range_of_gl(t, &t->gl[i]);
+        /* the node-level replays: graph launch calls inside a window that have records */
+        size_t *rp = malloc((t->napi + 1) * sizeof *rp), nrp = 0;
+        if (!rp) {
+            free(r_of);
+            free(filled);
+            fn_oom(err, errlen, t->file);
+            goto out;
+        }
+        for (size_t i = 0; i < t->napi; i++) {
+            const ptrace_api *a = &t->api[i];
+            size_t lo;
+            if (fn_is_graph(a) && fit_trace_window_of(t, a->start_ns) >= 0 &&
+                fn_recs_of(&F.self, a->corr, &lo) > lo)
+                rp[nrp++] = i;
+        }
+        fn_sort_t = t;
+        qsort(rp, nrp, sizeof *rp, fn_cmp_replay);
         int bad = 0;
         for (size_t i = 0; i < ngl0 && !bad; i++) {
             if (r_of[i] == -2)
                 continue;
             const ptrace_graphlaunch g = t->gl[i];   /* a copy: records are appended */
             long r = r_of[i];
-            int f = fn_fill_from_window(&F, &g);
+            int f = fn_fill_from_window(&F, &g, rp, nrp);
             if (f < 0) {
                 bad = 1;
                 break;
@@ -926,6 +961,7 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
         }
         free(r_of);
         free(filled);
+        free(rp);
         if (bad)
             goto out;
     }
