@@ -386,6 +386,30 @@ static void fit_nodes_round_trip_reproduces_always_fit(void)
     unlink(lite);
 }
 
+/* Another session's capture of the same configurations as reference (torchbench dense, H200
+ * call 6 for call 4's lite-equivalent): the fit goes through, and every phase's GPU time per
+ * forward stays within 10% of the call-4 always fit's at its cells (models/fit_phase.c
+ * FIT_LB_KEEP_MIN: without it call 4's accept, 3 of 115 instances not launch-bound, was
+ * refused as under-determined). */
+static void fit_nodes_cross_session_reference_fits(void)
+{
+    const char *a4 = "traces/torch/call4/always/calib_torch-dense_always.json.gz";
+    const char *a6 = "traces/torch/call6/always/calib_torch-dense_always.json.gz";
+    char lite[512], err[512];
+    litefrom_stats ls;
+    snprintf(lite, sizeof lite, "%s/c4_lite.json.gz", dir);
+    CHECK(litefrom_convert(a4, lite, &ls, err, sizeof err) == 0, "%s", err);
+    fit_result r;
+    CHECK(fit_lite(lite, a6, 0, 0, 0, &r) == 0, "the lite fit with call 6's reference");
+    for (int p = 0; p < WM_NPHASE; p++) {
+        const fit_phase_res *pr = &r.phase[p];
+        for (int c = 0; pr->present && c < pr->ncells; c++)
+            CHECK_NEAR(pr->total[c].fit_us, pr->total[c].us_mean, 0, 0.10);
+    }
+    fit_result_free(&r);
+    unlink(lite);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/test_fit_nodes.%d", (int)getpid());
@@ -402,6 +426,7 @@ int main(void)
     RUN(fit_nodes_eager_instance_follows_lite_host);
     RUN(fit_nodes_lite_takes_no_cupti_correction);
     RUN(fit_nodes_round_trip_reproduces_always_fit);
+    RUN(fit_nodes_cross_session_reference_fits);
     rmdir(dir);
     return check_done();
 }
