@@ -880,8 +880,13 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
         qsort(rp, nrp, sizeof *rp, fn_cmp_replay);
         int bad = 0;
         for (size_t i = 0; i < ngl0 && !bad; i++) {
+            size_t lo0;
             if (r_of[i] == -2)
                 continue;
+            if (fn_recs_of(&F.self, t->gl[i].corr, &lo0) > lo0) {
+                filled[i] = 1;   /* it has node records already (filled before) */
+                continue;
+            }
             const ptrace_graphlaunch g = t->gl[i];   /* a copy: records are appended */
             long r = r_of[i];
             int f = fn_fill_from_window(&F, &g, rp, nrp);

@@ -226,6 +226,25 @@ static void fit_nodes_windows_then_graph_level(void)
     CHECK(fit_trace_window_of(&t, 2000 * US) >= 0 && fit_trace_window_of(&t, 2500 * US) >= 0,
           "the filled range lies in a window");
     CHECK(fit_trace_window_of(&t, 3000 * US) < 0, "the unfilled range does not");
+    /* with a reference (--nodes), graph 9's launch is filled by phase, shape and position */
+    fit_trace ref;
+    fit_trace_init(&ref, "ref");
+    t_range(&ref, "verify tokens=8 bs=8 ctx=90 graph=1", 0, 100);
+    t_api(&ref, "cudaGraphLaunch", 1, 5, 10, 3);
+    t_kern(&ref, "r8", 10, 50, 10, 5);
+    CHECK(fit_nodes_fill(&t, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    const ptrace_kernel *c = find_k(&t, "r8", 4);
+    CHECK(c && st.no_replay == 0, "graph 9 filled from the reference (no replay %zu)", st.no_replay);
+    size_t n3 = 0;
+    for (size_t i = 0; i < t.nkern; i++)
+        n3 += t.kern[i].corr == 3;
+    CHECK(n3 == 2 && st.self_filled == 0, "graph 7's launch not filled twice (%zu records)", n3);
+    if (c) {
+        CHECK_NEAR(c->start_ns / 1e3, 3100, 1e-3, 0);
+        CHECK_NEAR(c->end_ns / 1e3, 3300, 1e-3, 0);
+    }
+    CHECK(fit_trace_window_of(&t, 3000 * US) >= 0, "now its range lies in a window");
+    fit_trace_free(&ref);
     fit_trace_free(&t);
 }
 
