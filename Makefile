@@ -100,6 +100,9 @@ TORCH_VALIDATE = VALIDATE_CALIB=traces/torch/call4/always VALIDATE_TRUTH=torchbe
 # always-mode capture and grid of one call (a replicate of call 4's procedure), and the eager
 # loop of issue 20 (graphs off) fitted from a windowed capture.
 TORCH_VALIDATE_C6 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 VALIDATE_PRESETS=torch-dense VALIDATE_CALIB=traces/torch/call6
+# torchbench call 7 (traces/torch/call7): call 6's procedure with torchbench's host-speed probes,
+# both presets' always-mode captures committed, and the eager loop from an always-mode capture.
+TORCH_VALIDATE_C7 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 VALIDATE_CALIB=traces/torch/call7
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/call4/measured.csv \
@@ -110,6 +113,12 @@ validate: $(BIN)/specsim
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	$(TORCH_VALIDATE_C6)/eager VALIDATE_MEASURED=traces/torch/call6/eager/measured.csv \
 	  VALIDATE_OUT=traces/torch/call6/validation_eager.txt VALIDATE_WORK=build/validate-call6-eager \
+	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
+	$(TORCH_VALIDATE_C7)/always VALIDATE_MEASURED=traces/torch/call7/measured.csv \
+	  VALIDATE_OUT=traces/torch/call7/validation.txt VALIDATE_WORK=build/validate-call7 \
+	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
+	$(TORCH_VALIDATE_C7)/eager VALIDATE_PRESETS=torch-dense VALIDATE_MEASURED=traces/torch/call7/eager/measured.csv \
+	  VALIDATE_OUT=traces/torch/call7/validation_eager.txt VALIDATE_WORK=build/validate-call7-eager \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	sh models/scalecheck.sh $(BIN)/specsim || rc=$$?; \
 	sh models/hf_validate.sh $(BIN)/specsim || rc=$$?; \

@@ -196,6 +196,7 @@ typedef struct {
      * (each cell predicted by the fit without it); -1: not cross-validated (fewer than 8
      * cells) */
     double loo_rel;
+    int    cols_dropped;              /* columns left out: fewer measurements than columns */
 } fit_group_stats;
 
 /* A group's relative error at a configuration its traces did not hold (its resid_frac, for

@@ -540,6 +540,28 @@ static void fg_avail(const fg_one *S, double tknee, int avail[NCOL])
 
 /* Knee search: 0 and every distinct token count below the largest; ties go to the larger
  * knee (flat while weight-bound is the physical shape). Returns chisq, or -1 with err. */
+/* Fewer measurements than the columns the points could tell apart (a small group seen in a
+ * few configurations only: torchbench's "(gpu idle in phase)" of accept in 4 cells of 15,
+ * H200 call 7): the columns least likely to matter go first, until the rest are determined:
+ * what is left is what the measurements can say. Returns the columns dropped. */
+static int fg_fit_to_measurements(const fg_one *S, int avail[NCOL])
+{
+    /* first dropped first: second-order attention terms, waves, experts, the token term
+     * past a knee's absence, KV; base and tokens go last */
+    static const int order[] = {COL_KVQ2, COL_KVQ, COL_WAVE, COL_EXP, COL_TOK0, COL_KV, COL_TOK};
+    size_t p = 0;
+    int dropped = 0;
+    for (int c = 0; c < NCOL; c++)
+        p += avail[c] != 0;
+    for (size_t k = 0; k < sizeof order / sizeof *order && S->m < p && S->m > 0; k++)
+        if (avail[order[k]]) {
+            avail[order[k]] = 0;
+            p--;
+            dropped++;
+        }
+    return dropped;
+}
+
 static double fg_knee_search(const fg_one *S, const int avail[NCOL], double best[NCOL],
                              double *best_knee, char *err, size_t errlen)
 {
@@ -694,6 +716,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
         goto out;
     }
     double best[NCOL] = {0}, best_knee;
+    int dropped = fg_fit_to_measurements(&S, avail);
     double best_chisq = fg_knee_search(&S, avail, best, &best_knee, err, errlen);
     if (best_chisq < 0)
         goto out;
@@ -705,6 +728,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     if (st) {
         fg_stats(&S, best, best_knee, best_chisq, st);
         st->loo_rel = loo_rel;
+        st->cols_dropped = dropped;
     }
     rc = 0;
 out:

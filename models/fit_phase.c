@@ -220,6 +220,11 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf 
                 : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
                 100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
     wg->resid_frac = fit_group_resid_frac(&pr->grp[g].st);
+    if (pr->grp[g].st.cols_dropped > 0)
+        fit_run_warn(R, "phase %s: group %s: seen in %d configurations, fewer measurements than "
+                     "the terms they vary in: %d term(s) left out (base and tokens kept first; "
+                     "capture more batch sizes, draft lengths or contexts to fit them)",
+                     wm_phase_name[p], wg->name, pr->grp[g].st.ncells, pr->grp[g].st.cols_dropped);
     if (wg->sd_frac > FIT_SD_FRAC_MAX) {
         fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
                      "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,

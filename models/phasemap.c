@@ -945,7 +945,7 @@ typedef struct {
 static int pm_cycle_emit(void *user, int phase, int graph, int64_t s, int64_t e, int64_t thread)
 {
     pm_cyc *c = user;
-    ptrace_range r = {s, e, "", "", thread, 1};
+    ptrace_range r = {s, e, "", "", thread, 1, 0, 0, 0};
     int rows = graph ? c->rows : c->bs;      /* eager work runs over the real rows, as SGLang's */
     return pm_emit(&c->o, &r, phase, pm_tokens(phase, rows, &c->sh), c->bs, rows, c->ctx,
                    graph, &c->sh, 0);

@@ -28,6 +28,13 @@
 #                      $VALIDATE_NODES/FILE (same file name); models/lite_validate.sh
 #   VALIDATE_TARGET_MEDIAN, VALIDATE_TARGET_MAX   the error targets in % (default 3 and 8, issue
 #                      5's; torchbench's are 2 and 6, issue 13's)
+#   VALIDATE_HOST_PROBE, VALIDATE_HOST_REF   a host-speed column of the measured grid (e.g.
+#                      torchbench's probe_py_us: a fixed piece of Python timed beside each
+#                      window) and the CSV files (space-separated) of the same column measured
+#                      while the calibration was captured: the verdict then predicts each configuration at the host
+#                      speed its runs had, --host-scale = mean probe of its repeats / median
+#                      probe of the preset's calibration rows (as it predicts at the acceptance
+#                      the runs drew); the nominal column stays at the traced host
 # $VALIDATE_CALIB/fit.env, when present: FIT_*=VALUE lines (# comments) set for `specsim fit`,
 # e.g. the profiler's GPU cost per kernel measured for that program (FIT_CUPTI_KERNEL_US).
 # A preset with calibration traces but no measured row is listed as "no measured grid" and
@@ -182,11 +189,33 @@ done
 #              reps mean min max calib accept_len(mean over the repeats; spec rows of a grid
 #              that records it) seconds(mean measured window of the repeats, when the grid
 #              records it) repeats(each repeat's tok/s, ';'-separated) iter_spread((max - min)
-#              / mean of iter_us over the repeats, %); "-" where a value is missing (the
-#              shell's read would merge empty tab-separated fields)
-awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$CSV_AWK"'
+#              / mean of iter_us over the repeats, %) host_scale(mean VALIDATE_HOST_PROBE of
+#              the repeats / the preset's reference, when both are given); "-" where a value
+#              is missing (the shell's read would merge empty tab-separated fields)
+HPROBE=${VALIDATE_HOST_PROBE:-}
+HREF=${VALIDATE_HOST_REF:-}
+if [ -n "$HPROBE" ]; then
+  [ -n "$HREF" ] || die "VALIDATE_HOST_PROBE=$HPROBE needs VALIDATE_HOST_REF, the calibration's CSV files" 1
+  for f in $HREF; do [ -f "$f" ] || die "VALIDATE_HOST_REF: $f: no such file" 1; done
+  # the reference per preset: the median of the probe over the calibration rows
+  # shellcheck disable=SC2086
+  awk "$CSV_AWK"' FNR == 1 { delete col; n = csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i
+      if (!(probe in col) || !("preset" in col)) { print FILENAME ": field " probe ": missing column" > "/dev/stderr"; exit 1 }
+      next }
+    { m = csv($0, v); x = v[col[probe]] + 0; if (x > 0) { p = v[col["preset"]]; k[p]++; a[p, k[p]] = x } }
+    END { for (p in k) { n = k[p]
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[p, j] < a[p, i]) { t = a[p, i]; a[p, i] = a[p, j]; a[p, j] = t }
+        printf "%s\t%.6g\n", p, n % 2 ? a[p, (n + 1) / 2] : 0.5 * (a[p, n / 2] + a[p, n / 2 + 1]) } }
+  ' probe="$HPROBE" $HREF > "$WORK/host_ref.tsv" || die "$HREF: could not be read" 1
+  [ -s "$WORK/host_ref.tsv" ] || die "$HREF: field $HPROBE: no positive value" 1
+else
+  : > "$WORK/host_ref.tsv"
+fi
+awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" -v probe="$HPROBE" \
+    -v href="$WORK/host_ref.tsv" "$CSV_AWK"'
   BEGIN { FS = "\t"
-    while ((getline l < traces) > 0) { split(l, t, "\t"); cal[t[2] SUBSEP t[3] SUBSEP t[4] SUBSEP t[5] SUBSEP t[6]] = 1 } }
+    while ((getline l < traces) > 0) { split(l, t, "\t"); cal[t[2] SUBSEP t[3] SUBSEP t[4] SUBSEP t[5] SUBSEP t[6]] = 1 }
+    while ((getline l < href) > 0) { split(l, t, "\t"); hr[t[1]] = t[2] + 0 } }
   NR == 1 { n = csv($0, h); for (i = 1; i <= n; i++) col[h[i]] = i
     split("preset mode concurrency tok_s", need, " ")
     for (i = 1; i <= 4; i++) if (!(need[i] in col)) { print "measured.csv: field " need[i] ": missing column" > "/dev/stderr"; bad = 1; exit 2 }
@@ -202,6 +231,7 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$C
     x = v[col["tok_s"]] + 0; cnt[key]++; tsum[key] += x; rl[key] = rl[key] (cnt[key] > 1 ? ";" : "") v[col["tok_s"]]
     if ("seconds" in col && v[col["seconds"]] != "") { ssum[key] += v[col["seconds"]]; scnt[key]++ }
     if ("accept_len" in col && v[col["accept_len"]] != "") { asum[key] += v[col["accept_len"]]; acnt[key]++ }
+    if (probe != "" && (probe in col) && v[col[probe]] + 0 > 0) { hsum[key] += v[col[probe]]; hcnt[key]++ }
     if (!(key in mn) || x < mn[key]) mn[key] = x; if (!(key in mx) || x > mx[key]) mx[key] = x
     if ("iter_us" in col && v[col["iter_us"]] != "") { y = v[col["iter_us"]] + 0; isum[key] += y; icnt[key]++
       if (!(key in imn) || y < imn[key]) imn[key] = y; if (!(key in imx) || y > imx[key]) imx[key] = y } }
@@ -214,7 +244,8 @@ awk -v OFS='\t' -v traces="$WORK/traces.tsv" -v only="${VALIDATE_PRESETS:-}" "$C
       print k, cnt[k], tsum[k] / cnt[k], mn[k], mx[k], (ck in cal) ? "yes" : "no", \
             (spec && acnt[k] > 0) ? sprintf("%.4f", asum[k] / acnt[k]) : "-", \
             (scnt[k] > 0 ? sprintf("%.4f", ssum[k] / scnt[k]) : "-"), rl[k], \
-            (icnt[k] > 0 && isum[k] > 0) ? sprintf("%.2f", (imx[k] - imn[k]) / (isum[k] / icnt[k]) * 100) : "-" } }
+            (icnt[k] > 0 && isum[k] > 0) ? sprintf("%.2f", (imx[k] - imn[k]) / (isum[k] / icnt[k]) * 100) : "-", \
+            (hcnt[k] > 0 && hr[c[1]] > 0) ? sprintf("%.4f", hsum[k] / hcnt[k] / hr[c[1]]) : "-" } }
 ' "$MEASURED" > "$WORK/configs.tsv" || die "$MEASURED: could not be read" 1
 [ -s "$WORK/configs.tsv" ] || die "$MEASURED: no rows" 1
 
@@ -232,9 +263,10 @@ launch() {
   { "$SPECSIM" "$@" > "$WORK/runs/$r.csv" 2> "$WORK/runs/$r.err"; echo $? > "$WORK/runs/$r.rc"; } &
   jobs_n=$((jobs_n + 1))
 }
-while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc sec rlist isp; do
+while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen plen reps mean mn mx cal acc sec rlist isp hs; do
   i=$((i + 1))
   [ "$acc" = - ] && acc=""
+  [ "$hs" = - ] && hs=""
   [ "$sec" = - ] && sec=""
   model="$WORK/$pre.json"
   [ -f "$model" ] || die "$MEASURED: preset $pre: no calibration trace of it in $CALIB"
@@ -275,9 +307,18 @@ while IFS="$(printf '\t')" read -r pre mode steps topk dt alpha conc graphs olen
   # alpha and keeps the nominal one); a baseline has one, written to both
   if [ "$mode" = spec ] && [ -n "$alpha" ]; then launch "$i" "$@" --alpha "$alpha"
   else launch "$i" "$@"; fi
+  # the verdict's run: at the realized acceptance and (VALIDATE_HOST_PROBE) the host speed
+  # the runs had; without either it is the nominal run
+  realized=""
   if [ "$mode" = spec ] && [ -n "$acc" ] &&
      awk -v a="$acc" -v s="$steps" 'BEGIN { exit !(a > 1 && a < s + 1) }'; then
-    launch "$i.r" "$@" --accept-len "$acc"
+    realized="--accept-len $acc"
+  elif [ "$mode" = spec ] && [ -n "$alpha" ]; then
+    [ -n "$hs" ] && realized="--alpha $alpha"
+  fi
+  if [ -n "$realized" ] || [ -n "$hs" ]; then
+    # shellcheck disable=SC2086
+    launch "$i.r" "$@" $realized ${hs:+--host-scale $hs}
   fi
   [ "$jobs_n" -ge "$JOBS" ] && { wait; jobs_n=0; }
 done < "$WORK/configs.tsv"
@@ -325,7 +366,7 @@ awk -F'\t' -v runs="$WORK/runs" '
     beyond = warned(runs "/" NR ".err") || warned(runs "/" NR ".r.err")
     lo = pred(runs "/" NR ".csv", want "_p10"); hi = pred(runs "/" NR ".csv", want "_p90")
     for (i = 1; i <= 16; i++) printf "%s\t", $i
-    print pn "\t" pr "\t" beyond "\t" $17 "\t" $18 "\t" lo "\t" hi "\t" $19 }' "$WORK/configs.tsv" > "$WORK/pred.tsv" || die "reading the simulator outputs failed"
+    print pn "\t" pr "\t" beyond "\t" $17 "\t" $18 "\t" lo "\t" hi "\t" $19 "\t" $20 }' "$WORK/configs.tsv" > "$WORK/pred.tsv" || die "reading the simulator outputs failed"
 
 # ---- 5. the table and the verdict ---------------------------------------------------------------
 # the calibrated presets the table is about (VALIDATE_PRESETS, when given, selects)
@@ -339,7 +380,7 @@ done
 # simulator given the workload the GPU ran); the nominal-alpha error is shown beside it.
 mkdir -p "$(dirname "$OUT")"
 awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$MEASURED" \
-    -v calib="$CALIB" -v cpresets="$cpresets" '
+    -v calib="$CALIB" -v cpresets="$cpresets" -v hprobe="$HPROBE" -v href="$HREF" -v hreft="$WORK/host_ref.tsv" '
   function abs(x) { return x < 0 ? -x : x }
   function median(arr, n,    i, j, t) {
     for (i = 2; i <= n; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
@@ -350,6 +391,10 @@ awk -F'\t' -v tmed="$TARGET_MEDIAN_PCT" -v tmax="$TARGET_MAX_PCT" -v measured="$
     printf "# tokens per iteration the run drew; nominal = predicted at the configured alpha, error =\n"
     printf "# (predicted - measured) / measured at the acceptance the run realized (the verdict);\n"
     printf "# calib = configuration in the calibration subset\n"
+    if (hprobe != "") {
+      while ((getline l < hreft) > 0) { split(l, t, "\t"); rl = rl (rl == "" ? "" : ", ") t[1] " " t[2] }
+      printf "# host speed: the verdict also predicts at the host speed the runs had: --host-scale =\n"
+      printf "# mean %s of the repeats / its median while the calibration was captured (%s: %s)\n", hprobe, href, rl }
     printf "# %-10s %-8s %5s %4s %3s %5s %5s %-14s %7s %4s %10s %7s %6s %10s %8s %10s %8s %5s\n", "preset", "mode",
       "steps", "topk", "dt", "alpha", "conc", "graphs", "out_len", "reps", "measured", "spread",
       "acc", "nominal", "error", "predicted", "error", "calib"

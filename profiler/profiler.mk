@@ -65,7 +65,7 @@ $(BIN)/specbench: $(BENCH_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  NVCC    $@")
 	$(Q)$(NVCC) $(NVCCFLAGS) -o $@ $(BENCH_OBJ) -L$(CUDA_LIBD) $(filter-out -I% -D%,$(SB_NCCL)) \
-	  -lcublas -lcudart -ldl
+	  -cudart shared -Xlinker -rpath,$(CUDA_LIBD) -lcublas -lcudart -ldl
 
 # arsweep: the all-reduce sweep that `specsim fit-allreduce` fits (docs/multigpu.md); one
 # file, NCCL found like specbench's (it refuses to build without NCCL).
@@ -115,4 +115,19 @@ ifeq ($(HAVE_CUPTI_H),yes)
 $(BUILD)/tests/test_ptrace_inject: private CPPFLAGS += -I$(CUDA_INC) -Iprofiler/inject -DPTRACE_HAVE_CUPTI_H
 $(BUILD)/tests/test_ptrace_inject: private LDLIBS += -rdynamic -ldl -lpthread
 $(BUILD)/tests/test_ptrace_inject: $(INJ_SRC) $(wildcard profiler/inject/*.h)
+endif
+
+# tests/test_plite.c runs itself as a child with libspecprof.so preloaded in lite mode over a
+# scripted CUDA runtime (tests/fakecudart.c, a shared library so that the preloaded interposer
+# finds it as it finds libcudart): it needs libspecprof.so (nvcc and CUPTI's headers), else
+# it only reports a skip.
+ifeq ($(HAVE_NVCC)$(HAVE_CUPTI_H),yesyes)
+$(BUILD)/tests/libfakecudart.so: tests/fakecudart.c tests/fakecudart.h
+	@mkdir -p $(dir $@)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -shared -o $@ $< -lpthread
+$(BUILD)/tests/test_plite: private CPPFLAGS += -I$(CUDA_INC) -DPLITE_LIB='"$(abspath $(BIN))/libspecprof.so"' \
+                                               -DSPECPROF_BIN='"$(abspath $(BIN))/specprof"'
+$(BUILD)/tests/test_plite: private LDLIBS += -L$(BUILD)/tests -lfakecudart -Wl,-rpath,$(abspath $(BUILD))/tests -ldl
+$(BUILD)/tests/test_plite: $(BUILD)/tests/libfakecudart.so $(BIN)/libspecprof.so $(BIN)/specprof tests/fakecudart.h
 endif

@@ -45,7 +45,9 @@ static void usage(FILE *f) {
         "      --quiet             no per-process messages from the library\n"
         "what is recorded (docs/profiler.md):\n"
         "      --mode M            always (default): every record all the time; windows: node-level records only in\n"
-        "                          short windows (experimental: CUPTI 13.0.1 reuses correlation ids across windows)\n"
+        "                          short windows (experimental: CUPTI 13.0.1 reuses correlation ids across windows);\n"
+        "                          lite: no CUPTI in the program: graph launches timed by CUDA event pairs, copies and\n"
+        "                          syncs of the shared CUDA runtime, kernel launches counted, NVTX ranges (docs/specprof.md)\n"
         "      --window-ms N       a window's length (default 50)\n"
         "      --period-ms M       one time window every M ms (default 1000)\n"
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
@@ -390,7 +392,8 @@ static int cmd_run(int argc, char **argv) {
         case O_NONCCL: no_nccl = 1; break;
         case O_QUIET: quiet = 1; break;
         case O_MODE:
-            if (strcmp(optarg, "windows") && strcmp(optarg, "always")) SP_FAIL("--mode: value \"%s\": windows or always", optarg);
+            if (strcmp(optarg, "windows") && strcmp(optarg, "always") && strcmp(optarg, "lite"))
+                SP_FAIL("--mode: value \"%s\": always, windows or lite", optarg);
             mode = optarg;
             break;
         case O_WINDOW: window_ms = parse_long("--window-ms", optarg, 1, 3600000); break;
@@ -468,9 +471,16 @@ static int cmd_run(int argc, char **argv) {
                 !strcmp(between, "graph") ? "graph-level records" : !strcmp(between, "none") ? "nothing (CUPTI attached)"
                 : "CUPTI detached",
                 records, gz_level ? "gzip" : "plain JSON");
+    else if (!strcmp(mode, "lite"))
+        fprintf(stderr, "# specprof: mode lite: no CUPTI in the program; graph launches, copies and syncs of the shared CUDA "
+                        "runtime interposed (LD_PRELOAD), graph launches timed by CUDA event pairs, kernel launches counted; "
+                        "%s\n", gz_level ? "gzip" : "plain JSON");
     else
         fprintf(stderr, "# specprof: mode always: every record all the time; API records %s; %s\n", records,
                 gz_level ? "gzip" : "plain JSON");
+    int lite = !strcmp(mode, "lite");
+    if (lite && no_nccl)
+        fprintf(stderr, "# specprof: --no-nccl: ignored in lite mode (the interposer is the preloaded library itself)\n");
     if (torch_spec) fprintf(stderr, "# specprof: torch-annotate %s (Python helper %s)\n", torch_spec, pydir);
     fprintf(stderr, "# specprof: command");
     for (char **a = cmd; *a; a++) fprintf(stderr, " %s", *a);
@@ -479,11 +489,13 @@ static int cmd_run(int argc, char **argv) {
     if (inject) {
         char v[64];
         setenv("SPECPROF_DIR", dir, 1);
-        setenv("CUDA_INJECTION64_PATH", lib, 1);
+        /* lite: CUDA must not load the library as its injection (CUPTI would come with it) */
+        if (lite) unsetenv("CUDA_INJECTION64_PATH");
+        else setenv("CUDA_INJECTION64_PATH", lib, 1);
         /* SPECPROF_NVTX_LIB (for experiments): another NVTX injection library, e.g. libcupti.so */
         const char *nvlib = getenv("SPECPROF_NVTX_LIB");
         setenv("NVTX_INJECTION64_PATH", nvlib && *nvlib ? nvlib : lib, 1);
-        if (!no_nccl) {
+        if (!no_nccl || lite) {
             const char *pre = getenv("LD_PRELOAD");
             char *np = malloc(strlen(lib) + (pre ? strlen(pre) : 0) + 2);
             if (!np) SP_FAIL("out of memory");

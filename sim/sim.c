@@ -368,6 +368,13 @@ static void sim_make_plan(sim_state *S, long it)
         } else {
             ph->launch_us = ph->first_us = p->graph_launch_us;
         }
+        /* a host h times slower: every host duration h times longer (the intervals' host
+         * speed derivative, sim_rank, is then taken around this host) */
+        double hs = p->host_scale > 0 ? p->host_scale : 1;
+        ph->gap_us *= hs;
+        ph->gap_sd_us *= hs;
+        ph->launch_us *= hs;
+        ph->first_us *= hs;
         ph->launch_ns = sim_ns(S, ph->launch_us);
         ph->first_ns = sim_ns(S, ph->first_us);
         ph->gap_ns = sim_ns(S, ph->gap_us);
@@ -747,6 +754,8 @@ int sim_check(const sim_params *p, const char *what, char *err, size_t errlen)
     }
     if (p->sync_segments < 1) SIM_BAD("sync-segments", "%d", p->sync_segments, "must be >= 1");
     if (!(p->jitter_scale >= 0)) SIM_BAD("jitter-scale", "%g", p->jitter_scale, "must be >= 0");
+    if (p->host_scale != 0 && !(p->host_scale >= 0.05 && p->host_scale <= 20))
+        SIM_BAD("host-scale", "%g", p->host_scale, "out of range: must be in [0.05, 20]");
     if (!bnd_ok(&bnd_cost_us, p->graph_launch_us))
         SIM_BAD("graph-launch-us", "%g", p->graph_launch_us, "out of range: a cost must be in [0, 1e7] us (bounds.h)");
     if (!bnd_ok(&bnd_cost_us, p->eager_launch_us))

@@ -37,6 +37,9 @@ typedef struct {
     double eager_launch_us;           /* host cost per eagerly launched kernel */
     int    ranks;
     double jitter_scale;              /* 0: deterministic */
+    double host_scale;                /* every host duration (gaps, launches) x this; 1: the
+                                         fitted host (0 reads as 1). A what-if for a slower or faster CPU, and
+                                         the validation's "host speed the run had" */
     int    sync_segments;             /* collective segments per phase (>= 1) */
     unsigned long seed;
     long   timeline_iterations;       /* spans for this many iterations after warmup */

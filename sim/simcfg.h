@@ -26,6 +26,7 @@ typedef struct {
     char   link[SIMCFG_STR];
     char   allreduce[64];
     double jitter_scale;
+    double host_scale;
     int    sync_segments;
     long   seed;
     char   timeline[SIMCFG_STR];

@@ -54,7 +54,7 @@ static void forward(prog *p, const char *word, int tokens, int ctx, double us, i
 {
     char name[96];
     snprintf(name, sizeof name, "%s tokens=%d bs=1 rows=1 ctx=%d graph=0", word, tokens, ctx);
-    ptrace_range r = {p->now_ns, p->now_ns + (int64_t)(us * 1000), name, "", 7, 1};
+    ptrace_range r = {p->now_ns, p->now_ns + (int64_t)(us * 1000), name, "", 7, 1, 0, 0, 0};
     CHECK(fit_trace_add_range(&p->t, &r) == 0, "add range");
     stretch(p, us, kernels);
 }

@@ -106,11 +106,11 @@ static void fit_trace_memory_follows_records_not_text(void) {
         /* one decode instance: the range, its graph launch, 20 kernels */
         int64_t r0 = t;
         uint32_t corr = (uint32_t)(kernels / 20 + 1);
-        ptrace_api a = { t + 1000, t + 6000, "cudaGraphLaunch", corr, 311, 0, 77, 3 };
+        ptrace_api a = { t + 1000, t + 6000, "cudaGraphLaunch", corr, 311, 0, 77, 3, 0, 0, 0, NULL, 0, NULL};
         n = ptrace_write_api(line, sizeof line, &ctx, &a);
         ptrace_out_write(&o, line, (size_t)n);
         if (windows > 0 && kernels % 2000 == 0) {   /* a stale call: the first window's start, lasting to now */
-            ptrace_api s = { ctx.t0_ns + 10, t + 7000, "cudaStreamSynchronize", 1, 131, 0, 77, 0 };
+            ptrace_api s = { ctx.t0_ns + 10, t + 7000, "cudaStreamSynchronize", 1, 131, 0, 77, 0, 0, 0, 0, NULL, 0, NULL};
             n = ptrace_write_api(line, sizeof line, &ctx, &s);
             ptrace_out_write(&o, line, (size_t)n);
             stale++;
@@ -128,7 +128,7 @@ static void fit_trace_memory_follows_records_not_text(void) {
             ptrace_out_write(&o, line, (size_t)n);
         }
         t += 120000;
-        ptrace_range r = { r0, t - 1000, "decode bs=1 tokens=1 ctx=1164 graph=1", "", 77, 1 };
+        ptrace_range r = { r0, t - 1000, "decode bs=1 tokens=1 ctx=1164 graph=1", "", 77, 1, 0, 0, 0};
         n = ptrace_write_range(line, sizeof line, &ctx, &r);
         ptrace_out_write(&o, line, (size_t)n);
         if (kernels % 10000 == 0) {

@@ -35,7 +35,7 @@ static void syn_init(syn *s, int exec_ids)
 
 static void syn_api(syn *s, const char *name, uint32_t exec, int64_t dur_ns, int64_t *start)
 {
-    ptrace_api a = {s->ts, s->ts + dur_ns, name, s->corr, 0, 0, 1, exec};
+    ptrace_api a = {s->ts, s->ts + dur_ns, name, s->corr, 0, 0, 1, exec, 0, 0, 0, NULL, 0, NULL};
     fit_trace_add_api(&s->t, &a);
     *start = s->ts;
     s->ts += dur_ns + 10 * US;

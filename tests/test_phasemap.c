@@ -120,7 +120,7 @@ static void sglang_round_shares_its_kv_context(void)
         {5000, 6000, "verify"}, {5100, 5900, "step[TARGET_VERIFY bs=2]"},
     };
     for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++) {
-        ptrace_range r = {sp[i].a, sp[i].b, sp[i].n, "", 5, 1};
+        ptrace_range r = {sp[i].a, sp[i].b, sp[i].n, "", 5, 1, 0, 0, 0};
         fit_trace_add_range(&t, &r);
     }
     /* no verify_sample spans: each verify stage is split at its step span's end into verify
@@ -193,7 +193,7 @@ static void refusals_name_file_field_and_value(void)
     fit_trace_free(&t);
     /* spans that name no phase */
     fit_trace_init(&t, "foo.json");
-    ptrace_range r = {1000, 2000, "forward_pass", "", 1, 1};
+    ptrace_range r = {1000, 2000, "forward_pass", "", 1, 1, 0, 0, 0};
     fit_trace_add_range(&t, &r);
     phasemap_init(&pm);
     CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "foo.json") &&
@@ -218,9 +218,9 @@ static void phase_map_rules_capture_shapes(void)
     CHECK(phasemap_load_map(&pm, "verify=my_verify n={bs} q={tokens}*; accept=my_sample*; rows=2; ctx=100",
                             err, sizeof err) == 0, "%s", err);
     fit_trace_init(&t, "plain.json");
-    ptrace_range a = {1000, 2000, "my_verify n=5 q=20 (cuda)", "", 1, 1};
-    ptrace_range b = {2000, 3000, "my_sample", "", 1, 1};
-    ptrace_range c = {3000, 4000, "other", "", 1, 1};
+    ptrace_range a = {1000, 2000, "my_verify n=5 q=20 (cuda)", "", 1, 1, 0, 0, 0};
+    ptrace_range b = {2000, 3000, "my_sample", "", 1, 1, 0, 0, 0};
+    ptrace_range c = {3000, 4000, "other", "", 1, 1, 0, 0, 0};
     fit_trace_add_range(&t, &a);
     fit_trace_add_range(&t, &b);
     fit_trace_add_range(&t, &c);
@@ -243,8 +243,8 @@ static void phase_map_rules_capture_shapes(void)
                             "draft=gpu_model_runner: draft;rows=8;steps=3;topk=1;draft_tokens=4;"
                             "draft.forwards=3", err, sizeof err) == 0, "%s", err);
     fit_trace_init(&t, "vllm.json");
-    ptrace_range v = {1000, 2000, "gpu_model_runner: forward", "", 1, 1};
-    ptrace_range d = {2000, 3000, "gpu_model_runner: draft", "", 1, 1};
+    ptrace_range v = {1000, 2000, "gpu_model_runner: forward", "", 1, 1, 0, 0, 0};
+    ptrace_range d = {2000, 3000, "gpu_model_runner: draft", "", 1, 1, 0, 0, 0};
     fit_trace_add_range(&t, &v);
     fit_trace_add_range(&t, &d);
     CHECK(phasemap_apply(&pm, &t, &st, err, sizeof err) == 0 && st.instances == 2, "%s", err);
@@ -281,7 +281,7 @@ static void e_range(e2e *s, const char *kname, const char *sname, int64_t a, int
        "\"ts\": %lld.%03lld, \"dur\": %lld.%03lld, \"args\": {\"External id\": 1}}", kname,
        (long long)(a / 1000), (long long)(a % 1000), (long long)((b - a) / 1000), (long long)((b - a) % 1000));
     if (sname) {
-        ptrace_range r = {a, b, sname, "", 77, 1};
+        ptrace_range r = {a, b, sname, "", 77, 1, 0, 0, 0};
         fit_trace_add_range(s->t, &r);
     }
 }
@@ -291,7 +291,7 @@ static void e_api(e2e *s, const char *name, int64_t a, int64_t b, uint32_t corr)
     kj(s, "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"%s\", \"pid\": 9, \"tid\": 77, "
        "\"ts\": %lld.%03lld, \"dur\": %lld.%03lld, \"args\": {\"cbid\": 211, \"correlation\": %u}}", name,
        (long long)(a / 1000), (long long)(a % 1000), (long long)((b - a) / 1000), (long long)((b - a) % 1000), corr);
-    ptrace_api x = {a, b, name, corr, 211, 0, 77, 0};
+    ptrace_api x = {a, b, name, corr, 211, 0, 77, 0, 0, 0, 0, NULL, 0, NULL};
     fit_trace_add_api(s->t, &x);
 }
 

@@ -131,11 +131,11 @@ static void write_trace(const char *dir, char *path, size_t pathcap, sbuf *all) 
         if (m->has_nccl) fill_nccl(&m->nccl, 9);
         EMIT(ptrace_write_mem(line, sizeof line, &c, m));
     }
-    A[0] = (ptrace_api){ H.t0_ns + 10, H.t0_ns + 2010, "cudaGraphLaunch", 555, 311, 0, 123456, 4 };
-    A[1] = (ptrace_api){ H.t0_ns + 20, H.t0_ns + 20, "cuLaunchKernelEx", 556, 652, 1, 123457, 0 };
+    A[0] = (ptrace_api){ H.t0_ns + 10, H.t0_ns + 2010, "cudaGraphLaunch", 555, 311, 0, 123456, 4, 0, 0, 0, NULL, 0, NULL };
+    A[1] = (ptrace_api){ H.t0_ns + 20, H.t0_ns + 20, "cuLaunchKernelEx", 556, 652, 1, 123457, 0, 0, 0, 0, NULL, 0, NULL };
     for (int i = 0; i < 2; i++) EMIT(ptrace_write_api(line, sizeof line, &c, &A[i]));
-    R[0] = (ptrace_range){ H.t0_ns - 1000, H.t0_ns + 99999, "verify bs=8 tokens=32", "", 123456, 1 };
-    R[1] = (ptrace_range){ H.t0_ns + 5, H.t0_ns + 6, "ncclAllReduce", "NCCL", 123457, 0 };
+    R[0] = (ptrace_range){ H.t0_ns - 1000, H.t0_ns + 99999, "verify bs=8 tokens=32", "", 123456, 1, 0, 0, 0 };
+    R[1] = (ptrace_range){ H.t0_ns + 5, H.t0_ns + 6, "ncclAllReduce", "NCCL", 123457, 0, 0, 0, 0 };
     for (int i = 0; i < 2; i++) EMIT(ptrace_write_range(line, sizeof line, &c, &R[i]));
     memset(&NC, 0, sizeof NC);
     NC.start_ns = H.t0_ns + 50; NC.end_ns = H.t0_ns + 900; NC.thread = 123456; NC.stream = 0x7f00deadbeefULL;

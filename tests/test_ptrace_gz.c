@@ -72,7 +72,7 @@ static int write_blocks(const char *sub, int nblocks, int per_block, int64_t *en
             n = ptrace_write_window(line, sizeof line, &ctx, &w);
             ptrace_out_write(&o, line, (size_t)n);
             ptrace_graphlaunch g = { ctx.t0_ns + 60000000, ctx.t0_ns + 65842156, 91, 0, 7, 12, 8,
-                                     "verify bs=2 ctx=9", "verify" };
+                                     "verify bs=2 ctx=9", "verify", 0};
             n = ptrace_write_graphlaunch(line, sizeof line, &ctx, &g);
             ptrace_out_write(&o, line, (size_t)n);
         }

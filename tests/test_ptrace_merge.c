@@ -34,10 +34,10 @@ static void write_rank(int rank, int64_t t0, int iters, int cut) {
     for (int it = 0; it < iters; it++)
         for (int g = 0; g < 3; g++, corr++) {
             int64_t t = t0 + (int64_t)(it * 3 + g) * 10000;
-            ptrace_api a = { t, t + 500, "cudaGraphLaunch", corr, 311, 0, 7, (uint32_t)(4 + g) };
+            ptrace_api a = { t, t + 500, "cudaGraphLaunch", corr, 311, 0, 7, (uint32_t)(4 + g), 0, 0, 0, NULL, 0, NULL};
             n = ptrace_write_api(line, sizeof line, &c, &a);
             ptrace_out_write(&o, line, (size_t)n);
-            ptrace_api d = { t + 10, t + 400, "cuGraphLaunch", corr, 514, 1, 7, (uint32_t)(4 + g) };
+            ptrace_api d = { t + 10, t + 400, "cuGraphLaunch", corr, 514, 1, 7, (uint32_t)(4 + g), 0, 0, 0, NULL, 0, NULL};
             n = ptrace_write_api(line, sizeof line, &c, &d);   /* same corr: counted once */
             ptrace_out_write(&o, line, (size_t)n);
             ptrace_kernel k;

@@ -246,20 +246,22 @@ static void robust_fit_allreduce_says_what_it_cannot_estimate(void)
 
 
 /* The fit: an under-determined group (4 measurements, 5 terms) once reached the solver and
- * left a -nan model at -o (exit 2) or an all-zero one (exit 0); a range's tokens=1e30 was
- * fitted; forwards=1e9 overflowed an int; /dev/zero read without bound. Each is refused
- * with the range, and nothing is left at -o (an existing file stays as it was). */
+ * left a -nan model at -o (exit 2) or an all-zero one (exit 0): it was refused (2026-12-03),
+ * and since 2026-12-04 (torchbench's accept "(gpu idle in phase)" group, seen in 4 of 15
+ * configurations, made the whole fit fail) the terms the measurements cannot determine are
+ * left out, said once, and the model is finite. A range's tokens=1e30 was fitted;
+ * forwards=1e9 overflowed an int; /dev/zero read without bound: each is refused with the
+ * range, and nothing is left at -o (an existing file stays as it was). */
 static void robust_fit_refuses_and_leaves_no_file(void)
 {
     char path[160];
     snprintf(path, sizeof path, "%s/fit.json", dir);
     unlink(path);
-    expect(2, "%S fit tests/data/fit-underdetermined.json -o %D/fit.json --quiet",
-           "phase verify: group k0 gemm: 4 measurements for 5 terms", "under-determined, not fitted");
-    CHECK(access(path, F_OK) != 0, "a refused fit left %s", path);
+    expect(0, "%S fit tests/data/fit-underdetermined.json -o %D/fit.json --quiet",
+           "phase verify: group k0 gemm: seen in 3 configurations", "1 term(s) left out");
+    expect(1, "grep -ci nan %D/fit.json", "0", NULL);
+    unlink(path);
     write_file("fit.json", "old");
-    expect(2, "%S fit tests/data/fit-underdetermined.json -o %D/fit.json --quiet", "under-determined", NULL);
-    expect(0, "cat %D/fit.json", "old", NULL);
     expect(2, "%S fit tests/fuzz/regress/fit/range-tokens-1e30.json -o %D/fit.json --quiet",
            "field tokens: value 1e+30: out of range", "[0, 1000000000] tokens");
     expect(2, "%S fit tests/fuzz/regress/fit/range-forwards-1e9.json -o %D/fit.json --quiet",

@@ -220,29 +220,37 @@ static void sim_above_max_runs_eagerly(void)
  * (verify at 10 us a launch: nV * (10 - e) less), unless the run overrides the launch cost
  * for every phase; a host gap per running request adds requests * per_row to the iteration
  * (17 requests, 2 us each before verify, whose gap also holds the draft's at steps 1). */
+/* A host-bound eager iteration (17 requests above the largest graph, 8,16): n kernels a
+ * phase at e us each (verify at its own 10 us), 3 us gaps, draft's gap 2 us per request,
+ * 20 us of GPU work a phase. */
+static void host_bound_case(wm_model *m, sim_params *p, double e, int n)
+{
+    char err[256];
+    model_tokens(m, e, n);
+    for (int ph = 0; ph < WM_NPHASE; ph++) {
+        m->phase[ph].groups[0].base_us = 20;
+        m->phase[ph].groups[0].per_token_us = 0;
+        m->phase[ph].groups[0].per_kv_ktoken_us = 0;
+        m->phase[ph].host_gap_us = 3;
+    }
+    m->phase[WM_VERIFY].eager_launch_us = 10;
+    m->phase[WM_DRAFT].host_gap_per_row_us = 2;
+    params_base(p, m, 1);
+    CHECK(cg_parse(&p->graphs, "8,16", err, sizeof err) == 0, "%s", err);
+    p->steps = 1;
+    p->draft_tokens = 2;
+    p->iterations = 20;
+    p->concurrency = 17;
+}
+
 static void sim_prices_host_terms_per_phase_and_request(void)
 {
     wm_model m;
     sim_params p;
     sim_result r;
-    char err[256];
     const int n = 40;
     const double e = 30;
-    model_tokens(&m, e, n);
-    for (int ph = 0; ph < WM_NPHASE; ph++) {
-        m.phase[ph].groups[0].base_us = 20;
-        m.phase[ph].groups[0].per_token_us = 0;
-        m.phase[ph].groups[0].per_kv_ktoken_us = 0;
-        m.phase[ph].host_gap_us = 3;
-    }
-    m.phase[WM_VERIFY].eager_launch_us = 10;
-    m.phase[WM_DRAFT].host_gap_per_row_us = 2;
-    params_base(&p, &m, 1);
-    CHECK(cg_parse(&p.graphs, "8,16", err, sizeof err) == 0, "%s", err);
-    p.steps = 1;
-    p.draft_tokens = 2;
-    p.iterations = 20;
-    p.concurrency = 17;
+    host_bound_case(&m, &p, e, n);
     if (run(&p, NULL, &r))
         return;
     double want = (2 * n * e + n * 10.0) + 4 * 3.0 + 17 * 2.0 + 20.0 / n;
@@ -252,6 +260,44 @@ static void sim_prices_host_terms_per_phase_and_request(void)
     if (run(&p, NULL, &r))
         return;
     CHECK_NEAR(r.launch_us, 3 * n * e, 1e-6, 0);
+}
+
+/* --host-scale h: every host duration (gaps, scheduling per request, launches) h times
+ * longer; the host-bound iteration of the test above grows by h on its host part exactly,
+ * a GPU-bound phase's GPU time does not move. */
+static void sim_host_scale_stretches_host_terms_only(void)
+{
+    wm_model m;
+    sim_params p;
+    sim_result r;
+    char err[256];
+    const int n = 40;
+    const double e = 30, h = 1.5;
+    host_bound_case(&m, &p, e, n);
+    p.host_scale = h;
+    if (run(&p, NULL, &r))
+        return;
+    double host = (2 * n * e + n * 10.0) + 4 * 3.0 + 17 * 2.0;
+    CHECK_NEAR(r.iter_us, h * host + 20.0 / n, 0.002, 0);
+    CHECK_NEAR(r.launch_us, h * (2 * n * e + n * 10.0), 1e-6, 0);
+    /* GPU-bound (cheap launches, no graphs): verify's GPU time is the same at h = 1 and 2 */
+    model_tokens(&m, 0.01, 10);
+    params_base(&p, &m, 1);
+    CHECK(cg_parse(&p.graphs, "none", err, sizeof err) == 0, "%s", err);
+    CHECK(accept_parse(&p.acc, "alpha:0", err, sizeof err) == 0, "%s", err);
+    p.steps = 1;
+    p.draft_tokens = 2;
+    p.iterations = 10;
+    if (run(&p, NULL, &r))
+        return;
+    double v1 = r.phase_us[WM_VERIFY];
+    p.host_scale = 2;
+    if (run(&p, NULL, &r))
+        return;
+    CHECK_NEAR(r.phase_us[WM_VERIFY], v1, 1e-9, 0);
+    p.host_scale = 50;   /* past [0.05, 20]: refused */
+    CHECK(sim_run(&p, NULL, &r, err, sizeof err) != 0 && strstr(err, "host-scale"),
+          "host-scale 50 accepted (%s)", err);
 }
 
 static void sim_eager_gpu_bound_when_launches_are_cheap(void)
@@ -709,6 +755,7 @@ int main(void)
     RUN(sim_batch_of_9_costs_the_same_as_16);
     RUN(sim_above_max_runs_eagerly);
     RUN(sim_prices_host_terms_per_phase_and_request);
+    RUN(sim_host_scale_stretches_host_terms_only);
     RUN(sim_eager_gpu_bound_when_launches_are_cheap);
     RUN(sim_hf_loop_caps_rounds_and_prices_rejection);
     RUN(sim_allgather_costs_half_an_allreduce);

@@ -496,6 +496,45 @@ class Engine:
 PHASES = ("draft", "verify", "accept", "extend", "decode", "sample")
 
 
+# ---------------------------------------------------------------------------------------
+# The host's speed at the time of a measurement (issue 13: eager, launch-bound
+# configurations move 16-47% between processes and within one on the H200 machine while the
+# GPU does not). Two probes, taken just before and just after each timed window and
+# averaged: probe_py_us, a fixed piece of pure-Python interpreter work (no CUDA call, so a
+# CUPTI profiler in the process does not slow it), and probe_launch_us, the host time of one
+# tiny eager CUDA op (x.add_(1) on one element, PROBE_LAUNCHES of them, synchronized before
+# and after; slowed by a profiler's launch callbacks). specsim's validation can predict each
+# run at the host speed it had (models/validate.sh, VALIDATE_HOST_PROBE) as it predicts each
+# run at the acceptance it drew. Cost: ~3 ms a window.
+PROBE_PY_REPS = 3          # median of 3: one scheduler tick of the OS does not decide it
+PROBE_LAUNCHES = 200
+
+
+def _probe_py_once():
+    t0 = time.perf_counter()
+    d, acc = {}, 0
+    for i in range(6000):               # dict, list and int work, as a scheduler step does
+        d[i & 255] = d.get(i & 255, 0) + i
+        acc += len(str(i)) + (i * 7) % 13
+    return (time.perf_counter() - t0) * 1e6
+
+
+def probe_host(dev):
+    """(probe_py_us, probe_launch_us): the median of PROBE_PY_REPS pure-Python runs, and the
+    host time per tiny eager CUDA op (0 on CPU)."""
+    py = sorted(_probe_py_once() for _ in range(PROBE_PY_REPS))[PROBE_PY_REPS // 2]
+    launch = 0.0
+    if dev == "cuda":
+        x = torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(PROBE_LAUNCHES):
+            x.add_(1)
+        launch = (time.perf_counter() - t0) * 1e6 / PROBE_LAUNCHES
+        torch.cuda.synchronize()
+    return py, launch
+
+
 def new_stats():
     return dict(tokens=0, acc_sum=0, acc_n=0, ctx_sum=0.0, host=0.0, d2h=0.0, fin=0, n=0)
 
@@ -730,6 +769,7 @@ class Server:
             torch.cuda.synchronize()
         stats = new_stats()
         evs = []
+        pr0 = probe_host(m.dev)
         t_start = time.perf_counter()
         while True:
             one_iteration(stats, evs)
@@ -739,6 +779,9 @@ class Server:
         if m.dev == "cuda":
             torch.cuda.synchronize()
         wall = time.perf_counter() - t_start
+        pr1 = probe_host(m.dev)
+        stats["probe_py"] = 0.5 * (pr0[0] + pr1[0])
+        stats["probe_launch"] = 0.5 * (pr0[1] + pr1[1])
         prof = "specprof" if "specprof" in os.environ.get("CUDA_INJECTION64_PATH", "") else "none"
         out = [self.result(mode, steps, alpha, C, rep, rows, graph, wall, stats, evs, prof)]
         if profile_dir is not None:
@@ -814,6 +857,8 @@ class Server:
             d2h_us="%.1f" % (st["d2h"] * 1e6 / n if n else 0),
             profiler=profiler, experts=m.c["experts"], moe_topk=m.c["moe_topk"],
             moe_impl=m.moe_impl, finished=st["fin"], impl="torch-" + torch.__version__.split("+")[0],
+            probe_py_us="%.1f" % st.get("probe_py", 0.0),
+            probe_launch_us="%.2f" % st.get("probe_launch", 0.0),
         )
         return row
 
@@ -823,7 +868,7 @@ CSV_COLS = ["preset", "mode", "steps", "topk", "draft_tokens", "alpha", "concurr
             "extend_us", "decode_us", "sample_us", "host_us", "ctx_mean", "iters", "rows",
             "graph", "cuda_graph_bs", "layers", "tp", "gpus", "prompt_len", "output_len",
             "seconds", "host_sched_us", "d2h_us", "profiler", "experts", "moe_topk", "moe_impl",
-            "finished", "impl"]
+            "finished", "impl", "probe_py_us", "probe_launch_us"]
 
 
 def write_csv(path, rows):

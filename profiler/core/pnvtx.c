@@ -170,6 +170,7 @@ uint32_t pnvtx_push(pnvtx *n, pnvtx_stack *s, const char *name, int domain, int6
     f->domain = (uint16_t)domain;
     f->start_ns = ts_ns;
     f->phase_seq = is_phase ? seq : (s->depth ? s->f[s->depth - 1].phase_seq : 0);
+    f->mark[0] = f->mark[1] = 0;
     s->depth++;
     return seq;
 }
@@ -200,6 +201,8 @@ int pnvtx_pop(pnvtx *n, pnvtx_stack *s, int domain, int64_t ts_ns, pnvtx_closed 
     out->start_ns = f.start_ns;
     out->end_ns = ts_ns;
     out->push_pop = 1;
+    out->mark[0] = f.mark[0];
+    out->mark[1] = f.mark[1];
     return 1;
 }
 
@@ -228,6 +231,7 @@ int pnvtx_end(pnvtx *n, uint64_t id, int64_t ts_ns, pnvtx_closed *out) {
             out->start_ns = sl->start_ns;
             out->end_ns = ts_ns;
             out->push_pop = 0;
+            out->mark[0] = out->mark[1] = 0;
             sl->used = 0;
             found = 1;
             break;
@@ -262,6 +266,19 @@ int pnvtx_lookup(pnvtx *n, uint32_t corr, char *nvtx, size_t nvtx_cap, char *pha
     pthread_mutex_unlock(&n->mu);
     if (ph_name[0]) pnvtx_phase_of(n, ph_name, phase, phase_cap);
     return found;
+}
+
+void pnvtx_names(pnvtx *n, uint32_t seq, uint32_t phase_seq, char *nvtx, size_t nvtx_cap, char *phase,
+                 size_t phase_cap) {
+    char ph_name[PNVTX_NAME_MAX];
+    ph_name[0] = 0;
+    if (nvtx_cap) nvtx[0] = 0;
+    if (phase_cap) phase[0] = 0;
+    pthread_mutex_lock(&n->mu);
+    if (seq) pnvtx_name_locked(n, seq, nvtx, nvtx_cap);
+    if (phase_seq) pnvtx_name_locked(n, phase_seq, ph_name, sizeof ph_name);
+    pthread_mutex_unlock(&n->mu);
+    if (ph_name[0]) pnvtx_phase_of(n, ph_name, phase, phase_cap);
 }
 
 void pnvtx_get_stats(pnvtx *n, pnvtx_stats *st) {

@@ -16,7 +16,9 @@
 #define PNVTX_MAX_DOMAINS 64
 #define PNVTX_DEFAULT_PHASES "draft,verify,accept,extend,decode,sample"
 
-typedef struct { uint32_t seq, phase_seq; uint16_t domain; int64_t start_ns; } pnvtx_frame;
+/* mark: two counters the caller sets after a push (lite mode: the thread's kernel and graph
+ * launches so far), handed back in pnvtx_closed when the range pops */
+typedef struct { uint32_t seq, phase_seq; uint16_t domain; int64_t start_ns; uint64_t mark[2]; } pnvtx_frame;
 
 /* Per host thread; caller-owned and zero-initialised. */
 typedef struct { int depth, lost; pnvtx_frame f[PNVTX_MAX_DEPTH]; } pnvtx_stack;
@@ -27,6 +29,7 @@ typedef struct {
     char domain[48];
     int64_t start_ns, end_ns;
     int push_pop;
+    uint64_t mark[2];         /* the frame's marks (push/pop ranges; 0 for start/end) */
 } pnvtx_closed;
 
 typedef struct pnvtx pnvtx;
@@ -63,6 +66,11 @@ void pnvtx_on_launch(pnvtx *n, const pnvtx_stack *s, uint32_t corr);
 /* Names for a GPU record with correlation id corr: innermost range and phase word
  * ("" when none). 1 when the launch was seen. */
 int pnvtx_lookup(pnvtx *n, uint32_t corr, char *nvtx, size_t nvtx_cap, char *phase, size_t phase_cap);
+
+/* Names of the innermost range seq and of the phase range phase_seq (as in a frame: the
+ * thread's stack top when a launch was made), "" when 0 or no longer in the ring. */
+void pnvtx_names(pnvtx *n, uint32_t seq, uint32_t phase_seq, char *nvtx, size_t nvtx_cap, char *phase,
+                 size_t phase_cap);
 
 typedef struct { int64_t pushed, popped, unmatched_pops, lost_deep, evicted, starts_dropped; } pnvtx_stats;
 void pnvtx_get_stats(pnvtx *n, pnvtx_stats *st);

@@ -83,6 +83,8 @@ typedef struct {
     char between[8];             /* between windows: "none" or "graph" (graph-level records) */
     char records[8];             /* API records: "fit" (launches, copies, syncs) or "all"; "_api": on between windows too */
     int compressed;              /* 1: the file is gzip */
+    char clock[48];              /* what t0_ns and every ts count: "CLOCK_REALTIME ns" ("" in older traces) */
+    char interposed[400];        /* lite mode: the runtime entry points interposed ("" otherwise) */
     ptrace_calib calib;
 } ptrace_header;
 
@@ -122,6 +124,15 @@ typedef struct {
     int domain_driver;         /* 1: driver API, 0: runtime API */
     int64_t thread;
     uint32_t graph_exec_id;    /* graph launches: the launched executable graph, else 0 */
+    /* lite mode's own api events (has_lite): the stream (cudaStreamGetId), and for copies the
+     * bytes, kind and whether the host blocked (-1: not known); for graph launches why they
+     * were not timed ("" when timed: capturing, failed, no_event) */
+    int has_lite;
+    uint64_t stream;
+    int64_t bytes;
+    const char *copy_kind;
+    int blocking;
+    const char *untimed;
 } ptrace_api;
 
 typedef struct {
@@ -129,6 +140,10 @@ typedef struct {
     const char *name, *domain; /* domain "" for the default domain */
     int64_t thread;
     int push_pop;              /* 1: push/pop range; 0: start/end range */
+    /* lite mode: kernel and graph launches made on the range's thread while it was open
+     * (through the dynamic runtime), when has_launches */
+    int has_launches;
+    int64_t launches, graph_launches;
 } ptrace_range;
 
 typedef struct {
@@ -144,6 +159,38 @@ typedef struct {
     int64_t nodes;             /* nodes in the instantiated graph, -1 unknown */
     int64_t thread;
 } ptrace_graphexec;
+
+/* Lite mode (traces/FORMAT.md "Lite mode"): what the interposer saw and what it costs, in
+ * the end record. Counts are over the whole capture. */
+typedef struct {
+    int on;                          /* the trace is a lite one (mode lite) */
+    int64_t graph_launches;          /* cudaGraphLaunch calls seen */
+    int64_t graph_timed;             /* with a graph_trace event (event pair resolved) */
+    int64_t graph_capturing;         /* not timed: the stream was capturing */
+    int64_t graph_failed;            /* not timed: the launch returned an error */
+    int64_t graph_no_event;          /* not timed: no event free in the pool, or another device */
+    int64_t graph_pending;           /* events still not complete at the end (not written) */
+    int64_t graph_lost;              /* event query/elapsed failed, or too many in flight */
+    int64_t blocking_calls;          /* syncs, and copies that block the host */
+    int64_t memcpy_calls, sync_calls;
+    int64_t kernel_launches;         /* counted (cudaLaunchKernel*, not recorded one by one) */
+    int64_t dropped;                 /* records lost: the queue was full */
+    int64_t anchors;                 /* GPU-to-host clock anchors taken */
+    double anchor_err_max_us;        /* the largest anchor half-width used */
+    double err_max_us;               /* the largest err_us written on a graph_trace event */
+    double drift_max_ppm;            /* GPU vs host clock rate between anchors, largest seen */
+    int static_runtime;              /* NVTX ranges but no runtime call: cudart linked statically? */
+    char interposed[400];            /* entry points interposed, comma-separated */
+    /* calibration (at the end, on specprof's writer thread, the program's first device) */
+    int calib_ok;
+    char calib_why[96];
+    int calib_launches;              /* timed calls per configuration (median taken) */
+    double graph_launch_real_us;     /* an empty 1-node graph launch, straight to the runtime */
+    double graph_launch_lite_us;     /* the same through the interposer (event pair, queue) */
+    double graph_timing_us;          /* lite - real: what the fit takes out of each graph launch */
+    double call_real_us, call_lite_us;   /* cudaStreamSynchronize of an idle stream, both ways */
+    double call_us;                  /* lite - real: per interposed blocking call or copy */
+} ptrace_lite;
 
 typedef struct {
     int64_t dropped_records;   /* CUPTI records lost (cuptiActivityGetNumDroppedRecords) */
@@ -164,6 +211,7 @@ typedef struct {
     int has_calib;             /* the calibration ran at the end (--mode always: a calibration at
                                   the start would switch recording off under the program) */
     ptrace_calib calib;        /* valid when has_calib */
+    ptrace_lite lite;          /* lite mode's counts and calibration (lite.on) */
 } ptrace_end;
 
 /* A node-level window: from start to end every kernel, copy, set and recorded API call
@@ -180,6 +228,7 @@ typedef struct {
     int64_t start_ns, end_ns;
     uint32_t corr, dev, stream, graph_id, graph_exec_id;
     const char *nvtx, *phase;  /* of the launch, as for kernels */
+    double err_us;             /* lite mode: bound on the start's error on the host clock; 0 otherwise */
 } ptrace_graphlaunch;
 
 /* Fixed context for formatting: which pid the events go to and the time origin. */

@@ -82,6 +82,8 @@ static void pr_header(const pjson *a, ptrace_header *h) {
     pr_copy(h->between, sizeof h->between, pjson_get_str(cap, "between", "none"));
     pr_copy(h->records, sizeof h->records, pjson_get_str(cap, "records", "fit"));
     h->compressed = pjson_get_bool(cap, "compressed", 0);
+    pr_copy(h->clock, sizeof h->clock, pjson_get_str(cap, "clock", ""));
+    pr_copy(h->interposed, sizeof h->interposed, pjson_get_str(cap, "interposed", ""));
     pr_calib(pjson_get(a, "calibration"), &h->calib);
 }
 
@@ -112,6 +114,9 @@ static void pr_calib(const pjson *k, ptrace_calib *c) {
     c->lite_call_us = pjson_get_num(k, "lite_call_us", 0);
 }
 
+/* A duration or rate a file gives as a float: kept within +-1e9 (us or ppm), else 0. */
+static double pr_us_bounded(double v) { return v > -1e9 && v < 1e9 ? v : 0; }
+
 static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) {
     memset(e, 0, sizeof *e);
     e->dropped_records = pjson_get_int(a, "dropped_records", 0);
@@ -126,8 +131,39 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->graph_nodes_created = pjson_get_int(a, "graph_nodes_created", 0);
     e->graph_nodes_cloned = pjson_get_int(a, "graph_nodes_cloned", 0);
     const pjson *k = pjson_get(a, "calibration");
-    e->has_calib = k != NULL;
-    if (k) pr_calib(k, &e->calib);
+    /* lite mode: its counts, and its calibration (an object of other fields, "mode":"lite") */
+    ptrace_lite *l = &e->lite;
+    l->on = pjson_get(a, "graph_launches_timed") != NULL || !strcmp(pjson_get_str(k, "mode", ""), "lite");
+    e->has_calib = k != NULL && !l->on;
+    if (e->has_calib) pr_calib(k, &e->calib);
+    if (l->on) {
+        l->graph_launches = pjson_get_int(a, "graph_launches", 0);
+        l->graph_timed = pjson_get_int(a, "graph_launches_timed", 0);
+        l->graph_capturing = pjson_get_int(a, "graph_launches_capturing", 0);
+        l->graph_failed = pjson_get_int(a, "graph_launches_failed", 0);
+        l->graph_no_event = pjson_get_int(a, "graph_launches_no_event", 0);
+        l->graph_pending = pjson_get_int(a, "graph_events_pending", 0);
+        l->graph_lost = pjson_get_int(a, "graph_events_lost", 0);
+        l->blocking_calls = pjson_get_int(a, "blocking_calls", 0);
+        l->memcpy_calls = pjson_get_int(a, "memcpy_calls", 0);
+        l->sync_calls = pjson_get_int(a, "sync_calls", 0);
+        l->kernel_launches = pjson_get_int(a, "kernel_launches", 0);
+        l->dropped = pjson_get_int(a, "lite_dropped", 0);
+        l->anchors = pjson_get_int(a, "anchors", 0);
+        l->anchor_err_max_us = pr_us_bounded(pjson_get_num(a, "anchor_err_max_us", 0));
+        l->err_max_us = pr_us_bounded(pjson_get_num(a, "err_max_us", 0));
+        l->drift_max_ppm = pr_us_bounded(pjson_get_num(a, "drift_max_ppm", 0));
+        l->static_runtime = pjson_get_bool(a, "static_runtime", 0);
+        l->calib_ok = pjson_get_bool(k, "ok", 0);
+        pr_copy(l->calib_why, sizeof l->calib_why, pjson_get_str(k, "why", k ? "" : "not in this trace"));
+        l->calib_launches = (int)pjson_get_int(k, "launches", 0);
+        l->graph_launch_real_us = pr_us_bounded(pjson_get_num(k, "graph_launch_real_us", 0));
+        l->graph_launch_lite_us = pr_us_bounded(pjson_get_num(k, "graph_launch_lite_us", 0));
+        l->graph_timing_us = pr_us_bounded(pjson_get_num(k, "graph_timing_us", 0));
+        l->call_real_us = pr_us_bounded(pjson_get_num(k, "call_real_us", 0));
+        l->call_lite_us = pr_us_bounded(pjson_get_num(k, "call_lite_us", 0));
+        l->call_us = pr_us_bounded(pjson_get_num(k, "call_us", 0));
+    }
     e->windows = pjson_get_int(a, "windows", 0);
     e->window_ns = pjson_get_int(a, "window_ns", 0);
     e->graph_trace_records = pjson_get_int(a, "graph_trace_records", 0);
@@ -182,7 +218,11 @@ static int pr_check_end(const pjson *a, char *why, size_t whylen) {
     static const char *const counts[] = { "dropped_records", "dropped_host_events", "records", "nccl_calls",
                                           "nccl_graph_nodes", "nccl_matched", "nvtx_ranges",
                                           "graph_nodes_created", "graph_nodes_cloned", "windows",
-                                          "graph_trace_records", "attaches", "detaches", "bytes_in", "bytes" };
+                                          "graph_trace_records", "attaches", "detaches", "bytes_in", "bytes",
+                                          "graph_launches", "graph_launches_timed", "graph_launches_capturing",
+                                          "graph_launches_failed", "graph_launches_no_event", "graph_events_pending",
+                                          "graph_events_lost", "blocking_calls", "memcpy_calls", "sync_calls",
+                                          "kernel_launches", "lite_dropped", "anchors" };
     for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
         if (bnd_check_i64(&bnd_records, pjson_get_int(a, counts[i], 0), "", counts[i], why, whylen)) return -1;
     if (pjson_get(a, "end_ns") && bnd_check_i64(&bnd_clock_ns, pjson_get_int(a, "end_ns", 0), "", "end_ns", why, whylen))
@@ -621,6 +661,16 @@ int ptrace_read_api(const ptrace_event *e, int64_t t0_ns, ptrace_api *x) {
     x->thread = pjson_get_int(a, "thread", e->tid);
     x->domain_driver = pjson_get_bool(a, "driver", 0);
     x->graph_exec_id = (uint32_t)pjson_get_int(a, "graph_exec_id", 0);
+    x->blocking = -1;
+    if (pjson_get(a, "stream")) {   /* lite mode's interposed calls */
+        x->has_lite = 1;
+        x->stream = (uint64_t)pjson_get_int(a, "stream", 0);
+        x->bytes = pjson_get_int(a, "bytes", 0);
+        if (x->bytes < 0) x->bytes = 0;
+        x->copy_kind = pjson_get(a, "copy_kind") ? pjson_get_str(a, "copy_kind", "") : NULL;
+        if (pjson_get(a, "blocking")) x->blocking = pjson_get_bool(a, "blocking", 0);
+        x->untimed = pjson_get(a, "untimed") ? pjson_get_str(a, "untimed", "") : NULL;
+    }
     return 0;
 }
 
@@ -633,6 +683,11 @@ int ptrace_read_range(const ptrace_event *e, int64_t t0_ns, ptrace_range *r) {
     r->domain = pjson_get_str(e->args, "domain", "");
     r->thread = pjson_get_int(e->args, "thread", e->tid);
     r->push_pop = !strcmp(pjson_get_str(e->args, "kind", "push"), "push");
+    r->has_launches = pjson_get(e->args, "launches") != NULL;   /* lite mode */
+    r->launches = pjson_get_int(e->args, "launches", 0);
+    r->graph_launches = pjson_get_int(e->args, "graph_launches", 0);
+    if (r->launches < 0) r->launches = 0;
+    if (r->graph_launches < 0) r->graph_launches = 0;
     return 0;
 }
 
@@ -681,6 +736,8 @@ int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphla
     g->graph_exec_id = (uint32_t)pjson_get_int(a, "graph_exec_id", 0);
     g->nvtx = pjson_get_str(a, "nvtx", "");
     g->phase = pjson_get_str(a, "phase", "");
+    g->err_us = pr_us_bounded(pjson_get_num(a, "err_us", 0));
+    if (g->err_us < 0) g->err_us = 0;
     return 0;
 }
 

@@ -174,18 +174,43 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
                    "%" PRId64 " windows, %.3f ms node-level; %" PRId64 " graph-level launch records\n",
                 h->window_ms, h->period_ms, h->shape_replays, h->window_max_ms, h->between, h->records, s->windows,
                 (double)s->window_ns / 1e6, s->graph_trace);
+    else if (!strcmp(h->mode, "lite")) {
+        const ptrace_lite *l = &info->end.lite;
+        fprintf(f, "capture: lite (no CUPTI in the process; runtime calls interposed, graph launches timed by CUDA events; "
+                   "clock %s): %" PRId64 " graph_trace events\n", h->clock[0] ? h->clock : "?", s->graph_trace);
+        if (info->has_end && l->on) {
+            fprintf(f, "lite: graph launches %" PRId64 ", timed %" PRId64 ", not timed: capturing %" PRId64 ", failed %"
+                       PRId64 ", no event %" PRId64 "; pending at the end %" PRId64 ", lost %" PRId64 "\n",
+                    l->graph_launches, l->graph_timed, l->graph_capturing, l->graph_failed, l->graph_no_event,
+                    l->graph_pending, l->graph_lost);
+            fprintf(f, "lite: blocking calls %" PRId64 " (copies %" PRId64 ", syncs %" PRId64 "), kernel launches counted %"
+                       PRId64 ", dropped %" PRId64 "; %" PRId64 " clock anchors (half-width <= %.3f us), graph start error <= "
+                       "%.3f us, GPU clock rate within %.1f ppm\n",
+                    l->blocking_calls, l->memcpy_calls, l->sync_calls, l->kernel_launches, l->dropped, l->anchors,
+                    l->anchor_err_max_us, l->err_max_us, l->drift_max_ppm);
+            if (l->calib_ok)
+                fprintf(f, "calibration (lite): %.3f us per graph launch (event pair; an empty graph %.3f -> %.3f us), "
+                           "%.3f us per interposed call\n", l->graph_timing_us, l->graph_launch_real_us,
+                        l->graph_launch_lite_us, l->call_us);
+            else fprintf(f, "calibration (lite): none (%s)\n", l->calib_why);
+            if (l->static_runtime)
+                fprintf(f, "WARNING: NVTX ranges but no CUDA runtime call through a shared libcudart: the program seems to "
+                           "link the runtime statically; lite mode cannot see it (build with -cudart shared, or --mode always)\n");
+        }
+    }
     else fprintf(f, "capture: always (every record all the time; API records %s)\n", h->records);
     if (info->complete && (info->end.attaches || info->end.detaches))
         fprintf(f, "CUPTI detached %" PRId64 " times between windows (%.3f ms on the program's threads), attached again %"
                    PRId64 " times (%.3f ms on specprof's thread)\n", info->end.detaches, (double)info->end.detach_ns / 1e6,
                 info->end.attaches, (double)info->end.attach_ns / 1e6);
-    if (h->calib.ok)
+    if (!strcmp(h->mode, "lite")) {}
+    else if (h->calib.ok)
         fprintf(f, "calibration: CUPTI adds %.3f us per kernel launch, %.3f us per graph launch + %.3f us per node inside "
                    "windows%s", h->calib.kernel_launch_us, h->calib.graph_launch_us, h->calib.graph_node_us,
                 h->calib.has_between ? "" : "\n");
     if (h->calib.ok && h->calib.has_between)
         fprintf(f, ", %.3f us per graph launch between them\n", h->calib.graph_between_us);
-    if (!h->calib.ok) fprintf(f, "calibration: none (%s)\n", h->calib.why);
+    if (!h->calib.ok && strcmp(h->mode, "lite")) fprintf(f, "calibration: none (%s)\n", h->calib.why);
     if (info->complete && info->end.records > 0 && info->end.bytes > 0)
         fprintf(f, "file: %" PRId64 " bytes on disk (%s) for %" PRId64 " records: %.1f bytes per record (%.1f uncompressed)\n",
                 info->end.bytes, h->compressed ? "gzip" : "plain", info->end.records,
@@ -275,6 +300,17 @@ void ptrace_sum_print_json(FILE *f, const ptrace_sum *s, const ptrace_info *info
             k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
     sum_json_str(f, k->why);
     fprintf(f, "}");
+    if (info->has_end && info->end.lite.on) {
+        const ptrace_lite *l = &info->end.lite;
+        fprintf(f, ",\"lite\":{\"graph_launches\":%" PRId64 ",\"timed\":%" PRId64 ",\"capturing\":%" PRId64
+                   ",\"failed\":%" PRId64 ",\"no_event\":%" PRId64 ",\"pending\":%" PRId64 ",\"lost\":%" PRId64
+                   ",\"blocking_calls\":%" PRId64 ",\"memcpy_calls\":%" PRId64 ",\"sync_calls\":%" PRId64
+                   ",\"kernel_launches\":%" PRId64 ",\"err_max_us\":%.3f,\"static_runtime\":%s,\"calib_ok\":%s"
+                   ",\"graph_timing_us\":%.3f,\"call_us\":%.3f}",
+                l->graph_launches, l->graph_timed, l->graph_capturing, l->graph_failed, l->graph_no_event, l->graph_pending,
+                l->graph_lost, l->blocking_calls, l->memcpy_calls, l->sync_calls, l->kernel_launches, l->err_max_us,
+                l->static_runtime ? "true" : "false", l->calib_ok ? "true" : "false", l->graph_timing_us, l->call_us);
+    }
     sum_json_items(f, "graphs", s->graphs, s->n_graphs);
     sum_json_items(f, "phases", s->phases, s->n_phases);
     sum_json_items(f, "ranges", s->ranges, s->n_ranges);

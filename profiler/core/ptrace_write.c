@@ -157,7 +157,10 @@ int ptrace_write_header(char *buf, size_t cap, const ptrace_ctx *c, const ptrace
     sb_str(&sb, h->between[0] ? h->between : "none");
     sb_s(&sb, ",\"records\":");
     sb_str(&sb, h->records[0] ? h->records : "fit");
-    sb_f(&sb, ",\"compressed\":%s},", h->compressed ? "true" : "false");
+    sb_f(&sb, ",\"compressed\":%s", h->compressed ? "true" : "false");
+    if (h->clock[0]) { sb_s(&sb, ",\"clock\":"); sb_str(&sb, h->clock); }
+    if (h->interposed[0]) { sb_s(&sb, ",\"interposed\":"); sb_str(&sb, h->interposed); }
+    sb_s(&sb, "},");
     ptrace_write_calib(&sb, &h->calib);
     sb_s(&sb, ",\"cmd\":");
     sb_str(&sb, h->cmd);
@@ -223,8 +226,18 @@ int ptrace_write_api(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_ap
     SB_INIT(buf, cap);
     sb_event_head(&sb, "X", "api", a->name, c, a->thread, a->start_ns);
     sb_dur(&sb, a->start_ns, a->end_ns);
-    sb_f(&sb, ",\"args\":{\"corr\":%u,\"cbid\":%u,\"thread\":%" PRId64 ",\"driver\":%s,\"graph_exec_id\":%u}}",
+    sb_f(&sb, ",\"args\":{\"corr\":%u,\"cbid\":%u,\"thread\":%" PRId64 ",\"driver\":%s,\"graph_exec_id\":%u",
          a->corr, a->cbid, a->thread, a->domain_driver ? "true" : "false", a->graph_exec_id);
+    if (a->has_lite) {   /* lite mode's interposed calls (traces/FORMAT.md "Lite mode") */
+        sb_f(&sb, ",\"stream\":%" PRIu64, a->stream);
+        if (a->copy_kind) {
+            sb_f(&sb, ",\"bytes\":%" PRId64 ",\"copy_kind\":", a->bytes);
+            sb_str(&sb, a->copy_kind);
+        }
+        if (a->blocking >= 0) sb_f(&sb, ",\"blocking\":%s", a->blocking ? "true" : "false");
+        if (a->untimed) { sb_s(&sb, ",\"untimed\":"); sb_str(&sb, a->untimed); }
+    }
+    sb_s(&sb, "}}");
     return sb_end_line(&sb);
 }
 
@@ -234,7 +247,10 @@ int ptrace_write_range(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_
     sb_dur(&sb, r->start_ns, r->end_ns);
     sb_s(&sb, ",\"args\":{\"domain\":");
     sb_str(&sb, r->domain);
-    sb_f(&sb, ",\"thread\":%" PRId64 ",\"kind\":\"%s\"}}", r->thread, r->push_pop ? "push" : "start");
+    sb_f(&sb, ",\"thread\":%" PRId64 ",\"kind\":\"%s\"", r->thread, r->push_pop ? "push" : "start");
+    if (r->has_launches)
+        sb_f(&sb, ",\"launches\":%" PRId64 ",\"graph_launches\":%" PRId64, r->launches, r->graph_launches);
+    sb_s(&sb, "}}");
     return sb_end_line(&sb);
 }
 
@@ -293,8 +309,32 @@ int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const p
     sb_str(&sb, g->nvtx);
     sb_s(&sb, ",\"phase\":");
     sb_str(&sb, g->phase);
+    if (g->err_us > 0) sb_f(&sb, ",\"err_us\":%.3f", g->err_us);
     sb_s(&sb, "}}");
     return sb_end_line(&sb);
+}
+
+/* Lite mode's part of the end record: counts, then its own calibration object. */
+static void ptrace_write_lite(ptrace_sb *b, const ptrace_lite *l) {
+    sb_f(b, ",\"graph_launches\":%" PRId64 ",\"graph_launches_timed\":%" PRId64
+             ",\"graph_launches_capturing\":%" PRId64 ",\"graph_launches_failed\":%" PRId64
+             ",\"graph_launches_no_event\":%" PRId64 ",\"graph_events_pending\":%" PRId64
+             ",\"graph_events_lost\":%" PRId64 ",\"blocking_calls\":%" PRId64 ",\"memcpy_calls\":%" PRId64
+             ",\"sync_calls\":%" PRId64 ",\"kernel_launches\":%" PRId64 ",\"lite_dropped\":%" PRId64
+             ",\"anchors\":%" PRId64 ",\"anchor_err_max_us\":%.3f,\"err_max_us\":%.3f,\"drift_max_ppm\":%.3f"
+             ",\"static_runtime\":%s,",
+         l->graph_launches, l->graph_timed, l->graph_capturing, l->graph_failed, l->graph_no_event,
+         l->graph_pending, l->graph_lost, l->blocking_calls, l->memcpy_calls, l->sync_calls, l->kernel_launches,
+         l->dropped, l->anchors, l->anchor_err_max_us, l->err_max_us, l->drift_max_ppm,
+         l->static_runtime ? "true" : "false");
+    sb_f(b, "\"calibration\":{\"ok\":%s,\"mode\":\"lite\"", l->calib_ok ? "true" : "false");
+    if (l->calib_ok)
+        sb_f(b, ",\"launches\":%d,\"graph_launch_real_us\":%.3f,\"graph_launch_lite_us\":%.3f,"
+                 "\"graph_timing_us\":%.3f,\"call_real_us\":%.3f,\"call_lite_us\":%.3f,\"call_us\":%.3f",
+             l->calib_launches, l->graph_launch_real_us, l->graph_launch_lite_us, l->graph_timing_us,
+             l->call_real_us, l->call_lite_us, l->call_us);
+    else { sb_s(b, ",\"why\":"); sb_str(b, l->calib_why); }
+    sb_s(b, "}");
 }
 
 int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_end *e) {
@@ -313,7 +353,8 @@ int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_en
          e->end_ns, e->nccl_calls, e->nccl_graph_nodes, e->nccl_matched, e->nvtx_ranges, e->graph_nodes_created,
          e->graph_nodes_cloned, e->windows, e->window_ns, e->graph_trace_records, e->attaches, e->attach_ns,
          e->detaches, e->detach_ns, e->bytes_in, e->bytes);
-    if (e->has_calib) { sb_s(&sb, ","); ptrace_write_calib(&sb, &e->calib); }
+    if (e->lite.on) ptrace_write_lite(&sb, &e->lite);
+    else if (e->has_calib) { sb_s(&sb, ","); ptrace_write_calib(&sb, &e->calib); }
     sb_s(&sb, "}}\n]\n");
     return sb.overflow ? -1 : (int)sb.len;
 }

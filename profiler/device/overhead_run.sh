@@ -4,6 +4,8 @@
 # (bin/libfloor.so) on the eager loop:
 #   sb_decode_c1  specbench llama8b plain decode at concurrency 1 (CUDA graphs; host waits each launch)
 #   sb_spec_c16   specbench llama8b chain steps 3, alpha 0.7, concurrency 16
+#   tbe           torchbench torch-dense with --disable-cuda-graph (the eager loop), 1 row, plain decode
+#                 and spec: rows tbe_decode_c1, tbe_spec_c1
 #   tb            profiler/bench/torchbench.py torch-dense (PyTorch ground truth), one process
 #                 measuring plain decode and spec (steps 3, alpha 0.7) at concurrency 1 and 13:
 #                 rows tb_decode_c1, tb_decode_c13, tb_spec_c1, tb_spec_c13
@@ -28,7 +30,8 @@
 # none, the same); detach (--mode windows --between detach, experimental: crashed programs in
 # calls 3-4); winapi or apion (--mode windows with SPECPROF_API_BETWEEN=1: API records and
 # launch callbacks stay on between windows, experimental); nocal (--no-calibrate); always
-# (--mode always). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
+# (--mode always); lite (--mode lite: no CUPTI, runtime interposed, graph launches timed by
+# CUDA events). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
 # apion nocal"). CALIB_ENV: environment for the windowed calibration capture (e.g.
 # SPECPROF_API_BETWEEN=1), CALIB_ARGS its specprof options (e.g. --mode windows); SAMPLES=0: no
 # samples.tar.gz, SAMPLE_MODE (default specprof): the mode whose round-1 traces go into it;
@@ -107,6 +110,7 @@ run_one() {
     win) pre="$SP -o $tdir --quiet --mode windows --" ;;
     nocal) pre="$SP -o $tdir --quiet --no-calibrate --" ;;
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
+    lite) pre="$SP -o $tdir --quiet --mode lite --" ;;
   esac
   [ "$mode" = floor ] || [ "$mode" = attached ] && echo "$loop $mode $round" >> "$OUT/floor.txt"
   local t0=$SECONDS
@@ -130,8 +134,16 @@ run_one() {
       awk -F, -v m=$mode -v r=$round 'NR==1{for(i=1;i<=NF;i++){if($i=="tok_s")c=i; if($i=="rep")q=i; if($i=="mode")o=i; if($i=="concurrency")n=i}}
         NR>1{l=($o=="baseline"?"tb_decode_c":"tb_spec_c")$n; print l","m","r","$q","$c}' $W/tb.csv >> "$OUT/rows.csv" 2>/dev/null
       [ $round = 1 ] && [ $mode = none ] && head -3 $W/tb.csv >> "$LOG" ;;
+    tbe)   # the eager loop: torchbench dense with CUDA graphs off, 1 row, plain decode and spec
+      rm -f $W/tb.csv
+      timeout ${TB_TIMEOUT_S:-90} $pre $TB --preset torch-dense --mode baseline,spec --steps 3 --alpha 0.7 --concurrency 1 \
+        --disable-cuda-graph --prompt-len 1024 --output-len 256 --seed 1 --warmup 3 --seconds 0.4 --repeats ${TB_REPEATS:-4} \
+        --csv $W/tb.csv > $W/p.out 2>&1
+      awk -F, -v m=$mode -v r=$round 'NR==1{for(i=1;i<=NF;i++){if($i=="tok_s")c=i; if($i=="rep")q=i; if($i=="mode")o=i; if($i=="concurrency")n=i}}
+        NR>1{l=($o=="baseline"?"tbe_decode_c":"tbe_spec_c")$n; print l","m","r","$q","$c}' $W/tb.csv >> "$OUT/rows.csv" 2>/dev/null ;;
   esac
   local pat="^$loop,$mode,$round,"; [ $loop = tb ] && pat="^tb_[a-z]*_c[0-9]*,$mode,$round,"
+  [ $loop = tbe ] && pat="^tbe_[a-z]*_c[0-9]*,$mode,$round,"
   local n=$(grep -c "$pat" "$OUT/rows.csv")
   echo "$loop $mode round $round: $n runs in $((SECONDS - t0)) s: $(grep "$pat" "$OUT/rows.csv" | cut -d, -f1,5 | tr '\n' ' ')" | tee -a "$LOG"
   [ "$n" -gt 0 ] || tail -5 $W/p.out | tee -a "$LOG"
@@ -180,6 +192,7 @@ for round in $(seq 1 ${ROUNDS:-3}); do
       eager_spec) [ $EAGER_OK = 1 ] || continue; modes="none specprof"; cost=9 ;;
       sb_decode_c1) modes="none specprof apion"; cost=8 ;;
       tb) modes="none specprof"; cost=16 ;;
+      tbe) modes="none specprof"; cost=14 ;;
       *) modes="none specprof"; cost=8 ;;
     esac
     ov="MODES_$loop"; [ -n "${!ov:-}" ] && modes=${!ov}

@@ -19,6 +19,7 @@
 #include "pinject.h"
 #include "pcalib.h"
 #include "pdevice.h"
+#include "plite.h"
 #include "precord.h"
 #include "ptrace_out.h"
 #include "ptrace_write.h"
@@ -53,7 +54,8 @@
 #define PINJ_SHAPES 4096                    /* graph executables and NVTX phase shapes followed */
 #define PINJ_HEV_CAP (PINJ_HOST_RING_BYTES / sizeof(pinj_hev))
 
-typedef enum { PINJ_MODE_WINDOWS, PINJ_MODE_ALWAYS } pinj_mode;
+/* lite: no CUPTI in the process at all (plite.c interposes the runtime instead) */
+typedef enum { PINJ_MODE_WINDOWS, PINJ_MODE_ALWAYS, PINJ_MODE_LITE } pinj_mode;
 
 typedef struct {
     char dir[1024];
@@ -88,7 +90,8 @@ typedef enum { PINJ_HEV_RANGE = 1, PINJ_HEV_NCCL, PINJ_HEV_GRAPHEXEC, PINJ_HEV_W
 typedef struct {
     pinj_hev_kind kind;
     union {
-        struct { int64_t start_ns, end_ns, tid; int push_pop; char name[PNVTX_NAME_MAX], domain[48]; } range;
+        struct { int64_t start_ns, end_ns, tid, launches, graph_launches; int push_pop, has_launches;
+                 char name[PNVTX_NAME_MAX], domain[48]; } range;
         ptrace_ncclcall nccl;
         ptrace_graphexec gexec;
         ptrace_window win;
@@ -323,9 +326,9 @@ static void pinj_read_config(pinj_config *c) {
      * window has closed and another opened (H200, 2026-12-03: 38,278 kernels of specbench's
      * windowed calibration with 121 distinct ids; traces/overhead/fit-windows-vs-always), so
      * kernels meet the wrong launch and phase; windows stays for who asks for it */
-    c->mode = m && !strcmp(m, "windows") ? PINJ_MODE_WINDOWS : PINJ_MODE_ALWAYS;
-    if (m && *m && strcmp(m, "always") && strcmp(m, "windows"))
-        fprintf(stderr, "specprof: SPECPROF_MODE: value \"%s\": expected windows or always, using always\n", m);
+    c->mode = m && !strcmp(m, "windows") ? PINJ_MODE_WINDOWS : m && !strcmp(m, "lite") ? PINJ_MODE_LITE : PINJ_MODE_ALWAYS;
+    if (m && *m && strcmp(m, "always") && strcmp(m, "windows") && strcmp(m, "lite"))
+        fprintf(stderr, "specprof: SPECPROF_MODE: value \"%s\": expected windows, always or lite, using always\n", m);
     /* defaults: 50 ms in every 1000 ms keeps an eager loop that CUPTI slows by ~35% inside a
      * window within ~2% overall (docs/profiler.md); 3 replays per shape give the fit its
      * per-kernel breakdown of every graph and phase shape */
@@ -423,7 +426,7 @@ static void pinj_host_push(const pinj_hev *e) {
 }
 
 int pinject_recording(void) {
-    return pinject_capturing() && (g.cfg.mode == PINJ_MODE_ALWAYS || atomic_load_explicit(&g.win_live, memory_order_relaxed));
+    return pinject_capturing() && (g.cfg.mode != PINJ_MODE_WINDOWS || atomic_load_explicit(&g.win_live, memory_order_relaxed));
 }
 
 void pinject_host_nccl(const ptrace_ncclcall *n) {
@@ -522,7 +525,8 @@ static void pinj_drain(int block) {
         switch (e->kind) {
         case PINJ_HEV_RANGE: {
             ptrace_range r = { e->u.range.start_ns, e->u.range.end_ns, e->u.range.name, e->u.range.domain,
-                               e->u.range.tid, e->u.range.push_pop };
+                               e->u.range.tid, e->u.range.push_pop, e->u.range.has_launches,
+                               e->u.range.launches, e->u.range.graph_launches };
             len = ptrace_write_range(line, sizeof line, &g.ctx, &r);
             break;
         }
@@ -532,6 +536,8 @@ static void pinj_drain(int block) {
         }
         if (len > 0) { pinj_emit(NULL, line, len); g.host_records++; }
     }
+    /* lite mode: the interposed calls and the graph launches timed by events */
+    if (g.cfg.mode == PINJ_MODE_LITE && g.out_open) g.host_records += plite_drain(&g.ctx, pinj_emit, NULL, pinj_stopping);
     pinj_flush_wbuf();
     static int64_t blocked_at;
     if (!block || !g.out_open || g.out.bytes_in == blocked_at) return;
@@ -864,7 +870,10 @@ static void pinj_open_file(void) {
     h.t0_ns = g.t0_ns;
     h.t0_unix_ns = g.t0_unix_ns;
     h.cupti_version = (int)g.cupti_version;
-    if (pdevice_fill(&h, g.dev)) pinject_note("device facts unavailable (libcuda entry points not found)");
+    int lite = g.cfg.mode == PINJ_MODE_LITE;
+    /* lite: no device facts before the program's first CUDA call (we never initialise CUDA) */
+    if ((!lite || plite_cuda_seen(NULL)) && pdevice_fill(&h, g.dev))
+        pinject_note("device facts unavailable (libcuda entry points not found)");
     h.n_phases = pnvtx_phase_count(g.nvtx);
     for (int i = 0; i < h.n_phases && i < PTRACE_MAX_PHASES; i++)
         snprintf(h.phases[i], sizeof h.phases[i], "%s", pnvtx_phase_name(g.nvtx, i));
@@ -872,14 +881,25 @@ static void pinj_open_file(void) {
     h.duration_s = g.cfg.duration_s > 0 ? g.cfg.duration_s : -1;
     h.flush_ms = g.cfg.flush_ms;
     h.buffer_mb = g.cfg.buffer_mb;
-    snprintf(h.mode, sizeof h.mode, "%s", g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : "windows");
+    snprintf(h.mode, sizeof h.mode, "%s", g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : lite ? "lite" : "windows");
+    /* CUPTI's timestamps on Linux are CLOCK_REALTIME ns (a header's t0_ns and t0_unix_ns differ
+     * by ~0.2 us, traces/calib); lite mode reads CLOCK_MONOTONIC plus the offset to
+     * CLOCK_REALTIME measured once at its start, so that both kinds of trace share one axis */
+    snprintf(h.clock, sizeof h.clock, "%s", lite ? "CLOCK_REALTIME ns" : "CUPTI ns (CLOCK_REALTIME on Linux)");
+    if (lite) {
+        ptrace_lite l;
+        memset(&l, 0, sizeof l);
+        plite_stats(&l);
+        snprintf(h.interposed, sizeof h.interposed, "%s", l.interposed);
+    }
     h.window_ms = g.cfg.window_ms;
     h.period_ms = g.cfg.period_ms;
     h.shape_replays = g.cfg.shape_replays;
     h.window_max_ms = g.cfg.window_max_ms;
     snprintf(h.between, sizeof h.between, "%s", g.cfg.mode != PINJ_MODE_WINDOWS ? "none"
              : g.cfg.between_graph ? "graph" : g.cfg.between_detach ? "detach" : "none");
-    snprintf(h.records, sizeof h.records, "%s%s", g.cfg.records_all ? "all" : "fit", g.cfg.api_between ? "_api" : "");
+    if (lite) snprintf(h.records, sizeof h.records, "lite");
+    else snprintf(h.records, sizeof h.records, "%s%s", g.cfg.records_all ? "all" : "fit", g.cfg.api_between ? "_api" : "");
     h.compressed = g.cfg.gz_level > 0;
     h.calib = g.calib;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -923,6 +943,15 @@ static void pinj_stop(const char *reason) {
             pinj_window_close();
         } else snprintf(g.calib.why, sizeof g.calib.why, "not run: the capture ended by a %s", reason);
         calib_at_end = 1;
+    }
+    /* lite: the interposer's cost, measured now on our own stream (not after a signal) */
+    ptrace_lite lite;
+    memset(&lite, 0, sizeof lite);
+    if (g.out_open && g.cfg.mode == PINJ_MODE_LITE) {
+        pinj_drain(0);   /* what completed so far, before the calibration's launches */
+        if (strncmp(reason, "signal", 6) && g.cfg.calibrate) plite_calibrate(&lite);
+        else snprintf(lite.calib_why, sizeof lite.calib_why, "%s", g.cfg.calibrate ? "not run: the capture ended by a signal"
+                      : "off (SPECPROF_CALIBRATE=0)");
     }
     pinj_graph_trace(0);
     g.detach_at_ms = 0;
@@ -983,6 +1012,18 @@ static void pinj_stop(const char *reason) {
     e.attach_ns = g.attach_ns;
     e.detaches = atomic_load(&g.detaches);
     e.detach_ns = atomic_load(&g.detach_ns);
+    if (g.cfg.mode == PINJ_MODE_LITE) {
+        e.lite = lite;
+        plite_stats(&e.lite);
+        /* NVTX ranges but not one runtime call through the interposer: the program calls a
+         * runtime linked into itself (nvcc's default -cudart static), which lite mode cannot see */
+        if (vs.popped + vs.pushed > 0 && !plite_cuda_seen(NULL) && !e.lite.kernel_launches) {
+            e.lite.static_runtime = 1;
+            pinject_note("lite mode saw %lld NVTX ranges but no CUDA runtime call through a shared libcudart: the program "
+                         "seems to link the CUDA runtime statically (nvcc's default), which lite mode cannot see; build it "
+                         "with -cudart shared, or use --mode always", (long long)(vs.pushed));
+        }
+    }
     e.bytes_in = g.out.bytes_in;
     e.bytes = g.out.bytes;
     static char line[4096];
@@ -1067,6 +1108,14 @@ static int64_t pinj_schedule(int64_t now) {
 static int64_t pinj_begin_file(int64_t now) {
     int64_t until = g.start_wall_ms + g.cfg.window_ms;   /* the start window: window_ms from the capture's start */
     if (g.cfg.mode == PINJ_MODE_WINDOWS && g.win_open && now < until) return until - now;
+    if (g.cfg.mode == PINJ_MODE_LITE) {
+        /* the file waits for the first CUDA call (its device's facts go in the header) */
+        if (!plite_cuda_seen(&g.dev)) return g.cfg.flush_ms;
+        snprintf(g.calib.why, sizeof g.calib.why, "at the end (mode lite)");
+        g.calibrated = 1;
+        pinj_open_file();
+        return 0;
+    }
     if (!g.calibrated && g.cfg.mode == PINJ_MODE_ALWAYS) {
         /* always: a calibration now would switch recording off under the program for its
          * ~0.1 s (the H200 fault table lost every kernel of a short program that way); it
@@ -1105,7 +1154,7 @@ static void *pinj_control(void *arg) {
             else if (g.cfg.delay_s > 0) want = now - started_at >= (int64_t)(g.cfg.delay_s * 1000);
             if (want && !atomic_load(&g.start_requested)) {
                 atomic_store(&g.start_requested, 1);
-                pinj_window_open(g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : "start");
+                if (g.cfg.mode != PINJ_MODE_LITE) pinj_window_open(g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : "start");
             }
             if (atomic_load(&g.start_requested)) {
                 pthread_mutex_lock(&g.mu);
@@ -1420,6 +1469,15 @@ static const char *pinj_nvtx_msg(const nvtxEventAttributes_t *a, char *buf, size
 static void pinj_range_closed(const pnvtx_closed *c, int64_t tid) {
     if (!pinject_recording()) return;
     pinj_hev e;
+    e.u.range.has_launches = 0;
+    e.u.range.launches = e.u.range.graph_launches = 0;
+    if (g.cfg.mode == PINJ_MODE_LITE && c->push_pop) {   /* launches on this thread while it was open */
+        uint64_t now[2];
+        plite_thread_counts(now);
+        e.u.range.has_launches = 1;
+        e.u.range.launches = (int64_t)(now[0] - c->mark[0]);
+        e.u.range.graph_launches = (int64_t)(now[1] - c->mark[1]);
+    }
     e.kind = PINJ_HEV_RANGE;
     e.u.range.start_ns = c->start_ns;
     e.u.range.end_ns = c->end_ns;
@@ -1446,7 +1504,10 @@ static int pinj_nvtx_ready(void) { return g.nvtx && !atomic_load_explicit(&g.for
 static void pinj_nvtx_push(const char *msg, int dom) {
     if (!pinj_nvtx_ready()) return;
     pinj_nvtx_attach_point();   /* before the range's start time: the attach is not in the range */
-    pnvtx_push(g.nvtx, &pinject_thread()->nvtx, msg ? msg : "", dom, pinject_now_ns());
+    pinject_tls *t = pinject_thread();
+    uint32_t seq = pnvtx_push(g.nvtx, &t->nvtx, msg ? msg : "", dom, pinject_now_ns());
+    if (g.cfg.mode == PINJ_MODE_LITE && t->nvtx.depth > 0 && t->nvtx.f[t->nvtx.depth - 1].seq == seq)
+        plite_thread_counts(t->nvtx.f[t->nvtx.depth - 1].mark);
     pinj_pushed(msg);
 }
 
@@ -1637,6 +1698,9 @@ static void pinj_classify_apis(void) {
 
 /* ---------- init ---------- */
 
+static void pinj_init_lite(void);
+static void pinj_start_threads(void);
+
 static void pinj_init(void) {
     pinj_read_config(&g.cfg);
     g.pid = getpid();
@@ -1644,6 +1708,7 @@ static void pinj_init(void) {
     atomic_store(&g.shape_gen, 1);
     pthread_mutex_init(&g.mu, NULL);
     pthread_mutex_init(&g.host_mu, NULL);
+    if (g.cfg.mode == PINJ_MODE_LITE) { pinj_init_lite(); return; }
     char err[256];
     CUptiResult r = cuptiGetVersion(&g.cupti_version);
     if (r != CUPTI_SUCCESS) {
@@ -1719,6 +1784,53 @@ static void pinj_init(void) {
         atomic_store(&g.start_requested, 1);
         pinj_window_open(g.cfg.mode == PINJ_MODE_ALWAYS ? "always" : "start");
     }
+    pinj_start_threads();
+}
+
+/* Lite mode: the same engine (NVTX, NCCL, host queue, writer thread, endings) with not one
+ * CUPTI call: no subscriber, no activity callbacks, no cuptiGetTimestamp (the clock is
+ * CLOCK_MONOTONIC plus its offset to CLOCK_REALTIME, CUPTI's base on Linux). The capture
+ * starts now; the file opens at the first CUDA call (plite.c). */
+static void pinj_init_lite(void) {
+    char err[256];
+    g.nvtx = pnvtx_create(14, 19, g.cfg.phases, err, sizeof err);
+    if (!g.nvtx) {
+        pinject_note("SPECPROF_PHASES: %s; using the default phases", err);
+        g.nvtx = pnvtx_create(14, 19, NULL, err, sizeof err);
+    }
+    g.nccl = pnccl_map_create(14, 17);
+    g.host_q = malloc(PINJ_HEV_CAP * sizeof *g.host_q);
+    g.host_spare = malloc(PINJ_HEV_CAP * sizeof *g.host_spare);
+    g.wbuf = malloc(PINJ_WBUF_BYTES);
+    if (!g.nvtx || !g.nccl || !g.host_q || !g.host_spare || !g.wbuf) {
+        pinject_note("out of memory at start: nothing recorded");
+        atomic_store(&g.refused, 1);
+        return;
+    }
+    struct timespec rt;
+    int64_t a = pinj_mono_ns();
+    clock_gettime(CLOCK_REALTIME, &rt);
+    int64_t b = pinj_mono_ns();
+    atomic_store(&g.clock_off_ns, (int64_t)rt.tv_sec * 1000000000LL + rt.tv_nsec - (a + (b - a) / 2));
+    atomic_store(&g.att, PINJ_ATT_OFF);   /* nothing may call CUPTI (pinject_cupti_hold says no) */
+    if (pipe(g.wake) == 0) {
+        fcntl(g.wake[0], F_SETFL, O_NONBLOCK); fcntl(g.wake[1], F_SETFL, O_NONBLOCK);
+        fcntl(g.wake[0], F_SETFD, FD_CLOEXEC); fcntl(g.wake[1], F_SETFD, FD_CLOEXEC);
+    }
+    plite_start(g.nvtx, pinj_wake);
+    atomic_store(&g.attached, 1);
+    atomic_store(&g.ctx_seen, 1);
+    if (!g.cfg.start_sig && g.cfg.delay_s <= 0) {
+        atomic_store(&g.start_requested, 1);
+        pthread_mutex_lock(&g.mu);
+        pinj_start_locked();
+        pthread_mutex_unlock(&g.mu);
+    }
+    pinj_start_threads();
+}
+
+/* The writer thread, the exit and signal handlers (both modes). */
+static void pinj_start_threads(void) {
     if (pthread_create(&g.ctl, NULL, pinj_control, NULL) == 0) g.ctl_running = 1;
     else pinject_note("cannot start the writer thread: nothing will be written");
     atexit(pinj_atexit);
@@ -1746,10 +1858,17 @@ __attribute__((constructor)) static void pinj_constructor(void) {
 static void pinj_init_once(void) { pthread_once(&pinj_once, pinj_init); }
 
 /* CUDA_INJECTION64_PATH entry point: called from cuInit. Returns 1 (success) always:
- * a failure to attach must not fail the program's CUDA initialisation. */
+ * a failure to attach must not fail the program's CUDA initialisation. In lite mode (which
+ * does not set CUDA_INJECTION64_PATH) it starts the engine without CUPTI all the same. */
 __attribute__((visibility("default"))) int InitializeInjection(void) {
     pinj_init_once();
     return 1;
+}
+
+int pinject_lite(void) { return g.cfg.mode == PINJ_MODE_LITE; }
+
+void pinject_lite_begin(void) {
+    if (plite_enabled()) pinj_init_once();
 }
 
 /* NVTX_INJECTION64_PATH entry point (NVTX 2 and 3): our handlers go into this NVTX

@@ -45,6 +45,11 @@ const ptrace_ctx *pinject_ctx(void);
  * dropped when the bounded queue is full. */
 void pinject_host_nccl(const ptrace_ncclcall *n);
 
+/* Lite mode (plite.c): starts the engine without CUPTI at the first interposed CUDA call. */
+void pinject_lite_begin(void);
+/* 1 in lite mode (no CUPTI call may be made). */
+int pinject_lite(void);
+
 /* Graph nodes CUPTI has reported created so far (all kinds, whole process). */
 int64_t pinject_graph_nodes_seen(void);
 

@@ -127,7 +127,8 @@ static void pshim_snap_before(pshim_snap *s, pshim_stream stream, int captured) 
     memset(s, 0, sizeof *s);
     pshim_capinfo_fn capinfo;
     pshim_getnodes_fn getnodes;
-    if (!captured || pinject_graph_nodes_seen() > 0 || !pshim_graph_api(&capinfo, &getnodes)) return;
+    /* lite mode: no CUPTI node ids to link the nodes to, so no snapshot either */
+    if (!captured || pinject_lite() || pinject_graph_nodes_seen() > 0 || !pshim_graph_api(&capinfo, &getnodes)) return;
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     cuuint64_t id = 0;
     CUgraph graph = NULL;

@@ -1,0 +1,35 @@
+/* fakecudart.h: a CUDA runtime for CPU-only tests of specprof's lite mode (tests/fakecudart.c,
+ * built as build/tests/libfakecudart.so). The runtime entry points keep the real ABI with
+ * plain types (handles are pointers, enums ints); the fake_* helpers script the GPU: a graph
+ * executable runs for the time it was made with, a stream runs its work in order on a clock
+ * that is CLOCK_MONOTONIC, events take the stream's time when the work before them is done. */
+#ifndef FAKECUDART_H
+#define FAKECUDART_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct { unsigned x, y, z; } fake_dim3;
+
+int cudaGraphLaunch(void *exec, void *stream);
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind);
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream);
+int cudaStreamSynchronize(void *stream);
+int cudaDeviceSynchronize(void);
+int cudaLaunchKernel(const void *f, fake_dim3 grid, fake_dim3 block, void **args, size_t smem, void *stream);
+int cudaStreamCreateWithPriority(void **stream, unsigned flags, int priority);
+
+/* A graph executable whose replay takes gpu_ns on the GPU. */
+void *fake_graph_exec(int64_t gpu_ns);
+/* The stream captures (launches on it record nothing) while on is 1. */
+void fake_set_capturing(void *stream, int on);
+/* ptr is page-locked host memory from now on (cudaPointerGetAttributes says so). */
+void fake_pin(void *ptr);
+/* GPU start (CLOCK_MONOTONIC ns) of the i-th graph replay the fake ran (capture excluded);
+ * -1 when there is none. */
+int64_t fake_graph_start_ns(int i);
+/* Calls a capturing stream refused (cudaStreamGetId on it): each would end a real capture. */
+int fake_capture_broken(void);
+/* CUPTI entry points called in this process (the fake defines them ahead of libcupti). */
+int fake_cupti_calls(void);
+
+#endif

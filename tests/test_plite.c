@@ -1,0 +1,346 @@
+/* test_plite.c: specprof's lite mode (profiler/inject/plite.c) end to end on the CPU. This
+ * program runs itself as a child with bin/libspecprof.so preloaded (and as its NVTX
+ * injection) over a scripted CUDA runtime (tests/fakecudart.c: graph replays of set GPU
+ * times, streams in order, events, pinned and pageable memory, a capturing stream), then
+ * reads the child's trace: graph spans against the fake's GPU times within the err_us the
+ * trace states, NVTX and phase of each launch, launches per range, the launch skipped while
+ * capturing, copies and syncs with blocking, no CUPTI call at all, `specprof check`.
+ * Needs libspecprof.so, built only where nvcc is found (profiler/profiler.mk sets
+ * PLITE_LIB); elsewhere, and under ASan (a preloaded library must not come before the
+ * sanitizer's runtime), it reports one skip. */
+#include "check.h"
+#if defined(PLITE_LIB) && !defined(__SANITIZE_ADDRESS__)
+#include "fakecudart.h"
+#include "ptrace_read.h"
+#include <dirent.h>
+#include <nvtx3/nvToolsExt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define A_NS 300000     /* graph A: 300 us on the GPU */
+#define B_NS 1000000    /* graph B: 1 ms */
+#define LOOP 20
+
+static char dir[256];
+
+static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
+
+static void child_write(const char *name, const char *text) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", getenv("SPECPROF_DIR"), name);
+    FILE *f = fopen(p, "w");
+    if (f) { fputs(text, f); fclose(f); }
+}
+
+/* The scripted program (runs with libspecprof.so preloaded, lite mode). */
+static int child(const char *scenario) {
+    void *s1 = NULL;
+    cudaStreamCreateWithPriority(&s1, 0, 0);
+    void *a = fake_graph_exec(A_NS), *b = fake_graph_exec(B_NS);
+    fake_dim3 d3 = { 1, 1, 1 };
+    if (!strcmp(scenario, "nvtx_only")) {   /* a program whose runtime calls we never see */
+        nvtxRangePushA("decode bs=1");
+        nvtxRangePop();
+        return 0;
+    }
+    nvtxRangePushA("decode bs=1");
+    for (int i = 0; i < 3; i++) cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);
+    /* the writer thread fills the event pool after the first CUDA call: launches in the
+     * first milliseconds are not timed (no_event), as in a real program's warm-up */
+    sleep_ms(100);
+    cudaGraphLaunch(a, s1);
+    cudaStreamSynchronize(s1);
+    nvtxRangePop();
+    nvtxRangePushA("verify bs=1");
+    nvtxRangePushA("attention");
+    cudaGraphLaunch(b, s1);
+    cudaGraphLaunch(a, s1);      /* starts when b ends */
+    nvtxRangePop();
+    nvtxRangePop();
+    static char dev[4096], pageable[4096], pinned[4096];
+    fake_pin(pinned);
+    cudaMemcpyAsync(pageable, dev, 4096, 2, s1);   /* device to pageable host: the host waits */
+    cudaMemcpyAsync(pinned, dev, 1024, 2, s1);     /* to pinned memory: it does not */
+    cudaMemcpy(dev, pageable, 512, 1);              /* a synchronous copy: it waits */
+    cudaStreamSynchronize(s1);
+    void *s2 = NULL;                                /* a stream never seen before, capturing */
+    cudaStreamCreateWithPriority(&s2, 0, 0);
+    fake_set_capturing(s2, 1);
+    cudaGraphLaunch(a, s2);                         /* recorded into a graph: not timed */
+    cudaMemcpyAsync(pageable, dev, 64, 2, s2);      /* captured: nothing waits */
+    fake_set_capturing(s2, 0);
+    for (int i = 0; i < LOOP; i++) {                /* over several writer passes (flush 40 ms) */
+        cudaGraphLaunch(a, s1);
+        sleep_ms(8);
+    }
+    cudaDeviceSynchronize();
+    char buf[65536];
+    size_t n = 0;
+    for (int i = 0; fake_graph_start_ns(i) >= 0 && n + 32 < sizeof buf; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld\n", (long long)fake_graph_start_ns(i));
+    child_write("fake_starts", buf);
+    snprintf(buf, sizeof buf, "%d\n", fake_cupti_calls());
+    child_write("cupti_calls", buf);
+    snprintf(buf, sizeof buf, "%d\n", fake_capture_broken());
+    child_write("capture_broken", buf);
+    return 0;
+}
+
+/* Runs this program as the child of scenario sub; its trace goes to dir/sub. */
+static int run_child(const char *sub) {
+    char d[400];
+    snprintf(d, sizeof d, "%s/%s", dir, sub);
+    mkdir(dir, 0777);
+    mkdir(d, 0777);
+    fflush(stdout);
+    pid_t p = fork();
+    if (p == 0) {
+        setenv("SPECPROF_DIR", d, 1);
+        setenv("SPECPROF_MODE", "lite", 1);
+        setenv("SPECPROF_FLUSH_MS", "40", 1);
+        setenv("SPECPROF_QUIET", "1", 1);
+        setenv("LD_PRELOAD", PLITE_LIB, 1);
+        setenv("NVTX_INJECTION64_PATH", PLITE_LIB, 1);
+        unsetenv("CUDA_INJECTION64_PATH");
+        char *argv[] = { "test_plite", "child", (char *)sub, NULL };
+        execv("/proc/self/exe", argv);
+        _exit(127);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int trace_path(const char *sub, char *path, size_t cap) {
+    char d[400];
+    snprintf(d, sizeof d, "%s/%s", dir, sub);
+    DIR *dd = opendir(d);
+    if (!dd) return -1;
+    struct dirent *de;
+    path[0] = 0;
+    while ((de = readdir(dd)))
+        if (!strncmp(de->d_name, "specprof.rank", 13)) snprintf(path, cap, "%s/%s", d, de->d_name);
+    closedir(dd);
+    return path[0] ? 0 : -1;
+}
+
+static long read_long(const char *sub, const char *name, long *out, int max) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s/%s", dir, sub, name);
+    FILE *f = fopen(p, "r");
+    if (!f) return -1;
+    int n = 0;
+    while (n < max && fscanf(f, "%ld", &out[n]) == 1) n++;
+    fclose(f);
+    return n;
+}
+
+static int cmp_corr(const void *a, const void *b) {
+    const ptrace_graphlaunch *x = a, *y = b;
+    return x->corr < y->corr ? -1 : x->corr > y->corr;
+}
+
+static ptrace_file full;
+static int full_ok;
+static char full_path[800];
+
+static void plite_child_runs_and_writes_a_lite_trace(void) {
+    int rc = run_child("full");
+    CHECK(rc == 0, "child exit %d", rc);
+    char err[512];
+    if (trace_path("full", full_path, sizeof full_path)) { CHECK(0, "no trace in %s/full", dir); return; }
+    CHECK(!strstr(full_path, ".part"), "trace %s not finished", full_path);
+    if (ptrace_read_file(full_path, &full, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    full_ok = 1;
+    const ptrace_info *in = &full.info;
+    CHECK(in->complete, "trace complete %d (records %lld of %lld)", in->complete, (long long)in->records_seen,
+          (long long)in->records_promised);
+    CHECK(!strcmp(in->header.mode, "lite"), "mode '%s'", in->header.mode);
+    CHECK(!strcmp(in->header.clock, "CLOCK_REALTIME ns"), "clock '%s'", in->header.clock);
+    CHECK(strstr(in->header.interposed, "cudaGraphLaunch") != NULL, "interposed '%s'", in->header.interposed);
+}
+
+static void plite_makes_no_cupti_call(void) {
+    long n[1] = { -1 };
+    CHECK(read_long("full", "cupti_calls", n, 1) == 1 && n[0] == 0, "CUPTI calls in the lite process: %ld", n[0]);
+}
+
+/* Nothing but cudaStreamIsCapturing is asked about a capturing stream (a refused call ends
+ * the program's capture: seen as a PyTorch failure in the H200 smoke call). */
+static void plite_leaves_captures_alone(void) {
+    long n[1] = { -1 };
+    CHECK(read_long("full", "capture_broken", n, 1) == 1 && n[0] == 0, "calls refused by a capturing stream: %ld", n[0]);
+}
+
+/* Graph spans: durations are the fake's GPU times; starts, relative to the first, are the
+ * fake's within the two events' stated err_us. */
+static void plite_graph_spans_match_the_gpu_within_err(void) {
+    if (!full_ok) { CHECK(0, "no trace"); return; }
+    ptrace_graphlaunch g[64];
+    int n = 0;
+    for (size_t i = 0; i < full.n_ev && n < 64; i++)
+        if (!ptrace_read_graphlaunch(&full.ev[i], full.info.header.t0_ns, &g[n])) n++;
+    CHECK(n == LOOP + 3, "%d graph_trace events, expected %d", n, LOOP + 3);
+    qsort(g, (size_t)n, sizeof g[0], cmp_corr);
+    long fake[64];
+    long nf = read_long("full", "fake_starts", fake, 64);
+    CHECK(nf == LOOP + 3, "%ld replays in the fake", nf);
+    if (n != LOOP + 3 || nf != LOOP + 3) return;
+    for (int i = 0; i < n; i++) {
+        int64_t want = i == 1 ? B_NS : A_NS;
+        CHECK(g[i].graph_exec_id == (i == 1 ? 2u : 1u), "launch %d: graph_exec_id %u", i, g[i].graph_exec_id);
+        CHECK(llabs((g[i].end_ns - g[i].start_ns) - want) <= 1000, "launch %d: dur %lld ns, GPU %lld ns", i,
+              (long long)(g[i].end_ns - g[i].start_ns), (long long)want);
+        CHECK(g[i].err_us > 0 && g[i].err_us < 100, "launch %d: err_us %.3f", i, g[i].err_us);
+        double d_trace = (double)(g[i].start_ns - g[0].start_ns), d_gpu = (double)(fake[i] - fake[0]);
+        double bound_ns = (g[i].err_us + g[0].err_us) * 1e3;
+        CHECK(fabs(d_trace - d_gpu) <= bound_ns, "launch %d: start +%.0f ns after the first, GPU +%.0f ns (bound %.0f ns)",
+              i, d_trace, d_gpu, bound_ns);
+    }
+    /* b then a back to back: a starts where b ends */
+    CHECK(llabs(g[2].start_ns - g[1].end_ns) <= (int64_t)((g[1].err_us + g[2].err_us) * 1e3) + 1000,
+          "second launch starts %lld ns after the first ends", (long long)(g[2].start_ns - g[1].end_ns));
+    CHECK(!strcmp(g[0].nvtx, "decode bs=1") && !strcmp(g[0].phase, "decode"), "first: nvtx '%s' phase '%s'", g[0].nvtx,
+          g[0].phase);
+    CHECK(!strcmp(g[1].nvtx, "attention") && !strcmp(g[1].phase, "verify"), "second: nvtx '%s' phase '%s'", g[1].nvtx,
+          g[1].phase);
+    CHECK(!g[5].nvtx[0] && !g[5].phase[0], "loop launch: nvtx '%s' phase '%s'", g[5].nvtx, g[5].phase);
+}
+
+static void plite_ranges_count_their_launches(void) {
+    if (!full_ok) { CHECK(0, "no trace"); return; }
+    int seen = 0;
+    for (size_t i = 0; i < full.n_ev; i++) {
+        ptrace_range r;
+        if (ptrace_read_range(&full.ev[i], 0, &r)) continue;
+        CHECK(r.has_launches, "range %s without launches", r.name);
+        if (!strcmp(r.name, "decode bs=1")) {
+            seen++;
+            CHECK(r.launches == 3 && r.graph_launches == 1, "decode: %lld launches, %lld graph", (long long)r.launches,
+                  (long long)r.graph_launches);
+        } else if (!strcmp(r.name, "verify bs=1") || !strcmp(r.name, "attention")) {
+            seen++;
+            CHECK(r.launches == 0 && r.graph_launches == 2, "%s: %lld launches, %lld graph", r.name, (long long)r.launches,
+                  (long long)r.graph_launches);
+        }
+    }
+    CHECK(seen == 3, "%d of the 3 ranges", seen);
+}
+
+static void plite_records_copies_syncs_and_the_capturing_launch(void) {
+    if (!full_ok) { CHECK(0, "no trace"); return; }
+    int graphs = 0, capturing = 0, pageable = 0, pinned = 0, captured = 0, sync_copy = 0, ssync = 0, dsync = 0;
+    for (size_t i = 0; i < full.n_ev; i++) {
+        ptrace_api a;
+        if (ptrace_read_api(&full.ev[i], 0, &a)) continue;
+        CHECK(a.has_lite, "api %s without the lite fields", a.name);
+        if (!strcmp(a.name, "cudaGraphLaunch")) {
+            graphs++;
+            if (a.untimed && !strcmp(a.untimed, "capturing")) capturing++;
+            CHECK(a.cbid == 311 || a.cbid > 0, "cbid %u", a.cbid);
+        } else if (!strcmp(a.name, "cudaMemcpyAsync")) {
+            CHECK(a.copy_kind && !strcmp(a.copy_kind, "DtoH"), "copy kind %s", a.copy_kind ? a.copy_kind : "(none)");
+            if (a.bytes == 4096) { pageable++; CHECK(a.blocking == 1, "pageable copy: blocking %d", a.blocking); }
+            if (a.bytes == 1024) { pinned++; CHECK(a.blocking == 0, "pinned copy: blocking %d", a.blocking); }
+            if (a.bytes == 64) { captured++; CHECK(a.blocking == 0 && a.stream == 0, "captured copy: blocking %d stream %llu",
+                                                   a.blocking, (unsigned long long)a.stream); }
+            else CHECK(a.stream == 13, "copy stream %llu (cudaStreamGetId)", (unsigned long long)a.stream);
+        } else if (!strcmp(a.name, "cudaMemcpy")) {
+            sync_copy++;
+            CHECK(a.blocking == 1 && a.bytes == 512 && !strcmp(a.copy_kind, "HtoD"), "cudaMemcpy: blocking %d bytes %lld",
+                  a.blocking, (long long)a.bytes);
+        } else if (!strcmp(a.name, "cudaStreamSynchronize")) {
+            ssync++;
+            CHECK(a.blocking == 1, "sync blocking %d", a.blocking);
+        } else if (!strcmp(a.name, "cudaDeviceSynchronize")) dsync++;
+    }
+    CHECK(graphs == LOOP + 4, "%d graph launch api events", graphs);
+    CHECK(capturing == 1, "%d launches marked capturing", capturing);
+    CHECK(pageable == 1 && pinned == 1 && captured == 1 && sync_copy == 1, "copies: pageable %d pinned %d captured %d sync %d",
+          pageable, pinned, captured, sync_copy);
+    CHECK(ssync == 2 && dsync == 1, "syncs: stream %d device %d", ssync, dsync);
+    const ptrace_lite *l = &full.info.end.lite;
+    CHECK(l->on, "no lite counts in the end record");
+    CHECK(l->graph_launches == LOOP + 4 && l->graph_timed == LOOP + 3 && l->graph_capturing == 1,
+          "end: %lld launches, %lld timed, %lld capturing", (long long)l->graph_launches, (long long)l->graph_timed,
+          (long long)l->graph_capturing);
+    CHECK(l->graph_pending == 0 && l->graph_lost == 0 && l->graph_failed == 0 && l->dropped == 0,
+          "end: pending %lld lost %lld failed %lld dropped %lld", (long long)l->graph_pending, (long long)l->graph_lost,
+          (long long)l->graph_failed, (long long)l->dropped);
+    CHECK(l->kernel_launches == 3 && l->memcpy_calls == 4 && l->sync_calls == 3 && l->blocking_calls == 5,
+          "end: kernels %lld copies %lld syncs %lld blocking %lld", (long long)l->kernel_launches,
+          (long long)l->memcpy_calls, (long long)l->sync_calls, (long long)l->blocking_calls);
+    CHECK(l->anchors >= 2, "%lld anchors", (long long)l->anchors);
+    CHECK(l->calib_ok && l->graph_timing_us > 0 && l->graph_launch_real_us >= 1.9,
+          "calibration ok %d (%s): real %.3f lite %.3f us", l->calib_ok, l->calib_why, l->graph_launch_real_us,
+          l->graph_launch_lite_us);
+    CHECK(!l->static_runtime, "static runtime suspected");
+}
+
+static void plite_trace_passes_specprof_check(void) {
+    if (!full_ok) { CHECK(0, "no trace"); return; }
+    char cmd[1200], out[8192];
+    snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, full_path);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    int rc = p ? pclose(p) : -1;
+    CHECK(rc == 0, "specprof check exit %d:\n%s", rc, out);
+    CHECK(strstr(out, "capture: lite") && strstr(out, "lite: graph launches 24, timed 23, not timed: capturing 1"),
+          "check output:\n%s", out);
+    /* specprof merge takes a lite file as any other, its graph_trace events too */
+    snprintf(cmd, sizeof cmd, "%s merge %s/full 2>&1 && %s check %s/full/merged.json.gz 2>&1", SPECPROF_BIN, dir,
+             SPECPROF_BIN, dir);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    rc = p ? pclose(p) : -1;
+    CHECK(rc == 0 && strstr(out, "merged file") && strstr(out, "23 graph_trace events"), "merge, check (exit %d):\n%s", rc, out);
+}
+
+static void plite_says_when_the_runtime_is_static(void) {
+    int rc = run_child("nvtx_only");
+    CHECK(rc == 0, "child exit %d", rc);
+    char path[800], err[512];
+    ptrace_file f;
+    if (trace_path("nvtx_only", path, sizeof path)) { CHECK(0, "no trace"); return; }
+    if (ptrace_read_file(path, &f, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    CHECK(f.info.complete && f.info.end.lite.on && f.info.end.lite.static_runtime, "complete %d static_runtime %d",
+          f.info.complete, f.info.end.lite.static_runtime);
+    int ranges = 0;
+    for (size_t i = 0; i < f.n_ev; i++) { ptrace_range r; if (!ptrace_read_range(&f.ev[i], 0, &r)) ranges++; }
+    CHECK(ranges == 1, "%d nvtx events", ranges);
+    ptrace_file_free(&f);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[1], "child")) return child(argv[2]);
+    snprintf(dir, sizeof dir, "/tmp/test_plite.%d", (int)getpid());
+    RUN(plite_child_runs_and_writes_a_lite_trace);
+    RUN(plite_makes_no_cupti_call);
+    RUN(plite_leaves_captures_alone);
+    RUN(plite_graph_spans_match_the_gpu_within_err);
+    RUN(plite_ranges_count_their_launches);
+    RUN(plite_records_copies_syncs_and_the_capturing_launch);
+    RUN(plite_trace_passes_specprof_check);
+    RUN(plite_says_when_the_runtime_is_static);
+    if (full_ok) ptrace_file_free(&full);
+    if (!check_tests_failed && !getenv("TEST_PLITE_KEEP")) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        if (system(cmd)) {}
+    }
+    return check_done();
+}
+#else
+int main(void) {
+    (void)check_cur_failed;
+    printf("skip test_plite: needs libspecprof.so (built where nvcc is found; PLITE_LIB set by profiler/profiler.mk) "
+           "and no ASan\n");
+    return check_done();
+}
+#endif
