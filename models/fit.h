@@ -40,6 +40,8 @@ typedef struct {
     ptrace_range  *rng;  size_t nrng,  caprng;
     ptrace_window *win;  size_t nwin,  capwin;   /* node-level windows (windowed captures; none:
                                                     everything was recorded), in time order */
+    ptrace_lite    lite;          /* a lite capture's end record: its counts and interposer
+                                     calibration (lite.on; traces/FORMAT.md "Lite mode") */
     ptrace_graphlaunch *gl; size_t ngl, capgl;   /* graph launches recorded at graph level
                                                     (graph_trace events: --mode lite, --between
                                                     graph); fit_nodes fills them with nodes */
@@ -111,6 +113,9 @@ typedef struct {
     size_t anchors_differ;     /* lite instances whose recorded calls (graph launches, blocking
                                   calls) are not the reference instance's, kind for kind */
     size_t positions_differ;   /* of those: another number of graph launches */
+    size_t launches_differ;    /* lite instances whose range's launches= (kernel launches the
+                                  interposer counted) differs from the reference instance's
+                                  eager kernel launch calls */
     size_t calls_added, records, windows_added;
 } fit_nodes_stats;
 

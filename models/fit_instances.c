@@ -388,11 +388,13 @@ static int fi_calls(fi_trace_st *S)
     S->cm = malloc((t->napi + 1) * sizeof *S->cm);
     if (!S->cm)
         return fi_oom(S);
-    /* a lite capture's own cost per interposed call (its end record's calibration; the
-     * calls fit_nodes added from a reference are eager launches, never interposed) */
-    int lite_calib = fit_trace_is_lite(t) && t->hdr.calib.has_lite &&
-                     t->hdr.calib.lite_graph_launch_us >= 0 && t->hdr.calib.lite_call_us >= 0 &&
-                     t->hdr.calib.lite_graph_launch_us < 1000 && t->hdr.calib.lite_call_us < 1000;
+    /* a lite capture's own cost per interposed call (its end record's calibration,
+     * traces/FORMAT.md "Lite mode": graph_timing_us per timed graph launch, call_us per other
+     * recorded call; the eager calls fit_nodes added from a reference were never interposed:
+     * they carry no lite args) */
+    const ptrace_lite *lc = &t->lite;
+    int lite_calib = fit_trace_is_lite(t) && lc->on && lc->calib_ok && lc->graph_timing_us >= 0 &&
+                     lc->call_us >= 0;
     for (size_t i = 0; i < t->napi; i++) {
         const ptrace_api *x = &t->api[i];
         if (fi_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
@@ -410,11 +412,9 @@ static int fi_calls(fi_trace_st *S)
         if (in->napi == 0 || x->end_ns > in->le)
             in->le = x->end_ns;
         in->napi++;
-        if (lite_calib)
-            in->lite_us += !strncmp(x->name, "cudaGraphLaunch", 15) || !strncmp(x->name, "cuGraphLaunch", 13)
-                               ? t->hdr.calib.lite_graph_launch_us
-                           : !strncmp(x->name, "cudaMemcpy", 10) || !strncmp(x->name, "cuMemcpy", 8) ||
-                             strstr(x->name, "Synchronize") ? t->hdr.calib.lite_call_us : 0;
+        if (lite_calib && x->has_lite)
+            in->lite_us += x->graph_exec_id && !(x->untimed && *x->untimed) ? lc->graph_timing_us
+                                                                             : lc->call_us;
     }
     qsort(S->cm, t->napi, sizeof *S->cm, fi_cmp_corr);
     return 0;

@@ -41,9 +41,9 @@ typedef struct {
     int64_t lb, le, a1e;       /* first start, last end, end of the earliest call */
     int     napi;
     double  lite_us;           /* --mode lite: specprof's interposer time inside the instance's
-                                  recorded calls (calibration lite_graph_launch_us per graph
-                                  launch, lite_call_us per blocking call), taken out of its
-                                  launch time */
+                                  recorded calls (the end record's calibration: graph_timing_us
+                                  per timed graph launch, call_us per other call), taken out
+                                  of its launch time */
     /* calls that block until the GPU is done (a copy to pageable host memory, a synchronize):
      * the host time they spend waiting, how many waited, the end of the first wait (the GPU
      * time the host was released at) and the GPU time of the instance's records after it */

@@ -563,6 +563,13 @@ static int fn_fill_instance(fn_run *F, const fn_inst *li, const size_t *glc, con
         }
     }
     fn_map_add(&m, rr->end_ns, lr->end_ns);
+    if (lr->has_launches) {   /* the lite range counted its kernel launches: the reference's? */
+        int64_t nk = 0;
+        for (size_t j = 0; j < nr; j++)
+            nk += fn_kind(&rt->api[rc[j]]) == 'E' && strstr(rt->api[rc[j]].name, "LaunchKernel");
+        if (nk != lr->launches)
+            F->st->launches_differ++;
+    }
     const char *nvtx = lr->name, *phase = wm_phase_name[li->phase];
     for (size_t j = 0; j < nr; j++) {
         const ptrace_api *b = &rt->api[rc[j]];
@@ -782,6 +789,13 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
     size_t *glc = NULL;
     if (!lite && !(t->nwin && t->ngl))
         return 0;   /* node-level throughout: nothing to fill */
+    if (lite && t->lite.static_runtime) {
+        snprintf(err, errlen, "%s: field specprof_end.static_runtime: value true: the lite capture "
+                 "saw NVTX ranges but no CUDA runtime call (the program links the runtime "
+                 "statically: nvcc -cudart shared, traces/FORMAT.md \"Lite mode\"): its graph "
+                 "launches are unknown", t->file);
+        return -1;
+    }
     if (lite && nref < 1) {
         snprintf(err, errlen, "%s: a lite capture (capture.mode lite) holds no kernel records: "
                  "give node-level reference captures of the same program with --nodes "
@@ -981,11 +995,14 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
                 "had no node-level replay (same executable in a window%s): left without kernels, "
                 "their instances are not fitted\n", t->file, st->no_replay,
                 st->no_replay == 1 ? "" : "es", nref ? ", or a reference instance of its phase" : "");
-    if (log && (st->anchors_differ || st->no_span))
+    if (log && (st->anchors_differ || st->no_span || st->launches_differ))
         fprintf(log, "specsim fit: note: %s: %zu instance%s whose recorded calls differ from their "
                 "reference's (host map by the range's ends only), %zu graph launch%s without a "
-                "graph_trace span (left empty)\n", t->file, st->anchors_differ,
-                st->anchors_differ == 1 ? "" : "s", st->no_span, st->no_span == 1 ? "" : "es");
+                "graph_trace span (left empty), %zu whose counted kernel launches (the range's "
+                "launches=) are not the reference's eager cudaLaunchKernel calls (libraries with "
+                "their own runtime are not counted)\n", t->file, st->anchors_differ,
+                st->anchors_differ == 1 ? "" : "s", st->no_span, st->no_span == 1 ? "" : "es",
+                st->launches_differ);
     rcode = 0;
 out:
     for (int r = 0; r < nref && F.ref; r++)

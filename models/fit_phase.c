@@ -85,14 +85,11 @@ static void fph_present(fr_run *R, const fr_phase *P, int p)
 }
 
 /* Launch-bound eager instances stay out of the gap group (the simulator's launch bound
- * covers them) unless that leaves fewer than two token counts or fewer than
- * FIT_LB_KEEP_MIN instances to fit (a lite capture filled from another session's reference
- * left torchbench's accept 3 instances that were not launch-bound, of 115: under-determined). */
-#define FIT_LB_KEEP_MIN 8
+ * covers them) unless that leaves fewer than two token counts to fit. */
 static int fph_skip_launch_bound(const fr_run *R, const fr_phase *P, int nlb)
 {
     int skip_lb = 0;
-    if (nlb > 0 && nlb < P->ninst && P->ninst - nlb >= FIT_LB_KEEP_MIN) {
+    if (nlb > 0 && nlb < P->ninst) {
         double x0 = -1;
         for (int q = 0; q < P->ninst && skip_lb == 0; q++) {
             const fr_inst *in = &R->in[P->inst[q]];

@@ -570,6 +570,8 @@ int fit_sample_load(fit_trace *t, const char *path, int cap, char *err, size_t e
     t->api_cut = S->api_cut;
     t->has_header = info.has_header;
     t->hdr = info.header;
+    if (info.has_end)
+        t->lite = info.end.lite;
     t->truncated = !info.complete;
     t->cut_last_line = info.cut_last_line;
     t->bad_lines = info.bad_lines;

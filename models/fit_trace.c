@@ -185,7 +185,9 @@ int fit_trace_add_api(fit_trace *t, const ptrace_api *a)
     if (fit_trace_grow((void **)&t->api, &t->capapi, t->napi, sizeof *t->api))
         return -1;
     ptrace_api c = *a;
-    if (!(c.name = fit_trace_intern(t->pool, a->name)))
+    if (!(c.name = fit_trace_intern(t->pool, a->name)) ||
+        (a->copy_kind && !(c.copy_kind = fit_trace_intern(t->pool, a->copy_kind))) ||
+        (a->untimed && !(c.untimed = fit_trace_intern(t->pool, a->untimed))))
         return -1;
     t->api[t->napi++] = c;
     return 0;
@@ -360,6 +362,8 @@ int fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t er
     t->api_cut = fit_trace_drop_cut_api(t);
     t->has_header = info.has_header;
     t->hdr = info.header;
+    if (info.has_end)
+        t->lite = info.end.lite;
     t->truncated = !info.complete;
     t->cut_last_line = info.cut_last_line;
     t->bad_lines = info.bad_lines;

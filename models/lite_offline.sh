@@ -84,24 +84,27 @@ lite traces/calib "$WORK/specbench"
 lite traces/torch/call4/always "$WORK/torch-call4"
 lite traces/torch/call6/always "$WORK/torch-call6"
 lite traces/torch/call4/always "$WORK/torch-call4-dense" calib_torch-dense_always.json.gz
-mkdir -p "$WORK/call5-nodes"
-cp traces/overhead/h200-call5/captures/calib_torch-dense_always.json.gz "$WORK/call5-nodes/"
+lite traces/torch/call7/always "$WORK/torch-call7"
 
 # same capture as reference: the node-level tables committed (make validate's)
 run same-specbench "$WORK/specbench" traces/calib traces/validation/measured.csv \
   traces/validation/validation.txt
 run same-call4 "$WORK/torch-call4" traces/torch/call4/always traces/torch/call4/measured.csv \
   traces/torch/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
+run same-call7 "$WORK/torch-call7" traces/torch/call7/always traces/torch/call7/measured.csv \
+  traces/torch/call7/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
 run same-call6 "$WORK/torch-call6" traces/torch/call6/always traces/torch/call6/measured.csv \
   traces/torch/call6/validation_always.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 \
   VALIDATE_TARGET_MAX=6 VALIDATE_PRESETS=torch-dense
-# another capture of the same configurations as reference (torch-dense: calls 4, 5 and 6)
+# another session's capture of the same configurations as reference (torch-dense: calls 4, 6
+# and 7; torch-moe: calls 4 and 7)
 run c4-by-c6 "$WORK/torch-call4-dense" traces/torch/call6/always traces/torch/call4/measured.csv \
   traces/torch/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 \
   VALIDATE_PRESETS=torch-dense
-run c4-by-c5 "$WORK/torch-call4-dense" "$WORK/call5-nodes" traces/torch/call4/measured.csv \
-  traces/torch/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 \
-  VALIDATE_PRESETS=torch-dense
+run c4-by-c7 "$WORK/torch-call4" traces/torch/call7/always traces/torch/call4/measured.csv \
+  traces/torch/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
+run c7-by-c4 "$WORK/torch-call7" traces/torch/call4/always traces/torch/call7/measured.csv \
+  traces/torch/call7/validation.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
 run c6-by-c4 "$WORK/torch-call6" traces/torch/call4/always traces/torch/call6/measured.csv \
   traces/torch/call6/validation_always.txt VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 \
   VALIDATE_TARGET_MAX=6 VALIDATE_PRESETS=torch-dense
@@ -110,9 +113,9 @@ run c6-by-c4 "$WORK/torch-call6" traces/torch/call4/always traces/torch/call6/me
   echo "# lite fit offline (models/lite_offline.sh): lite-equivalents of committed node-level captures"
   echo "# (specsim lite-from) fitted with --nodes REFERENCE and validated as make validate does;"
   echo "# held-out |e| of the lite table against the committed node-level table of the same grid."
-  echo "# route: same = the capture's own node-level trace as reference; cA-by-cB = torch-dense call"
+  echo "# route: same = the capture's own node-level trace as reference; cA-by-cB = torchbench call"
   echo "# A's lite-equivalent with call B's capture of the same configurations as reference"
-  echo "# (call 5: traces/overhead/h200-call5/captures). Issue 15's bound: within 0.3 points."
+  echo "# (traces/torch/callN). Issue 15's bound: within 0.3 points."
   echo "# route          preset        lite_med   lite_max   node_med   node_max    d_med    d_max"
   echo "# -              -                    %          %          %          %   points   points"
   sort "$WORK/rows.txt"

@@ -201,7 +201,7 @@ static int lf_pass2(void *user, const ptrace_event *ev, const ptrace_info *info)
         }
         ptrace_graphlaunch gl = {x->s, x->e, x->corr, x->dev, x->stream, x->graph_id,
                                  x->graph_exec_id ? x->graph_exec_id : u.a.graph_exec_id,
-                                 x->nvtx, x->phase};
+                                 x->nvtx, x->phase, 0};
         S->written++;
         S->st->graph_traces++;
         return lf_put(S, ptrace_write_graphlaunch(S->buf, LF_LINE_BYTES, &S->ctx, &gl));

@@ -48,11 +48,6 @@ typedef struct {
     /* the off configuration again after the window: whether what a window switched on
      * stays in a launch (docs/profiler.md) */
     double launch_after_us, graphn_after_us;
-    /* --mode lite (no CUPTI): what specprof's own interposer adds, per graph launch (the CUDA
-     * event pair that times the replay) and per other interposed call (a blocking copy or
-     * synchronize); has_lite: the calibration object holds them */
-    int has_lite;
-    double lite_graph_launch_us, lite_call_us;
 } ptrace_calib;
 
 typedef struct {

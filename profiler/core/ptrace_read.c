@@ -109,9 +109,6 @@ static void pr_calib(const pjson *k, ptrace_calib *c) {
     c->graph1_between_us = pjson_get_num(k, "graph1_between_us", 0);
     c->graphn_between_us = pjson_get_num(k, "graphn_between_us", 0);
     c->graph_between_us = pjson_get_num(k, "graph_between_us", 0);
-    c->has_lite = pjson_get(k, "lite_graph_launch_us") != NULL || pjson_get(k, "lite_call_us") != NULL;
-    c->lite_graph_launch_us = pjson_get_num(k, "lite_graph_launch_us", 0);
-    c->lite_call_us = pjson_get_num(k, "lite_call_us", 0);
 }
 
 /* A duration or rate a file gives as a float: kept within +-1e9 (us or ppm), else 0. */

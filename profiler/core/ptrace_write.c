@@ -114,9 +114,6 @@ static void ptrace_write_calib(ptrace_sb *b, const ptrace_calib *k) {
     if (k->ok && k->has_between)
         sb_f(b, ",\"graph1_between_us\":%.3f,\"graphn_between_us\":%.3f,\"graph_between_us\":%.3f",
              k->graph1_between_us, k->graphn_between_us, k->graph_between_us);
-    if (k->has_lite)
-        sb_f(b, ",\"lite_graph_launch_us\":%.3f,\"lite_call_us\":%.3f", k->lite_graph_launch_us,
-             k->lite_call_us);
     if (!k->ok) { sb_s(b, ",\"why\":"); sb_str(b, k->why); }
     sb_s(b, "}");
 }
