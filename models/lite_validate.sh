@@ -7,17 +7,36 @@
 #                          steps,topk,concurrency[,experts,moe_topk]): one row per configuration
 #   DIR/<file>             each lite capture (specprof --mode lite: capture.mode "lite", no
 #                          kernels; .json.gz or .json)
-#   DIR/nodes/<file>       its node-level reference (specprof --mode always of the same program
-#                          and configurations, short), under the SAME file name
+#   DIR/nodes.csv          file,nodes: each lite capture's node-level reference (specprof --mode
+#                          always of the same program and configurations; paths from the
+#                          repository root, several separated by ';'), or instead
+#   DIR/nodes/<file>       the reference under the lite capture's own file name
 #   DIR/lite.env           optional: VALIDATE_*=VALUE lines (# comments) for models/validate.sh,
 #                          e.g. VALIDATE_MEASURED (default traces/validation/measured.csv),
-#                          VALIDATE_TRUTH, VALIDATE_TARGET_MEDIAN/MAX, VALIDATE_PRESETS; and
-#                          LITE_NODE_TABLE, the node-level table to compare with (default
+#                          VALIDATE_TRUTH, VALIDATE_TARGET_MEDIAN/MAX, VALIDATE_PRESETS; and what
+#                          to compare with: LITE_NODE_CALIB=FOLDER (a node-level calibration
+#                          folder, e.g. traces/calib: its table is made here against the same
+#                          measured grid) or LITE_NODE_TABLE=FILE (a table made before; default
 #                          traces/validation/validation.txt)
 #   DIR/fit.env, DIR/gemm_<preset>.csv   optional, as in a calibration folder
 #
+# The device call profiler/device/lite_call.sh writes calib_llama8b_lite.json.gz,
+# calib_kimi-tp8_lite.json.gz (specbench, traces/calib's configurations) and
+# calib_torch-dense_lite[_eager].json.gz (torchbench dense with and without graphs, the grids of
+# the same call in calib_measured.tar.gz). For specbench, e.g.:
+#   D=traces/lite/specbench; mkdir -p $D; cp OUT/calib_llama8b_lite.json.gz OUT/calib_kimi-tp8_lite.json.gz $D/
+#   sed 's/^\(calib_[^,]*\)\.json\.gz,/\1_lite.json.gz,/' traces/calib/manifest.csv > $D/manifest.csv
+#   printf 'file,nodes\ncalib_llama8b_lite.json.gz,traces/calib/calib_llama8b.json.gz\ncalib_kimi-tp8_lite.json.gz,traces/calib/calib_kimi-tp8.json.gz\n' > $D/nodes.csv
+#   cp traces/calib/gemm_*.csv $D/; echo LITE_NODE_CALIB=traces/calib > $D/lite.env
+#   sh models/lite_validate.sh $D
+# For torchbench dense: the manifest of traces/torch/call7/always with the lite file name, its
+# capture as reference, and lite.env with VALIDATE_MEASURED (the call's grid), VALIDATE_TRUTH=
+# torchbench, VALIDATE_TARGET_MEDIAN=2, VALIDATE_TARGET_MAX=6, VALIDATE_PRESETS=torch-dense,
+# LITE_NODE_CALIB=traces/torch/call7/always (its table against the same grid).
+#
 # usage: sh models/lite_validate.sh DIR [SPECSIM]
-# writes DIR/validation_lite.txt (validate.sh's table, lite fit) and DIR/lite_vs_node.txt (per
+# writes DIR/validation_lite.txt (validate.sh's table, lite fit), with LITE_NODE_CALIB
+# DIR/validation_node.txt (the node-level fit's, same grid), and DIR/lite_vs_node.txt (per
 # preset: lite and node-level held-out median and max |e|, their difference, the 0.3-point
 # verdict), also printed. exit: validate.sh's (0 targets met, 3 missed, 1 inputs missing, 2
 # a fit failed), or 4 when a preset is more than 0.3 points off the node-level table.
@@ -27,8 +46,10 @@ SPECSIM=${2:-bin/specsim}
 BOUND_POINTS=0.3   # issue 15
 die() { echo "lite_validate: $*" >&2; exit "${2:-2}"; }
 [ -f "$DIR/manifest.csv" ] || die "$DIR/manifest.csv: missing (the lite captures' configurations)" 1
-[ -d "$DIR/nodes" ] || die "$DIR/nodes: missing (the node-level reference captures, same file names)" 1
+if [ -f "$DIR/nodes.csv" ]; then NODES="$DIR/nodes.csv"; else NODES="$DIR/nodes"; fi
+[ -e "$NODES" ] || die "$DIR/nodes.csv or $DIR/nodes/: missing (the node-level reference captures)" 1
 NODE_TABLE=traces/validation/validation.txt
+NODE_CALIB=""
 if [ -f "$DIR/lite.env" ]; then
   while IFS= read -r l; do
     l=${l%%#*}
@@ -36,10 +57,18 @@ if [ -f "$DIR/lite.env" ]; then
     [ -n "$l" ] || continue
     case "$l" in
       LITE_NODE_TABLE=*) NODE_TABLE=${l#LITE_NODE_TABLE=} ;;
+      LITE_NODE_CALIB=*) NODE_CALIB=${l#LITE_NODE_CALIB=} ;;
       VALIDATE_[A-Z_]*=*) export "$l" ;;
-      *) die "$DIR/lite.env: line \"$l\": not VALIDATE_NAME=VALUE or LITE_NODE_TABLE=PATH" 1 ;;
+      *) die "$DIR/lite.env: line \"$l\": not VALIDATE_NAME=VALUE, LITE_NODE_TABLE=FILE or LITE_NODE_CALIB=FOLDER" 1 ;;
     esac
   done < "$DIR/lite.env"
+fi
+if [ -n "$NODE_CALIB" ]; then   # the node-level table against the same measured grid
+  VALIDATE_CALIB="$NODE_CALIB" VALIDATE_OUT="$DIR/validation_node.txt" \
+    VALIDATE_WORK="${LITE_VALIDATE_WORK:-build/lite-validate}-node" sh models/validate.sh "$SPECSIM" > /dev/null
+  nrc=$?
+  [ "$nrc" -eq 0 ] || [ "$nrc" -eq 3 ] || die "$NODE_CALIB: the node-level validation failed ($nrc)" "$nrc"
+  NODE_TABLE="$DIR/validation_node.txt"
 fi
 [ -f "$NODE_TABLE" ] || die "$NODE_TABLE: the node-level table to compare with is missing (LITE_NODE_TABLE)" 1
 # every lite capture must say it is one (a node-level trace here would compare nothing)
@@ -51,7 +80,7 @@ for f in "$DIR"/*.json.gz "$DIR"/*.json; do
   esac
   echo "$head" | grep -q '"mode":"lite"' || die "$f: field capture.mode: not \"lite\" (a node-level capture goes in $DIR/nodes)" 1
 done
-VALIDATE_CALIB="$DIR" VALIDATE_NODES="$DIR/nodes" VALIDATE_OUT="$DIR/validation_lite.txt" \
+VALIDATE_CALIB="$DIR" VALIDATE_NODES="$NODES" VALIDATE_OUT="$DIR/validation_lite.txt" \
   VALIDATE_WORK="${LITE_VALIDATE_WORK:-build/lite-validate}" sh models/validate.sh "$SPECSIM"
 rc=$?
 [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || exit "$rc"
