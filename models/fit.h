@@ -40,6 +40,11 @@ typedef struct {
     ptrace_range  *rng;  size_t nrng,  caprng;
     ptrace_window *win;  size_t nwin,  capwin;   /* node-level windows (windowed captures; none:
                                                     everything was recorded), in time order */
+    ptrace_lite    lite;          /* a lite capture's end record: its counts and interposer
+                                     calibration (lite.on; traces/FORMAT.md "Lite mode") */
+    ptrace_graphlaunch *gl; size_t ngl, capgl;   /* graph launches recorded at graph level
+                                                    (graph_trace events: --mode lite, --between
+                                                    graph); fit_nodes fills them with nodes */
     fit_strpool   *pool;
     /* a capped load (fit_sample_load, docs/fit.md "Long captures"): NULL / 0 otherwise */
     fit_rng_keep  *rng_keep;      /* per range (parallel to rng): why it was kept */
@@ -83,7 +88,51 @@ int  fit_trace_add_range(fit_trace *t, const ptrace_range *r);
 /* A window of a windowed capture (traces/FORMAT.md): phase instances must lie inside one,
  * and a host gap is measured only from a predecessor in the same window. In time order. */
 int  fit_trace_add_window(fit_trace *t, const ptrace_window *w);
+/* A graph launch recorded at graph level (its GPU span, no node records). */
+int  fit_trace_add_graphlaunch(fit_trace *t, const ptrace_graphlaunch *g);
+/* 1 when t is a --mode lite capture (no CUPTI in the process: its host times are the
+ * unprofiled ones; traces/FORMAT.md). */
+int  fit_trace_is_lite(const fit_trace *t);
+/* 1 when t's host times are unprofiled: a lite capture whose header names no CUPTI version
+ * (CUPTI never loaded). A lite trace made from a node-level one (specsim lite-from) keeps its
+ * source's CUPTI version and calibration, and the fit corrects it as it does its source. */
+int  fit_trace_unprofiled(const fit_trace *t);
 void fit_trace_free(fit_trace *t);
+
+/* ---- graph-level captures filled with nodes (models/fit_nodes.c) ------------------------- */
+
+/* What fit_nodes_fill did to one trace (docs/fit.md "Lite captures"). */
+typedef struct {
+    size_t instances_filled;   /* lite: phase instances given the reference's content */
+    size_t graph_filled;       /* graph launches given node records */
+    size_t self_filled;        /* of which from the same trace's windows (same executable) */
+    size_t nearest;            /* instances (launches, windowed) from the nearest shape of
+                                  their phase: no reference of the same configuration */
+    size_t no_replay;          /* graph launches outside windows with no node-level replay */
+    size_t no_span;            /* lite graph launch calls without a graph_trace event */
+    size_t anchors_differ;     /* lite instances whose recorded calls (graph launches, blocking
+                                  calls) are not the reference instance's, kind for kind */
+    size_t positions_differ;   /* of those: another number of graph launches */
+    size_t launches_differ;    /* lite instances whose range's launches= (kernel launches the
+                                  interposer counted) differs from the reference instance's
+                                  eager kernel launch calls */
+    size_t calls_added, records, windows_added;
+} fit_nodes_stats;
+
+/* Fills t before the fit. A --mode lite capture (fit_trace_is_lite): every phase instance
+ * gets the kernels, copies and eager launch calls of a reference instance (ref[0..nref):
+ * node-level captures; same phase and configuration, nearest ctx=; else the phase's nearest
+ * shape by tokens then ctx, warned once to log with the count): the Nth graph launch's
+ * records scaled into the lite launch's graph_trace span, carrying its corr and stream; the
+ * eager calls mapped onto the lite host timeline (piecewise linear between the range's ends
+ * and the calls both traces recorded), their records placed after them with the reference's
+ * durations. A windowed capture with graph_trace events: each launch outside the windows from
+ * the same executable's nearest replay inside a window (else by phase, shape and position
+ * from ref), and a range whose launches were all filled gets a window (reason "graph").
+ * Other traces: untouched. Returns 0, or -1 with err naming the file, range and phase (a
+ * lite capture without references; a phase the references lack; out of memory). */
+int  fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_nodes_stats *st,
+                    char *err, size_t errlen);
 
 /* ---- one group's cost vs tokens --------------------------------------------------------- */
 

@@ -36,7 +36,7 @@ static int fh_expected_next(int p, int q)
  * a blocking copy or a synchronize is a sync, not launch cost). */
 static double fh_launch_us(const fr_inst *in)
 {
-    double us = fit_us(in->le - in->lb) - in->sync_wait_us;
+    double us = fit_us(in->le - in->lb) - in->sync_wait_us - in->lite_us;
     return us > 0 ? us : 0;
 }
 
@@ -51,6 +51,8 @@ static double fh_cupti_launch_us(const fr_run *R, int t)
 {
     const ptrace_calib *c = &R->tr[t].hdr.calib;
     const char *e = getenv("FIT_LAUNCH_CALIB");
+    if (fit_trace_unprofiled(&R->tr[t]))
+        return 0;   /* no CUPTI in a lite capture: its host times are the unprofiled ones */
     if ((e && !strcmp(e, "0")) || !c->ok || !(c->kernel_launch_us > 0) || c->kernel_launch_us > 1000)
         return 0;
     return c->kernel_launch_us;
@@ -83,7 +85,10 @@ static double fh_graph_launch_fit(fr_run *R, const double *v, size_t n)
     double *mx = malloc((n + 1) * sizeof *mx), *my = malloc((n + 1) * sizeof *my);
     double a = fit_group_median((double *)v, n);
     R->node_us = 0;
-    if (!x || !y || !mx || !my || n < 2)
+    int all_lite = 1;   /* no CUPTI anywhere: the per-node slope is the program's own */
+    for (int t = 0; t < R->nt; t++)
+        all_lite &= fit_trace_unprofiled(&R->tr[t]);
+    if (!x || !y || !mx || !my || n < 2 || all_lite)
         goto out;
     size_t k = 0;
     for (size_t i = 0; i < R->nin && k < n; i++) {
@@ -136,6 +141,8 @@ out:
  * CUPTI cost of an eager launch. */
 static double fh_profiler_us(const fr_run *R, const fr_inst *in)
 {
+    if (fit_trace_unprofiled(&R->tr[in->trace]))
+        return 0;
     return in->graph ? R->node_us * in->nrec : fh_cupti_launch_us(R, in->trace);
 }
 

@@ -269,7 +269,7 @@ static int fi_cmp_rec(const void *a, const void *b)
     return (x->e > y->e) - (x->e < y->e);
 }
 
-static double fi_cupti_kernel_us(void)
+double fit_instances_cupti_kernel_us(void)
 {
     static double v = -1;
     if (v < 0) {
@@ -388,6 +388,13 @@ static int fi_calls(fi_trace_st *S)
     S->cm = malloc((t->napi + 1) * sizeof *S->cm);
     if (!S->cm)
         return fi_oom(S);
+    /* a lite capture's own cost per interposed call (its end record's calibration,
+     * traces/FORMAT.md "Lite mode": graph_timing_us per timed graph launch, call_us per other
+     * recorded call; the eager calls fit_nodes added from a reference were never interposed:
+     * they carry no lite args) */
+    const ptrace_lite *lc = &t->lite;
+    int lite_calib = fit_trace_is_lite(t) && lc->on && lc->calib_ok && lc->graph_timing_us >= 0 &&
+                     lc->call_us >= 0;
     for (size_t i = 0; i < t->napi; i++) {
         const ptrace_api *x = &t->api[i];
         if (fi_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))
@@ -405,6 +412,9 @@ static int fi_calls(fi_trace_st *S)
         if (in->napi == 0 || x->end_ns > in->le)
             in->le = x->end_ns;
         in->napi++;
+        if (lite_calib && x->has_lite)
+            in->lite_us += x->graph_exec_id && !(x->untimed && *x->untimed) ? lc->graph_timing_us
+                                                                             : lc->call_us;
     }
     qsort(S->cm, t->napi, sizeof *S->cm, fi_cmp_corr);
     return 0;
@@ -557,7 +567,7 @@ static int fi_add_record(fi_trace_st *S, fr_inst *in, size_t i, size_t j, int *p
         return fi_add_nccl(S, in, x, d);
     }
     if (!x->mem && S->cupti) {
-        double c = fi_cupti_kernel_us();
+        double c = fit_instances_cupti_kernel_us();
         c = c < 0.5 * d ? c : 0.5 * d;
         d -= c;
         in->cupti_us += c;

@@ -40,6 +40,10 @@ typedef struct {
     /* host: the launch calls made inside the range */
     int64_t lb, le, a1e;       /* first start, last end, end of the earliest call */
     int     napi;
+    double  lite_us;           /* --mode lite: specprof's interposer time inside the instance's
+                                  recorded calls (the end record's calibration: graph_timing_us
+                                  per timed graph launch, call_us per other call), taken out
+                                  of its launch time */
     /* calls that block until the GPU is done (a copy to pageable host memory, a synchronize):
      * the host time they spend waiting, how many waited, the end of the first wait (the GPU
      * time the host was released at) and the GPU time of the instance's records after it */
@@ -178,6 +182,9 @@ int fit_instances_moe(fr_run *R);
  * does not parse; *badk: its range when it parsed but lies outside (*badv the value). */
 int fit_instances_parse(const char *name, fr_inst *in, const char **bad, const bnd_kind **badk,
                         double *badv);
+/* The profiler's time per kernel taken out of node-level traces' kernels (FIT_CUPTI_KERNEL_US,
+ * fit_instances.c; fit_nodes.c takes it out of the eager kernels it copies into a lite trace). */
+double fit_instances_cupti_kernel_us(void);
 /* fr_inst order: by start, the outer of two equal starts first (qsort). */
 int fit_instances_cmp(const void *a, const void *b);
 

@@ -438,7 +438,8 @@ static int fs_pass3(void *user, const ptrace_event *ev, const ptrace_info *info)
     fs_st *S = user;
     fit_trace *t = S->t;
     int64_t t0 = info->header.t0_ns;
-    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; ptrace_window w; } u;
+    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; ptrace_window w;
+            ptrace_graphlaunch g; } u;
     if (ptrace_read_kernel(ev, t0, &u.k) == 0) {
         if (u.k.end_ns > S->rec_end)
             S->rec_end = u.k.end_ns;
@@ -477,6 +478,13 @@ static int fs_pass3(void *user, const ptrace_event *ev, const ptrace_info *info)
     }
     if (ptrace_read_window(ev, t0, &u.w) == 0)
         return fit_trace_add_window(t, &u.w) ? (S->oom = 1) : 0;
+    if (ptrace_read_graphlaunch(ev, t0, &u.g) == 0) {   /* placed as a GPU record is */
+        if (u.g.end_ns > S->rec_end)
+            S->rec_end = u.g.end_ns;
+        if (fs_rec_kept(S, u.g.corr, u.g.start_ns, u.g.nvtx) && fit_trace_add_graphlaunch(t, &u.g))
+            return S->oom = 1;
+        return 0;
+    }
     return 0;
 }
 
@@ -562,6 +570,8 @@ int fit_sample_load(fit_trace *t, const char *path, int cap, char *err, size_t e
     t->api_cut = S->api_cut;
     t->has_header = info.has_header;
     t->hdr = info.header;
+    if (info.has_end)
+        t->lite = info.end.lite;
     t->truncated = !info.complete;
     t->cut_last_line = info.cut_last_line;
     t->bad_lines = info.bad_lines;

@@ -136,6 +136,7 @@ void fit_trace_free(fit_trace *t)
     free(t->api);
     free(t->rng);
     free(t->win);
+    free(t->gl);
     free(t->rng_keep);
     fit_trace_pool_destroy(t->pool);
     memset(t, 0, sizeof *t);
@@ -184,7 +185,9 @@ int fit_trace_add_api(fit_trace *t, const ptrace_api *a)
     if (fit_trace_grow((void **)&t->api, &t->capapi, t->napi, sizeof *t->api))
         return -1;
     ptrace_api c = *a;
-    if (!(c.name = fit_trace_intern(t->pool, a->name)))
+    if (!(c.name = fit_trace_intern(t->pool, a->name)) ||
+        (a->copy_kind && !(c.copy_kind = fit_trace_intern(t->pool, a->copy_kind))) ||
+        (a->untimed && !(c.untimed = fit_trace_intern(t->pool, a->untimed))))
         return -1;
     t->api[t->napi++] = c;
     return 0;
@@ -214,6 +217,27 @@ int fit_trace_add_window(fit_trace *t, const ptrace_window *w)
     return 0;
 }
 
+int fit_trace_add_graphlaunch(fit_trace *t, const ptrace_graphlaunch *g)
+{
+    if (fit_trace_grow((void **)&t->gl, &t->capgl, t->ngl, sizeof *t->gl))
+        return -1;
+    ptrace_graphlaunch c = *g;
+    if (!(c.nvtx = fit_trace_intern(t->pool, g->nvtx)) || !(c.phase = fit_trace_intern(t->pool, g->phase)))
+        return -1;
+    t->gl[t->ngl++] = c;
+    return 0;
+}
+
+int fit_trace_is_lite(const fit_trace *t)
+{
+    return t->has_header && !strcmp(t->hdr.mode, "lite");
+}
+
+int fit_trace_unprofiled(const fit_trace *t)
+{
+    return fit_trace_is_lite(t) && t->hdr.cupti_version == 0;
+}
+
 /* The window holding time ts_ns, or -1 (also when the trace has none). */
 long fit_trace_window_of(const fit_trace *t, int64_t ts_ns)
 {
@@ -235,7 +259,8 @@ static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
 {
     fit_trace *t = user;
     int64_t t0 = info->header.t0_ns;
-    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; ptrace_window w; } u;
+    union { ptrace_kernel k; ptrace_mem m; ptrace_api a; ptrace_range r; ptrace_window w;
+            ptrace_graphlaunch g; } u;
     if (ptrace_read_kernel(ev, t0, &u.k) == 0)
         return fit_trace_add_kernel(t, &u.k);
     if (ptrace_read_mem(ev, t0, &u.m) == 0)
@@ -246,6 +271,8 @@ static int ft_take(void *user, const ptrace_event *ev, const ptrace_info *info)
         return fit_trace_add_range(t, &u.r);
     if (ptrace_read_window(ev, t0, &u.w) == 0)
         return fit_trace_add_window(t, &u.w);
+    if (ptrace_read_graphlaunch(ev, t0, &u.g) == 0)
+        return fit_trace_add_graphlaunch(t, &u.g);
     return 0;
 }
 
@@ -335,6 +362,8 @@ int fit_trace_load_specprof(fit_trace *t, const char *path, char *err, size_t er
     t->api_cut = fit_trace_drop_cut_api(t);
     t->has_header = info.has_header;
     t->hdr = info.header;
+    if (info.has_end)
+        t->lite = info.end.lite;
     t->truncated = !info.complete;
     t->cut_last_line = info.cut_last_line;
     t->bad_lines = info.bad_lines;

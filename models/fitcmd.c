@@ -18,6 +18,7 @@
 
 #define FITCMD_EXIT_BAD 2     /* bad input or a refused fit */
 #define FITCMD_EXIT_IO 1      /* could not write */
+#define FITCMD_NODES_MAX 64   /* --nodes references (a few configurations' captures) */
 
 static void fitcmd_usage(FILE *f)
 {
@@ -47,6 +48,11 @@ static void fitcmd_usage(FILE *f)
         "      --instances-max N keep at most N phase instances per trace, phase and\n"
         "                        configuration of a specprof trace, spread over the capture\n"
         "                        (default %d, or FIT_INSTANCES_MAX; 0: all; docs/fit.md)\n"
+        "      --nodes REF       a node-level reference capture (specprof --mode always) of the\n"
+        "                        same program, repeatable or REF1,REF2: fills --mode lite\n"
+        "                        captures (no kernels) and the graph-level launches between\n"
+        "                        a windowed capture's windows with the reference's kernels,\n"
+        "                        scaled into the measured spans (docs/fit.md \"Lite captures\")\n"
         "      --loop L          the loop the traces ran: sglang-eagle (default) or hf-assisted\n"
         "                        (Hugging Face generate with assistant_model, annotated by\n"
         "                        specprof_torch: docs/pytorch.md, docs/fit.md)\n"
@@ -219,6 +225,58 @@ static int fitcmd_carry_file(const char *in, const char *to, const char *from, c
     return 0;
 }
 
+/* Lite captures and graph-level launches filled with node-level content (fit_nodes_fill),
+ * from the --nodes references, loaded capped as the traces are. 0, or -1 (said). */
+static int fitcmd_fill_nodes(fit_trace *tr, int nt, const char *const *nodes, int nnodes, int cap,
+                             int quiet)
+{
+    fit_trace *ref = nnodes ? calloc((size_t)nnodes, sizeof *ref) : NULL;
+    int nref = 0, rc = -1;
+    char err[2048];
+    if (nnodes && !ref) {
+        fprintf(stderr, "specsim fit: out of memory\n");
+        return -1;
+    }
+    for (; nref < nnodes; nref++) {
+        timport_stats st;
+        memset(&st, 0, sizeof st);
+        st.instances_max = cap;
+        if (timport_load(&ref[nref], nodes[nref], "specprof", &st, err, sizeof err)) {
+            fprintf(stderr, "specsim fit: field --nodes: %s\n", err);
+            goto out;
+        }
+        if (fit_trace_is_lite(&ref[nref]) || ref[nref].nkern == 0) {
+            fprintf(stderr, "specsim fit: field --nodes: %s: not a node-level capture (capture.mode "
+                    "%s, %zu kernels): give a specprof --mode always trace\n", nodes[nref],
+                    ref[nref].hdr.mode[0] ? ref[nref].hdr.mode : "always", ref[nref].nkern);
+            nref++;
+            goto out;
+        }
+        if (!quiet)
+            printf("# nodes         %s: %zu kernels, %zu launch calls, %zu ranges\n", nodes[nref],
+                   ref[nref].nkern, ref[nref].napi, ref[nref].nrng);
+    }
+    for (int i = 0; i < nt; i++) {
+        fit_nodes_stats ns;
+        if (fit_nodes_fill(&tr[i], ref, nref, stderr, &ns, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            goto out;
+        }
+        if (!quiet && (ns.graph_filled || ns.instances_filled || ns.no_replay))
+            printf("#   filled      %zu phase instances, %zu graph launches (%zu from the trace's "
+                   "own windows), %zu eager launch calls, %zu records added; %zu from a nearest "
+                   "shape, %zu launches without a node-level replay\n", ns.instances_filled,
+                   ns.graph_filled, ns.self_filled, ns.calls_added, ns.records, ns.nearest,
+                   ns.no_replay);
+    }
+    rc = 0;
+out:
+    for (int r = 0; r < nref; r++)
+        fit_trace_free(&ref[r]);
+    free(ref);
+    return rc;
+}
+
 int fitcmd_main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -234,7 +292,7 @@ int fitcmd_main(int argc, char **argv)
         {"cuda-graph-bs", required_argument, NULL, 1004}, {"ctx-log", required_argument, NULL, 1005},
         {"ctx", required_argument, NULL, 1006}, {"graph-cycle", required_argument, NULL, 1007},
         {"shape", required_argument, NULL, 1008}, {"loop", required_argument, NULL, 1100},
-        {"instances-max", required_argument, NULL, 1101},
+        {"instances-max", required_argument, NULL, 1101}, {"nodes", required_argument, NULL, 1102},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     static const char *const pm_names[] = {"profile", "phase-map", "server-args", "spec-shape",
@@ -247,6 +305,8 @@ int fitcmd_main(int argc, char **argv)
     const char *out = NULL, *plot = NULL, *name = NULL, *llm = NULL, *moe = NULL;
     const char *carry_to = NULL, *carry_from = NULL, *from_model = NULL, *gsweep = NULL;
     int quiet = 0, c, rc = FITCMD_EXIT_BAD;
+    const char *nodes[FITCMD_NODES_MAX];
+    int nnodes = 0;
     int cap = fit_sample_cap(FIT_INSTANCES_MAX_DEFAULT);
     char err[2048];
     fit_opts o = {.log = stderr};
@@ -291,6 +351,26 @@ int fitcmd_main(int argc, char **argv)
                 return FITCMD_EXIT_BAD;
             }
             cap = (int)v;
+            break;
+        }
+        case 1102: {
+            static char buf[8192];
+            static size_t used;
+            size_t n = strlen(optarg);
+            if (used + n + 1 > sizeof buf) {
+                fprintf(stderr, "specsim fit: field --nodes: value %s: too many references\n", optarg);
+                return FITCMD_EXIT_BAD;
+            }
+            char *p = memcpy(buf + used, optarg, n + 1);
+            used += n + 1;
+            for (char *tok = strtok(p, ","); tok; tok = strtok(NULL, ",")) {
+                if (nnodes >= FITCMD_NODES_MAX) {
+                    fprintf(stderr, "specsim fit: field --nodes: value %s: more than %d references\n",
+                            tok, FITCMD_NODES_MAX);
+                    return FITCMD_EXIT_BAD;
+                }
+                nodes[nnodes++] = tok;
+            }
             break;
         }
         case 'h': fitcmd_usage(stdout); return 0;
@@ -396,6 +476,8 @@ int fitcmd_main(int argc, char **argv)
                 printf("#   cycle       %s\n", ps.note);
         }
     }
+    if (fitcmd_fill_nodes(tr, nt, nodes, nnodes, cap, quiet))
+        goto out;
     if (join && nt > 1) {
         for (int i = 1; i < nt; i++) {
             if (timport_append(&tr[0], &tr[i], err, sizeof err)) {

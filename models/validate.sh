@@ -22,6 +22,11 @@
 #                      issue 7: "--ranks 4 --link h200x4-p2p-off.json" (docs/multigpu.md)
 #   VALIDATE_FIT_ARGS  extra specsim fit options for every model, e.g. the naming options of
 #                      Kineto captures: "--join --spec-shape 2,1,3" (models/kineto_validate.sh)
+#   VALIDATE_NODES     node-level reference captures (specprof --mode always) for lite
+#                      calibration captures (capture.mode lite, docs/fit.md "Lite captures"):
+#                      a folder (each calibration trace FILE is fitted with --nodes
+#                      $VALIDATE_NODES/FILE, same file name) or a CSV with columns file,nodes
+#                      (nodes: paths separated by ';'); models/lite_validate.sh
 #   VALIDATE_TARGET_MEDIAN, VALIDATE_TARGET_MAX   the error targets in % (default 3 and 8, issue
 #                      5's; torchbench's are 2 and 6, issue 13's)
 #   VALIDATE_HOST_PROBE, VALIDATE_HOST_REF   a host-speed column of the measured grid (e.g.
@@ -166,8 +171,26 @@ for pre in $presets; do
   # the preset's GEMM sweep (specbench --gemm-sweep), when the calibration has one
   gs=""
   [ -f "$SWEEP/gemm_$pre.csv" ] && gs="--gemm-sweep $SWEEP/gemm_$pre.csv"
+  # lite calibration captures: each with its node-level reference of the same name
+  nodes=""
+  if [ -n "${VALIDATE_NODES:-}" ]; then
+    for p in $files; do
+      b=$(awk -F'\t' -v p="$p" '$2 == p { print $1; exit }' "$WORK/files.tsv")
+      if [ -d "$VALIDATE_NODES" ]; then
+        [ -f "$VALIDATE_NODES/$b" ] || die "$VALIDATE_NODES/$b: no node-level reference for the calibration trace $b (VALIDATE_NODES)" 1
+        nodes="$nodes --nodes $VALIDATE_NODES/$b"
+      else
+        refs=$(awk -F, -v b="$b" 'NR > 1 && $1 == b { gsub(/\r/, "", $2); print $2; exit }' "$VALIDATE_NODES")
+        [ -n "$refs" ] || die "$VALIDATE_NODES: field file: value $b: no row names the calibration trace's node-level reference" 1
+        for r in $(echo "$refs" | tr ';' ' '); do
+          [ -f "$r" ] || die "$VALIDATE_NODES: field nodes: value $r: no such file (for $b)" 1
+          nodes="$nodes --nodes $r"
+        done
+      fi
+    done
+  fi
   # shellcheck disable=SC2086
-  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe $gs ${VALIDATE_FIT_ARGS:-} \
+  "$SPECSIM" fit $files -o "$WORK/$pre.json" --name "$pre-fit" --quiet $moe $gs $nodes ${VALIDATE_FIT_ARGS:-} \
     > "$WORK/fit-$pre.log" 2>&1 || { cat "$WORK/fit-$pre.log" >&2; die "specsim fit failed for preset $pre"; }
 done
 

@@ -12,6 +12,7 @@
 #include "fit.h"
 #include "logcmd.h"
 #include "importcmd.h"
+#include "litefrom.h"
 #include "gslerr.h"
 #include "scale.h"
 
@@ -483,10 +484,12 @@ int main(int argc, char **argv)
         return logcmd_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "import") == 0)       /* models/importcmd.c (docs/importers.md) */
         return importcmd_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "lite-from") == 0)    /* models/litefrom.c (docs/fit.md, lite captures) */
+        return litefrom_main(argc - 1, argv + 1);
     int sweep = strcmp(argv[1], "sweep") == 0;
     if (!sweep && strcmp(argv[1], "run") != 0) {
         fprintf(stderr, "specsim: field command: value \"%s\": unknown command (run, sweep, "
-                "presets, fit, scale, fit-allreduce, import, log, help)\n", argv[1]);
+                "presets, fit, scale, fit-allreduce, import, lite-from, log, help)\n", argv[1]);
         return EXIT_BAD_INPUT;
     }
     simcfg_defaults(&s);
