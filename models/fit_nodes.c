@@ -8,6 +8,7 @@
  * unchanged. Workload: a capped trace (fit_sample.c: at most 128 instances per configuration)
  * and a few reference traces of 10^4..10^6 records; memory: an index per reference trace. */
 #include "fit_int.h"
+#include "litefrom.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,28 +83,11 @@ static int fn_cmp_rec(const void *a, const void *b)
     return (x->s > y->s) - (x->s < y->s);
 }
 
-/* Calls recorded by a lite capture: graph launches and the blocking calls (traces/FORMAT.md). */
-static int fn_is_graph(const ptrace_api *a)
-{
-    return a->graph_exec_id != 0 || !strncmp(a->name, "cudaGraphLaunch", 15) ||
-           !strncmp(a->name, "cuGraphLaunch", 13);
-}
-
-static int fn_is_blocking(const ptrace_api *a)
-{
-    static const char *const names[] = {"cudaMemcpy", "cudaStreamSynchronize", "cudaDeviceSynchronize",
-                                        "cudaEventSynchronize", "cuMemcpy", "cuStreamSynchronize",
-                                        "cuCtxSynchronize", "cuEventSynchronize"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (!strncmp(a->name, names[i], strlen(names[i])))
-            return 1;
-    return 0;
-}
 
 /* 'G' graph launch, 'B' blocking call, 'E' anything else (an eager launch, a memset). */
 static char fn_kind(const ptrace_api *a)
 {
-    return fn_is_graph(a) ? 'G' : fn_is_blocking(a) ? 'B' : 'E';
+    return litefrom_is_graph(a) ? 'G' : litefrom_is_blocking(a) ? 'B' : 'E';
 }
 
 static void fn_ix_free(fn_ix *x)
@@ -886,7 +870,7 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
         for (size_t i = 0; i < t->napi; i++) {
             const ptrace_api *a = &t->api[i];
             size_t lo;
-            if (fn_is_graph(a) && fit_trace_window_of(t, a->start_ns) >= 0 &&
+            if (litefrom_is_graph(a) && fit_trace_window_of(t, a->start_ns) >= 0 &&
                 fn_recs_of(&F.self, a->corr, &lo) > lo)
                 rp[nrp++] = i;
         }

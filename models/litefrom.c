@@ -36,14 +36,13 @@ typedef struct {
 
 #define LF_LINE_BYTES (1u << 20)   /* a line's bound (models/bounds.h BND_TRACE_LINE_BYTES) */
 
-static int lf_is_graph(const ptrace_api *a)
+int litefrom_is_graph(const ptrace_api *a)
 {
     return a->graph_exec_id != 0 || !strncmp(a->name, "cudaGraphLaunch", 15) ||
            !strncmp(a->name, "cuGraphLaunch", 13);
 }
 
-/* The blocking calls a lite capture records (traces/FORMAT.md). */
-static int lf_is_blocking(const ptrace_api *a)
+int litefrom_is_blocking(const ptrace_api *a)
 {
     static const char *const names[] = {"cudaMemcpy", "cudaStreamSynchronize", "cudaDeviceSynchronize",
                                         "cudaEventSynchronize", "cuMemcpy", "cuStreamSynchronize",
@@ -108,7 +107,7 @@ static int lf_pass1(void *user, const ptrace_event *ev, const ptrace_info *info)
     int64_t s, e;
     const char *nvtx, *phase;
     if (ptrace_read_api(ev, t0, &u.a) == 0) {
-        if (lf_is_graph(&u.a)) {
+        if (litefrom_is_graph(&u.a)) {
             lf_launch *x = lf_find(S, u.a.corr, 1);
             if (!x)
                 return 1;
@@ -181,8 +180,8 @@ static int lf_pass2(void *user, const ptrace_event *ev, const ptrace_info *info)
         return lf_put(S, ptrace_write_range(S->buf, LF_LINE_BYTES, &S->ctx, &u.r));
     }
     if (ptrace_read_api(ev, t0, &u.a) == 0) {
-        int g = lf_is_graph(&u.a);
-        if (!g && !lf_is_blocking(&u.a)) {
+        int g = litefrom_is_graph(&u.a);
+        if (!g && !litefrom_is_blocking(&u.a)) {
             S->st->calls_dropped++;
             return 0;
         }

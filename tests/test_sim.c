@@ -262,6 +262,20 @@ static void sim_prices_host_terms_per_phase_and_request(void)
     CHECK_NEAR(r.launch_us, 3 * n * e, 1e-6, 0);
 }
 
+/* GPU-bound eager iterations: one request, no graphs, launches of 0.01 us, alpha 0, steps 1
+ * (verify and extend over 2 tokens), 10 iterations. */
+static void gpu_bound_case(wm_model *m, sim_params *p)
+{
+    char err[256];
+    model_tokens(m, 0.01, 10);
+    params_base(p, m, 1);
+    CHECK(cg_parse(&p->graphs, "none", err, sizeof err) == 0, "%s", err);
+    CHECK(accept_parse(&p->acc, "alpha:0", err, sizeof err) == 0, "%s", err);
+    p->steps = 1;
+    p->draft_tokens = 2;
+    p->iterations = 10;
+}
+
 /* --host-scale h: every host duration (gaps, scheduling per request, launches) h times
  * longer; the host-bound iteration of the test above grows by h on its host part exactly,
  * a GPU-bound phase's GPU time does not move. */
@@ -281,13 +295,7 @@ static void sim_host_scale_stretches_host_terms_only(void)
     CHECK_NEAR(r.iter_us, h * host + 20.0 / n, 0.002, 0);
     CHECK_NEAR(r.launch_us, h * (2 * n * e + n * 10.0), 1e-6, 0);
     /* GPU-bound (cheap launches, no graphs): verify's GPU time is the same at h = 1 and 2 */
-    model_tokens(&m, 0.01, 10);
-    params_base(&p, &m, 1);
-    CHECK(cg_parse(&p.graphs, "none", err, sizeof err) == 0, "%s", err);
-    CHECK(accept_parse(&p.acc, "alpha:0", err, sizeof err) == 0, "%s", err);
-    p.steps = 1;
-    p.draft_tokens = 2;
-    p.iterations = 10;
+    gpu_bound_case(&m, &p);
     if (run(&p, NULL, &r))
         return;
     double v1 = r.phase_us[WM_VERIFY];
@@ -307,14 +315,7 @@ static void sim_eager_gpu_bound_when_launches_are_cheap(void)
     wm_model m;
     sim_params p;
     sim_result r;
-    char err[256];
-    model_tokens(&m, 0.01, 10);
-    params_base(&p, &m, 1);
-    CHECK(cg_parse(&p.graphs, "none", err, sizeof err) == 0, "%s", err);
-    CHECK(accept_parse(&p.acc, "alpha:0", err, sizeof err) == 0, "%s", err);
-    p.steps = 1;
-    p.draft_tokens = 2;
-    p.iterations = 10;
+    gpu_bound_case(&m, &p);
     if (run(&p, NULL, &r))
         return;
     /* one request: verify over 2 tokens, accept, extend over 2 tokens */
