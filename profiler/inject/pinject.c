@@ -1701,6 +1701,27 @@ static void pinj_classify_apis(void) {
 static void pinj_init_lite(void);
 static void pinj_start_threads(void);
 
+/* The engine both start-ups share (NVTX stacks, the NCCL map, the host queues, the writer's
+ * buffer); -1, noted once and the capture refused, when it cannot be had. */
+static int pinj_engine_alloc(void) {
+    char err[256];
+    g.nvtx = pnvtx_create(14, 19, g.cfg.phases, err, sizeof err);
+    if (!g.nvtx) {
+        pinject_note("SPECPROF_PHASES: %s; using the default phases", err);
+        g.nvtx = pnvtx_create(14, 19, NULL, err, sizeof err);
+    }
+    g.nccl = pnccl_map_create(14, 17);
+    g.host_q = malloc(PINJ_HEV_CAP * sizeof *g.host_q);
+    g.host_spare = malloc(PINJ_HEV_CAP * sizeof *g.host_spare);
+    g.wbuf = malloc(PINJ_WBUF_BYTES);
+    if (!g.nvtx || !g.nccl || !g.host_q || !g.host_spare || !g.wbuf) {
+        pinject_note("out of memory at start: nothing recorded");
+        atomic_store(&g.refused, 1);
+        return -1;
+    }
+    return 0;
+}
+
 static void pinj_init(void) {
     pinj_read_config(&g.cfg);
     g.pid = getpid();
@@ -1709,7 +1730,6 @@ static void pinj_init(void) {
     pthread_mutex_init(&g.mu, NULL);
     pthread_mutex_init(&g.host_mu, NULL);
     if (g.cfg.mode == PINJ_MODE_LITE) { pinj_init_lite(); return; }
-    char err[256];
     CUptiResult r = cuptiGetVersion(&g.cupti_version);
     if (r != CUPTI_SUCCESS) {
         pinject_note("CUPTI unusable (cuptiGetVersion: %s): nothing recorded", pinj_cupti_err(r));
@@ -1725,22 +1745,10 @@ static void pinj_init(void) {
         atomic_store(&g.refused, 1);
         return;
     }
-    g.nvtx = pnvtx_create(14, 19, g.cfg.phases, err, sizeof err);
-    if (!g.nvtx) {
-        pinject_note("SPECPROF_PHASES: %s; using the default phases", err);
-        g.nvtx = pnvtx_create(14, 19, NULL, err, sizeof err);
-    }
-    g.nccl = pnccl_map_create(14, 17);
-    g.host_q = malloc(PINJ_HEV_CAP * sizeof *g.host_q);
-    g.host_spare = malloc(PINJ_HEV_CAP * sizeof *g.host_spare);
-    g.wbuf = malloc(PINJ_WBUF_BYTES);
+    if (pinj_engine_alloc())
+        return;
     g.n_bufs_max = (int)(((size_t)g.cfg.buffer_mb << 20) / PINJ_BUF_BYTES);
     if (g.n_bufs_max > PINJ_MAX_BUFS) g.n_bufs_max = PINJ_MAX_BUFS;
-    if (!g.nvtx || !g.nccl || !g.host_q || !g.host_spare || !g.wbuf) {
-        pinject_note("out of memory at start: nothing recorded");
-        atomic_store(&g.refused, 1);
-        return;
-    }
     CUpti_SubscriberParams sp;
     char old[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 64];
     memset(&sp, 0, sizeof sp);
@@ -1792,21 +1800,8 @@ static void pinj_init(void) {
  * CLOCK_MONOTONIC plus its offset to CLOCK_REALTIME, CUPTI's base on Linux). The capture
  * starts now; the file opens at the first CUDA call (plite.c). */
 static void pinj_init_lite(void) {
-    char err[256];
-    g.nvtx = pnvtx_create(14, 19, g.cfg.phases, err, sizeof err);
-    if (!g.nvtx) {
-        pinject_note("SPECPROF_PHASES: %s; using the default phases", err);
-        g.nvtx = pnvtx_create(14, 19, NULL, err, sizeof err);
-    }
-    g.nccl = pnccl_map_create(14, 17);
-    g.host_q = malloc(PINJ_HEV_CAP * sizeof *g.host_q);
-    g.host_spare = malloc(PINJ_HEV_CAP * sizeof *g.host_spare);
-    g.wbuf = malloc(PINJ_WBUF_BYTES);
-    if (!g.nvtx || !g.nccl || !g.host_q || !g.host_spare || !g.wbuf) {
-        pinject_note("out of memory at start: nothing recorded");
-        atomic_store(&g.refused, 1);
+    if (pinj_engine_alloc())
         return;
-    }
     struct timespec rt;
     int64_t a = pinj_mono_ns();
     clock_gettime(CLOCK_REALTIME, &rt);
