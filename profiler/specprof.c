@@ -48,6 +48,9 @@ static void usage(FILE *f) {
         "                          short windows (experimental: CUPTI 13.0.1 reuses correlation ids across windows);\n"
         "                          lite: no CUPTI in the program: graph launches timed by CUDA event pairs, copies and\n"
         "                          syncs of the shared CUDA runtime, kernel launches counted, NVTX ranges (docs/specprof.md)\n"
+        "      --capture-range R   lite mode: none (default), or profiler-api: record only between the program's\n"
+        "                          cudaProfilerStart and cudaProfilerStop (torch.cuda.profiler.start/stop), as\n"
+        "                          nsys --capture-range=cudaProfilerApi; outside them every call goes straight through\n"
         "      --window-ms N       a window's length (default 50)\n"
         "      --period-ms M       one time window every M ms (default 1000)\n"
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
@@ -350,11 +353,11 @@ static int cmd_run(int argc, char **argv) {
     int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
     long flush_ms = 500, buffer_mb = 64;
     /* recording mode (docs/profiler.md); the defaults are the library's */
-    const char *mode = "always", *between = "none", *records = "fit", *shape_ignore = NULL;
+    const char *mode = "always", *between = "none", *records = "fit", *shape_ignore = NULL, *crange = "none";
     long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,
-           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH };
+           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH, O_CRANGE };
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'}, {"delay", required_argument, 0, O_DELAY},
         {"duration", required_argument, 0, O_DURATION}, {"signal-start", optional_argument, 0, O_SSTART},
@@ -367,7 +370,7 @@ static int cmd_run(int argc, char **argv) {
         {"records", required_argument, 0, O_RECORDS}, {"gz-level", required_argument, 0, O_GZ},
         {"no-compress", no_argument, 0, O_NOGZ}, {"no-calibrate", no_argument, 0, O_NOCAL},
         {"shape-ignore", required_argument, 0, O_IGNORE}, {"torch-annotate", required_argument, 0, O_TORCH},
-        {0, 0, 0, 0}};
+        {"capture-range", required_argument, 0, O_CRANGE}, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
@@ -414,6 +417,11 @@ static int cmd_run(int argc, char **argv) {
         case O_NOCAL: calibrate = 0; break;
         case O_IGNORE: shape_ignore = optarg; break;
         case O_TORCH: torch_spec = optarg; break;
+        case O_CRANGE:
+            if (strcmp(optarg, "none") && strcmp(optarg, "profiler-api"))
+                SP_FAIL("--capture-range: value \"%s\": none or profiler-api", optarg);
+            crange = optarg;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -479,6 +487,12 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "# specprof: mode always: every record all the time; API records %s; %s\n", records,
                 gz_level ? "gzip" : "plain JSON");
     int lite = !strcmp(mode, "lite");
+    if (!strcmp(crange, "profiler-api") && !lite)
+        SP_FAIL("--capture-range profiler-api: lite mode only (--mode lite); --delay, --duration and the signals "
+                "bound the other modes' capture");
+    if (!strcmp(crange, "profiler-api"))
+        fprintf(stderr, "# specprof: capture range profiler-api: recorded only between the program's cudaProfilerStart "
+                        "and cudaProfilerStop (torch.cuda.profiler.start/stop)\n");
     if (lite && no_nccl)
         fprintf(stderr, "# specprof: --no-nccl: ignored in lite mode (the interposer is the preloaded library itself)\n");
     if (torch_spec) fprintf(stderr, "# specprof: torch-annotate %s (Python helper %s)\n", torch_spec, pydir);
@@ -512,6 +526,8 @@ static int cmd_run(int argc, char **argv) {
         if (phases) setenv("SPECPROF_PHASES", phases, 1);
         if (quiet) setenv("SPECPROF_QUIET", "1", 1);
         setenv("SPECPROF_MODE", mode, 1);
+        if (!strcmp(crange, "none")) unsetenv("SPECPROF_CAPTURE_RANGE");
+        else setenv("SPECPROF_CAPTURE_RANGE", crange, 1);
         setenv("SPECPROF_BETWEEN", between, 1);
         setenv("SPECPROF_RECORDS", records, 1);
         snprintf(v, sizeof v, "%ld", window_ms); setenv("SPECPROF_WINDOW_MS", v, 1);

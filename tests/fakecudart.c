@@ -61,6 +61,10 @@ int64_t fake_graph_start_ns(int i) {
 }
 int fake_cupti_calls(void) { return __atomic_load_n(&cupti_calls, __ATOMIC_SEQ_CST); }
 int fake_capture_broken(void) { return __atomic_load_n(&capture_broken, __ATOMIC_SEQ_CST); }
+static int profiler_calls[2];   /* cudaProfilerStart, cudaProfilerStop that reached the runtime */
+int cudaProfilerStart(void) { __atomic_add_fetch(&profiler_calls[0], 1, __ATOMIC_SEQ_CST); return 0; }
+int cudaProfilerStop(void) { __atomic_add_fetch(&profiler_calls[1], 1, __ATOMIC_SEQ_CST); return 0; }
+int fake_profiler_calls(int stop) { return __atomic_load_n(&profiler_calls[stop ? 1 : 0], __ATOMIC_SEQ_CST); }
 
 int cudaGraphLaunch(void *exec, void *stream) {
     int64_t t0 = now_ns();

@@ -17,6 +17,8 @@ int cudaStreamSynchronize(void *stream);
 int cudaDeviceSynchronize(void);
 int cudaLaunchKernel(const void *f, fake_dim3 grid, fake_dim3 block, void **args, size_t smem, void *stream);
 int cudaStreamCreateWithPriority(void **stream, unsigned flags, int priority);
+int cudaProfilerStart(void);
+int cudaProfilerStop(void);
 
 /* A graph executable whose replay takes gpu_ns on the GPU. */
 void *fake_graph_exec(int64_t gpu_ns);
@@ -29,6 +31,8 @@ void fake_pin(void *ptr);
 int64_t fake_graph_start_ns(int i);
 /* Calls a capturing stream refused (cudaStreamGetId on it): each would end a real capture. */
 int fake_capture_broken(void);
+/* cudaProfilerStart (stop 0) or cudaProfilerStop (stop 1) calls that reached the runtime. */
+int fake_profiler_calls(int stop);
 /* CUPTI entry points called in this process (the fake defines them ahead of libcupti). */
 int fake_cupti_calls(void);
 

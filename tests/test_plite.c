@@ -26,6 +26,7 @@
 #define LOOP 20
 
 static char dir[256];
+static char dev_r[4096], pageable_r[4096];
 
 static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
 
@@ -42,6 +43,40 @@ static int child(const char *scenario) {
     cudaStreamCreateWithPriority(&s1, 0, 0);
     void *a = fake_graph_exec(A_NS), *b = fake_graph_exec(B_NS);
     fake_dim3 d3 = { 1, 1, 1 };
+    if (!strcmp(scenario, "range")) {       /* --capture-range profiler-api */
+        cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);   /* the first call: the writer starts */
+        sleep_ms(100);                                  /* and fills the event pool */
+        nvtxRangePushA("decode bs=1");                  /* before any start: nothing */
+        cudaGraphLaunch(a, s1);
+        cudaStreamSynchronize(s1);
+        nvtxRangePop();
+        nvtxRangePushA("sample bs=1");                  /* begins outside, ends inside: cut */
+        cudaProfilerStart();
+        nvtxRangePop();
+        nvtxRangePushA("verify bs=2");                  /* inside */
+        cudaGraphLaunch(b, s1);
+        cudaStreamSynchronize(s1);
+        nvtxRangePop();
+        cudaProfilerStop();
+        nvtxRangePushA("decode bs=4");                  /* after the stop: nothing */
+        cudaGraphLaunch(a, s1);
+        cudaMemcpy(pageable_r, dev_r, 64, 2);
+        nvtxRangePop();
+        cudaProfilerStop();                             /* a stop without a start: nothing */
+        cudaProfilerStart();
+        cudaProfilerStart();                            /* nested: one range */
+        nvtxRangePushA("decode bs=3");                  /* inside the second range */
+        cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);
+        cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);
+        cudaGraphLaunch(a, s1);
+        cudaStreamSynchronize(s1);
+        nvtxRangePop();
+        cudaProfilerStop();
+        char buf[64];
+        snprintf(buf, sizeof buf, "%d %d\n", fake_profiler_calls(0), fake_profiler_calls(1));
+        child_write("profiler_calls", buf);
+        return 0;
+    }
     if (!strcmp(scenario, "nvtx_only")) {   /* a program whose runtime calls we never see */
         nvtxRangePushA("decode bs=1");
         nvtxRangePop();
@@ -106,6 +141,8 @@ static int run_child(const char *sub) {
         setenv("LD_PRELOAD", PLITE_LIB, 1);
         setenv("NVTX_INJECTION64_PATH", PLITE_LIB, 1);
         unsetenv("CUDA_INJECTION64_PATH");
+        if (!strcmp(sub, "range")) setenv("SPECPROF_CAPTURE_RANGE", "profiler-api", 1);
+        else unsetenv("SPECPROF_CAPTURE_RANGE");
         char *argv[] = { "test_plite", "child", (char *)sub, NULL };
         execv("/proc/self/exe", argv);
         _exit(127);
@@ -317,6 +354,48 @@ static void plite_says_when_the_runtime_is_static(void) {
     ptrace_file_free(&f);
 }
 
+/* --capture-range profiler-api: only what lies between cudaProfilerStart and Stop is written
+ * (ranges begun before a start are cut), the calls still reach the runtime, and the trace says
+ * how many ranges it holds. */
+static void plite_capture_range_records_only_inside(void) {
+    int rc = run_child("range");
+    CHECK(rc == 0, "child exit %d", rc);
+    char path[800], err[512];
+    ptrace_file f;
+    if (trace_path("range", path, sizeof path)) { CHECK(0, "no trace"); return; }
+    if (ptrace_read_file(path, &f, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(f.info.complete && l->on, "complete %d lite %d", f.info.complete, l->on);
+    CHECK(!strcmp(f.info.header.capture_range, "profiler-api") && !strcmp(l->capture_range, "profiler-api"),
+          "capture_range header \"%s\" end \"%s\"", f.info.header.capture_range, l->capture_range);
+    CHECK(l->range_opens == 2 && l->range_ns > 0, "range_opens %lld range_ns %lld", (long long)l->range_opens,
+          (long long)l->range_ns);
+    char names[8][64];
+    int nr = 0, launches3 = -1, gl = 0, syncs = 0, copies = 0;
+    for (size_t i = 0; i < f.n_ev; i++) {
+        ptrace_range r;
+        ptrace_graphlaunch g;
+        ptrace_api a;
+        if (!ptrace_read_range(&f.ev[i], 0, &r)) {
+            if (nr < 8) snprintf(names[nr], sizeof names[nr], "%s", r.name);
+            nr++;
+            if (!strcmp(r.name, "decode bs=3")) launches3 = (int)r.launches;
+        } else if (!ptrace_read_graphlaunch(&f.ev[i], 0, &g)) gl++;
+        else if (!ptrace_read_api(&f.ev[i], 0, &a)) {
+            if (strstr(a.name, "Synchronize")) syncs++;
+            else if (strstr(a.name, "Memcpy")) copies++;
+        }
+    }
+    CHECK(nr == 2 && !strcmp(names[0], "verify bs=2") && !strcmp(names[1], "decode bs=3"), "%d ranges: %s, %s", nr,
+          nr > 0 ? names[0] : "-", nr > 1 ? names[1] : "-");
+    CHECK(launches3 == 2, "decode bs=3 launches %d", launches3);
+    CHECK(gl == 2 && syncs == 2 && copies == 0, "graph launches %d, syncs %d, copies %d written", gl, syncs, copies);
+    long pc[2] = { 0, 0 };
+    CHECK(read_long("range", "profiler_calls", pc, 2) == 2 && pc[0] == 3 && pc[1] == 3,
+          "profiler calls that reached the runtime: start %ld stop %ld", pc[0], pc[1]);
+    ptrace_file_free(&f);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "child")) return child(argv[2]);
     snprintf(dir, sizeof dir, "/tmp/test_plite.%d", (int)getpid());
@@ -328,6 +407,7 @@ int main(int argc, char **argv) {
     RUN(plite_records_copies_syncs_and_the_capturing_launch);
     RUN(plite_trace_passes_specprof_check);
     RUN(plite_says_when_the_runtime_is_static);
+    RUN(plite_capture_range_records_only_inside);
     if (full_ok) ptrace_file_free(&full);
     if (!check_tests_failed && !getenv("TEST_PLITE_KEEP")) {
         char cmd[300];

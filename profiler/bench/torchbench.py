@@ -554,6 +554,31 @@ class Req:
         self.draws = 0
 
 
+def parse_capture(s):
+    """--capture: a set of (mode, steps, C), or None for every point; die on a bad item."""
+    if s.strip() == "*":
+        return None
+    out = set()
+    for item in filter(None, (x.strip() for x in s.split(","))):
+        p = item.split(":")
+        try:
+            if p[0] == "spec" and len(p) == 3:
+                out.add(("spec", int(p[1]), int(p[2])))
+            elif p[0] == "baseline" and len(p) == 2:
+                out.add(("baseline", 0, int(p[1])))
+            else:
+                raise ValueError
+        except ValueError:
+            die("--capture: item \"%s\": expected spec:STEPS:C, baseline:C or *" % item)
+    return out
+
+
+def captured(a, mode, steps, C):
+    if not a.capture:
+        return False
+    return a.capture_set is None or (mode, steps if mode == "spec" else 0, C) in a.capture_set
+
+
 def parse_len(s):
     if ":" in s:
         a, b = s.split(":")
@@ -584,7 +609,9 @@ class Server:
             now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
             self.log_f.write("[%s TP0] %s\n" % (now, msg))
 
-    def run_point(self, mode, steps, alpha, C, rep, profile_dir=None):
+    def run_point(self, mode, steps, alpha, C, rep, profile_dir=None, capture=False):
+        """One point; capture: its timed window between cudaProfilerStart and Stop
+        (torch.cuda.profiler), which specprof --capture-range profiler-api records alone."""
         a, m, e, s, sp = self.a, self.m, self.e, self.s, self.sp
         spec = mode == "spec"
         if not spec:
@@ -770,6 +797,8 @@ class Server:
         stats = new_stats()
         evs = []
         pr0 = probe_host(m.dev)
+        if capture and m.dev == "cuda":
+            torch.cuda.profiler.start()
         t_start = time.perf_counter()
         while True:
             one_iteration(stats, evs)
@@ -779,10 +808,14 @@ class Server:
         if m.dev == "cuda":
             torch.cuda.synchronize()
         wall = time.perf_counter() - t_start
+        if capture and m.dev == "cuda":
+            torch.cuda.profiler.stop()
         pr1 = probe_host(m.dev)
         stats["probe_py"] = 0.5 * (pr0[0] + pr1[0])
         stats["probe_launch"] = 0.5 * (pr0[1] + pr1[1])
         prof = "specprof" if "specprof" in os.environ.get("CUDA_INJECTION64_PATH", "") else "none"
+        if a.capture or a.capture_ab:            # specprof --capture-range: this window recorded or not
+            prof = "range-on" if capture else "range-off"
         out = [self.result(mode, steps, alpha, C, rep, rows, graph, wall, stats, evs, prof)]
         if profile_dir is not None:
             out.append(self.profile_window(one_iteration, mode, steps, alpha, C, rep, rows,
@@ -1085,8 +1118,15 @@ def main(argv=None):
     ap.add_argument("--discard-first", action="store_true",
                     help="run the first point once more before the grid, not recorded")
     ap.add_argument("--time-budget", type=float, default=0, help="stop starting points after S s")
+    ap.add_argument("--capture", default="", help="points whose timed window runs between "
+                    "cudaProfilerStart and Stop (specprof --capture-range profiler-api records "
+                    "those alone): comma list of spec:STEPS:C, baseline:C, or * for every point")
+    ap.add_argument("--capture-ab", action="store_true", help="every point twice per repeat, "
+                    "its window captured and not, the order alternating (the capture's cost "
+                    "measured in one process: rows' profiler column range-on / range-off)")
     ap.add_argument("--check", action="store_true", help="graph vs eager, MoE vs loop")
     a = ap.parse_args(argv)
+    a.capture_set = parse_capture(a.capture)
 
     presets = [p for p in a.preset.split(",") if p]
     for p in presets:
@@ -1178,7 +1218,13 @@ def main(argv=None):
                                 with open(os.path.join(pdir, "server_args.json"), "w") as f:
                                     json.dump(server_args(a, m, mode, steps, C), f, indent=1)
                                 srv.log_f = open(os.path.join(pdir, "server.log"), "a")
-                            rows = srv.run_point(mode, steps, alpha, C, rep, pdir)
+                            if a.capture_ab:         # both ways, the order alternating
+                                first = (rep + npts) % 2 == 0
+                                rows = srv.run_point(mode, steps, alpha, C, rep, pdir, first)
+                                rows += srv.run_point(mode, steps, alpha, C, rep, pdir, not first)
+                            else:
+                                rows = srv.run_point(mode, steps, alpha, C, rep, pdir,
+                                                     captured(a, mode, steps, C))
                             if pdir is not None:
                                 srv.log_f.close()
                                 srv.log_f = None

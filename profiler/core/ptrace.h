@@ -79,7 +79,8 @@ typedef struct {
     char records[8];             /* API records: "fit" (launches, copies, syncs) or "all"; "_api": on between windows too */
     int compressed;              /* 1: the file is gzip */
     char clock[48];              /* what t0_ns and every ts count: "CLOCK_REALTIME ns" ("" in older traces) */
-    char interposed[400];        /* lite mode: the runtime entry points interposed ("" otherwise) */
+    char interposed[512];        /* lite mode: the runtime entry points interposed ("" otherwise) */
+    char capture_range[16];      /* lite mode: "profiler-api" (cudaProfilerStart..Stop only), else "" */
     ptrace_calib calib;
 } ptrace_header;
 
@@ -175,7 +176,11 @@ typedef struct {
     double err_max_us;               /* the largest err_us written on a graph_trace event */
     double drift_max_ppm;            /* GPU vs host clock rate between anchors, largest seen */
     int static_runtime;              /* NVTX ranges but no runtime call: cudart linked statically? */
-    char interposed[400];            /* entry points interposed, comma-separated */
+    char interposed[512];            /* entry points interposed, comma-separated */
+    /* --capture-range profiler-api: recorded only between cudaProfilerStart and Stop
+     * ("" otherwise); the ranges opened and their summed length */
+    char capture_range[16];
+    int64_t range_opens, range_ns;
     /* calibration (at the end, on specprof's writer thread, the program's first device) */
     int calib_ok;
     char calib_why[96];

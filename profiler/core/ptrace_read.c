@@ -84,6 +84,7 @@ static void pr_header(const pjson *a, ptrace_header *h) {
     h->compressed = pjson_get_bool(cap, "compressed", 0);
     pr_copy(h->clock, sizeof h->clock, pjson_get_str(cap, "clock", ""));
     pr_copy(h->interposed, sizeof h->interposed, pjson_get_str(cap, "interposed", ""));
+    pr_copy(h->capture_range, sizeof h->capture_range, pjson_get_str(cap, "capture_range", ""));
     pr_calib(pjson_get(a, "calibration"), &h->calib);
 }
 
@@ -151,6 +152,9 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
         l->err_max_us = pr_us_bounded(pjson_get_num(a, "err_max_us", 0));
         l->drift_max_ppm = pr_us_bounded(pjson_get_num(a, "drift_max_ppm", 0));
         l->static_runtime = pjson_get_bool(a, "static_runtime", 0);
+        pr_copy(l->capture_range, sizeof l->capture_range, pjson_get_str(a, "capture_range", ""));
+        l->range_opens = pjson_get_int(a, "range_opens", 0);
+        l->range_ns = pjson_get_int(a, "range_ns", 0);
         l->calib_ok = pjson_get_bool(k, "ok", 0);
         pr_copy(l->calib_why, sizeof l->calib_why, pjson_get_str(k, "why", k ? "" : "not in this trace"));
         l->calib_launches = (int)pjson_get_int(k, "launches", 0);

@@ -157,6 +157,7 @@ int ptrace_write_header(char *buf, size_t cap, const ptrace_ctx *c, const ptrace
     sb_f(&sb, ",\"compressed\":%s", h->compressed ? "true" : "false");
     if (h->clock[0]) { sb_s(&sb, ",\"clock\":"); sb_str(&sb, h->clock); }
     if (h->interposed[0]) { sb_s(&sb, ",\"interposed\":"); sb_str(&sb, h->interposed); }
+    if (h->capture_range[0]) { sb_s(&sb, ",\"capture_range\":"); sb_str(&sb, h->capture_range); }
     sb_s(&sb, "},");
     ptrace_write_calib(&sb, &h->calib);
     sb_s(&sb, ",\"cmd\":");
@@ -324,6 +325,11 @@ static void ptrace_write_lite(ptrace_sb *b, const ptrace_lite *l) {
          l->graph_pending, l->graph_lost, l->blocking_calls, l->memcpy_calls, l->sync_calls, l->kernel_launches,
          l->dropped, l->anchors, l->anchor_err_max_us, l->err_max_us, l->drift_max_ppm,
          l->static_runtime ? "true" : "false");
+    if (l->capture_range[0]) {
+        sb_s(b, "\"capture_range\":");
+        sb_str(b, l->capture_range);
+        sb_f(b, ",\"range_opens\":%" PRId64 ",\"range_ns\":%" PRId64 ",", l->range_opens, l->range_ns);
+    }
     sb_f(b, "\"calibration\":{\"ok\":%s,\"mode\":\"lite\"", l->calib_ok ? "true" : "false");
     if (l->calib_ok)
         sb_f(b, ",\"launches\":%d,\"graph_launch_real_us\":%.3f,\"graph_launch_lite_us\":%.3f,"

@@ -426,7 +426,8 @@ static void pinj_host_push(const pinj_hev *e) {
 }
 
 int pinject_recording(void) {
-    return pinject_capturing() && (g.cfg.mode != PINJ_MODE_WINDOWS || atomic_load_explicit(&g.win_live, memory_order_relaxed));
+    return pinject_capturing() && (g.cfg.mode != PINJ_MODE_WINDOWS || atomic_load_explicit(&g.win_live, memory_order_relaxed)) &&
+           (g.cfg.mode != PINJ_MODE_LITE || !plite_range_mode() || plite_range_open_since(INT64_MAX));
 }
 
 void pinject_host_nccl(const ptrace_ncclcall *n) {
@@ -891,6 +892,7 @@ static void pinj_open_file(void) {
         memset(&l, 0, sizeof l);
         plite_stats(&l);
         snprintf(h.interposed, sizeof h.interposed, "%s", l.interposed);
+        snprintf(h.capture_range, sizeof h.capture_range, "%s", l.capture_range);
     }
     h.window_ms = g.cfg.window_ms;
     h.period_ms = g.cfg.period_ms;
@@ -1468,6 +1470,8 @@ static const char *pinj_nvtx_msg(const nvtxEventAttributes_t *a, char *buf, size
 /* A range that ended inside a window (or in always mode) is written. */
 static void pinj_range_closed(const pnvtx_closed *c, int64_t tid) {
     if (!pinject_recording()) return;
+    /* lite --capture-range: a range that began before the range opened is cut, not written */
+    if (g.cfg.mode == PINJ_MODE_LITE && plite_range_mode() && !plite_range_open_since(c->start_ns)) return;
     pinj_hev e;
     e.u.range.has_launches = 0;
     e.u.range.launches = e.u.range.graph_launches = 0;

@@ -73,7 +73,7 @@ static const struct { const char *name; uint32_t cbid; } pl_api[PL_N_API] = {
 };
 #define PL_INTERPOSED "cudaGraphLaunch,cudaGraphLaunch_ptsz,cudaMemcpy,cudaMemcpy_ptds,cudaMemcpyAsync," \
     "cudaMemcpyAsync_ptsz,cudaStreamSynchronize,cudaStreamSynchronize_ptsz,cudaDeviceSynchronize," \
-    "cudaEventSynchronize,cudaGraphExecDestroy;counted:cudaLaunchKernel,cudaLaunchKernel_ptsz," \
+    "cudaEventSynchronize,cudaGraphExecDestroy,cudaProfilerStart,cudaProfilerStop;counted:cudaLaunchKernel,cudaLaunchKernel_ptsz," \
     "__cudaLaunchKernel,__cudaLaunchKernel_ptsz,cudaLaunchKernelExC,cudaLaunchKernelExC_ptsz,cudaLaunchCooperativeKernel"
 static const char *const pl_copy_kind[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
 enum { PL_TIMED = 0, PL_UNTIMED_CAPTURING, PL_UNTIMED_FAILED, PL_UNTIMED_NO_EVENT };
@@ -126,6 +126,7 @@ static struct {
     pl_err (*graph_instantiate)(void **, void *, unsigned long long);
     pl_err (*graph_destroy)(void *);
     pl_err (*stream_destroy)(void *);
+    pl_v_fn prof_start, prof_stop;
 } pl_rt;
 
 static int pl_find_cudart(struct dl_phdr_info *info, size_t size, void *data) {
@@ -179,6 +180,13 @@ typedef struct { uint64_t launches, graph_launches, stream_id; void *stream; int
 
 static int pl_enabled = -1;               /* SPECPROF_MODE=lite (constructor) */
 static atomic_int pl_on;                  /* recording (plite_start, not in a forked child) */
+/* --capture-range profiler-api (SPECPROF_CAPTURE_RANGE): records only between the program's
+ * cudaProfilerStart and cudaProfilerStop (torch.cuda.profiler.start/stop); the gate is open
+ * from the start otherwise. Closed, every interposed call goes straight to the runtime. */
+static int pl_range_mode;
+static atomic_int pl_gate = 1;
+static atomic_llong pl_gate_open_ns;      /* when the gate last opened (pinject_now_ns) */
+static atomic_llong pl_n_range_opens, pl_range_ns;
 static pnvtx *pl_nvtx;
 static void (*pl_wake)(void);
 static __thread pl_thread pl_t;
@@ -220,6 +228,9 @@ static struct {
 __attribute__((constructor)) static void pl_ctor(void) {
     const char *m = getenv("SPECPROF_MODE");
     pl_enabled = m && !strcmp(m, "lite") && getenv("SPECPROF_DIR") != NULL;
+    const char *r = getenv("SPECPROF_CAPTURE_RANGE");
+    pl_range_mode = pl_enabled && r && !strcmp(r, "profiler-api");
+    if (pl_range_mode) atomic_store(&pl_gate, 0);
 }
 
 int plite_enabled(void) {
@@ -251,12 +262,35 @@ int plite_cuda_seen(int *dev) {
     return atomic_load(&pl_cuda_seen);
 }
 
-/* 1 when the calls are recorded; starts lite mode at the first interposed call. */
+/* 1 when the calls are recorded; starts lite mode at the first interposed call. The end's
+ * calibration records whether the capture range is open or not. */
 static inline int pl_active(void) {
-    if (__builtin_expect(atomic_load_explicit(&pl_on, memory_order_relaxed), 1)) return 1;
+    if (__builtin_expect(atomic_load_explicit(&pl_on, memory_order_relaxed), 1))
+        return atomic_load_explicit(&pl_gate, memory_order_relaxed) || pl_t.calib;
     if (!plite_enabled()) return 0;
     pinject_lite_begin();
-    return atomic_load(&pl_on);
+    return atomic_load(&pl_on) && atomic_load(&pl_gate);
+}
+
+int plite_range_mode(void) { return pl_range_mode; }
+
+int plite_range_open_since(int64_t start_ns) {
+    return atomic_load_explicit(&pl_gate, memory_order_relaxed) && start_ns >= atomic_load(&pl_gate_open_ns);
+}
+
+/* cudaProfilerStart/Stop: the capture range's edges (passed on to the runtime either way, for
+ * another profiler). Nested starts count once; a stop without a start changes nothing. */
+static void pl_gate_set(int open) {
+    if (!pl_range_mode) return;
+    int64_t now = pinject_now_ns();
+    if (open) {
+        if (atomic_load(&pl_gate)) return;
+        atomic_store(&pl_gate_open_ns, now);
+        atomic_store(&pl_gate, 1);
+        atomic_fetch_add(&pl_n_range_opens, 1);
+    } else if (atomic_exchange(&pl_gate, 0)) {
+        atomic_fetch_add(&pl_range_ns, now - atomic_load(&pl_gate_open_ns));
+    }
 }
 
 static void pl_resolve_helpers(void);
@@ -457,6 +491,16 @@ PL_EXPORT pl_err cudaStreamSynchronize(void *s) { return pl_sync(s, PL_SSYNC); }
 PL_EXPORT pl_err cudaStreamSynchronize_ptsz(void *s) { return pl_sync(s, PL_SSYNC_PTSZ); }
 PL_EXPORT pl_err cudaDeviceSynchronize(void) { return pl_sync(NULL, PL_DSYNC); }
 PL_EXPORT pl_err cudaEventSynchronize(void *e) { return pl_sync(e, PL_ESYNC); }
+PL_EXPORT pl_err cudaProfilerStart(void) {
+    pl_v_fn real = (pl_v_fn)PL_REAL(pl_rt.prof_start, "cudaProfilerStart");
+    if (plite_enabled()) { (void)pl_active(); pl_gate_set(1); }
+    return real ? real() : PL_SUCCESS;
+}
+PL_EXPORT pl_err cudaProfilerStop(void) {
+    pl_v_fn real = (pl_v_fn)PL_REAL(pl_rt.prof_stop, "cudaProfilerStop");
+    pl_gate_set(0);
+    return real ? real() : PL_SUCCESS;
+}
 
 /* An executable destroyed: its address may come back as another executable (a new id). */
 PL_EXPORT pl_err cudaGraphExecDestroy(void *exec) {
@@ -864,5 +908,11 @@ void plite_stats(ptrace_lite *l) {
     l->anchor_err_max_us = pl_w.anchor_err_max_us;
     l->err_max_us = pl_w.err_max_us;
     l->drift_max_ppm = pl_w.drift_max_ppm;
+    if (pl_range_mode) {
+        snprintf(l->capture_range, sizeof l->capture_range, "profiler-api");
+        l->range_opens = atomic_load(&pl_n_range_opens);
+        l->range_ns = atomic_load(&pl_range_ns);
+        if (atomic_load(&pl_gate)) l->range_ns += pinject_now_ns() - atomic_load(&pl_gate_open_ns);
+    }
     snprintf(l->interposed, sizeof l->interposed, "%s", PL_INTERPOSED);
 }

@@ -27,6 +27,11 @@ int64_t plite_drain(const ptrace_ctx *ctx, plite_emit_fn emit, void *user, int f
 /* Writer thread, at the end: what the interposer costs per graph launch (event pair) and per
  * interposed call, on the program's first device; into l (calib_ok or calib_why). */
 void plite_calibrate(ptrace_lite *l);
+/* --capture-range profiler-api (SPECPROF_CAPTURE_RANGE): 1 when on. plite_range_open_since:
+ * 1 when the range (cudaProfilerStart..Stop) is open and opened at or before start_ns, so that
+ * an NVTX range that began at start_ns lies wholly inside it. */
+int plite_range_mode(void);
+int plite_range_open_since(int64_t start_ns);
 /* The calling thread's kernel and graph launches so far (the NVTX ranges' launches). */
 void plite_thread_counts(uint64_t c[2]);
 /* Counts so far (end record), and the names of the interposed entry points. */
