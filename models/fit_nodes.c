@@ -29,6 +29,8 @@ typedef struct {
     int     phase;
     fr_inst sh;
     size_t  used;           /* times a lite instance took it (spreads the choice) */
+    double  idle;           /* GPU idle inside its graph replays / their extents (0: none) */
+    int     odd;            /* idle well above its configuration's: not a reference (fn_mark_odd) */
 } fn_inst;
 
 /* One trace's indices: launch calls by (thread, start), GPU records by corr, instances. */
@@ -240,6 +242,9 @@ static size_t fn_calls(const fn_ix *x, const ptrace_range *r, size_t *out, size_
     return n;
 }
 
+#define FN_CALLS_MAX 4096   /* launch calls of one instance looked at (torchbench's eager
+                               verify: ~1000 launches) */
+
 /* The configuration of an instance as the fit samples it (docs/fit.md "Long captures"):
  * the shape words but ctx=. */
 static int fn_same_cfg(const fn_inst *a, const fn_inst *b)
@@ -250,29 +255,94 @@ static int fn_same_cfg(const fn_inst *a, const fn_inst *b)
            x->experts == y->experts && x->moe_topk == y->moe_topk;
 }
 
-/* The reference instance for li: same phase and configuration, nearest KV context, the least
- * used (consecutive lite instances of one shape take consecutive reference instances); else
- * the same phase's nearest shape by tokens then ctx (*nearest = 1). NULL: none of the phase. */
+#define FN_ODD_IDLE 0.05   /* a replay idle this much more of its extent than its configuration's
+                              median is odd (torchbench, H200 call 9: a verify replay of 2799 us
+                              with 1992 us of kernels among replays of ~2160 us idle ~3%) */
+
+/* The GPU idle inside an instance's graph replays, as a share of their extents: per graph
+ * launch, its records' extent less their union. */
+static double fn_idle(const fn_ix *x, const fn_inst *in)
+{
+    static size_t c[FN_CALLS_MAX];
+    size_t n = fn_calls(x, &x->t->rng[in->rng], c, FN_CALLS_MAX);
+    double ext = 0, idle = 0;
+    for (size_t j = 0; j < n; j++) {
+        const ptrace_api *a = &x->t->api[c[j]];
+        if (fn_kind(a) != 'G')
+            continue;
+        size_t lo, hi = fn_recs_of(x, a->corr, &lo);   /* by start within the corr */
+        if (hi <= lo)
+            continue;
+        int64_t s0 = x->rec[lo].s, end = INT64_MIN, gaps = 0;
+        for (size_t q = lo; q < hi; q++) {
+            const fn_rec *r = &x->rec[q];
+            int64_t e = r->kind ? x->t->mem[r->idx].end_ns : x->t->kern[r->idx].end_ns;
+            if (end != INT64_MIN && r->s > end)
+                gaps += r->s - end;
+            if (e > end)
+                end = e;
+        }
+        ext += (double)(end - s0);
+        idle += (double)gaps;
+    }
+    return ext > 0 ? idle / ext : 0;
+}
+
+static int fn_cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Marks the instances whose replays idle FN_ODD_IDLE more than the median of their
+ * configuration's (a stall inside one replay: scaling a lite span by it would shrink every
+ * kernel). Returns the number marked. */
+static size_t fn_mark_odd(fn_ix *x)
+{
+    size_t odd = 0;
+    double *v = malloc((x->nin + 1) * sizeof *v);
+    if (!v)
+        return 0;   /* out of memory: none marked, the choice is as before */
+    for (size_t i = 0; i < x->nin; i++)
+        x->in[i].idle = fn_idle(x, &x->in[i]);
+    for (size_t i = 0; i < x->nin; i++) {
+        size_t m = 0;
+        for (size_t j = 0; j < x->nin; j++)
+            if (fn_same_cfg(&x->in[i], &x->in[j]))
+                v[m++] = x->in[j].idle;
+        qsort(v, m, sizeof *v, fn_cmp_d);
+        x->in[i].odd = m >= 3 && x->in[i].idle > v[m / 2] + FN_ODD_IDLE;
+        odd += (size_t)x->in[i].odd;
+    }
+    free(v);
+    return odd;
+}
+
+/* The reference instance for li: same phase and configuration, not odd (fn_mark_odd), nearest
+ * KV context, the least used (consecutive lite instances of one shape take consecutive
+ * reference instances); else the same phase's nearest shape by tokens then ctx (*nearest = 1).
+ * NULL: none of the phase. */
 static fn_inst *fn_choose(fn_run *F, const fn_inst *li, int *ri, int *nearest)
 {
     fn_inst *best = NULL;
-    int bexact = 0;
+    int bexact = 0, bgood = 0;
     double bd0 = 0, bd1 = 0;
     for (int r = 0; r < F->nref; r++)
         for (size_t i = 0; i < F->ref[r].nin; i++) {
             fn_inst *c = &F->ref[r].in[i];
             if (c->phase != li->phase)
                 continue;
-            int exact = fn_same_cfg(c, li);
+            int exact = fn_same_cfg(c, li), good = !c->odd;
             double d0 = exact ? 0 : fabs(c->sh.tokens - li->sh.tokens);
             double d1 = fabs(c->sh.kv - li->sh.kv);
-            int better = !best || exact > bexact ||
-                         (exact == bexact && (d0 < bd0 || (d0 == bd0 && (d1 < bd1 ||
+            int better = !best || exact > bexact || (exact == bexact && good > bgood) ||
+                         (exact == bexact && good == bgood && (d0 < bd0 || (d0 == bd0 && (d1 < bd1 ||
                           (d1 == bd1 && c->used < best->used)))));
             if (better) {
                 best = c;
                 *ri = r;
                 bexact = exact;
+                bgood = good;
                 bd0 = d0;
                 bd1 = d1;
             }
@@ -469,8 +539,6 @@ static int fn_cmp_glc(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-#define FN_CALLS_MAX 4096   /* launch calls of one instance looked at (torchbench's eager
-                               verify: ~1000 launches) */
 
 /* A lite instance li of the trace filled from the reference instance ri: its graph launches
  * by position (the Nth launch of the instance from the reference's Nth), the reference's other
@@ -789,9 +857,11 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
     if (nref > 0 && !(F.ref = calloc((size_t)nref, sizeof *F.ref)))
         return fn_oom(err, errlen, t->file);
     F.nref = nref;
-    for (int r = 0; r < nref; r++)
+    for (int r = 0; r < nref; r++) {
         if (fn_ix_build(&F.ref[r], &ref[r], err, errlen))
             goto out;
+        st->odd_refs += fn_mark_odd(&F.ref[r]);
+    }
     if (fn_ix_build(&F.self, t, err, errlen))
         goto out;
     glc = malloc((t->ngl + 1) * sizeof *glc);
@@ -979,6 +1049,11 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
                 "had no node-level replay (same executable in a window%s): left without kernels, "
                 "their instances are not fitted\n", t->file, st->no_replay,
                 st->no_replay == 1 ? "" : "es", nref ? ", or a reference instance of its phase" : "");
+    if (log && st->odd_refs)
+        fprintf(log, "specsim fit: note: %s: %zu reference instance%s passed over where another of "
+                "the same shape exists: their graph replays idle %.0f%%+ more of their span than the "
+                "shape's median (a stall inside a replay would shrink every kernel scaled into a "
+                "lite span)\n", t->file, st->odd_refs, st->odd_refs == 1 ? "" : "s", 100 * FN_ODD_IDLE);
     if (log && (st->anchors_differ || st->no_span || st->launches_differ))
         fprintf(log, "specsim fit: note: %s: %zu instance%s whose recorded calls differ from their "
                 "reference's (host map by the range's ends only), %zu graph launch%s without a "

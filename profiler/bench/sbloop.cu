@@ -1,6 +1,7 @@
 /* sbloop: closed-loop continuous batching over the EAGLE or baseline iteration, with
  * lazily captured CUDA graphs and per-phase CUDA-event timing (see sbloop.h). */
 #include "sbloop.h"
+#include <cuda_profiler_api.h>
 #include "sbcheck.h"
 #include <nvtx3/nvToolsExt.h>
 #include <cstring>
@@ -301,6 +302,7 @@ void sb_run_point(sb_engine *e, const sb_cfg *c, sb_result *res) {
             collect(&t, 1);
             memset(t.sum_ms, 0, sizeof t.sum_ms);
             t.measuring = 1;
+            if (c->capture) CK_CUDA(cudaProfilerStart());
             t0 = now_s();
         }
         int meas = it >= c->warmup;
@@ -374,6 +376,7 @@ void sb_run_point(sb_engine *e, const sb_cfg *c, sb_result *res) {
     }
     CK_CUDA(cudaStreamSynchronize(st));
     double t1 = now_s();
+    if (c->capture) CK_CUDA(cudaProfilerStop());
     collect(&t, 1);
     double wall = t1 - t0;
     int n = n_meas > 0 ? n_meas : 0;

@@ -44,6 +44,8 @@ typedef struct {
     int min_iters, max_iters;
     uint64_t seed;
     int rep;
+    int capture;               /* 1: the measured window between cudaProfilerStart and Stop
+                                  (specprof --capture-range profiler-api records it alone) */
 } sb_cfg;
 
 typedef struct {

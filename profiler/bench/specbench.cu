@@ -49,6 +49,9 @@ static void usage(FILE *f) {
 "  --seed N               host RNG seed (acceptance, request lengths), default 1\n"
 "  --time-budget S        stop the grid before a point that would end past S seconds\n"
 "                         (one GPU only); finished points are already in --csv\n"
+"  --capture LIST         points whose measured window runs between cudaProfilerStart and\n"
+"                         Stop (specprof --mode lite --capture-range profiler-api records those\n"
+"                         alone): spec:STEPS:C, baseline:C, comma-separated, or * for all\n"
 "output:\n"
 "  --json FILE --csv FILE (appends) --summary-csv FILE (appends) --facts FILE\n"
 "  --check                GPU self-checks on the preset's shapes (2 layers) and exit\n"
@@ -217,6 +220,8 @@ int main(int argc, char **argv) {
     int prompt_lo = 1024, prompt_hi = 1024, out_lo = 256, out_hi = 256;
     int warmup = 3, iters = 0, min_iters = 5, max_iters = 100000;
     double seconds = 1.0, budget_s = 0, gemm_rest = 2;
+    std::vector<std::pair<int, int>> capture;   /* --capture: (steps, C); steps -1: baseline */
+    int capture_all = 0;
     uint64_t seed = 1;
     std::string cg_spec = "sglang:256";
     const char *json = NULL, *csv = NULL, *sumcsv = NULL, *facts = NULL;
@@ -224,7 +229,7 @@ int main(int argc, char **argv) {
            O_TOPKE, O_MOEI, O_SHI, O_DI, O_DV, O_NOVER,
            O_PRESET = 100, O_GPUS, O_RANK, O_MODE, O_STEPS, O_TOPK, O_ALPHA, O_APOS, O_CONC,
            O_PROMPT, O_OUT, O_CG, O_WARM, O_SEC, O_ITERS, O_MINI, O_MAXI, O_REP, O_SEED, O_JSON,
-           O_CSV, O_SUM, O_FACTS, O_CHECK, O_QUIET, O_HELP, O_BUDGET, O_GSWEEP, O_GREST };
+           O_CSV, O_SUM, O_FACTS, O_CHECK, O_QUIET, O_HELP, O_BUDGET, O_GSWEEP, O_GREST, O_CAPTURE };
     static const struct option opts[] = {
         {"layers", 1, 0, O_LAYERS}, {"dense-layers", 1, 0, O_DENSE}, {"hidden", 1, 0, O_HIDDEN},
         {"heads", 1, 0, O_HEADS}, {"kv-heads", 1, 0, O_KV}, {"head-dim", 1, 0, O_HD},
@@ -240,7 +245,8 @@ int main(int argc, char **argv) {
         {"seed", 1, 0, O_SEED}, {"json", 1, 0, O_JSON}, {"csv", 1, 0, O_CSV},
         {"summary-csv", 1, 0, O_SUM}, {"facts", 1, 0, O_FACTS}, {"check", 0, 0, O_CHECK},
         {"quiet", 0, 0, O_QUIET}, {"help", 0, 0, O_HELP}, {"time-budget", 1, 0, O_BUDGET},
-        {"gemm-sweep", 1, 0, O_GSWEEP}, {"gemm-rest", 1, 0, O_GREST}, {0, 0, 0, 0}};
+        {"gemm-sweep", 1, 0, O_GSWEEP}, {"gemm-rest", 1, 0, O_GREST}, {"capture", 1, 0, O_CAPTURE},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         const char *on = NULL;
@@ -293,6 +299,22 @@ int main(int argc, char **argv) {
         case O_FACTS: facts = optarg; break;
         case O_CHECK: check = 1; break;
         case O_BUDGET: budget_s = parse_dbl(optname, optarg, 0.0, 1e7); break;
+        case O_CAPTURE:
+            capture_all = !strcmp(optarg, "*");
+            if (capture_all) break;
+            for (auto &x : split(optarg, ',')) {
+                auto p = split(x.c_str(), ':');
+                int ok = (p.size() == 3 && p[0] == "spec") || (p.size() == 2 && p[0] == "baseline");
+                int sv = 0, cv = 0;
+                if (ok && p[0] == "spec") ok = sscanf(p[1].c_str(), "%d", &sv) == 1 && sscanf(p[2].c_str(), "%d", &cv) == 1;
+                else if (ok) ok = sscanf(p[1].c_str(), "%d", &cv) == 1;
+                if (!ok || cv < 1 || sv < 0) {
+                    fprintf(stderr, "specbench: --capture: item '%s': want spec:STEPS:C, baseline:C or *\n", x.c_str());
+                    return 2;
+                }
+                capture.push_back({p[0] == "spec" ? sv : -1, cv});
+            }
+            break;
         case O_QUIET: quiet = 1; break;
         case O_GSWEEP:
             for (auto &x : split(optarg, ',')) {
@@ -489,6 +511,9 @@ int main(int argc, char **argv) {
                         cfg.alpha = a;
                         cfg.concurrency = C;
                         cfg.rep = rep;
+                        cfg.capture = capture_all;
+                        for (auto &k : capture)
+                            if (k.second == C && k.first == (mode ? s : -1)) cfg.capture = 1;
                         point p;
                         p.preset = sh.name;
                         p.mode_spec = mode;
