@@ -104,7 +104,11 @@ TORCH_VALIDATE_C6 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_
 # both presets' always-mode captures committed, and the eager loop from an always-mode capture.
 TORCH_VALIDATE_C7 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 VALIDATE_CALIB=traces/torch/call7
 # specprof --mode lite (issues 15, 20): the fit from the lite captures of H200 lite_call.sh with
-# node-level references (models/lite_validate.sh), against the node-level fit on the same grid.
+# node-level references (models/lite_validate.sh), against the node-level fit on the same grid;
+# then the captures taken inside their grid's own process (--capture-range profiler-api: call 10
+# specbench, call 9 torchbench dense with graphs and the eager loop) against that grid.
+LITE_DIRS = traces/lite/specbench traces/lite/torch-dense traces/lite/torch-dense-eager \
+  traces/lite/specbench-call10 traces/torch/call9/lite traces/torch/call9/lite_eager
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/call4/measured.csv \
@@ -122,7 +126,7 @@ validate: $(BIN)/specsim
 	$(TORCH_VALIDATE_C7)/eager VALIDATE_PRESETS=torch-dense VALIDATE_MEASURED=traces/torch/call7/eager/measured.csv \
 	  VALIDATE_OUT=traces/torch/call7/validation_eager.txt VALIDATE_WORK=build/validate-call7-eager \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
-	for d in traces/lite/specbench traces/lite/torch-dense traces/lite/torch-dense-eager; do \
+	for d in $(LITE_DIRS); do \
 	  sh models/lite_validate.sh $$d $(BIN)/specsim > /dev/null || rc=$$?; cat $$d/lite_vs_node.txt; done; \
 	sh models/scalecheck.sh $(BIN)/specsim || rc=$$?; \
 	sh models/hf_validate.sh $(BIN)/specsim || rc=$$?; \

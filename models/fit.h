@@ -113,7 +113,7 @@ typedef struct {
     size_t anchors_differ;     /* lite instances whose recorded calls (graph launches, blocking
                                   calls) are not the reference instance's, kind for kind */
     size_t positions_differ;   /* of those: another number of graph launches */
-    size_t odd_refs;           /* reference instances passed over: GPU idle inside their graph
+    size_t odd_refs;           /* reference instances marked odd: GPU idle inside their graph
                                   replays well above their configuration's (fn_mark_odd) */
     size_t launches_differ;    /* lite instances whose range's launches= (kernel launches the
                                   interposer counted) differs from the reference instance's

@@ -30,6 +30,7 @@ typedef struct {
     fr_inst sh;
     size_t  used;           /* times a lite instance took it (spreads the choice) */
     double  idle;           /* GPU idle inside its graph replays / their extents (0: none) */
+    double  ext;            /* the summed extents of its graph replays, ns */
     int     odd;            /* idle well above its configuration's: not a reference (fn_mark_odd) */
 } fn_inst;
 
@@ -261,7 +262,7 @@ static int fn_same_cfg(const fn_inst *a, const fn_inst *b)
 
 /* The GPU idle inside an instance's graph replays, as a share of their extents: per graph
  * launch, its records' extent less their union. */
-static double fn_idle(const fn_ix *x, const fn_inst *in)
+static double fn_idle(const fn_ix *x, fn_inst *in)
 {
     static size_t c[FN_CALLS_MAX];
     size_t n = fn_calls(x, &x->t->rng[in->rng], c, FN_CALLS_MAX);
@@ -285,6 +286,7 @@ static double fn_idle(const fn_ix *x, const fn_inst *in)
         ext += (double)(end - s0);
         idle += (double)gaps;
     }
+    in->ext = ext;
     return ext > 0 ? idle / ext : 0;
 }
 
@@ -318,11 +320,12 @@ static size_t fn_mark_odd(fn_ix *x)
     return odd;
 }
 
-/* The reference instance for li: same phase and configuration, not odd (fn_mark_odd), nearest
- * KV context, the least used (consecutive lite instances of one shape take consecutive
- * reference instances); else the same phase's nearest shape by tokens then ctx (*nearest = 1).
- * NULL: none of the phase. */
-static fn_inst *fn_choose(fn_run *F, const fn_inst *li, int *ri, int *nearest)
+/* The reference instance for li: same phase and configuration, not odd (fn_mark_odd) unless
+ * li's own graph spans (lspan, summed; 0: not known) are within FN_ODD_IDLE of its extents (the
+ * lite replay shows the same stall), nearest KV context, the least used (consecutive lite
+ * instances of one shape take consecutive reference instances); else the same phase's nearest
+ * shape by tokens then ctx (*nearest = 1). NULL: none of the phase. */
+static fn_inst *fn_choose(fn_run *F, const fn_inst *li, double lspan, int *ri, int *nearest)
 {
     fn_inst *best = NULL;
     int bexact = 0, bgood = 0;
@@ -332,7 +335,8 @@ static fn_inst *fn_choose(fn_run *F, const fn_inst *li, int *ri, int *nearest)
             fn_inst *c = &F->ref[r].in[i];
             if (c->phase != li->phase)
                 continue;
-            int exact = fn_same_cfg(c, li), good = !c->odd;
+            int exact = fn_same_cfg(c, li);
+            int good = !c->odd || (lspan > 0 && c->ext > 0 && fabs(lspan / c->ext - 1) <= FN_ODD_IDLE);
             double d0 = exact ? 0 : fabs(c->sh.tokens - li->sh.tokens);
             double d1 = fabs(c->sh.kv - li->sh.kv);
             int better = !best || exact > bexact || (exact == bexact && good > bgood) ||
@@ -524,6 +528,21 @@ static const ptrace_graphlaunch *fn_gl_of(const fit_trace *t, const size_t *glc,
             hi = mid;
     }
     return lo < t->ngl && t->gl[glc[lo]].corr == corr ? &t->gl[glc[lo]] : NULL;
+}
+
+/* A lite instance's graph_trace spans, summed (ns; 0: none). */
+static double fn_lite_span(const fn_run *F, const fn_inst *li, const size_t *glc)
+{
+    static size_t c[FN_CALLS_MAX];
+    size_t n = fn_calls(&F->self, &F->t->rng[li->rng], c, FN_CALLS_MAX);
+    double span = 0;
+    for (size_t j = 0; j < n; j++) {
+        const ptrace_api *a = &F->t->api[c[j]];
+        const ptrace_graphlaunch *g = fn_kind(a) == 'G' ? fn_gl_of(F->t, glc, a->corr) : NULL;
+        if (g)
+            span += (double)(g->end_ns - g->start_ns);
+    }
+    return span;
 }
 
 static int fn_cmp_inst_start(const void *a, const void *b)
@@ -891,7 +910,7 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
         for (size_t i = 0; i < F.self.nin; i++) {
             fn_inst *li = &F.self.in[i];
             int ri = 0, near = 0;
-            fn_inst *rin = fn_choose(&F, li, &ri, &near);
+            fn_inst *rin = fn_choose(&F, li, fn_lite_span(&F, li, glc), &ri, &near);
             if (!rin) {
                 snprintf(err, errlen, "%s: range \"%s\": phase %s: no instance of this phase "
                          "in the node-level reference traces (--nodes): its kernels are unknown",
@@ -976,7 +995,7 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
             li.rng = (size_t)(r >= 0 ? r : 0);
             li.phase = r >= 0 && nref > 0 ? fit_instances_parse(t->rng[r].name, &li.sh, &bw, &badk, &badv) : -1;
             int ri = 0, near = 0;
-            fn_inst *rin = li.phase >= 0 ? fn_choose(&F, &li, &ri, &near) : NULL;
+            fn_inst *rin = li.phase >= 0 ? fn_choose(&F, &li, 0, &ri, &near) : NULL;
             size_t pos = 0;   /* its place among its range's launches */
             for (size_t j = 0; j < i; j++)
                 pos += r_of[j] == r;
@@ -1050,10 +1069,11 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
                 "their instances are not fitted\n", t->file, st->no_replay,
                 st->no_replay == 1 ? "" : "es", nref ? ", or a reference instance of its phase" : "");
     if (log && st->odd_refs)
-        fprintf(log, "specsim fit: note: %s: %zu reference instance%s passed over where another of "
-                "the same shape exists: their graph replays idle %.0f%%+ more of their span than the "
-                "shape's median (a stall inside a replay would shrink every kernel scaled into a "
-                "lite span)\n", t->file, st->odd_refs, st->odd_refs == 1 ? "" : "s", 100 * FN_ODD_IDLE);
+        fprintf(log, "specsim fit: note: %s: %zu reference instance%s whose graph replays idle %.0f "
+                "points more of their span than their shape's median: used only where no other of the "
+                "shape exists or a lite replay shows the same stall (scaled into a lite span, a stall "
+                "would shrink every kernel)\n", t->file, st->odd_refs, st->odd_refs == 1 ? "" : "s",
+                100 * FN_ODD_IDLE);
     if (log && (st->anchors_differ || st->no_span || st->launches_differ))
         fprintf(log, "specsim fit: note: %s: %zu instance%s whose recorded calls differ from their "
                 "reference's (host map by the range's ends only), %zu graph launch%s without a "

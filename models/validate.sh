@@ -498,6 +498,9 @@ awk -F'\t' -v lo="$TARGET_COVERAGE_LO" -v hi="$TARGET_COVERAGE_HI" -f "$(dirname
 crc=$?
 [ "$crc" -eq 2 ] && die "coverage: malformed rows in $WORK/coverage.tsv"
 [ "$crc" -ne 0 ] && rc=3
+awk -f "$(dirname "$0")/noise_split.awk" "$WORK/validation.txt" >> "$WORK/validation.txt.noise" 2>/dev/null &&
+  cat "$WORK/validation.txt.noise" >> "$WORK/validation.txt"
+rm -f "$WORK/validation.txt.noise"
 cp "$WORK/validation.txt" "$OUT" || die "$OUT: cannot write"
 cat "$OUT"
 echo "# written to $OUT (models and logs in $WORK)"

@@ -118,6 +118,45 @@ static void fit_nodes_splits_graph_span_by_reference_shares(void)
     fit_trace_free(&lite);
 }
 
+/* Four reference replays of one configuration: three run k1 then k2 back to back over 100 us
+ * (ctx 100, 200, 300), the fourth (ctx 390, nearest the lite instance's 400) stalls 100 us
+ * between them. The lite replay measured 100 us: filled from a normal replay its kernels keep
+ * their 40 and 60 us; from the stalled one they would shrink to 20 and 30. Fails with
+ * fn_mark_odd off (the nearest ctx wins). */
+static void fit_nodes_odd_reference_is_passed_over(void)
+{
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[512];
+    static const char *const R[4] = {"verify tokens=4 bs=4 rows=4 ctx=100 graph=1",
+                                     "verify tokens=4 bs=4 rows=4 ctx=200 graph=1",
+                                     "verify tokens=4 bs=4 rows=4 ctx=300 graph=1",
+                                     "verify tokens=4 bs=4 rows=4 ctx=390 graph=1"};
+    fit_trace_init(&ref, "ref");
+    for (int i = 0; i < 4; i++) {
+        int64_t t0 = 1000 * i, stall = i == 3 ? 100 : 0;
+        t_range(&ref, R[i], t0, t0 + 300);
+        t_api(&ref, "cudaGraphLaunch", t0 + 1, t0 + 5, (uint32_t)(10 + i), 3);
+        t_kern(&ref, "k1", t0 + 10, t0 + 50, (uint32_t)(10 + i), 5);
+        t_kern(&ref, "k2", t0 + 50 + stall, t0 + 110 + stall, (uint32_t)(10 + i), 5);
+    }
+    const char *L = "verify tokens=4 bs=4 rows=4 ctx=400 graph=1";
+    t_lite(&lite, "lite");
+    t_range(&lite, L, 9000, 9300);
+    t_api(&lite, "cudaGraphLaunch", 9001, 9003, 77, 1);
+    t_gl(&lite, 9010, 9110, 77, 1, L);
+    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    const ptrace_kernel *a = find_k(&lite, "k1", 77), *b = find_k(&lite, "k2", 77);
+    CHECK(a && b, "both kernels filled");
+    if (a && b) {
+        CHECK_NEAR((a->end_ns - a->start_ns) / 1e3, 40, 1e-3, 0);
+        CHECK_NEAR((b->end_ns - b->start_ns) / 1e3, 60, 1e-3, 0);
+    }
+    CHECK(st.odd_refs == 1, "%zu reference instances marked odd, expected 1", st.odd_refs);
+    fit_trace_free(&ref);
+    fit_trace_free(&lite);
+}
+
 /* Two launches per instance (a draft graph then a verify graph, say): the lite instance's
  * first takes the reference's first, its second the second. */
 static void fit_nodes_matches_nth_launch_to_nth(void)
@@ -457,6 +496,7 @@ int main(void)
         return 1;
     }
     RUN(fit_nodes_splits_graph_span_by_reference_shares);
+    RUN(fit_nodes_odd_reference_is_passed_over);
     RUN(fit_nodes_matches_nth_launch_to_nth);
     RUN(fit_nodes_nearest_shape_warns_once_and_refuses_missing_phase);
     RUN(fit_nodes_windows_then_graph_level);
