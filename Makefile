@@ -103,14 +103,20 @@ TORCH_VALIDATE_C6 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_
 # torchbench call 7 (traces/torch/call7): call 6's procedure with torchbench's host-speed probes,
 # both presets' always-mode captures committed, and the eager loop from an always-mode capture.
 TORCH_VALIDATE_C7 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 VALIDATE_CALIB=traces/torch/call7
+# traces/validation/validation_0.3s.txt: the same fit against the first 2026-12-02 call's grid alone
+# (measured.csv takes concurrency 1 and 4 from a second call with a slower GPU; docs/validation.md).
 # specprof --mode lite (issues 15, 20): the fit from the lite captures of H200 lite_call.sh with
 # node-level references (models/lite_validate.sh), against the node-level fit on the same grid;
 # then the captures taken inside their grid's own process (--capture-range profiler-api: call 10
-# specbench, call 9 torchbench dense with graphs and the eager loop) against that grid.
-LITE_DIRS = traces/lite/specbench traces/lite/torch-dense traces/lite/torch-dense-eager \
-  traces/lite/specbench-call10 traces/torch/call9/lite traces/torch/call9/lite_eager
+# specbench, call 9 torchbench dense with graphs and the eager loop, call 11 MoE and replicates)
+# against that grid.
+LITE_DIRS = traces/lite/specbench traces/lite/specbench-0.3s traces/lite/torch-dense traces/lite/torch-dense-eager \
+  traces/lite/specbench-call10 traces/torch/call9/lite traces/torch/call9/lite_eager \
+  traces/torch/call11/moe traces/torch/call11/dense_r2 traces/torch/call11/eager_r2
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
+	VALIDATE_MEASURED=traces/validation/measured_0.3s.csv VALIDATE_OUT=traces/validation/validation_0.3s.txt \
+	  VALIDATE_WORK=build/validate-0.3s sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; \
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/call4/measured.csv \
 	  VALIDATE_OUT=traces/torch/validation.txt VALIDATE_WORK=build/validate-torch \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \

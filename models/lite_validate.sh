@@ -109,10 +109,10 @@ awk -v node="$NODE_TABLE" -v lite="$DIR/validation_lite.txt" -v bound="$BOUND_PO
       dm = a[1] - b[1]; dx = a[2] - b[2]
       # worse: the lite fit more than bound points less accurate (median or max); better: no
       # worse, and more than bound points more accurate on one of them; within: neither
-      worse = (dm > bound || dx > bound)
+      worse = (dm > bound + 1e-9 || dx > bound + 1e-9)   # the printed 2-decimal values: 0.30 is within
       if (worse) bad = 1
       printf "  %-12s %8.2f%% %8.2f%% %8.2f%% %8.2f%% %+8.2f %+8.2f %s\n", p, a[1], a[2], b[1], b[2], dm, dx,
-             worse ? "WORSE" : (dm < -bound || dx < -bound) ? "better" : "within"
+             worse ? "WORSE" : (dm < -bound - 1e-9 || dx < -bound - 1e-9) ? "better" : "within"
     }
     exit bad ? 4 : 0
   }' > "$DIR/lite_vs_node.txt"
