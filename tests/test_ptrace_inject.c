@@ -22,6 +22,8 @@ int64_t plite_drain(const ptrace_ctx *c, plite_emit_fn e, void *u, int f) { (voi
 void plite_calibrate(ptrace_lite *l) { (void)l; }
 void plite_thread_counts(uint64_t c[2]) { c[0] = c[1] = 0; }
 void plite_stats(ptrace_lite *l) { l->on = 1; }
+int plite_range_mode(void) { return 0; }
+int plite_range_open_since(int64_t s) { (void)s; return 1; }
 #include "ptrace_read.h"
 #include <sys/resource.h>
 #include <sys/stat.h>
