@@ -867,6 +867,13 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
                  "launches are unknown", t->file);
         return -1;
     }
+    if (lite && t->lite.capture_range[0] && t->lite.range_opens == 0) {
+        snprintf(err, errlen, "%s: field specprof_end.range_opens: value 0: captured with "
+                 "--capture-range %s, and the program never called cudaProfilerStart: nothing was "
+                 "recorded (torch.cuda.profiler.start()/stop() around the part to record)", t->file,
+                 t->lite.capture_range);
+        return -1;
+    }
     if (lite && nref < 1) {
         snprintf(err, errlen, "%s: a lite capture (capture.mode lite) holds no kernel records: "
                  "give node-level reference captures of the same program with --nodes "

@@ -157,6 +157,26 @@ static void fit_nodes_odd_reference_is_passed_over(void)
     fit_trace_free(&lite);
 }
 
+/* A lite capture taken with --capture-range whose program never opened a range holds nothing:
+ * refused with the field and the reason, not fitted as an empty trace. */
+static void fit_nodes_refuses_a_capture_range_never_opened(void)
+{
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[512] = "";
+    fit_trace_init(&ref, "ref");
+    t_range(&ref, VR, 90, 210);
+    t_api(&ref, "cudaGraphLaunch", 91, 95, 10, 3);
+    t_kern(&ref, "k1", 100, 130, 10, 5);
+    t_lite(&lite, "lite");
+    snprintf(lite.lite.capture_range, sizeof lite.lite.capture_range, "profiler-api");
+    lite.lite.range_opens = 0;
+    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == -1, "filled");
+    CHECK(strstr(err, "range_opens: value 0") && strstr(err, "cudaProfilerStart"), "err: %s", err);
+    fit_trace_free(&ref);
+    fit_trace_free(&lite);
+}
+
 /* Two launches per instance (a draft graph then a verify graph, say): the lite instance's
  * first takes the reference's first, its second the second. */
 static void fit_nodes_matches_nth_launch_to_nth(void)
@@ -497,6 +517,7 @@ int main(void)
     }
     RUN(fit_nodes_splits_graph_span_by_reference_shares);
     RUN(fit_nodes_odd_reference_is_passed_over);
+    RUN(fit_nodes_refuses_a_capture_range_never_opened);
     RUN(fit_nodes_matches_nth_launch_to_nth);
     RUN(fit_nodes_nearest_shape_warns_once_and_refuses_missing_phase);
     RUN(fit_nodes_windows_then_graph_level);

@@ -43,6 +43,13 @@ static int child(const char *scenario) {
     cudaStreamCreateWithPriority(&s1, 0, 0);
     void *a = fake_graph_exec(A_NS), *b = fake_graph_exec(B_NS);
     fake_dim3 d3 = { 1, 1, 1 };
+    if (!strcmp(scenario, "range_none")) {  /* --capture-range, and no cudaProfilerStart */
+        nvtxRangePushA("decode bs=1");
+        cudaGraphLaunch(a, s1);
+        cudaStreamSynchronize(s1);
+        nvtxRangePop();
+        return 0;
+    }
     if (!strcmp(scenario, "range")) {       /* --capture-range profiler-api */
         cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);   /* the first call: the writer starts */
         sleep_ms(100);                                  /* and fills the event pool */
@@ -141,7 +148,7 @@ static int run_child(const char *sub) {
         setenv("LD_PRELOAD", PLITE_LIB, 1);
         setenv("NVTX_INJECTION64_PATH", PLITE_LIB, 1);
         unsetenv("CUDA_INJECTION64_PATH");
-        if (!strcmp(sub, "range")) setenv("SPECPROF_CAPTURE_RANGE", "profiler-api", 1);
+        if (!strncmp(sub, "range", 5)) setenv("SPECPROF_CAPTURE_RANGE", "profiler-api", 1);
         else unsetenv("SPECPROF_CAPTURE_RANGE");
         char *argv[] = { "test_plite", "child", (char *)sub, NULL };
         execv("/proc/self/exe", argv);
@@ -402,6 +409,23 @@ static void plite_capture_range_records_only_inside(void) {
     CHECK(read_long("range", "profiler_calls", pc, 2) == 2 && pc[0] == 3 && pc[1] == 3,
           "profiler calls that reached the runtime: start %ld stop %ld", pc[0], pc[1]);
     ptrace_file_free(&f);
+    /* specprof check says what the range held, and warns when no range was ever opened */
+    char cmd[1200], out[8192];
+    snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, path);
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    if (p) pclose(p);
+    CHECK(strstr(out, "capture range profiler-api: 2 ranges opened") && !strstr(out, "never called"), "check:\n%s", out);
+    rc = run_child("range_none");
+    CHECK(rc == 0, "child exit %d", rc);
+    if (trace_path("range_none", path, sizeof path)) { CHECK(0, "no trace (range_none)"); return; }
+    snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, path);
+    p = popen(cmd, "r");
+    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+    out[n] = 0;
+    if (p) pclose(p);
+    CHECK(strstr(out, "0 ranges opened") && strstr(out, "never called cudaProfilerStart"), "check:\n%s", out);
 }
 
 int main(int argc, char **argv) {

@@ -196,6 +196,14 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
             if (l->static_runtime)
                 fprintf(f, "WARNING: NVTX ranges but no CUDA runtime call through a shared libcudart: the program seems to "
                            "link the runtime statically; lite mode cannot see it (build with -cudart shared, or --mode always)\n");
+            if (l->capture_range[0]) {
+                fprintf(f, "capture range %s: %" PRId64 " range%s opened, %.3f ms recorded\n", l->capture_range,
+                        l->range_opens, l->range_opens == 1 ? "" : "s", (double)l->range_ns / 1e6);
+                if (!l->range_opens)
+                    fprintf(f, "WARNING: --capture-range %s but the program never called cudaProfilerStart: nothing "
+                               "was recorded (torch.cuda.profiler.start() around the part to record, or no "
+                               "--capture-range)\n", l->capture_range);
+            }
         }
     }
     else fprintf(f, "capture: always (every record all the time; API records %s)\n", h->records);

@@ -264,9 +264,15 @@ int plite_cuda_seen(int *dev) {
 
 /* 1 when the calls are recorded; starts lite mode at the first interposed call. The end's
  * calibration records whether the capture range is open or not. */
+static int pl_device(void);
 static inline int pl_active(void) {
-    if (__builtin_expect(atomic_load_explicit(&pl_on, memory_order_relaxed), 1))
-        return atomic_load_explicit(&pl_gate, memory_order_relaxed) || pl_t.calib;
+    if (__builtin_expect(atomic_load_explicit(&pl_on, memory_order_relaxed), 1)) {
+        if (atomic_load_explicit(&pl_gate, memory_order_relaxed) || pl_t.calib) return 1;
+        /* outside a capture range: not recorded, but the program's CUDA is seen (device facts,
+         * the end's static-runtime check) */
+        if (__builtin_expect(!atomic_load_explicit(&pl_cuda_seen, memory_order_relaxed), 0)) pl_device();
+        return 0;
+    }
     if (!plite_enabled()) return 0;
     pinject_lite_begin();
     return atomic_load(&pl_on) && atomic_load(&pl_gate);
