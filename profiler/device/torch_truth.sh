@@ -49,8 +49,8 @@ SMOKE=${SMOKE:-0}
 # size), 4 (captured), 15 (pads to 16), 33 (pads to 40), 80 (above the largest graph, 64:
 # eager); and the baselines at the same concurrencies. Every other point of the grid is
 # predicted from these.
-CALIB_STEPS=2,5
-CALIB_CONC=1,4,15,33,80
+CALIB_STEPS=${CALIB_STEPS:-2,5}
+CALIB_CONC=${CALIB_CONC:-1,4,15,33,80}
 # The held-out grid: steps 1..6, alphas 0.5 and 0.8, ten batch sizes (1, 2, 4, 7, 24 exact;
 # 9 -> 10, 15 -> 16, 33 -> 40, 50 -> 52 padded; 80 eager), baselines at each.
 GRID_STEPS=1,2,3,4,5,6
