@@ -31,7 +31,9 @@ typedef struct {
     size_t  used;           /* times a lite instance took it (spreads the choice) */
     double  idle;           /* GPU idle inside its graph replays / their extents (0: none) */
     double  ext;            /* the summed extents of its graph replays, ns */
-    int     odd;            /* idle well above its configuration's: not a reference (fn_mark_odd) */
+    double  nrec;           /* GPU records of its calls (kernels, copies) */
+    double  neager;         /* its eager kernel launch calls */
+    int     odd;            /* FN_ODD_IDLE_BIT | FN_ODD_RECS_BIT: not a reference (fn_mark_odd) */
 } fn_inst;
 
 /* One trace's indices: launch calls by (thread, start), GPU records by corr, instances. */
@@ -259,6 +261,13 @@ static int fn_same_cfg(const fn_inst *a, const fn_inst *b)
 #define FN_ODD_IDLE 0.05   /* a replay idle this much more of its extent than its configuration's
                               median is odd (torchbench, H200 call 9: a verify replay of 2799 us
                               with 1992 us of kernels among replays of ~2160 us idle ~3%) */
+#define FN_ODD_RECS 0.10   /* an instance with this share more or fewer GPU records than its
+                              configuration's median is odd (specbench, H200 call 10: the decode
+                              iteration that captured the graph ran its 390 kernels eagerly and
+                              then the graph's 390: every lite instance of the nearest ctx=
+                              took it, and its kernels twice) */
+#define FN_ODD_IDLE_BIT 1
+#define FN_ODD_RECS_BIT 2
 
 /* The GPU idle inside an instance's graph replays, as a share of their extents: per graph
  * launch, its records' extent less their union. */
@@ -267,12 +276,14 @@ static double fn_idle(const fn_ix *x, fn_inst *in)
     static size_t c[FN_CALLS_MAX];
     size_t n = fn_calls(x, &x->t->rng[in->rng], c, FN_CALLS_MAX);
     double ext = 0, idle = 0;
+    in->nrec = in->neager = 0;
     for (size_t j = 0; j < n; j++) {
         const ptrace_api *a = &x->t->api[c[j]];
-        if (fn_kind(a) != 'G')
-            continue;
         size_t lo, hi = fn_recs_of(x, a->corr, &lo);   /* by start within the corr */
-        if (hi <= lo)
+        in->nrec += (double)(hi - lo);
+        if (fn_kind(a) == 'E' && strstr(a->name, "LaunchKernel"))
+            in->neager += 1;
+        if (fn_kind(a) != 'G' || hi <= lo)
             continue;
         int64_t s0 = x->rec[lo].s, end = INT64_MIN, gaps = 0;
         for (size_t q = lo; q < hi; q++) {
@@ -298,7 +309,8 @@ static int fn_cmp_d(const void *a, const void *b)
 
 /* Marks the instances whose replays idle FN_ODD_IDLE more than the median of their
  * configuration's (a stall inside one replay: scaling a lite span by it would shrink every
- * kernel). Returns the number marked. */
+ * kernel), or whose GPU records are FN_ODD_RECS more or fewer than its median (the iteration
+ * that captured a graph ran its kernels eagerly too). Returns the number marked. */
 static size_t fn_mark_odd(fn_ix *x)
 {
     size_t odd = 0;
@@ -313,16 +325,24 @@ static size_t fn_mark_odd(fn_ix *x)
             if (fn_same_cfg(&x->in[i], &x->in[j]))
                 v[m++] = x->in[j].idle;
         qsort(v, m, sizeof *v, fn_cmp_d);
-        x->in[i].odd = m >= 3 && x->in[i].idle > v[m / 2] + FN_ODD_IDLE;
-        odd += (size_t)x->in[i].odd;
+        x->in[i].odd = m >= 3 && x->in[i].idle > v[m / 2] + FN_ODD_IDLE ? FN_ODD_IDLE_BIT : 0;
+        m = 0;
+        for (size_t j = 0; j < x->nin; j++)
+            if (fn_same_cfg(&x->in[i], &x->in[j]))
+                v[m++] = x->in[j].nrec;
+        qsort(v, m, sizeof *v, fn_cmp_d);
+        if (m >= 3 && fabs(x->in[i].nrec - v[m / 2]) > FN_ODD_RECS * v[m / 2] + 2)
+            x->in[i].odd |= FN_ODD_RECS_BIT;
+        odd += x->in[i].odd != 0;
     }
     free(v);
     return odd;
 }
 
-/* The reference instance for li: same phase and configuration, not odd (fn_mark_odd) unless
- * li's own graph spans (lspan, summed; 0: not known) are within FN_ODD_IDLE of its extents (the
- * lite replay shows the same stall), nearest KV context, the least used (consecutive lite
+/* The reference instance for li: same phase and configuration, not odd (fn_mark_odd) unless li
+ * shows the same (its graph spans, lspan summed, 0: not known, within FN_ODD_IDLE of the odd
+ * replay's extents; its counted launches within FN_ODD_RECS of the odd instance's), nearest KV
+ * context, the least used (consecutive lite
  * instances of one shape take consecutive reference instances); else the same phase's nearest
  * shape by tokens then ctx (*nearest = 1). NULL: none of the phase. */
 static fn_inst *fn_choose(fn_run *F, const fn_inst *li, double lspan, int *ri, int *nearest)
@@ -336,7 +356,13 @@ static fn_inst *fn_choose(fn_run *F, const fn_inst *li, double lspan, int *ri, i
             if (c->phase != li->phase)
                 continue;
             int exact = fn_same_cfg(c, li);
-            int good = !c->odd || (lspan > 0 && c->ext > 0 && fabs(lspan / c->ext - 1) <= FN_ODD_IDLE);
+            /* an odd replay serves a lite instance that shows the same: its spans (idle) or its
+             * counted kernel launches (records; a trace without counts, e.g. lite-from, agrees) */
+            const ptrace_range *lr = &F->t->rng[li->rng];
+            int span_ok = lspan > 0 && c->ext > 0 && fabs(lspan / c->ext - 1) <= FN_ODD_IDLE;
+            int launch_ok = !lr->has_launches ||
+                            fabs((double)lr->launches - c->neager) <= FN_ODD_RECS * c->neager + 2;
+            int good = !((c->odd & FN_ODD_IDLE_BIT) && !span_ok) && !((c->odd & FN_ODD_RECS_BIT) && !launch_ok);
             double d0 = exact ? 0 : fabs(c->sh.tokens - li->sh.tokens);
             double d1 = fabs(c->sh.kv - li->sh.kv);
             int better = !best || exact > bexact || (exact == bexact && good > bgood) ||
@@ -1076,11 +1102,11 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
                 "their instances are not fitted\n", t->file, st->no_replay,
                 st->no_replay == 1 ? "" : "es", nref ? ", or a reference instance of its phase" : "");
     if (log && st->odd_refs)
-        fprintf(log, "specsim fit: note: %s: %zu reference instance%s whose graph replays idle %.0f "
-                "points more of their span than their shape's median: used only where no other of the "
-                "shape exists or a lite replay shows the same stall (scaled into a lite span, a stall "
-                "would shrink every kernel)\n", t->file, st->odd_refs, st->odd_refs == 1 ? "" : "s",
-                100 * FN_ODD_IDLE);
+        fprintf(log, "specsim fit: note: %s: %zu reference instance%s unlike their shape's others "
+                "(graph replays idle %.0f points more of their span than the median, or %.0f%% more "
+                "or fewer GPU records, e.g. the iteration that captured a graph): used only where no "
+                "other of the shape exists or the lite instance shows the same\n", t->file,
+                st->odd_refs, st->odd_refs == 1 ? "" : "s", 100 * FN_ODD_IDLE, 100 * FN_ODD_RECS);
     if (log && (st->anchors_differ || st->no_span || st->launches_differ))
         fprintf(log, "specsim fit: note: %s: %zu instance%s whose recorded calls differ from their "
                 "reference's (host map by the range's ends only), %zu graph launch%s without a "

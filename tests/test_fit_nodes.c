@@ -157,6 +157,49 @@ static void fit_nodes_odd_reference_is_passed_over(void)
     fit_trace_free(&lite);
 }
 
+/* The iteration that captured a graph ran its kernels eagerly as well (specbench, H200 call
+ * 10): a reference instance with twice its shape's GPU records. A lite instance that counted no
+ * eager launch, nearest it by ctx, takes another; one that counted the same launches may take
+ * it. Fails with the records rule off (the kernel comes twice). */
+static void fit_nodes_capture_iteration_is_passed_over(void)
+{
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[512];
+    static const char *const R[4] = {"decode tokens=1 bs=1 rows=1 ctx=100 graph=1",
+                                     "decode tokens=1 bs=1 rows=1 ctx=200 graph=1",
+                                     "decode tokens=1 bs=1 rows=1 ctx=300 graph=1",
+                                     "decode tokens=1 bs=1 rows=1 ctx=10 graph=1"};
+    fit_trace_init(&ref, "ref");
+    for (int i = 0; i < 4; i++) {
+        int64_t t0 = 1000 * i;
+        t_range(&ref, R[i], t0, t0 + 400);
+        if (i == 3)     /* the capture iteration: its 5 kernels run eagerly, then the graph */
+            for (int k = 0; k < 5; k++) {
+                t_api(&ref, "cudaLaunchKernel", t0 + 1 + 10 * k, t0 + 3 + 10 * k, (uint32_t)(90 + k), 0);
+                t_kern(&ref, "k1", t0 + 5 + 10 * k, t0 + 9 + 10 * k, (uint32_t)(90 + k), 0);
+            }
+        t_api(&ref, "cudaGraphLaunch", t0 + 100, t0 + 105, (uint32_t)(10 + i), 3);
+        for (int k = 0; k < 5; k++)
+            t_kern(&ref, "k1", t0 + 110 + 10 * k, t0 + 118 + 10 * k, (uint32_t)(10 + i), 5);
+    }
+    const char *L = "decode tokens=1 bs=1 rows=1 ctx=12 graph=1";
+    t_lite(&lite, "lite");
+    t_range(&lite, L, 9000, 9300);
+    lite.rng[lite.nrng - 1].has_launches = 1;
+    lite.rng[lite.nrng - 1].launches = 0;
+    t_api(&lite, "cudaGraphLaunch", 9001, 9003, 77, 1);
+    t_gl(&lite, 9010, 9050, 77, 1, L);
+    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    size_t nk = 0;
+    for (size_t i = 0; i < lite.nkern; i++)
+        nk += !strcmp(lite.kern[i].name, "k1");
+    CHECK(nk == 5, "%zu k1 kernels filled, expected the graph's 5", nk);
+    CHECK(st.odd_refs == 1, "%zu reference instances marked odd, expected 1", st.odd_refs);
+    fit_trace_free(&ref);
+    fit_trace_free(&lite);
+}
+
 /* A lite capture taken with --capture-range whose program never opened a range holds nothing:
  * refused with the field and the reason, not fitted as an empty trace. */
 static void fit_nodes_refuses_a_capture_range_never_opened(void)
@@ -518,6 +561,7 @@ int main(void)
     RUN(fit_nodes_splits_graph_span_by_reference_shares);
     RUN(fit_nodes_odd_reference_is_passed_over);
     RUN(fit_nodes_refuses_a_capture_range_never_opened);
+    RUN(fit_nodes_capture_iteration_is_passed_over);
     RUN(fit_nodes_matches_nth_launch_to_nth);
     RUN(fit_nodes_nearest_shape_warns_once_and_refuses_missing_phase);
     RUN(fit_nodes_windows_then_graph_level);
