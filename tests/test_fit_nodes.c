@@ -196,8 +196,22 @@ static void fit_nodes_capture_iteration_is_passed_over(void)
         nk += !strcmp(lite.kern[i].name, "k1");
     CHECK(nk == 5, "%zu k1 kernels filled, expected the graph's 5", nk);
     CHECK(st.odd_refs == 1, "%zu reference instances marked odd, expected 1", st.odd_refs);
+    /* a lite capture iteration (it counted eager launches: 3, CUPTI saw 5) takes the odd one */
+    fit_trace lite2;
+    t_lite(&lite2, "lite2");
+    t_range(&lite2, L, 9000, 9300);
+    lite2.rng[lite2.nrng - 1].has_launches = 1;
+    lite2.rng[lite2.nrng - 1].launches = 3;
+    t_api(&lite2, "cudaGraphLaunch", 9101, 9103, 77, 1);
+    t_gl(&lite2, 9110, 9150, 77, 1, L);
+    CHECK(fit_nodes_fill(&lite2, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    nk = 0;
+    for (size_t i = 0; i < lite2.nkern; i++)
+        nk += !strcmp(lite2.kern[i].name, "k1");
+    CHECK(nk == 10, "%zu k1 kernels filled, expected the capture iteration's 10", nk);
     fit_trace_free(&ref);
     fit_trace_free(&lite);
+    fit_trace_free(&lite2);
 }
 
 /* A lite capture taken with --capture-range whose program never opened a range holds nothing:
