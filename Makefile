@@ -107,11 +107,11 @@ TORCH_VALIDATE_C7 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_
 # (measured.csv takes concurrency 1 and 4 from a second call with a slower GPU; docs/validation.md).
 # specprof --mode lite (issues 15, 20): the fit from the lite captures of H200 lite_call.sh with
 # node-level references (models/lite_validate.sh), against the node-level fit on the same grid;
-# then the captures taken inside their grid's own process (--capture-range profiler-api: call 10
-# specbench, call 9 torchbench dense with graphs and the eager loop, call 11 MoE and replicates,
+# then the captures taken inside their grid's own process (--capture-range profiler-api: calls 10
+# and 15 specbench, call 9 torchbench dense with graphs and the eager loop, call 11 MoE and replicates,
 # call 14 with 2 rows in the calibration) against that grid.
 LITE_DIRS = traces/lite/specbench traces/lite/specbench-0.3s traces/lite/torch-dense traces/lite/torch-dense-eager \
-  traces/lite/specbench-call10 traces/torch/call9/lite traces/torch/call9/lite_eager \
+  traces/lite/specbench-call10 traces/lite/specbench-call15 traces/torch/call9/lite traces/torch/call9/lite_eager \
   traces/torch/call11/moe traces/torch/call11/dense_r2 traces/torch/call11/eager_r2 traces/torch/call14/lite
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
