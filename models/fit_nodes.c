@@ -10,6 +10,7 @@
 #include "fit_int.h"
 #include "litefrom.h"
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -312,36 +313,36 @@ static int fn_cmp_d(const void *a, const void *b)
  * configuration's (a stall inside one replay: scaling a lite span by it would shrink every
  * kernel), or whose GPU records are FN_ODD_RECS more or fewer than its median (the iteration
  * that captured a graph ran its kernels eagerly too). Returns the number marked. */
+/* The median over instance i's configuration of the double at offset off of fn_inst (v: room
+ * for x->nin values); *m: how many instances the configuration has. */
+static double fn_cfg_median(const fn_ix *x, size_t i, size_t off, double *v, size_t *m)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < x->nin; j++)
+        if (fn_same_cfg(&x->in[i], &x->in[j]))
+            v[n++] = *(const double *)((const char *)&x->in[j] + off);
+    qsort(v, n, sizeof *v, fn_cmp_d);
+    *m = n;
+    return v[n / 2];   /* n >= 1: instance i itself */
+}
+
 static size_t fn_mark_odd(fn_ix *x)
 {
-    size_t odd = 0;
+    size_t odd = 0, m;
     double *v = malloc((x->nin + 1) * sizeof *v);
     if (!v)
         return 0;   /* out of memory: none marked, the choice is as before */
     for (size_t i = 0; i < x->nin; i++)
         x->in[i].idle = fn_idle(x, &x->in[i]);
     for (size_t i = 0; i < x->nin; i++) {
-        size_t m = 0;
-        for (size_t j = 0; j < x->nin; j++)
-            if (fn_same_cfg(&x->in[i], &x->in[j]))
-                v[m++] = x->in[j].idle;
-        qsort(v, m, sizeof *v, fn_cmp_d);
-        x->in[i].odd = m >= 3 && x->in[i].idle > v[m / 2] + FN_ODD_IDLE ? FN_ODD_IDLE_BIT : 0;
-        m = 0;
-        for (size_t j = 0; j < x->nin; j++)
-            if (fn_same_cfg(&x->in[i], &x->in[j]))
-                v[m++] = x->in[j].nrec;
-        qsort(v, m, sizeof *v, fn_cmp_d);
-        if (m >= 3 && fabs(x->in[i].nrec - v[m / 2]) > FN_ODD_RECS * v[m / 2] + 2)
-            x->in[i].odd |= FN_ODD_RECS_BIT;
-        m = 0;
-        for (size_t j = 0; j < x->nin; j++)
-            if (fn_same_cfg(&x->in[i], &x->in[j]))
-                v[m++] = x->in[j].neager;
-        qsort(v, m, sizeof *v, fn_cmp_d);
-        x->in[i].neager_med = v[m / 2];
-
-        odd += x->in[i].odd != 0;
+        fn_inst *in = &x->in[i];
+        double idle = fn_cfg_median(x, i, offsetof(fn_inst, idle), v, &m);
+        in->odd = m >= 3 && in->idle > idle + FN_ODD_IDLE ? FN_ODD_IDLE_BIT : 0;
+        double nrec = fn_cfg_median(x, i, offsetof(fn_inst, nrec), v, &m);
+        if (m >= 3 && fabs(in->nrec - nrec) > FN_ODD_RECS * nrec + 2)
+            in->odd |= FN_ODD_RECS_BIT;
+        in->neager_med = fn_cfg_median(x, i, offsetof(fn_inst, neager), v, &m);
+        odd += in->odd != 0;
     }
     free(v);
     return odd;
