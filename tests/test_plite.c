@@ -333,24 +333,26 @@ static void plite_records_copies_syncs_and_the_capturing_launch(void) {
     CHECK(!l->static_runtime, "static runtime suspected");
 }
 
+/* Runs cmd (its output into out, NUL-terminated); its exit status, -1 when it could not run. */
+static int run_cmd(const char *cmd, char *out, size_t cap) {
+    FILE *p = popen(cmd, "r");
+    size_t n = p ? fread(out, 1, cap - 1, p) : 0;
+    out[n] = 0;
+    return p ? pclose(p) : -1;
+}
+
 static void plite_trace_passes_specprof_check(void) {
     if (!full_ok) { CHECK(0, "no trace"); return; }
     char cmd[1200], out[8192];
     snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, full_path);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    int rc = p ? pclose(p) : -1;
+    int rc = run_cmd(cmd, out, sizeof out);
     CHECK(rc == 0, "specprof check exit %d:\n%s", rc, out);
     CHECK(strstr(out, "capture: lite") && strstr(out, "lite: graph launches 24, timed 23, not timed: capturing 1"),
           "check output:\n%s", out);
     /* specprof merge takes a lite file as any other, its graph_trace events too */
     snprintf(cmd, sizeof cmd, "%s merge %s/full 2>&1 && %s check %s/full/merged.json.gz 2>&1", SPECPROF_BIN, dir,
              SPECPROF_BIN, dir);
-    p = popen(cmd, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    rc = p ? pclose(p) : -1;
+    rc = run_cmd(cmd, out, sizeof out);
     CHECK(rc == 0 && strstr(out, "merged file") && strstr(out, "23 graph_trace events"), "merge, check (exit %d):\n%s", rc, out);
 }
 
@@ -412,19 +414,13 @@ static void plite_capture_range_records_only_inside(void) {
     /* specprof check says what the range held, and warns when no range was ever opened */
     char cmd[1200], out[8192];
     snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, path);
-    FILE *p = popen(cmd, "r");
-    size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    if (p) pclose(p);
+    run_cmd(cmd, out, sizeof out);
     CHECK(strstr(out, "capture range profiler-api: 2 ranges opened") && !strstr(out, "never called"), "check:\n%s", out);
     rc = run_child("range_none");
     CHECK(rc == 0, "child exit %d", rc);
     if (trace_path("range_none", path, sizeof path)) { CHECK(0, "no trace (range_none)"); return; }
     snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, path);
-    p = popen(cmd, "r");
-    n = p ? fread(out, 1, sizeof out - 1, p) : 0;
-    out[n] = 0;
-    if (p) pclose(p);
+    run_cmd(cmd, out, sizeof out);
     CHECK(strstr(out, "0 ranges opened") && strstr(out, "never called cudaProfilerStart"), "check:\n%s", out);
 }
 
