@@ -304,15 +304,14 @@ int main(int argc, char **argv) {
             if (capture_all) break;
             for (auto &x : split(optarg, ',')) {
                 auto p = split(x.c_str(), ':');
-                int ok = (p.size() == 3 && p[0] == "spec") || (p.size() == 2 && p[0] == "baseline");
-                int sv = 0, cv = 0;
-                if (ok && p[0] == "spec") ok = sscanf(p[1].c_str(), "%d", &sv) == 1 && sscanf(p[2].c_str(), "%d", &cv) == 1;
-                else if (ok) ok = sscanf(p[1].c_str(), "%d", &cv) == 1;
-                if (!ok || cv < 1 || sv < 0) {
+                int spec = p.size() == 3 && p[0] == "spec";
+                if (!spec && !(p.size() == 2 && p[0] == "baseline")) {
                     fprintf(stderr, "specbench: --capture: item '%s': want spec:STEPS:C, baseline:C or *\n", x.c_str());
                     return 2;
                 }
-                capture.push_back({p[0] == "spec" ? sv : -1, cv});
+                /* the bounds of --steps and --concurrency */
+                capture.push_back({spec ? parse_int("--capture steps", p[1].c_str(), 1, 15) : -1,
+                                   parse_int("--capture concurrency", p[spec ? 2 : 1].c_str(), 1, 4096)});
             }
             break;
         case O_QUIET: quiet = 1; break;
