@@ -30,7 +30,7 @@ WORK=${HF_VALIDATE_WORK:-build/validate-hf}
 TMED=${HF_TARGET_MEDIAN:-5}
 TMAX=${HF_TARGET_MAX:-10}
 TCOST=${HF_TARGET_COST:-1}
-die() { echo "make validate (hf): $*" >&2; exit "${2:-2}"; }
+die() { echo "make validate (hf): $1" >&2; exit "${2:-2}"; }
 
 [ -x "$SPECSIM" ] || die "$SPECSIM: not built (run make)" 1
 for f in hf_k2.json.gz hf_k6.json.gz hf_grid.csv hf_cost.csv; do

@@ -19,7 +19,7 @@ set -u
 SPECSIM=${1:-bin/specsim}
 OUT=${LITE_OFFLINE_OUT:-traces/validation/lite_offline.txt}
 WORK=${LITE_OFFLINE_WORK:-build/lite-offline}
-die() { echo "lite_offline: $*" >&2; exit "${2:-2}"; }
+die() { echo "lite_offline: $1" >&2; exit "${2:-2}"; }
 [ -x "$SPECSIM" ] || die "$SPECSIM: not built (run make)" 1
 rm -rf "$WORK"
 mkdir -p "$WORK" || die "$WORK: cannot create"

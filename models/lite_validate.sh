@@ -45,7 +45,7 @@ set -u
 DIR=${1:?usage: sh models/lite_validate.sh DIR [SPECSIM]}
 SPECSIM=${2:-bin/specsim}
 BOUND_POINTS=0.3   # issue 15
-die() { echo "lite_validate: $*" >&2; exit "${2:-2}"; }
+die() { echo "lite_validate: $1" >&2; exit "${2:-2}"; }
 [ -f "$DIR/manifest.csv" ] || die "$DIR/manifest.csv: missing (the lite captures' configurations)" 1
 if [ -f "$DIR/nodes.csv" ]; then NODES="$DIR/nodes.csv"; else NODES="$DIR/nodes"; fi
 [ -e "$NODES" ] || die "$DIR/nodes.csv or $DIR/nodes/: missing (the node-level reference captures)" 1

@@ -58,7 +58,7 @@ TARGET_COVERAGE_HI=90
 # the ground truth the measured grid comes from, named in the coverage table
 TRUTH=${VALIDATE_TRUTH:-specbench}
 
-die() { echo "make validate: $*" >&2; exit "${2:-2}"; }
+die() { echo "make validate: $1" >&2; exit "${2:-2}"; }
 case "${VALIDATE_COVERAGE:-}" in
   "") ;;
   *:*) TARGET_COVERAGE_LO=${VALIDATE_COVERAGE%%:*}; TARGET_COVERAGE_HI=${VALIDATE_COVERAGE##*:} ;;
@@ -171,6 +171,10 @@ for pre in $presets; do
   # the preset's GEMM sweep (specbench --gemm-sweep), when the calibration has one
   gs=""
   [ -f "$SWEEP/gemm_$pre.csv" ] && gs="--gemm-sweep $SWEEP/gemm_$pre.csv"
+  # a link that leads nowhere (a calibration folder copied without its target) is not "no
+  # sweep": the fit would run without it and every number would move, silently
+  [ -L "$SWEEP/gemm_$pre.csv" ] && [ ! -e "$SWEEP/gemm_$pre.csv" ] &&
+    die "$SWEEP/gemm_$pre.csv: a symbolic link to $(readlink "$SWEEP/gemm_$pre.csv"), which does not exist" 1
   # lite calibration captures: each with its node-level reference of the same name
   nodes=""
   if [ -n "${VALIDATE_NODES:-}" ]; then
