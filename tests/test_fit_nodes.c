@@ -2,7 +2,8 @@
  * docs/fit.md "Lite captures"): a graph span split by the reference's shares, the Nth launch
  * of an instance from the reference's Nth, the nearest shape warned once and a missing phase
  * refused, windows then graph-level launches in one capture, an eager instance replayed on
- * the lite host's timeline, no CUPTI correction on an unprofiled lite trace, and the round
+ * the lite host's timeline (a reference's host stall cut to its cap, copies in stream order
+ * unless the lite call waited for them), no CUPTI correction on an unprofiled lite trace, and the round
  * trip lite-from(always) + reference = the always fit on a committed trace. */
 #include "check.h"
 #include "fit.h"
@@ -60,6 +61,48 @@ static void t_kern(fit_trace *t, const char *name, int64_t s_us, int64_t e_us, u
     k.graph_node_id = graph_id ? 1 : 0;
     k.nvtx = k.phase = "";
     CHECK(fit_trace_add_kernel(t, &k) == 0, "add kernel");
+}
+
+/* A lite capture's own copy call (its args: the copy's kind, whether the host blocked). */
+static void t_api_lite(fit_trace *t, const char *name, int64_t s_us, int64_t e_us, uint32_t corr,
+                       const char *copy_kind, int blocking)
+{
+    ptrace_api a;
+    memset(&a, 0, sizeof a);
+    a.start_ns = s_us * US;
+    a.end_ns = e_us * US;
+    a.name = name;
+    a.corr = corr;
+    a.thread = 7;
+    a.has_lite = 1;
+    a.copy_kind = copy_kind;
+    a.blocking = blocking;
+    a.untimed = "";
+    CHECK(fit_trace_add_api(t, &a) == 0, "add api");
+}
+
+static void t_mem(fit_trace *t, const char *copy_kind, int64_t s_us, int64_t e_us, uint32_t corr)
+{
+    ptrace_mem m;
+    memset(&m, 0, sizeof m);
+    m.kind = PTRACE_MEMCPY;
+    m.start_ns = s_us * US;
+    m.end_ns = e_us * US;
+    m.copy_kind = copy_kind;
+    m.bytes = 64;
+    m.corr = corr;
+    m.stream = 13;
+    m.nvtx = m.phase = "";
+    CHECK(fit_trace_add_mem(t, &m) == 0, "add memcpy");
+}
+
+/* The placed copy of t with correlation id corr (NULL when none). */
+static const ptrace_mem *find_m(const fit_trace *t, uint32_t corr)
+{
+    for (size_t i = 0; i < t->nmem; i++)
+        if (t->mem[i].corr == corr)
+            return &t->mem[i];
+    return NULL;
 }
 
 static void t_gl(fit_trace *t, int64_t s_us, int64_t e_us, uint32_t corr, uint32_t exec,
@@ -436,6 +479,117 @@ static void fit_nodes_eager_instance_follows_lite_host(void)
     fit_trace_free(&lite);
 }
 
+/* The reference host stalled 5 ms between its 5th and 6th launch (a gap 2500 times its
+ * median), the lite program did not: the lite's host time is shared out with the stall cut to
+ * its cap (20 medians, at least 200 us: 200 us here), so the first launch after it maps to
+ * 1000 + (5058 - 4802) / (5150 - 4802) * 150 us, not to 1000 + 5058 / 5150 * 150 (a linear
+ * map by the reference's time: the launches after the stall came so late that the kernels
+ * behind them ran past the lite's synchronize, torchbench call 16). */
+static void fit_nodes_reference_stall_is_cut_to_its_cap(void)
+{
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[512];
+    const char *er = "verify tokens=64 bs=64 ctx=100 graph=0";
+    fit_trace_init(&ref, "ref");
+    t_range(&ref, er, 0, 5270);
+    for (int i = 0; i < 5; i++) {
+        t_api(&ref, "cudaLaunchKernel", 10 * i, 10 * i + 8, 100 + (uint32_t)i, 0);
+        t_kern(&ref, "p", 10 * i + 10, 10 * i + 11, 100 + (uint32_t)i, 0);
+    }
+    for (int i = 0; i < 10; i++) {   /* after the stall: 20 us kernels, queued back to back */
+        t_api(&ref, "cudaLaunchKernel", 5050 + 10 * i, 5058 + 10 * i, 200 + (uint32_t)i, 0);
+        t_kern(&ref, "q", 5060 + 20 * i, 5080 + 20 * i, 200 + (uint32_t)i, 0);
+    }
+    t_api(&ref, "cudaMemcpyAsync", 5150, 5265, 300, 0);
+    t_mem(&ref, "DtoH", 5261, 5263, 300);
+    t_lite(&lite, "lite");
+    t_range(&lite, er, 1000, 1275);
+    t_api_lite(&lite, "cudaMemcpyAsync", 1150, 1265, 7, "DtoH", 1);
+    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    const ptrace_kernel *q0 = NULL;
+    for (size_t i = 0; i < lite.nkern; i++)
+        if (!strcmp(lite.kern[i].name, "q") && (!q0 || lite.kern[i].start_ns < q0->start_ns))
+            q0 = &lite.kern[i];
+    CHECK(q0, "the kernels after the stall are placed");
+    if (q0) {
+        double want = 1000 + (5058.0 - 4802) / (5150 - 4802) * 150 + 2;   /* + its launch latency */
+        printf("     first launch after the reference's stall starts at %.2f us (linear map: %.2f)\n",
+               q0->start_ns / 1e3, 1000 + 5058.0 / 5150 * 150 + 2);
+        CHECK_NEAR(q0->start_ns / 1e3, want, 0.01, 0);
+    }
+    fit_trace_free(&ref);
+    fit_trace_free(&lite);
+}
+
+/* A copy whose lite call did not block (a DtoD copy: the call returns before the GPU runs it)
+ * runs in stream order, after the kernel before it, though in the reference it ended before
+ * its call returned (the GPU was idle there); anchored to the lite call's end as a waited
+ * copy is, it would run before that kernel had ended. */
+static void fit_nodes_nonblocking_copy_follows_stream_order(void)
+{
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[512];
+    const char *ar = "accept tokens=4 bs=4 ctx=100 graph=0";
+    fit_trace_init(&ref, "ref");
+    t_range(&ref, ar, 0, 100);
+    t_api(&ref, "cudaLaunchKernel", 0, 8, 1, 0);
+    t_kern(&ref, "k", 10, 15, 1, 0);
+    t_api(&ref, "cudaMemcpyAsync", 20, 25, 2, 0);
+    t_mem(&ref, "DtoD", 21, 22, 2);
+    t_lite(&lite, "lite");
+    t_range(&lite, ar, 1000, 1030);
+    t_api_lite(&lite, "cudaMemcpyAsync", 1003, 1004, 9, "DtoD", 0);
+    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    const ptrace_kernel *k = find_k(&lite, "k", 10);
+    for (size_t i = 0; i < lite.nkern && !k; i++)
+        if (!strcmp(lite.kern[i].name, "k"))
+            k = &lite.kern[i];
+    const ptrace_mem *m = find_m(&lite, 9);
+    CHECK(k && m, "kernel and copy placed");
+    if (k && m)
+        CHECK(m->start_ns >= k->end_ns, "the DtoD copy starts at %.2f us, before the kernel "
+              "before it ends (%.2f us)", m->start_ns / 1e3, k->end_ns / 1e3);
+    fit_trace_free(&ref);
+    fit_trace_free(&lite);
+}
+
+/* A blocking copy whose reference call went on 5 ms after the copy ended (a host stall
+ * inside the call): placed by that offset before its lite call's end, it would run before
+ * the kernel it waited for; it follows the kernel and ends by its lite call's end. */
+static void fit_nodes_waited_copy_stays_after_its_kernel(void)
+{
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[512];
+    const char *ar = "accept tokens=4 bs=4 ctx=100 graph=0";
+    fit_trace_init(&ref, "ref");
+    t_range(&ref, ar, 0, 5100);
+    t_api(&ref, "cudaLaunchKernel", 0, 8, 1, 0);
+    t_kern(&ref, "k", 10, 50, 1, 0);
+    t_api(&ref, "cudaMemcpyAsync", 12, 5060, 2, 0);
+    t_mem(&ref, "DtoH", 51, 52, 2);
+    t_lite(&lite, "lite");
+    t_range(&lite, ar, 1000, 1100);
+    t_api_lite(&lite, "cudaMemcpyAsync", 1010, 1060, 9, "DtoH", 1);
+    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    const ptrace_kernel *k = NULL;
+    for (size_t i = 0; i < lite.nkern && !k; i++)
+        if (!strcmp(lite.kern[i].name, "k"))
+            k = &lite.kern[i];
+    const ptrace_mem *m = find_m(&lite, 9);
+    CHECK(k && m, "kernel and copy placed");
+    if (k && m) {
+        CHECK(m->start_ns >= k->end_ns, "the waited copy starts at %.2f us, before the kernel "
+              "it waited for ends (%.2f us)", m->start_ns / 1e3, k->end_ns / 1e3);
+        CHECK(m->end_ns <= 1060 * US, "the waited copy ends at %.2f us, after its call "
+              "returned (1060 us)", m->end_ns / 1e3);
+    }
+    fit_trace_free(&ref);
+    fit_trace_free(&lite);
+}
+
 /* The model of fitting lite (as given) with the reference ref (both files, loaded capped to
  * cap instances per configuration: 0 whole); 0 or -1. */
 static int fit_lite(const char *lite_path, const char *ref_path, int cap, int unprofiled,
@@ -580,6 +734,9 @@ int main(void)
     RUN(fit_nodes_nearest_shape_warns_once_and_refuses_missing_phase);
     RUN(fit_nodes_windows_then_graph_level);
     RUN(fit_nodes_eager_instance_follows_lite_host);
+    RUN(fit_nodes_reference_stall_is_cut_to_its_cap);
+    RUN(fit_nodes_nonblocking_copy_follows_stream_order);
+    RUN(fit_nodes_waited_copy_stays_after_its_kernel);
     RUN(fit_nodes_lite_takes_no_cupti_correction);
     RUN(fit_nodes_round_trip_reproduces_always_fit);
     RUN(fit_nodes_cross_session_reference_fits);
