@@ -522,57 +522,32 @@ static void fit_nodes_reference_stall_is_cut_to_its_cap(void)
     fit_trace_free(&lite);
 }
 
-/* A copy whose lite call did not block (a DtoD copy: the call returns before the GPU runs it)
- * runs in stream order, after the kernel before it, though in the reference it ended before
- * its call returned (the GPU was idle there); anchored to the lite call's end as a waited
- * copy is, it would run before that kernel had ended. */
-static void fit_nodes_nonblocking_copy_follows_stream_order(void)
-{
-    fit_trace ref, lite;
-    fit_nodes_stats st;
-    char err[512];
-    const char *ar = "accept tokens=4 bs=4 ctx=100 graph=0";
-    fit_trace_init(&ref, "ref");
-    t_range(&ref, ar, 0, 100);
-    t_api(&ref, "cudaLaunchKernel", 0, 8, 1, 0);
-    t_kern(&ref, "k", 10, 15, 1, 0);
-    t_api(&ref, "cudaMemcpyAsync", 20, 25, 2, 0);
-    t_mem(&ref, "DtoD", 21, 22, 2);
-    t_lite(&lite, "lite");
-    t_range(&lite, ar, 1000, 1030);
-    t_api_lite(&lite, "cudaMemcpyAsync", 1003, 1004, 9, "DtoD", 0);
-    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
-    const ptrace_kernel *k = find_k(&lite, "k", 10);
-    for (size_t i = 0; i < lite.nkern && !k; i++)
-        if (!strcmp(lite.kern[i].name, "k"))
-            k = &lite.kern[i];
-    const ptrace_mem *m = find_m(&lite, 9);
-    CHECK(k && m, "kernel and copy placed");
-    if (k && m)
-        CHECK(m->start_ns >= k->end_ns, "the DtoD copy starts at %.2f us, before the kernel "
-              "before it ends (%.2f us)", m->start_ns / 1e3, k->end_ns / 1e3);
-    fit_trace_free(&ref);
-    fit_trace_free(&lite);
-}
+/* One kernel then one copy in an accept instance: the reference's kernel [10, kend] launched
+ * by a call [0, 8], its copy call [12 or 20, rcall_end] with the copy [ms, ms + 1] of kind
+ * kind; the lite range [1000, lend] with its own copy call [l0, l1] (blocking as given).
+ * Checks the placed copy starts after the placed kernel ends (stream order) and, for a
+ * blocking lite call, ends by that call's end. */
+typedef struct {
+    int64_t kend, rcall0, rcall1, ms, rend, lend, l0, l1;
+    const char *kind;
+    int blocking;
+} copy_case;
 
-/* A blocking copy whose reference call went on 5 ms after the copy ended (a host stall
- * inside the call): placed by that offset before its lite call's end, it would run before
- * the kernel it waited for; it follows the kernel and ends by its lite call's end. */
-static void fit_nodes_waited_copy_stays_after_its_kernel(void)
+static void copy_case_run(const copy_case *c)
 {
     fit_trace ref, lite;
     fit_nodes_stats st;
     char err[512];
     const char *ar = "accept tokens=4 bs=4 ctx=100 graph=0";
     fit_trace_init(&ref, "ref");
-    t_range(&ref, ar, 0, 5100);
+    t_range(&ref, ar, 0, c->rend);
     t_api(&ref, "cudaLaunchKernel", 0, 8, 1, 0);
-    t_kern(&ref, "k", 10, 50, 1, 0);
-    t_api(&ref, "cudaMemcpyAsync", 12, 5060, 2, 0);
-    t_mem(&ref, "DtoH", 51, 52, 2);
+    t_kern(&ref, "k", 10, c->kend, 1, 0);
+    t_api(&ref, "cudaMemcpyAsync", c->rcall0, c->rcall1, 2, 0);
+    t_mem(&ref, c->kind, c->ms, c->ms + 1, 2);
     t_lite(&lite, "lite");
-    t_range(&lite, ar, 1000, 1100);
-    t_api_lite(&lite, "cudaMemcpyAsync", 1010, 1060, 9, "DtoH", 1);
+    t_range(&lite, ar, 1000, c->lend);
+    t_api_lite(&lite, "cudaMemcpyAsync", c->l0, c->l1, 9, c->kind, c->blocking);
     CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
     const ptrace_kernel *k = NULL;
     for (size_t i = 0; i < lite.nkern && !k; i++)
@@ -581,13 +556,33 @@ static void fit_nodes_waited_copy_stays_after_its_kernel(void)
     const ptrace_mem *m = find_m(&lite, 9);
     CHECK(k && m, "kernel and copy placed");
     if (k && m) {
-        CHECK(m->start_ns >= k->end_ns, "the waited copy starts at %.2f us, before the kernel "
-              "it waited for ends (%.2f us)", m->start_ns / 1e3, k->end_ns / 1e3);
-        CHECK(m->end_ns <= 1060 * US, "the waited copy ends at %.2f us, after its call "
-              "returned (1060 us)", m->end_ns / 1e3);
+        CHECK(m->start_ns >= k->end_ns, "the %s copy starts at %.2f us, before the kernel "
+              "before it ends (%.2f us)", c->kind, m->start_ns / 1e3, k->end_ns / 1e3);
+        if (c->blocking)
+            CHECK(m->end_ns <= c->l1 * US, "the waited copy ends at %.2f us, after its call "
+                  "returned (%lld us)", m->end_ns / 1e3, (long long)c->l1);
     }
     fit_trace_free(&ref);
     fit_trace_free(&lite);
+}
+
+/* A copy whose lite call did not block (a DtoD copy: the call returns before the GPU runs it)
+ * runs in stream order, after the kernel before it, though in the reference it ended before
+ * its call returned (the GPU was idle there); anchored to the lite call's end as a waited
+ * copy is, it would run before that kernel had ended. */
+static void fit_nodes_nonblocking_copy_follows_stream_order(void)
+{
+    copy_case c = {15, 20, 25, 21, 100, 1030, 1003, 1004, "DtoD", 0};
+    copy_case_run(&c);
+}
+
+/* A blocking copy whose reference call went on 5 ms after the copy ended (a host stall
+ * inside the call): placed by that offset before its lite call's end, it would run before
+ * the kernel it waited for; it follows the kernel and ends by its lite call's end. */
+static void fit_nodes_waited_copy_stays_after_its_kernel(void)
+{
+    copy_case c = {50, 12, 5060, 51, 5100, 1100, 1010, 1060, "DtoH", 1};
+    copy_case_run(&c);
 }
 
 /* The model of fitting lite (as given) with the reference ref (both files, loaded capped to
