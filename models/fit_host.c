@@ -152,8 +152,19 @@ static double fh_profiler_us(const fr_run *R, const fr_inst *in)
  * the fit's rule (fit_group_robust: the first eager forward after a graph capture stalls for
  * milliseconds: 305 us a launch in torchbench's first 80-row draft, 16-21 us in the next
  * ones). Adds the kept sums to *hs, *ks; returns the phase's rate (0: none). */
+int fit_run_stalls_in(const fr_run *R)
+{
+    const char *e = getenv("FIT_LITE_STALLS");
+    if (e && !strcmp(e, "0"))
+        return 0;
+    for (int t = 0; t < R->nt; t++)
+        if (!fit_trace_unprofiled(&R->tr[t]))
+            return 0;
+    return R->nt > 0;
+}
+
 static double fh_eager_rate(const double *h, const double *k, size_t n, double *tmp,
-                            double *hs, double *ks)
+                            double *hs, double *ks, int stalls_in)
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
@@ -162,6 +173,8 @@ static double fh_eager_rate(const double *h, const double *k, size_t n, double *
     if (m == 0)
         return 0;
     double med, lim = fit_group_robust_lim(tmp, m, &med), ph = 0, pk = 0;
+    if (stalls_in)
+        lim = INFINITY;   /* fit_int.h: a lite capture's stalls are the program's */
     for (size_t i = 0; i < n; i++)
         if (k[i] > 0 && fabs(h[i] / k[i] - med) <= lim) {
             ph += h[i];
@@ -272,7 +285,7 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
                         "launches: %.2f us\n", wm_phase_name[p], in->tokens, eh[m - 1],
                         in->sync_wait_us, ek[m - 1], eh[m - 1] / ek[m - 1]);
         }
-        double rate = fh_eager_rate(eh, ek, m, tmp, &hsum, &ks);
+        double rate = fh_eager_rate(eh, ek, m, tmp, &hsum, &ks, fit_run_stalls_in(R));
         R->res->model.phase[p].eager_launch_us = rate;
         fh_host_speed(eh, ek, etok, etr, m, rate, &hs);
     }

@@ -185,6 +185,17 @@ int fit_instances_parse(const char *name, fr_inst *in, const char **bad, const b
 /* The profiler's time per kernel taken out of node-level traces' kernels (FIT_CUPTI_KERNEL_US,
  * fit_instances.c; fit_nodes.c takes it out of the eager kernels it copies into a lite trace). */
 double fit_instances_cupti_kernel_us(void);
+
+/* Host stalls in unprofiled (lite) captures: a program's own pauses (garbage collection, the
+ * OS, a slow host state) are part of its steady state, and a benchmark's tokens over its time
+ * pays them, so the host costs fitted from such traces (the eager launch rate, the host gaps)
+ * are means over every instance, not robust means that leave the slow ones out. Measured: an
+ * H100 host (call 17) paused 5-8% of every eager phase's time in instances 2-17x its median
+ * rate, spread over the whole 258 s run; the robust fit predicted its eager loop 7.9% fast.
+ * Node-level (CUPTI) traces keep the robust means: their stalls include the profiler's own
+ * (call 16's reference: 4-4.6 ms gaps the lite program did not have). */
+int fit_run_stalls_in(const fr_run *R);   /* every trace of the run unprofiled, and not
+                                             FIT_LITE_STALLS=0 (to see what it changes) */
 /* fr_inst order: by start, the outer of two equal starts first (qsort). */
 int fit_instances_cmp(const void *a, const void *b);
 
