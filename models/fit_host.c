@@ -173,8 +173,8 @@ static double fh_eager_rate(const double *h, const double *k, size_t n, double *
     if (m == 0)
         return 0;
     double med, lim = fit_group_robust_lim(tmp, m, &med), ph = 0, pk = 0;
-    if (stalls_in)
-        lim = INFINITY;   /* fit_int.h: a lite capture's stalls are the program's */
+    if (stalls_in && (FIT_STALL_MAX_X - 1) * med > lim)
+        lim = (FIT_STALL_MAX_X - 1) * med;   /* fit_int.h: a lite capture's stalls count */
     for (size_t i = 0; i < n; i++)
         if (k[i] > 0 && fabs(h[i] / k[i] - med) <= lim) {
             ph += h[i];

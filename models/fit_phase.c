@@ -401,12 +401,20 @@ static void fph_host_gap(fr_run *R, int p, double *v, double *vx)
         }
         if (fit_run_stalls_in(R)) {
             /* fit_int.h: a lite capture's stalls are the program's own: the mean over every
-             * gap (the sd stays robust) */
+             * gap up to FIT_STALL_MAX_X times its prediction (a gap across two capture windows
+             * is seconds: out); the sd stays robust */
             double shift = 0;
-            for (size_t i = 0; i < m; i++)
-                shift += v[i] - (mean + pm->host_gap_per_row_us * vx[i]);
-            mean += shift / (double)m;
-            out = 0;
+            size_t k = 0;
+            for (size_t i = 0; i < m; i++) {
+                double pred = mean + pm->host_gap_per_row_us * vx[i];
+                if (v[i] > FIT_STALL_MAX_X * (pred > 1 ? pred : 1))
+                    continue;
+                shift += v[i] - pred;
+                k++;
+            }
+            if (k)
+                mean += shift / (double)k;
+            out = m - k;
         }
         if (out > m / 100 + 2)
             fit_run_warn(R, "phase %s: %zu of %zu host gaps left out as outliers (graph capture, "
