@@ -29,6 +29,7 @@ const bnd_kind bnd_ts_us      = {"a time after t0", "us", -BND_TS_US_MAX, BND_TS
 const bnd_kind bnd_dur_us     = {"a duration", "us", 0, BND_TS_US_MAX, 0};
 const bnd_kind bnd_records    = {"a record count", "", 0, BND_RECORDS_MAX, 1};
 const bnd_kind bnd_iterations = {"an iteration count", "", 0, BND_ITERATIONS_MAX, 1};
+const bnd_kind bnd_prob       = {"a probability", "", 0, 1, 0};
 
 int bnd_ok(const bnd_kind *k, double v)
 {

@@ -85,7 +85,7 @@ typedef struct {
 
 extern const bnd_kind bnd_cost_us, bnd_slope_us, bnd_tokens, bnd_rows, bnd_count,
     bnd_bytes, bnd_bw_gbps, bnd_q_tokens, bnd_blocks, bnd_frac, bnd_factor, bnd_experts,
-    bnd_ranks, bnd_clock_ns, bnd_ts_us, bnd_dur_us, bnd_records, bnd_iterations;
+    bnd_ranks, bnd_clock_ns, bnd_ts_us, bnd_dur_us, bnd_records, bnd_iterations, bnd_prob;
 
 /* 1 when v is finite, in [k->lo, k->hi] and (if k->integer) whole. */
 int bnd_ok(const bnd_kind *k, double v);

@@ -146,12 +146,6 @@ static double fh_profiler_us(const fr_run *R, const fr_inst *in)
     return in->graph ? R->node_us * in->nrec : fh_cupti_launch_us(R, in->trace);
 }
 
-/* Eager launch cost per kernel: over eager instances i of one phase, their launch time h[i]
- * over their launches k[i], a ratio of sums (the big instances, where the launch cost
- * decides, outweigh the small ones) over the instances whose rate h/k is not an outlier by
- * the fit's rule (fit_group_robust: the first eager forward after a graph capture stalls for
- * milliseconds: 305 us a launch in torchbench's first 80-row draft, 16-21 us in the next
- * ones). Adds the kept sums to *hs, *ks; returns the phase's rate (0: none). */
 int fit_run_stalls_in(const fr_run *R)
 {
     const char *e = getenv("FIT_LITE_STALLS");
@@ -163,25 +157,66 @@ int fit_run_stalls_in(const fr_run *R)
     return R->nt > 0;
 }
 
-static double fh_eager_rate(const double *h, const double *k, size_t n, double *tmp,
-                            double *hs, double *ks, int stalls_in)
+/* The host stalls in one phase's eager launches (wm_phase_model.eager_stall_*): stalls per
+ * launch and their mean length (us). */
+typedef struct { double per_launch, us; } fh_stalls;
+
+/* Eager launch cost per kernel: over eager instances i of one phase, their launch time h[i]
+ * over their launches k[i], a ratio of sums (the big instances, where the launch cost
+ * decides, outweigh the small ones) over the instances whose rate h/k is not an outlier by
+ * the fit's rule (fit_group_robust: the first eager forward after a graph capture stalls for
+ * milliseconds: 305 us a launch in torchbench's first 80-row draft, 16-21 us in the next
+ * ones). Adds the kept sums to *hs, *ks; returns the phase's rate (0: none). With stalls_in (a
+ * lite capture: the stall rule, fit_int.h) the rate is the mean over the instances up to
+ * FIT_STALL_MAX_X times the median, and *st says how much of it is stalls: an instance
+ * the robust rule leaves out is taken as one stall, as long as it took beyond the robust
+ * rate (the simulator draws them: a stall drains the GPU's queue where an even rate
+ * would not; docs/simulator.md "Host stalls"). The first instance of each configuration
+ * (first[i]: the first of a run of one trace and token count) counts in the mean but is
+ * not drawn as a stall: its time beyond the robust rate is the shape's warmup (specbench's
+ * lite capture: the first eager verify of a shape 40-100 us a launch, the next 6-11 us),
+ * spread over every launch as before the stalls were drawn. */
+static double fh_eager_rate(const double *h, const double *k, const char *first, size_t n,
+                            double *tmp, double *hs, double *ks, int stalls_in, fh_stalls *st)
 {
     size_t m = 0;
+    st->per_launch = st->us = 0;
     for (size_t i = 0; i < n; i++)
         if (k[i] > 0)
             tmp[m++] = h[i] / k[i];
     if (m == 0)
         return 0;
-    double med, lim = fit_group_robust_lim(tmp, m, &med), ph = 0, pk = 0;
+    double med, lim0 = fit_group_robust_lim(tmp, m, &med), lim = lim0, ph = 0, pk = 0;
     if (stalls_in && (FIT_STALL_MAX_X - 1) * med > lim)
         lim = (FIT_STALL_MAX_X - 1) * med;   /* fit_int.h: a lite capture's stalls count */
-    for (size_t i = 0; i < n; i++)
-        if (k[i] > 0 && fabs(h[i] / k[i] - med) <= lim) {
+    double bh = 0, bk = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = k[i] > 0 ? fabs(h[i] / k[i] - med) : INFINITY;
+        if (d <= lim) {
             ph += h[i];
             pk += k[i];
+            if (d <= lim0) {
+                bh += h[i];
+                bk += k[i];
+            }
         }
+    }
     *hs += ph;
     *ks += pk;
+    if (lim > lim0 && bk > 0 && pk > 0) {
+        /* the instances the robust rule leaves out and the stall rule keeps: each one stall,
+         * its length what the instance took beyond the robust rate (fh_stalls) */
+        double base = bh / bk, cnt = 0, sum = 0;
+        for (size_t i = 0; i < n; i++)
+            if (k[i] > 0 && !first[i] && h[i] / k[i] - med > lim0 && h[i] / k[i] - med <= lim) {
+                cnt++;
+                sum += h[i] - k[i] * base;
+            }
+        if (cnt > 0 && sum > 0) {
+            st->per_launch = cnt / pk;
+            st->us = sum / cnt;
+        }
+    }
     return pk > 0 ? ph / pk : 0;
 }
 
@@ -241,9 +276,11 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     double *ek = malloc(cap * sizeof *ek), *tmp = malloc(cap * sizeof *tmp);
     double *etok = malloc(cap * sizeof *etok);
     int *etr = malloc(cap * sizeof *etr);
+    char *efirst = malloc(cap);
     size_t ng = 0, ne = 0, graph_noapi = 0;
     fh_speed hs = {0, 0, 0, 0};
-    if (!v || !eh || !ek || !tmp || !etok || !etr) {
+    if (!v || !eh || !ek || !tmp || !etok || !etr || !efirst) {
+        free(efirst);
         free(v);
         free(eh);
         free(ek);
@@ -279,14 +316,18 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
                 eh[m] = 0;
             etok[m] = in->tokens;
             etr[m] = in->trace;
+            efirst[m] = m == 0 || etr[m - 1] != etr[m] || etok[m - 1] != etok[m];
             m++;
             if (getenv("FIT_DEBUG"))
                 fprintf(stderr, "eager %s tokens %g: launch %.1f us (waits %.1f) over %g "
                         "launches: %.2f us\n", wm_phase_name[p], in->tokens, eh[m - 1],
                         in->sync_wait_us, ek[m - 1], eh[m - 1] / ek[m - 1]);
         }
-        double rate = fh_eager_rate(eh, ek, m, tmp, &hsum, &ks, fit_run_stalls_in(R));
+        fh_stalls st;
+        double rate = fh_eager_rate(eh, ek, efirst, m, tmp, &hsum, &ks, fit_run_stalls_in(R), &st);
         R->res->model.phase[p].eager_launch_us = rate;
+        R->res->model.phase[p].eager_stall_per_launch = rate > 0 ? st.per_launch : 0;
+        R->res->model.phase[p].eager_stall_us = rate > 0 ? st.us : 0;
         fh_host_speed(eh, ek, etok, etr, m, rate, &hs);
     }
     *eager_us = ks > 0 ? hsum / ks : 0;
@@ -315,6 +356,7 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     free(tmp);
     free(etok);
     free(etr);
+    free(efirst);
     return 0;
 }
 

@@ -136,6 +136,9 @@ static void fitcmd_report(FILE *f, const fit_result *r)
                     pr->nsampled_out);
         if (pm->eager_launch_us > 0)
             fprintf(f, "#   eager launch %.3f us per kernel in this phase\n", pm->eager_launch_us);
+        if (pm->eager_stall_per_launch > 0)
+            fprintf(f, "#   of which host stalls: %.6f a launch of %.0f us on average (drawn by "
+                    "the simulator)\n", pm->eager_stall_per_launch, pm->eager_stall_us);
         for (int c = 0; c < pm->ncolls; c++)
             fprintf(f, "#   collective %s: %d per forward, %.1f bytes per token\n",
                     pm->colls[c].op, pm->colls[c].count, pm->colls[c].bytes_per_token);

@@ -307,7 +307,7 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
     "fitted_tokens_max", "fitted_q_max", "host_gap_per_row_us", "eager_launch_us",
-    "host_gap_reject_us", "kv_rows", NULL,
+    "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -322,8 +322,21 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "fitted_q_max", base, 0, 0, &bnd_q_tokens, &ph->fitted_q_max) != 0 ||
         wm_num(c, j, "host_gap_per_row_us", base, 0, 0, &bnd_slope_us, &ph->host_gap_per_row_us) != 0 ||
         wm_num(c, j, "eager_launch_us", base, 0, 0, &bnd_cost_us, &ph->eager_launch_us) != 0 ||
-        wm_num(c, j, "host_gap_reject_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_reject_us) != 0)
+        wm_num(c, j, "host_gap_reject_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_reject_us) != 0 ||
+        wm_num(c, j, "eager_stall_per_launch", base, 0, 0, &bnd_prob, &ph->eager_stall_per_launch) != 0 ||
+        wm_num(c, j, "eager_stall_us", base, 0, 0, &bnd_cost_us, &ph->eager_stall_us) != 0)
         return -1;
+    if ((ph->eager_stall_per_launch > 0) != (ph->eager_stall_us > 0)) {
+        wm_join(path, base, ph->eager_stall_us > 0 ? "eager_stall_per_launch" : "eager_stall_us");
+        return wm_missing(c, path, "the host stalls need both eager_stall_per_launch and eager_stall_us");
+    }
+    if (ph->eager_stall_per_launch * ph->eager_stall_us > ph->eager_launch_us) {
+        wm_join(path, base, "eager_stall_us");
+        return wm_fail(c, path, cJSON_GetObjectItemCaseSensitive(j, "eager_stall_us"),
+                       "the stalls' mean share per launch (%g x %g us) exceeds eager_launch_us "
+                       "(%g us), which includes it", ph->eager_stall_per_launch,
+                       ph->eager_stall_us, ph->eager_launch_us);
+    }
     const cJSON *ae = cJSON_GetObjectItemCaseSensitive(j, "always_eager");
     if (ae != NULL && !cJSON_IsBool(ae)) {
         wm_join(path, base, "always_eager");
@@ -772,6 +785,10 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "eager_launch_us", ph->eager_launch_us);
         if (ph->host_gap_reject_us > 0)
             cJSON_AddNumberToObject(po, "host_gap_reject_us", ph->host_gap_reject_us);
+        if (ph->eager_stall_per_launch > 0 && ph->eager_stall_us > 0) {
+            cJSON_AddNumberToObject(po, "eager_stall_per_launch", ph->eager_stall_per_launch);
+            cJSON_AddNumberToObject(po, "eager_stall_us", ph->eager_stall_us);
+        }
         if (ph->always_eager)
             cJSON_AddBoolToObject(po, "always_eager", 1);
         if (ph->kv_rows == WM_KV_PADDED)

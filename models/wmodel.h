@@ -142,6 +142,12 @@ typedef struct {
     /* this phase's host cost per kernel launched eagerly (its own op mix: Python per op
      * differs between phases); 0: the model's launch.eager_launch_us */
     double   eager_launch_us;
+    /* the host's stalls among those eager launches (a program's own pauses: garbage
+     * collection, the OS; docs/simulator.md "Host stalls"): the chance of one per launch and
+     * their mean length; eager_launch_us is their mean share included (eager_launch_us -
+     * eager_stall_per_launch * eager_stall_us the cost of a launch without one); 0: none */
+    double   eager_stall_per_launch;
+    double   eager_stall_us;
     /* host time added to the gap when the round did not accept every draft token (the
      * hf-assisted loop: the target's KV cache is cropped back; docs/simulator.md); the
      * simulator adds its expectation, this times P(a draft token was rejected); 0: none */

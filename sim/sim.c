@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -37,6 +38,8 @@
  * not divisions, on the hot path). A host runs at most one iteration ahead of its stream,
  * so g & (SIM_RING-1) names a ring entry uniquely among the phases in flight. */
 #define SIM_RING   8
+/* Host stalls kept apart in one eager instance (sim_stall_draw); more add to the last one. */
+#define SIM_STALLS 4
 #define SIM_SLOTS  4        /* phases per iteration: draft, verify, accept, extend */
 _Static_assert(SIM_SLOTS == 4, "sim_iter_of shifts by 2");
 #define SIM_KV_PROBE 1e6    /* kv tokens used to read the (linear) kv slope off the model */
@@ -71,6 +74,7 @@ typedef struct {
     double gap_us, gap_sd_us;
     double gap_row_us;             /* host gap per running request (wm host_gap_per_row_us) */
     double eager_us;               /* host cost per eager kernel launch of this phase */
+    double stall_rate, stall_us;   /* its host stalls: per launch, mean length (us) */
     sim_cost *cache;               /* indexed by padded (or eager) batch size */
     /* this iteration */
     int    bs, padded, eager;
@@ -99,6 +103,11 @@ typedef struct {
      * (forward-mode differentiation of the event times; intervals, "host speed") */
     double  host_free_d, gpu_free_d, start_d, end_d;
     double  ready_d[SIM_RING], lbegin_d[SIM_RING];
+    /* the host stalls drawn for an eager instance in flight (sim_stall_draw): how many, each
+     * one's place (the share of the instance's launches before it) and the stall time up to
+     * it and with it (us) */
+    int     nstall[SIM_RING];
+    double  stall_x[SIM_RING][SIM_STALLS], stall_c[SIM_RING][SIM_STALLS];
 } sim_rank;
 
 typedef struct {
@@ -115,6 +124,7 @@ typedef struct {
     int       g_ready, g_seg, g_coll_done;
     int64_t   g_maxlb_ns, g_seg_start_ns, g_idle_ns;
     double    g_maxlb_d, g_seg_start_d;      /* their d/dh (sim_rank) */
+    double    g_stall_us;                    /* the most host stall time of a rank in it */
     gsl_rng  *grp_rng;
     const jitter_table *jt1, *jtR;
     /* the hosts' scheduler barrier */
@@ -373,6 +383,7 @@ static void sim_make_plan(sim_state *S, long it)
         double hs = p->host_scale > 0 ? p->host_scale : 1;
         ph->gap_us *= hs;
         ph->gap_sd_us *= hs;
+        ph->stall_us *= hs;
         ph->launch_us *= hs;
         ph->first_us *= hs;
         ph->launch_ns = sim_ns(S, ph->launch_us);
@@ -386,6 +397,34 @@ static void sim_make_plan(sim_state *S, long it)
 
 static void sim_barrier_arrive(sim_state *S, int64_t t, double td);
 static void sim_gpu_try(sim_state *S, int r);
+
+/* The host stalls of rank k's eager instance g (docs/simulator.md, "Host stalls"): their
+ * number Poisson with mean stall_rate x kernels, each at a uniform share of the launches and
+ * exponential in length with mean stall_us, kept in k's ring for sim_gpu_try. Returns their
+ * sum (us): the host's launch time grows by it. */
+static double sim_stall_draw(sim_rank *k, long g, const sim_phase *ph)
+{
+    int e = (int)(g & (SIM_RING - 1));
+    k->nstall[e] = 0;
+    if (!ph->eager || !(ph->stall_rate > 0) || !(ph->stall_us > 0) || ph->kernels <= 0)
+        return 0;
+    unsigned n = gsl_ran_poisson(k->host_rng, ph->stall_rate * ph->kernels);
+    if (n == 0)
+        return 0;
+    double *x = k->stall_x[e], *c = k->stall_c[e], sum = 0;
+    int m = n < SIM_STALLS ? (int)n : SIM_STALLS;
+    for (int i = 0; i < m; i++)
+        x[i] = gsl_rng_uniform(k->host_rng);
+    gsl_sort(x, 1, (size_t)m);
+    for (unsigned i = 0; i < n; i++) {
+        sum += gsl_ran_exponential(k->host_rng, ph->stall_us);
+        if (i < (unsigned)m)
+            c[i] = sum;
+    }
+    c[m - 1] = sum;      /* the stalls past SIM_STALLS add to the last one kept */
+    k->nstall[e] = m;
+    return sum;
+}
 
 /* Rank r's host is free at t: it runs the gap before its next phase and launches it, and
  * goes on to the next phase, until it must wait for its GPU (a phase with sync_after) or
@@ -406,11 +445,12 @@ static void sim_host_run(sim_state *S, int r, int64_t t, double td)
                 gap = 0;
             lb = t + sim_ns(S, gap);
         }
-        k->host_free_ns = lb + ph->launch_ns;
+        double stall = sim_stall_draw(k, g, ph);
+        k->host_free_ns = lb + ph->launch_ns + (stall > 0 ? sim_ns(S, stall) : 0);
         if (sim_past_horizon(S, k->host_free_ns))
             return;
         double lbd = td + gap;
-        k->host_free_d = lbd + ph->launch_us;
+        k->host_free_d = lbd + ph->launch_us + stall;
         k->ready_ns[g & (SIM_RING - 1)] = lb + ph->first_ns;
         k->lbegin_ns[g & (SIM_RING - 1)] = lb;
         k->ready_d[g & (SIM_RING - 1)] = lbd + ph->first_us;
@@ -419,8 +459,8 @@ static void sim_host_run(sim_state *S, int r, int64_t t, double td)
         k->host_gidx = sim_next(S, g);
         long it = sim_iter_of(S, g);
         if (r == 0 && sim_measured(S, it)) {
-            S->host_us += gap + ph->launch_us;
-            S->launch_us += ph->launch_us;
+            S->host_us += gap + ph->launch_us + stall;
+            S->launch_us += ph->launch_us + stall;
         }
         if (sim_want_span(S, it)) {
             if (lb > t)
@@ -523,12 +563,23 @@ static void sim_gpu_try(sim_state *S, int r)
         double idle = 0;
         k->end_d = k->start_d;
         if (ph->eager && ph->kernels > 0) {
-            /* the last kernel cannot run before it is launched */
-            int64_t bound = k->lbegin_ns[g & (SIM_RING - 1)] + sim_ns(S, ph->launch_us + ph->gpu_us / ph->kernels);
+            /* the last kernel cannot run before it is launched, nor the kernels after a host
+             * stall (a share 1 - x of the work) before the stall ends */
+            int e = (int)(g & (SIM_RING - 1)), ns = k->nstall[e];
+            double stalls = ns ? k->stall_c[e][ns - 1] : 0, host = ph->launch_us + stalls;
+            double after = host + ph->gpu_us / ph->kernels;
+            for (int j = 0; j < ns; j++) {
+                double x = k->stall_x[e][j], at = x * ph->launch_us + k->stall_c[e][j];
+                if (at + (1 - x) * work > after) {
+                    after = at + (1 - x) * work;
+                    host = at;
+                }
+            }
+            int64_t bound = k->lbegin_ns[e] + sim_ns(S, after);
             if (bound > end) {
                 idle = (double)(bound - end) / 1000.0;
                 end = bound;
-                k->end_d = k->lbegin_d[g & (SIM_RING - 1)] + ph->launch_us;
+                k->end_d = k->lbegin_d[e] + host;
             }
         }
         k->cur_work_us = work;
@@ -543,7 +594,11 @@ static void sim_gpu_try(sim_state *S, int r)
         S->g_coll_done = 0;
         S->g_seg = 0;
         S->g_idle_ns = 0;
+        S->g_stall_us = 0;
     }
+    int e = (int)(g & (SIM_RING - 1));
+    if (k->nstall[e] && k->stall_c[e][k->nstall[e] - 1] > S->g_stall_us)
+        S->g_stall_us = k->stall_c[e][k->nstall[e] - 1];
     assert(S->g_gidx == g);
     S->g_maxlb_d = sim_max_d(S->g_maxlb_ns, S->g_maxlb_d, k->lbegin_ns[g & (SIM_RING - 1)],
                              k->lbegin_d[g & (SIM_RING - 1)]);
@@ -600,12 +655,12 @@ static void sim_group_segment(sim_state *S, long g, int64_t seg_start, int first
     if (ph->eager && ph->kernels > 0) {
         /* the segment's last all-reduce needs every rank's kernels up to it launched */
         long need = ((long)ph->kernels * S->g_coll_done + ph->ncoll - 1) / ph->ncoll;
-        int64_t bound = S->g_maxlb_ns + sim_ns(S, need * (ph->launch_us / ph->kernels)
-                                                + ph->gpu_us / ph->kernels + ph->ar_us);
+        double per = (ph->launch_us + S->g_stall_us) / ph->kernels;   /* stalls spread */
+        int64_t bound = S->g_maxlb_ns + sim_ns(S, need * per + ph->gpu_us / ph->kernels + ph->ar_us);
         if (bound > t) {
             S->g_idle_ns += bound - t;
             t = bound;
-            td = S->g_maxlb_d + need * (ph->launch_us / ph->kernels);
+            td = S->g_maxlb_d + need * per;
         }
     }
     if (sim_want_span(S, sim_iter_of(S, g))) {
@@ -821,6 +876,13 @@ static void sim_proto(sim_state *S, int s, int wm, int rows, int forwards, int s
     ph->always_eager = pm->always_eager;
     ph->eager_us = !S->p->eager_launch_override && pm->eager_launch_us > 0 ? pm->eager_launch_us
                                                                            : S->p->eager_launch_us;
+    if (!S->p->eager_launch_override && pm->eager_launch_us > 0 && !S->p->no_stalls &&
+        pm->eager_stall_per_launch > 0 && pm->eager_stall_us > 0) {
+        /* the phase's rate holds its stalls' mean: the simulator draws them (sim_stall_draw) */
+        ph->stall_rate = pm->eager_stall_per_launch;
+        ph->stall_us = pm->eager_stall_us;
+        ph->eager_us = fmax(0, pm->eager_launch_us - ph->stall_rate * ph->stall_us);
+    }
 }
 
 /* Without a draft phase (steps 1) verify opens the iteration: the host work measured before

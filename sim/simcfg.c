@@ -80,6 +80,9 @@ const simcfg_knob simcfg_knobs[] = {
     K("host-scale", SK_DBL, host_scale, 0.05, 20, 0, "", "multiplies every host duration "
       "(host gaps, scheduling per request, launch costs): 1.3 = a CPU 1.3x slower than the "
       "traced one"),
+    K("host-stalls", SK_INT, host_stalls, 0, 1, 0, "", "1: draw the model's host stalls in "
+      "eager launches (docs/simulator.md, \"Host stalls\"); 0: their mean spread over every "
+      "launch"),
     K("jitter-scale", SK_DBL, jitter_scale, 0, 100, 0, "", "multiplies every measured "
       "spread (0 = deterministic costs)"),
     K("sync-segments", SK_INT, sync_segments, 1, 1e6, 0, "", "collective segments per "
@@ -133,6 +136,7 @@ void simcfg_defaults(simcfg_set_t *s)
     strcpy(c->allreduce, "nccl");
     c->jitter_scale = 1;
     c->host_scale = 1;
+    c->host_stalls = 1;
     c->sync_segments = 4;
     c->seed = 1;
     c->timeline_iterations = 5;
@@ -491,6 +495,7 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
     p->eager_launch_override = c->eager_launch_us >= 0;
     p->jitter_scale = c->jitter_scale;
     p->host_scale = c->host_scale;
+    p->no_stalls = !c->host_stalls;
     p->sync_segments = c->sync_segments;
     p->seed = (unsigned long)c->seed;
     p->timeline_iterations = c->timeline_iterations;

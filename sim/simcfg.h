@@ -27,6 +27,7 @@ typedef struct {
     char   allreduce[64];
     double jitter_scale;
     double host_scale;
+    int    host_stalls;             /* 1: the model's host stalls drawn (sim_params.no_stalls) */
     int    sync_segments;
     long   seed;
     char   timeline[SIMCFG_STR];

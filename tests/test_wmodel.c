@@ -514,6 +514,40 @@ static void wmodel_kv_rows_round_trips_and_prices(void)
     CHECK(strstr(err, "x.json: field phases.verify.kv_rows: value \"all\"") != NULL, "message \"%s\"", err);
 }
 
+/* A phase's host stalls (eager_stall_per_launch, eager_stall_us): read and written back;
+ * refused with the field named when one comes without the other, the chance is not in
+ * [0, 1], or their mean share exceeds eager_launch_us (which includes it). */
+static void wmodel_eager_stalls_round_trip_and_refuse(void)
+{
+    wm_model m, back;
+    char err[512] = "";
+    const char *fmt =
+        "{\"specsim_model\": 1, \"name\": \"st\", \"phases\": {"
+        "\"verify\": {\"eager_launch_us\": 15, %s \"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10}]},"
+        "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
+    char text[1024];
+    snprintf(text, sizeof text, fmt, "\"eager_stall_per_launch\": 0.0002, \"eager_stall_us\": 4000,");
+    CHECK(wm_parse(&m, text, "st.json", err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(m.phase[WM_VERIFY].eager_stall_per_launch, 0.0002, 0, 0);
+    CHECK_NEAR(m.phase[WM_VERIFY].eager_stall_us, 4000, 0, 0);
+    const char *path = "build/tests/wmodel_stalls.json";
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+    CHECK(back.phase[WM_VERIFY].eager_stall_per_launch == 0.0002 &&
+          back.phase[WM_VERIFY].eager_stall_us == 4000, "round trip: %g %g",
+          back.phase[WM_VERIFY].eager_stall_per_launch, back.phase[WM_VERIFY].eager_stall_us);
+    const struct { const char *keys, *want; } bad[] = {
+        {"\"eager_stall_us\": 4000,", "st.json: field phases.verify.eager_stall_per_launch: missing"},
+        {"\"eager_stall_per_launch\": 1.5, \"eager_stall_us\": 4,", "phases.verify.eager_stall_per_launch: value 1.5"},
+        {"\"eager_stall_per_launch\": 0.01, \"eager_stall_us\": 4000,", "phases.verify.eager_stall_us: value 4000"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, fmt, bad[i].keys);
+        CHECK(wm_parse(&m, text, "st.json", err, sizeof err) == -1, "taken: %s", bad[i].keys);
+        CHECK(strstr(err, bad[i].want) != NULL, "message \"%s\", want \"%s\"", err, bad[i].want);
+    }
+}
+
 /* A model the reader would refuse (a fit gone wrong: -nan, 1e300 us) is not written: the
  * file at path stays as it was, no temporary is left (issue 17: a refused fit once left a
  * -nan model at -o). */
@@ -555,6 +589,7 @@ int main(void)
     RUN(wmodel_experts_touched_matches_monte_carlo);
     RUN(wmodel_phase_fallbacks);
     RUN(wmodel_loop_round_trips);
+    RUN(wmodel_eager_stalls_round_trip_and_refuse);
     RUN(wmodel_save_refuses_what_load_refuses);
     RUN(wmodel_kv_rows_round_trips_and_prices);
     return check_done();
