@@ -171,6 +171,9 @@ int logcmd_main(int argc, char **argv)
            g.v_engine_prefix, g.v_rank_prefix);
     if (g.bad_lines)
         printf("# first unparsable: %s\n", g.first_bad);
+    if (g.cut_lines)
+        printf("# long lines   %zu lines over 1 MiB (--log-requests prompts?) read to 1 MiB and "
+               "ignored\n", g.cut_lines);
     printf("# shape        %s\n", sh.known ? (snprintf(v, sizeof v, "steps %d, topk %d, draft_tokens %d",
            sh.steps, sh.topk, sh.draft_tokens), v) : "unknown (alpha needs --server-args or --spec-shape)");
     printf("# shape from   %s\n", sh.source[0] ? sh.source : found[0] ? found : "(none)");

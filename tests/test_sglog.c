@@ -95,6 +95,103 @@ static void sglog_counts_lines_and_refuses_a_log_without_decode_lines(void)
     sglog_free(&g);
 }
 
+/* strtod reads "nan" and "inf": a value SGLang never prints (f"{x:.2f}" of a count over a
+ * positive time) is a damaged line, refused with its field, not a nan in the table. */
+static void sglog_refuses_nan_and_inf(void)
+{
+    static const struct { const char *line, *field, *value; } cases[] = {
+        {"[t TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, accept len: nan, "
+         "accept rate: 0.73, cuda graph: True, gen throughput (token/s): 780.00, #queue-req: 0", "accept len", "nan"},
+        {"[t TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, accept len: 3.00, "
+         "accept rate: 0.73, cuda graph: True, gen throughput (token/s): inf, #queue-req: 0", "gen throughput", "inf"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sglog_interval iv;
+        char err[200] = "";
+        int r = sglog_parse_line(cases[i].line, strlen(cases[i].line), &iv, err, sizeof err);
+        CHECK(r == -1 && strstr(err, cases[i].field) && strstr(err, cases[i].value), "case %zu: %d '%s'", i, r, err);
+    }
+}
+
+/* report_decode_stats writes "cpu graph" on a CPU server and "npu graph" on Ascend
+ * (scheduler_metrics_mixin.py, graph_backend): the same graph state as "cuda graph". */
+static void sglog_reads_cpu_and_npu_graph(void)
+{
+    static const struct { const char *line; int graph; } cases[] = {
+        {"[t] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, cpu graph: False, "
+         "gen throughput (token/s): 780.00, #queue-req: 0", 0},
+        {"[t] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, npu graph: True, "
+         "gen throughput (token/s): 780.00, #queue-req: 0", 1},
+        {"[t] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, npu graph: False, "
+         "gen throughput (token/s): 780.00, #queue-req: 0", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sglog_interval iv;
+        char err[200] = "";
+        int r = sglog_parse_line(cases[i].line, strlen(cases[i].line), &iv, err, sizeof err);
+        CHECK(r == 1 && iv.cuda_graph == cases[i].graph, "case %zu: %d graph %d %s", i, r, iv.cuda_graph, err);
+    }
+}
+
+#define DECODE_LINE "[2025-11-03 10:01:05 TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, " \
+    "accept len: 2.90, accept rate: 0.73, cuda graph: True, gen throughput (token/s): 780.00, #queue-req: 0"
+
+/* --log-requests-level 1..3 logs prompts untruncated: a 3 MB line between two Decode batch
+ * lines is cut and counted, and the lines after it keep their numbers. */
+static void sglog_reads_past_a_line_over_the_limit(void)
+{
+    const char *path = "/tmp/test_sglog_long.log";
+    FILE *f = fopen(path, "w");
+    fputs(DECODE_LINE "\n[2025-11-03 10:01:06] Receive: obj=GenerateReqInput(text='", f);
+    for (int i = 0; i < 3 << 20; i++)
+        fputc('x', f);
+    fputs("')\n" DECODE_LINE "\n", f);
+    fclose(f);
+    sglog g;
+    char err[600] = "";
+    sglog_init(&g);
+    CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0, "%s", err);
+    CHECK(g.n == 2 && g.lines == 3 && g.cut_lines == 1 && g.other_lines == 1 && g.bad_lines == 0,
+          "intervals %zu lines %zu cut %zu other %zu bad %zu", g.n, g.lines, g.cut_lines, g.other_lines, g.bad_lines);
+    CHECK(g.n == 2 && g.iv[1].line == 3 && fabs(g.iv[1].gen_tok_s - 780) < 1e-9, "line %zu tok/s %g",
+          g.n == 2 ? g.iv[1].line : 0, g.n == 2 ? g.iv[1].gen_tok_s : 0);
+    sglog_free(&g);
+    remove(path);
+}
+
+/* A log copied while the server writes it ends inside a line: "gen throughput (token/s): 78"
+ * of 780.00 must not count. A complete last line without a newline still does. */
+static void sglog_leaves_out_a_last_line_cut_short(void)
+{
+    const char *path = "/tmp/test_sglog_cut.log";
+    static const char *tails[] = {
+        "[2025-11-03 10:01:06 TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, "
+        "accept len: 2.", "[2025-11-03 10:01:06 TP0] Decode batch, #running-req: 4, #token: 9"};
+    for (int t = 0; t < 2; t++) {
+        FILE *f = fopen(path, "w");
+        fputs(DECODE_LINE "\r\n", f);
+        fputs(tails[t], f);
+        fclose(f);
+        sglog g;
+        char err[600] = "";
+        sglog_init(&g);
+        CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0, "%s", err);
+        CHECK(g.n == 1 && g.bad_lines == 1 && strstr(g.first_bad, "line 2") && strstr(g.first_bad, "newline"),
+              "tail %d: intervals %zu bad %zu '%s'", t, g.n, g.bad_lines, g.first_bad);
+        sglog_free(&g);
+    }
+    FILE *f = fopen(path, "w");
+    fputs(DECODE_LINE "\n" DECODE_LINE, f);
+    fclose(f);
+    sglog g;
+    char err[600] = "";
+    sglog_init(&g);
+    CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0 && g.n == 2 && g.bad_lines == 0, "complete: %zu %zu %s",
+          g.n, g.bad_lines, err);
+    sglog_free(&g);
+    remove(path);
+}
+
 /* The alpha printed for bs 1 (accept len 3.15 = 1 + a + a^2 + a^3 for a 3-step chain) */
 static void log_alpha_reproduces_the_accept_length(void)
 {
@@ -176,6 +273,10 @@ int main(int argc, char **argv)
     specsim_bin_find(argv[0], specsim, sizeof specsim);
     RUN(sglog_reads_every_release_variant);
     RUN(sglog_counts_lines_and_refuses_a_log_without_decode_lines);
+    RUN(sglog_refuses_nan_and_inf);
+    RUN(sglog_reads_cpu_and_npu_graph);
+    RUN(sglog_reads_past_a_line_over_the_limit);
+    RUN(sglog_leaves_out_a_last_line_cut_short);
     RUN(log_alpha_reproduces_the_accept_length);
     RUN(log_predictions_match_specsim_run);
     RUN(log_flags_idle_intervals);
