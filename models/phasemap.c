@@ -89,22 +89,10 @@ static int pm_int_field(const cJSON *j, const char *k, int *out)
     return 1;
 }
 
-int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
+/* The shape from server arguments as a JSON object (the file, or the log's dump turned into
+ * one); path names where they came from in messages. 0 or -1. */
+static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, char *err, size_t errlen)
 {
-    char *text;
-    size_t len;
-    memset(s, 0, sizeof *s);
-    s->cuda_graph = 1;
-    if (pgz_slurp(path, PM_ARGS_MAX_BYTES, &text, &len, err, errlen))
-        return -1;
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    if (!j || !cJSON_IsObject(j)) {
-        snprintf(err, errlen, "%s: not a JSON object (expected SGLang's server_args.json, the "
-                 "/get_server_info reply)", path);
-        cJSON_Delete(j);
-        return -1;
-    }
     int rc = -1;
     snprintf(s->source, sizeof s->source, "%s", path);
     pm_int_field(j, "tp_size", &s->tp_size);
@@ -151,6 +139,113 @@ int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
     }
     s->known = 1;
     rc = 0;
+out:
+    return rc;
+}
+
+int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
+{
+    char *text;
+    size_t len;
+    memset(s, 0, sizeof *s);
+    s->cuda_graph = 1;
+    if (pgz_slurp(path, PM_ARGS_MAX_BYTES, &text, &len, err, errlen))
+        return -1;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j || !cJSON_IsObject(j)) {
+        snprintf(err, errlen, "%s: not a JSON object (expected SGLang's server_args.json, the "
+                 "/get_server_info reply)", path);
+        cJSON_Delete(j);
+        return -1;
+    }
+    int rc = pm_shape_from_json(s, j, path, err, errlen);
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* The fields of pm_shape_from_json, read from the dataclass repr that the server logs at
+ * start-up: `server_args=ServerArgs(model_path='...', tp_size=8, ..., cuda_graph_max_bs=160,
+ * cuda_graph_bs=[1, 2, 4], disable_cuda_graph=False, ..., speculative_algorithm='EAGLE3',
+ * ..., speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, ...)`
+ * (logger.info(f"{server_args=}") in entrypoints/engine.py, _launch_subprocesses). Values
+ * are ints, None, True/False, 'strings' and lists of ints. */
+int phasemap_shape_repr(pm_shape *s, const char *text, size_t len, const char *label, char *err,
+                        size_t errlen)
+{
+    static const char *keys[] = {"tp_size", "disable_cuda_graph", "cuda_graph_bs",
+                                 "cuda_graph_max_bs", "speculative_algorithm",
+                                 "speculative_num_steps", "speculative_eagle_topk",
+                                 "speculative_num_draft_tokens"};
+    memset(s, 0, sizeof *s);
+    s->cuda_graph = 1;
+    const char *end = text + len, *open = memmem(text, len, "ServerArgs(", 11);
+    if (!open) {
+        snprintf(err, errlen, "%s: no \"ServerArgs(\" in the server_args line", label);
+        return -1;
+    }
+    cJSON *j = cJSON_CreateObject();
+    int rc = -1;
+    if (!j) {
+        snprintf(err, errlen, "%s: out of memory", label);
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        size_t kl = strlen(keys[k]);
+        const char *v = NULL;
+        /* "(key=" or ", key=": a key, never the tail of a longer one */
+        for (const char *p = open + 10; p + kl + 1 < end && !v; p++) {
+            p = memmem(p, (size_t)(end - p), keys[k], kl);
+            if (!p)
+                break;
+            if ((p[-1] == '(' || (p[-1] == ' ' && p[-2] == ',')) && p + kl < end && p[kl] == '=')
+                v = p + kl + 1;
+        }
+        if (!v)
+            continue;
+        size_t vl = 0;
+        cJSON *x = NULL;
+        if (*v == '\'' || *v == '"') {
+            const char *q = memchr(v + 1, *v, (size_t)(end - v - 1));
+            char sb[64];
+            snprintf(sb, sizeof sb, "%.*s", q ? (int)(q - v - 1) : 0, v + 1);
+            x = cJSON_CreateString(sb);
+        } else if (*v == '[') {
+            x = cJSON_CreateArray();
+            const char *p = v + 1;
+            while (x && p < end && *p != ']') {
+                char *e;
+                double b = strtod(p, &e);
+                if (e == p || e >= end)
+                    break;
+                cJSON_AddItemToArray(x, cJSON_CreateNumber(b));
+                p = e;
+                while (p < end && (*p == ',' || *p == ' '))
+                    p++;
+            }
+            if (x && (p >= end || *p != ']')) {
+                cJSON_Delete(x);
+                snprintf(err, errlen, "%s: field %s: value \"%.40s\": not a list of batch sizes",
+                         label, keys[k], v);
+                goto out;
+            }
+        } else {
+            while (v + vl < end && v[vl] != ',' && v[vl] != ')')
+                vl++;
+            char vb[64], *e;
+            snprintf(vb, sizeof vb, "%.*s", (int)vl, v);
+            double d = strtod(vb, &e);
+            x = !strcmp(vb, "None") ? cJSON_CreateNull() : !strcmp(vb, "True") ? cJSON_CreateTrue() :
+                !strcmp(vb, "False") ? cJSON_CreateFalse() : e != vb && *e == 0 ? cJSON_CreateNumber(d) :
+                cJSON_CreateString(vb);
+        }
+        if (!x) {
+            snprintf(err, errlen, "%s: field %s: value not readable", label, keys[k]);
+            goto out;
+        }
+        cJSON_AddItemToObject(j, keys[k], x);
+    }
+    rc = pm_shape_from_json(s, j, label, err, errlen);
 out:
     cJSON_Delete(j);
     return rc;

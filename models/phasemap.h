@@ -107,6 +107,10 @@ int  phasemap_load_map(phasemap *pm, const char *spec, char *err, size_t errlen)
  * list up to cuda_graph_max_bs), disable_cuda_graph, tp_size. A file without
  * speculative_algorithm (or with null) is a baseline server: known stays 0. 0 or -1. */
 int  phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen);
+/* The same fields from the `server_args=ServerArgs(...)` line that SGLang logs at start-up
+ * (text: the line, NUL-terminated at len; label names it in messages). 0 or -1. */
+int  phasemap_shape_repr(pm_shape *s, const char *text, size_t len, const char *label, char *err,
+                         size_t errlen);
 /* Looks for server_args.json in the trace's directory and its parent (of the file itself, a
  * symbolic link followed); 1 found (s filled,
  * found names it), 0 none, -1 a file that does not parse. */

@@ -24,6 +24,7 @@ void sglog_free(sglog *g)
     if (!g)
         return;
     free(g->iv);
+    free(g->server_args);
     memset(g, 0, sizeof *g);
 }
 
@@ -198,6 +199,16 @@ int sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen)
         int r = sglog_parse_line(ln, len, &iv, perr, sizeof perr);
         if (r == 0) {
             g->other_lines++;
+            if (!L.cut && memmem(ln, len, "server_args=ServerArgs(", 23)) {
+                if (!g->server_args && (g->server_args = malloc(len + 1))) {
+                    memcpy(g->server_args, ln, len);
+                    g->server_args[len] = 0;
+                    g->server_args_len = len;
+                    snprintf(g->server_args_at, sizeof g->server_args_at, "%.250s: line %zu (server_args=)", path,
+                             lines);
+                }
+                g->server_args_lines++;
+            }
             continue;
         }
         /* a line cut short: at SGLOG_MAX_LINE, or where the file ends without a newline (a

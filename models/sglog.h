@@ -38,6 +38,11 @@ typedef struct {
     size_t cut_lines;             /* lines over 1 MiB (sglog.c), cut and read as other lines */
     size_t first_bad_line;
     char   first_bad[400];
+    /* the `server_args=ServerArgs(...)` line the server logs at start-up (entrypoints/
+     * engine.py): the first one, NUL-terminated, freed by sglog_free; NULL when none */
+    char  *server_args;
+    size_t server_args_len, server_args_lines;
+    char   server_args_at[300];   /* "FILE: line N", for messages */
     /* the variants met (a count of lines each) */
     size_t v_comma, v_period, v_iter, v_full_token, v_no_accept_rate, v_no_accept,
            v_engine_prefix, v_rank_prefix;

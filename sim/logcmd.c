@@ -31,7 +31,8 @@ static void log_usage(FILE *f)
         "  ignored): acceptance per batch size, and with --model each logged interval\n"
         "  predicted at its batch size, accept length and CUDA-graph state (docs/sglang.md).\n"
         "  --server-args F     SGLang's server_args.json (the speculative shape and CUDA-graph\n"
-        "                      batch sizes; default: server_args.json beside the first log)\n"
+        "                      batch sizes; default: server_args.json beside the first log,\n"
+        "                      else the server_args=ServerArgs(...) line the server logs)\n"
         "  --spec-shape S,K,D  speculative_num_steps, _eagle_topk, _num_draft_tokens\n"
         "  --model M.json      predict every interval with this workload model\n"
         "  --csv               the interval table as CSV (with --model)\n"
@@ -153,6 +154,18 @@ int logcmd_main(int argc, char **argv)
         if (r < 0) {
             fprintf(stderr, "%s\n", err);
             goto out;
+        }
+        /* no server_args.json: the arguments the server logged at start-up */
+        if (r == 0 && g.server_args) {
+            if (phasemap_shape_repr(&sh, g.server_args, g.server_args_len, g.server_args_at, err,
+                                    sizeof err)) {
+                printf("# shape        not read from the log: %s\n", err);
+                memset(&sh, 0, sizeof sh);
+                sh.cuda_graph = 1;
+            } else if (g.server_args_lines > 1) {
+                snprintf(sh.source + strlen(sh.source), sizeof sh.source - strlen(sh.source),
+                         " (the first of %zu server_args lines: a restarted server?)", g.server_args_lines);
+            }
         }
     }
     if (shape_flag && phasemap_shape_flag(&sh, shape_flag, err, sizeof err)) {

@@ -4,6 +4,7 @@
  * reproduces it through the closed form, and the predictions are what `specsim run` says
  * for the same batch, accept length and graph state. */
 #include "check.h"
+#include "phasemap.h"
 #include "sglog.h"
 #include "specsim_bin.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define LOG "tests/data/sglang/server-eagle.log"
 
@@ -192,6 +194,46 @@ static void sglog_leaves_out_a_last_line_cut_short(void)
     remove(path);
 }
 
+/* With no server_args.json, the shape comes from the arguments the server logged at start-up
+ * (logger.info(f"{server_args=}"), entrypoints/engine.py): a dataclass repr. */
+static void log_reads_the_shape_from_the_logged_server_args(void)
+{
+    const char *dir = "/tmp/test_sglog_args", *path = "/tmp/test_sglog_args/server.log";
+    static const char *args[] = {
+        "speculative_algorithm='EAGLE', speculative_draft_model_path='lmsys/sglang-EAGLE-LLaMA3-Instruct-8B', "
+        "speculative_num_steps=5, speculative_eagle_topk=4, speculative_num_draft_tokens=8, "
+        "speculative_accept_threshold_single=1.0",
+        "speculative_algorithm='EAGLE3', speculative_draft_model_path=None, speculative_num_steps=None, "
+        "speculative_eagle_topk=None, speculative_num_draft_tokens=None"};
+    static const char *want[] = {"steps 5, topk 4, draft_tokens 8", "speculative_num_steps: value null"};
+    (void)!system("mkdir -p /tmp/test_sglog_args");
+    for (int c = 0; c < 2; c++) {
+        FILE *f = fopen(path, "w");
+        fprintf(f, "[2025-11-03 10:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', "
+                "tokenizer_mode='auto', json_model_override_args='{}', tp_size=2, attn_tp_size=None, pp_size=1, "
+                "%s, enable_torch_compile=False, torch_compile_max_bs=32, cuda_graph_max_bs=48, "
+                "cuda_graph_bs=[1, 2, 4, 8, 16], disable_cuda_graph=False, disable_cuda_graph_padding=False)\n"
+                DECODE_LINE "\n", args[c]);
+        fclose(f);
+        char *out, cmd[512];
+        snprintf(cmd, sizeof cmd, "log %s", path);
+        CHECK(sh(cmd, &out) == 0 && out && strstr(out, want[c]) && strstr(out, "server.log: line 1"),
+              "case %d: %s", c, out ? out : "");
+        free(out);
+    }
+    /* the captured list and tp_size come through: bs 4 pads to 4 with a graph */
+    pm_shape sp;
+    char err[300] = "";
+    const char *line = "server_args=ServerArgs(tp_size=2, speculative_algorithm='EAGLE', speculative_num_steps=3, "
+                       "speculative_eagle_topk=1, speculative_num_draft_tokens=4, cuda_graph_max_bs=48, "
+                       "cuda_graph_bs=[1, 2, 4, 8, 16], disable_cuda_graph=False)";
+    CHECK(phasemap_shape_repr(&sp, line, strlen(line), "x", err, sizeof err) == 0 && sp.known && sp.steps == 3 &&
+          sp.tp_size == 2 && sp.ngraph_bs == 5 && sp.graph_bs[4] == 16 && sp.cuda_graph == 1,
+          "%s: known %d steps %d tp %d graphs %d", err, sp.known, sp.steps, sp.tp_size, sp.ngraph_bs);
+    remove(path);
+    rmdir(dir);
+}
+
 /* The alpha printed for bs 1 (accept len 3.15 = 1 + a + a^2 + a^3 for a 3-step chain) */
 static void log_alpha_reproduces_the_accept_length(void)
 {
@@ -277,6 +319,7 @@ int main(int argc, char **argv)
     RUN(sglog_reads_cpu_and_npu_graph);
     RUN(sglog_reads_past_a_line_over_the_limit);
     RUN(sglog_leaves_out_a_last_line_cut_short);
+    RUN(log_reads_the_shape_from_the_logged_server_args);
     RUN(log_alpha_reproduces_the_accept_length);
     RUN(log_predictions_match_specsim_run);
     RUN(log_flags_idle_intervals);
