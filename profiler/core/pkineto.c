@@ -24,6 +24,8 @@ typedef struct {
     int seen_event;
     int64_t base_ns;
     long dev_kernels[PKINETO_MAX_DEVICES];   /* kernels per device id (ids < 16) */
+    char ranks[PKINETO_MAX_RANKS][48];       /* the rank labels of a merged trace met so far
+                                                (ranks[0]: the one read) */
     int stop_err;
     char *err;
     size_t errlen;
@@ -249,6 +251,41 @@ static int pk_host(pk *P, const char *text, size_t len)
     return P->cb->host(P->cb->user, tid, P->base_ns + ts, P->base_ns + ts + dur);
 }
 
+/* 1 when the event belongs to another rank than the one read: in a merged trace the pid is
+ * a string "[TP00-DP01] 4242" (profile_merger.py _create_rank_label, "[Unknown]" without
+ * ranks in the file name); numeric pids (a one-rank trace) are never skipped. */
+static int pk_other_rank(pk *P, const char *text, size_t len)
+{
+    pkineto_info *I = P->info;
+    const char *k = memmem(text, len, "\"pid\"", 5), *end = text + len;
+    if (!k)
+        return 0;
+    const char *p = k + 5;
+    while (p < end && (*p == ' ' || *p == ':'))
+        p++;
+    if (end - p < 3 || p[0] != '"' || p[1] != '[')
+        return 0;
+    const char *close = memchr(p + 1, ']', (size_t)(end - p - 1));
+    if (!close || close - p > 46)
+        return 0;
+    char label[48];
+    snprintf(label, sizeof label, "%.*s", (int)(close - p - 2), p + 2);   /* "TP00-DP01" */
+    int i = 0;
+    while (i < I->merged_ranks && i < PKINETO_MAX_RANKS && strcmp(P->ranks[i], label))
+        i++;
+    if (i == I->merged_ranks) {
+        if (i < PKINETO_MAX_RANKS)
+            pk_copy(P->ranks[i], sizeof P->ranks[i], label);
+        I->merged_ranks++;
+        if (i == 0)
+            pk_copy(I->merged_rank, sizeof I->merged_rank, label);
+    }
+    if (i == 0)
+        return 0;
+    I->merged_skipped++;
+    return 1;
+}
+
 static int pk_event(void *user, const char *text, size_t len)
 {
     pk *P = user;
@@ -256,6 +293,8 @@ static int pk_event(void *user, const char *text, size_t len)
     const pkineto_cb *cb = P->cb;
     I->events++;
     P->seen_event = 1;
+    if (pk_other_rank(P, text, len))
+        return 0;
     /* the kinds the fit does not read (an eager PyTorch loop's trace is mostly cpu_op and
      * flows) are counted from the first bytes, not parsed */
     char qph[8], qcat[24];
