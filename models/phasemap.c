@@ -392,6 +392,8 @@ static int pm_commit(fit_trace *t, pm_out *o)
 static void pm_note_ignored(pm_stats *st, const char *name)
 {
     st->ignored++;
+    st->prefill_steps += !strncmp(name, "step[EXTEND", 11) || !strncmp(name, "step[MIXED", 10) ||
+                         !strncmp(name, "step[SPLIT_PREFILL", 18);
     size_t n = strlen(st->ignored_names);
     if (n + strlen(name) + 4 < sizeof st->ignored_names && !strstr(st->ignored_names, name))
         snprintf(st->ignored_names + n, sizeof st->ignored_names - n, "%s\"%.60s\"",
@@ -1188,6 +1190,14 @@ int phasemap_apply(const phasemap *pm, fit_trace *t, pm_stats *stp, char *err, s
             snprintf(err, errlen, "%s: field ranges: value 0: no annotation spans (NVTX ranges or "
                      "user_annotation) name the phases; record SGLang with its profiler (it "
                      "emits record_function spans), or name them with --phase-map", t->file);
+        else if (prof == PM_SGLANG && st->prefill_steps == st->ignored)
+            /* profile_by_stage writes a trace per stage, suffix f"-{stage.name}"
+             * (managers/scheduler_profiler_mixin.py, utils/profile_utils.py
+             * _trace_filename): the EXTEND one holds no decode */
+            snprintf(err, errlen, "%s: field name: only prefill forward spans (%zu, e.g. %s): a "
+                     "prefill-stage trace (SGLang's profile_by_stage writes {id}-TP-N-EXTEND "
+                     "beside {id}-TP-N-DECODE): give the decode-stage trace", t->file,
+                     st->prefill_steps, st->ignored_names);
         else
             snprintf(err, errlen, "%s: field name: no span names a phase under profile %s (%zu "
                      "spans, e.g. %s): give --profile sglang|specprof or a --phase-map", t->file,

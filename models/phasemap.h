@@ -79,6 +79,7 @@ typedef struct {
     size_t folded;              /* step spans folded into their enclosing stage span */
     size_t borrowed;            /* stage spans that took their batch from a neighbour step */
     size_t ignored;             /* spans that name no phase (IDLE, EXTEND prefill, ...) */
+    size_t prefill_steps;       /* of which prefill forwards: step[EXTEND ..], step[MIXED ..] */
     size_t no_batch;            /* stage spans with no step span to take a batch from */
     size_t split;               /* verify stages split at their step span's end into verify
                                    and accept (a trace without verify_sample spans) */

@@ -207,6 +207,25 @@ static void refusals_name_file_field_and_value(void)
     CHECK(phasemap_load_map(&pm, "bogus=3", err, sizeof err) == -1 && strstr(err, "bogus"), "%s", err);
 }
 
+/* profile_by_stage writes the prefill forwards to {id}-TP-N-EXTEND.trace.json.gz: a trace of
+ * step[EXTEND ..] spans only is named as such (it was "give --profile sglang|specprof"). */
+static void sglang_prefill_stage_trace_is_named(void)
+{
+    char err[1024];
+    fit_trace t;
+    phasemap pm;
+    fit_trace_init(&t, "123-TP-0-EXTEND.trace.json.gz");
+    ptrace_range r1 = {1000, 2000, "step[EXTEND bs=1 toks=17]", "", 1, 1, 0, 0, 0};
+    ptrace_range r2 = {3000, 4000, "step[EXTEND bs=2 toks=900]", "", 1, 1, 0, 0, 0};
+    fit_trace_add_range(&t, &r1);
+    fit_trace_add_range(&t, &r2);
+    phasemap_init(&pm);
+    CHECK(phasemap_set_profile(&pm, "sglang", err, sizeof err) == 0, "%s", err);
+    CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "123-TP-0-EXTEND") &&
+          strstr(err, "prefill-stage trace") && strstr(err, "step[EXTEND bs=1"), "message '%s'", err);
+    fit_trace_free(&t);
+}
+
 static void phase_map_rules_capture_shapes(void)
 {
     char err[512];
@@ -480,6 +499,7 @@ int main(void)
     RUN(sglang_round_shares_its_kv_context);
     RUN(sglang_padding_follows_the_captured_sizes);
     RUN(refusals_name_file_field_and_value);
+    RUN(sglang_prefill_stage_trace_is_named);
     RUN(phase_map_rules_capture_shapes);
     RUN(kineto_with_sglang_spans_fits_like_specprof_words);
     char cmd[128];
