@@ -126,7 +126,18 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
     int *dst[] = {&s->steps, &s->topk, &s->draft_tokens};
     for (int k = 0; k < 3; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
-        if (!cJSON_IsNumber(v) || v->valuedouble < (k == 0 ? 1 : 1)) {
+        if (!v || cJSON_IsNull(v)) {
+            /* missing or null: NGRAM servers leave speculative_num_steps None (server_args.py
+             * sets only _eagle_topk and _num_draft_tokens for NGRAM). The shape stays unknown,
+             * refused where it is needed, and --spec-shape can give it. */
+            snprintf(s->missing, sizeof s->missing, "field %s: %s (speculative_algorithm %.24s)",
+                     keys[k], v ? "value null" : "missing",
+                     cJSON_IsString(alg) ? alg->valuestring : "set");
+            s->steps = s->topk = s->draft_tokens = 0;
+            rc = 0;
+            goto out;
+        }
+        if (!cJSON_IsNumber(v) || v->valuedouble < 1) {
             snprintf(err, errlen, "%s: field %s: %s: speculative_algorithm is %s, and the "
                      "speculative shape (speculative_num_steps, speculative_eagle_topk, "
                      "speculative_num_draft_tokens) is needed to turn batch sizes into tokens "
@@ -295,6 +306,7 @@ int phasemap_shape_flag(pm_shape *s, const char *v, char *err, size_t errlen)
     s->topk = b;
     s->draft_tokens = c;
     s->known = 1;
+    s->missing[0] = 0;
     snprintf(s->source + strlen(s->source), sizeof s->source - strlen(s->source),
              "%s--spec-shape %s", s->source[0] ? " + " : "", v);
     return 0;
@@ -560,10 +572,11 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
     }
     if (spec_span && !pm->shape.known) {
         const char *why = pm->shape.source[0] ? pm->shape.source : "no server_args.json beside the trace";
-        snprintf(err, errlen, "%s: span \"%.60s\": a speculative trace, but %s: field "
-                 "speculative_num_steps: missing: the speculative shape is needed to turn "
-                 "batch sizes into tokens (server_args.json of the server, or --spec-shape "
-                 "STEPS,TOPK,DRAFT_TOKENS)", t->file, t->rng[spec_span->idx].name, why);
+        snprintf(err, errlen, "%s: span \"%.60s\": a speculative trace, but %s: %s: the "
+                 "speculative shape is needed to turn batch sizes into tokens (server_args.json "
+                 "of the server, or --spec-shape STEPS,TOPK,DRAFT_TOKENS)", t->file,
+                 t->rng[spec_span->idx].name, why,
+                 pm->shape.missing[0] ? pm->shape.missing : "field speculative_num_steps: missing");
         goto out;
     }
     qsort(stg, nstg, sizeof *stg, sg_cmp_start);

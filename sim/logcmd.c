@@ -187,8 +187,9 @@ int logcmd_main(int argc, char **argv)
     if (g.cut_lines)
         printf("# long lines   %zu lines over 1 MiB (--log-requests prompts?) read to 1 MiB and "
                "ignored\n", g.cut_lines);
-    printf("# shape        %s\n", sh.known ? (snprintf(v, sizeof v, "steps %d, topk %d, draft_tokens %d",
-           sh.steps, sh.topk, sh.draft_tokens), v) : "unknown (alpha needs --server-args or --spec-shape)");
+    printf("# shape        %s%s%s\n", sh.known ? (snprintf(v, sizeof v, "steps %d, topk %d, draft_tokens %d",
+           sh.steps, sh.topk, sh.draft_tokens), v) : "unknown (alpha needs --server-args or --spec-shape)",
+           sh.missing[0] ? ": " : "", sh.missing);
     printf("# shape from   %s\n", sh.source[0] ? sh.source : found[0] ? found : "(none)");
     /* ---- acceptance per batch size ---- */
     int maxbs = 0;
@@ -259,7 +260,8 @@ int logcmd_main(int argc, char **argv)
     if (nacc && !sh.known) {
         fprintf(stderr, "specsim log: field --spec-shape: missing: predicting a speculative "
                 "server's intervals needs its steps, topk and draft tokens (--server-args or "
-                "--spec-shape S,K,D)\n");
+                "--spec-shape S,K,D)%s%s%s%s\n", sh.missing[0] ? "; " : "",
+                sh.missing[0] ? sh.source : "", sh.missing[0] ? ": " : "", sh.missing);
         goto out;
     }
     keys = calloc(g.n + 1, sizeof *keys);

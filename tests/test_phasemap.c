@@ -176,11 +176,22 @@ static void refusals_name_file_field_and_value(void)
           strstr(err, "speculative_num_steps") && strstr(err, "step[") == NULL ? 1 :
           strstr(err, "speculative_num_steps") != NULL, "message '%s'", err);
     fit_trace_free(&t);
-    /* server_args.json of a speculative server without its shape */
+    /* server_args.json of a speculative server without its shape (NGRAM leaves
+     * speculative_num_steps None): read, the shape unknown; the trace that needs it is
+     * refused naming the file, the field and the value; --spec-shape completes it */
     snprintf(path, sizeof path, "%s/args-noshape.json", tmpdir);
-    write_file(path, "{\"tp_size\": 8, \"speculative_algorithm\": \"EAGLE\", \"speculative_num_steps\": null}");
-    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == -1 && strstr(err, "args-noshape.json") &&
+    write_file(path, "{\"tp_size\": 8, \"speculative_algorithm\": \"NGRAM\", \"speculative_num_steps\": null, "
+               "\"speculative_eagle_topk\": 8, \"speculative_num_draft_tokens\": 12}");
+    phasemap_init(&pm);
+    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == 0 && !pm.shape.known &&
+          strstr(pm.shape.missing, "speculative_num_steps") && strstr(pm.shape.missing, "value null"),
+          "%s / missing '%s'", err, pm.shape.missing);
+    timport_load(&t, FIXTURE, NULL, NULL, err, sizeof err);
+    CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "args-noshape.json") &&
           strstr(err, "field speculative_num_steps") && strstr(err, "value null"), "message '%s'", err);
+    CHECK(phasemap_shape_flag(&pm.shape, "3,1,4", err, sizeof err) == 0 && pm.shape.known && !pm.shape.missing[0] &&
+          phasemap_apply(&pm, &t, NULL, err, sizeof err) == 0, "with --spec-shape: %s", err);
+    fit_trace_free(&t);
     /* a baseline server's args: the shape stays unknown, the trace is refused naming it */
     snprintf(path, sizeof path, "%s/args-base.json", tmpdir);
     write_file(path, "{\"tp_size\": 1, \"speculative_algorithm\": null, \"cuda_graph_max_bs\": 160}");

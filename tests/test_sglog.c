@@ -234,6 +234,35 @@ static void log_reads_the_shape_from_the_logged_server_args(void)
     rmdir(dir);
 }
 
+/* An NGRAM server's server_args.json has speculative_num_steps null (server_args.py sets only
+ * _eagle_topk and _num_draft_tokens for NGRAM): the acceptance table does not need the shape
+ * and is printed, naming the field; --spec-shape gives the shape. Both exited 2. */
+static void log_reads_a_log_beside_an_ngram_server_args(void)
+{
+    const char *dir = "/tmp/test_sglog_ngram", *path = "/tmp/test_sglog_ngram/server.log",
+               *args = "/tmp/test_sglog_ngram/server_args.json";
+    (void)!system("mkdir -p /tmp/test_sglog_ngram");
+    FILE *f = fopen(args, "w");
+    fputs("{\"tp_size\": 1, \"speculative_algorithm\": \"NGRAM\", \"speculative_num_steps\": null, "
+          "\"speculative_eagle_topk\": 8, \"speculative_num_draft_tokens\": 12, \"cuda_graph_max_bs\": 48}", f);
+    fclose(f);
+    f = fopen(path, "w");
+    fputs(DECODE_LINE "\n", f);
+    fclose(f);
+    char *out, cmd[512];
+    snprintf(cmd, sizeof cmd, "log %s", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "speculative_num_steps: value null") &&
+          strstr(out, "--accept-len 2.90"), "no shape: %s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "log %s --spec-shape 3,8,12", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "steps 3, topk 8, draft_tokens 12"), "--spec-shape: %s",
+          out ? out : "");
+    free(out);
+    remove(path);
+    remove(args);
+    rmdir(dir);
+}
+
 /* The alpha printed for bs 1 (accept len 3.15 = 1 + a + a^2 + a^3 for a 3-step chain) */
 static void log_alpha_reproduces_the_accept_length(void)
 {
@@ -320,6 +349,7 @@ int main(int argc, char **argv)
     RUN(sglog_reads_past_a_line_over_the_limit);
     RUN(sglog_leaves_out_a_last_line_cut_short);
     RUN(log_reads_the_shape_from_the_logged_server_args);
+    RUN(log_reads_a_log_beside_an_ngram_server_args);
     RUN(log_alpha_reproduces_the_accept_length);
     RUN(log_predictions_match_specsim_run);
     RUN(log_flags_idle_intervals);
