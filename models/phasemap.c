@@ -1204,12 +1204,13 @@ int phasemap_apply(const phasemap *pm, fit_trace *t, pm_stats *stp, char *err, s
                      "user_annotation) name the phases; record SGLang with its profiler (it "
                      "emits record_function spans), or name them with --phase-map", t->file);
         else if (prof == PM_SGLANG && st->prefill_steps == st->ignored)
-            /* profile_by_stage writes a trace per stage, suffix f"-{stage.name}"
-             * (managers/scheduler_profiler_mixin.py, utils/profile_utils.py
-             * _trace_filename): the EXTEND one holds no decode */
+            /* profile_by_stage writes a trace per stage, suffix f"-{stage.name}" (EXTEND,
+             * DECODE: managers/scheduler_profiler_mixin.py, utils/profile_utils.py
+             * _trace_filename) or f"-{stage}" (prefill, decode: the ProfileManager of
+             * utils/profile_utils.py): the prefill one holds no decode */
             snprintf(err, errlen, "%s: field name: only prefill forward spans (%zu, e.g. %s): a "
-                     "prefill-stage trace (SGLang's profile_by_stage writes {id}-TP-N-EXTEND "
-                     "beside {id}-TP-N-DECODE): give the decode-stage trace", t->file,
+                     "prefill-stage trace (SGLang's profile_by_stage writes {id}-TP-N-EXTEND or "
+                     "-prefill beside -DECODE or -decode): give the decode-stage trace", t->file,
                      st->prefill_steps, st->ignored_names);
         else
             snprintf(err, errlen, "%s: field name: no span names a phase under profile %s (%zu "
