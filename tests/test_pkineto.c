@@ -400,6 +400,51 @@ static void pkineto_reads_one_rank_of_a_merged_trace(void)
     free(fix);
 }
 
+typedef struct {
+    int n;
+    char name[4][128];
+} names_seen;
+static int names_kernel(void *u, const ptrace_kernel *k)
+{
+    names_seen *s = u;
+    if (s->n < 4)
+        snprintf(s->name[s->n], sizeof s->name[0], "%s", k->name);
+    s->n++;
+    return 0;
+}
+
+/* --enable-cuda-graph-attribution (utils/profile_utils.py) renames a graph kernel
+ * "NAME [aten::mm, aten::add, +1 more]" and adds args.cuda_graph_attribution: the reader
+ * gives the kernel its own name back; a bracket without that arg is part of the name. */
+static void pkineto_takes_the_graph_attribution_suffix_off(void)
+{
+    static const char doc[] =
+        "{\"schemaVersion\": 1, \"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void gemm_kernel<float>(float*) [aten::mm, aten::add, +1 more]\", "
+        "\"pid\": 0, \"tid\": 7, \"ts\": 1005.0, \"dur\": 5.0, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 1, "
+        "\"cuda_graph_attribution\": {\"cpu_ops\": [\"aten::mm\", \"aten::add\", \"step[DECODE bs=8]\"], \"modules\": [], "
+        "\"source\": \"attribution.json\"}}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void nest_kernel(int) [step[DECODE bs=8], aten::mm]\", "
+        "\"pid\": 0, \"tid\": 7, \"ts\": 1010.0, \"dur\": 5.0, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 2, "
+        "\"cuda_graph_attribution\": {\"cpu_ops\": [], \"modules\": []}}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void plain_kernel(int) [clone]\", "
+        "\"pid\": 0, \"tid\": 7, \"ts\": 1020.0, \"dur\": 5.0, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 3}}"
+        "]}";
+    static const char *want[] = {"void gemm_kernel<float>(float*)", "void nest_kernel(int)",
+                                 "void plain_kernel(int) [clone]"};
+    names_seen s;
+    memset(&s, 0, sizeof s);
+    pkineto_cb cb = {names_kernel, NULL, NULL, NULL, NULL, NULL, &s};
+    pkineto_info I;
+    psrc_mem m;
+    char err[256] = "";
+    psrc_mem_init(&m, doc, sizeof doc - 1, "attributed");
+    CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0 && s.n == 3, "%s: %d kernels", err, s.n);
+    for (int i = 0; i < 3 && i < s.n; i++)
+        CHECK(strcmp(s.name[i], want[i]) == 0, "kernel %d: '%s', want '%s'", i, s.name[i], want[i]);
+    CHECK(I.attributed_kernels == 2, "attributed %zu", I.attributed_kernels);
+}
+
 static void pkineto_maps_torch_dtypes_and_collectives(void)
 {
     const char *n;
@@ -706,6 +751,7 @@ int main(int argc, char **argv)
     RUN(pgz_reads_gzip_like_the_plain_file);
     RUN(pkineto_reads_the_fixture_fields);
     RUN(pkineto_reads_one_rank_of_a_merged_trace);
+    RUN(pkineto_takes_the_graph_attribution_suffix_off);
     RUN(pkineto_maps_torch_dtypes_and_collectives);
     RUN(timport_chooses_the_importer_by_content);
     RUN(timport_takes_the_profiler_host_cost_out);

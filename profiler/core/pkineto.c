@@ -368,6 +368,26 @@ static int pk_event(void *user, const char *text, size_t len)
         k.start_ns = s;
         k.end_ns = s + d;
         k.name = name;
+        /* --enable-cuda-graph-attribution renames graph kernels "NAME [aten::mm, aten::add,
+         * +2 more]" and adds args.cuda_graph_attribution (utils/profile_utils.py,
+         * _annotate_trace_with_cuda_graph_attribution): the kernel keeps its own name, as its
+         * eager launches and other captures have it */
+        char kn[PKINETO_MAX_KERNEL_NAME];
+        size_t nl = strlen(name);
+        const char *cut = NULL;      /* the '[' that matches the closing ']' (ops may nest) */
+        if (nl > 2 && name[nl - 1] == ']' && pjson_get(a, "cuda_graph_attribution")) {
+            int depth = 0;
+            for (const char *p = name + nl - 1; p >= name && !cut; p--) {
+                depth += (*p == ']') - (*p == '[');
+                if (depth == 0)
+                    cut = p;
+            }
+        }
+        if (cut && cut > name + 1 && cut[-1] == ' ' && nl < sizeof kn) {
+            snprintf(kn, sizeof kn, "%.*s", (int)(cut - 1 - name), name);
+            k.name = kn;
+            I->attributed_kernels++;
+        }
         k.corr = (uint32_t)pk_int(a, "correlation", 0);
         k.dev = (uint32_t)pk_int(a, "device", pid);
         k.stream = (uint32_t)pk_int(a, "stream", tid);

@@ -29,6 +29,7 @@ typedef struct {
 
 #define PKINETO_MAX_DEVICES 16
 #define PKINETO_MAX_RANKS 64
+#define PKINETO_MAX_KERNEL_NAME 8192   /* an attributed name longer than this keeps its suffix */
 
 /* What a scan learnt about the file. */
 typedef struct {
@@ -46,6 +47,7 @@ typedef struct {
     size_t cpu_ops, python_functions, flows, metadata, other;
     size_t nccl_kernels;      /* kernels with Collective name / In msg nelems / Group size */
     size_t graph_kernels;     /* kernels with a non-zero graph id */
+    size_t attributed_kernels;/* names with SGLang's " [cpu_op, ...]" suffix, taken off */
     size_t bad_events;        /* elements that are not JSON objects (skipped) */
     char   first_bad[160];
     /* SGLang's --merge-profiles writes all ranks into merged-{id}.trace.json.gz with every
