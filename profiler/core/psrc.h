@@ -41,7 +41,8 @@ typedef struct {
     int    skipping;            /* dropping the rest of a cut line */
     /* about the line just handed out */
     int    cut;                 /* it was cut at max_line (cut_long) */
-    int    unterminated;        /* the input ended inside it: no '\n' after it */
+    int    unterminated;        /* the input ended inside it: no '\n' after it (not set
+                                 * on a cut line) */
     size_t cut_lines;           /* lines cut so far */
 } psrc_lines;
 int  psrc_lines_init(psrc_lines *l, psrc *src, size_t max_line);
