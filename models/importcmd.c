@@ -124,6 +124,10 @@ int importcmd_main(int argc, char **argv)
             printf(" (+%zu GPU spans counted), %zu NCCL kernels with sizes, %zu GPU records marked "
                    "graph work by their launch", st.gpu_ranges, st.nccl_kernels, st.graph_inferred);
         printf("; %s\n", st.complete ? "complete" : "cut off (no end marker)");
+        if (st.merged_ranks > 1)
+            printf("# merged trace of %d ranks (SGLang --merge-profiles): rank [%s] read, %zu events "
+                   "of the others skipped (the fit reads one rank; the per-rank files beside it are "
+                   "{id}-TP-N[...].trace.json.gz)\n", st.merged_ranks, st.merged_rank, st.merged_skipped);
         printf("# device %s, %d SMs, cc %d.%d; ", t.hdr.device.name[0] ? t.hdr.device.name :
                "(not recorded)", t.hdr.device.sms, t.hdr.device.cc_major, t.hdr.device.cc_minor);
         if (t.hdr.world_size > 0)

@@ -89,22 +89,10 @@ static int pm_int_field(const cJSON *j, const char *k, int *out)
     return 1;
 }
 
-int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
+/* The shape from server arguments as a JSON object (the file, or the log's dump turned into
+ * one); path names where they came from in messages. 0 or -1. */
+static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, char *err, size_t errlen)
 {
-    char *text;
-    size_t len;
-    memset(s, 0, sizeof *s);
-    s->cuda_graph = 1;
-    if (pgz_slurp(path, PM_ARGS_MAX_BYTES, &text, &len, err, errlen))
-        return -1;
-    cJSON *j = cJSON_Parse(text);
-    free(text);
-    if (!j || !cJSON_IsObject(j)) {
-        snprintf(err, errlen, "%s: not a JSON object (expected SGLang's server_args.json, the "
-                 "/get_server_info reply)", path);
-        cJSON_Delete(j);
-        return -1;
-    }
     int rc = -1;
     snprintf(s->source, sizeof s->source, "%s", path);
     pm_int_field(j, "tp_size", &s->tp_size);
@@ -138,7 +126,18 @@ int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
     int *dst[] = {&s->steps, &s->topk, &s->draft_tokens};
     for (int k = 0; k < 3; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
-        if (!cJSON_IsNumber(v) || v->valuedouble < (k == 0 ? 1 : 1)) {
+        if (!v || cJSON_IsNull(v)) {
+            /* missing or null: NGRAM servers leave speculative_num_steps None (server_args.py
+             * sets only _eagle_topk and _num_draft_tokens for NGRAM). The shape stays unknown,
+             * refused where it is needed, and --spec-shape can give it. */
+            snprintf(s->missing, sizeof s->missing, "field %s: %s (speculative_algorithm %.24s)",
+                     keys[k], v ? "value null" : "missing",
+                     cJSON_IsString(alg) ? alg->valuestring : "set");
+            s->steps = s->topk = s->draft_tokens = 0;
+            rc = 0;
+            goto out;
+        }
+        if (!cJSON_IsNumber(v) || v->valuedouble < 1) {
             snprintf(err, errlen, "%s: field %s: %s: speculative_algorithm is %s, and the "
                      "speculative shape (speculative_num_steps, speculative_eagle_topk, "
                      "speculative_num_draft_tokens) is needed to turn batch sizes into tokens "
@@ -151,6 +150,113 @@ int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
     }
     s->known = 1;
     rc = 0;
+out:
+    return rc;
+}
+
+int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
+{
+    char *text;
+    size_t len;
+    memset(s, 0, sizeof *s);
+    s->cuda_graph = 1;
+    if (pgz_slurp(path, PM_ARGS_MAX_BYTES, &text, &len, err, errlen))
+        return -1;
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    if (!j || !cJSON_IsObject(j)) {
+        snprintf(err, errlen, "%s: not a JSON object (expected SGLang's server_args.json, the "
+                 "/get_server_info reply)", path);
+        cJSON_Delete(j);
+        return -1;
+    }
+    int rc = pm_shape_from_json(s, j, path, err, errlen);
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* The fields of pm_shape_from_json, read from the dataclass repr that the server logs at
+ * start-up: `server_args=ServerArgs(model_path='...', tp_size=8, ..., cuda_graph_max_bs=160,
+ * cuda_graph_bs=[1, 2, 4], disable_cuda_graph=False, ..., speculative_algorithm='EAGLE3',
+ * ..., speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, ...)`
+ * (logger.info(f"{server_args=}") in entrypoints/engine.py, _launch_subprocesses). Values
+ * are ints, None, True/False, 'strings' and lists of ints. */
+int phasemap_shape_repr(pm_shape *s, const char *text, size_t len, const char *label, char *err,
+                        size_t errlen)
+{
+    static const char *keys[] = {"tp_size", "disable_cuda_graph", "cuda_graph_bs",
+                                 "cuda_graph_max_bs", "speculative_algorithm",
+                                 "speculative_num_steps", "speculative_eagle_topk",
+                                 "speculative_num_draft_tokens"};
+    memset(s, 0, sizeof *s);
+    s->cuda_graph = 1;
+    const char *end = text + len, *open = memmem(text, len, "ServerArgs(", 11);
+    if (!open) {
+        snprintf(err, errlen, "%s: no \"ServerArgs(\" in the server_args line", label);
+        return -1;
+    }
+    cJSON *j = cJSON_CreateObject();
+    int rc = -1;
+    if (!j) {
+        snprintf(err, errlen, "%s: out of memory", label);
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        size_t kl = strlen(keys[k]);
+        const char *v = NULL;
+        /* "(key=" or ", key=": a key, never the tail of a longer one */
+        for (const char *p = open + 10; p + kl + 1 < end && !v; p++) {
+            p = memmem(p, (size_t)(end - p), keys[k], kl);
+            if (!p)
+                break;
+            if ((p[-1] == '(' || (p[-1] == ' ' && p[-2] == ',')) && p + kl < end && p[kl] == '=')
+                v = p + kl + 1;
+        }
+        if (!v)
+            continue;
+        size_t vl = 0;
+        cJSON *x = NULL;
+        if (*v == '\'' || *v == '"') {
+            const char *q = memchr(v + 1, *v, (size_t)(end - v - 1));
+            char sb[64];
+            snprintf(sb, sizeof sb, "%.*s", q ? (int)(q - v - 1) : 0, v + 1);
+            x = cJSON_CreateString(sb);
+        } else if (*v == '[') {
+            x = cJSON_CreateArray();
+            const char *p = v + 1;
+            while (x && p < end && *p != ']') {
+                char *e;
+                double b = strtod(p, &e);
+                if (e == p || e >= end)
+                    break;
+                cJSON_AddItemToArray(x, cJSON_CreateNumber(b));
+                p = e;
+                while (p < end && (*p == ',' || *p == ' '))
+                    p++;
+            }
+            if (x && (p >= end || *p != ']')) {
+                cJSON_Delete(x);
+                snprintf(err, errlen, "%s: field %s: value \"%.40s\": not a list of batch sizes",
+                         label, keys[k], v);
+                goto out;
+            }
+        } else {
+            while (v + vl < end && v[vl] != ',' && v[vl] != ')')
+                vl++;
+            char vb[64], *e;
+            snprintf(vb, sizeof vb, "%.*s", (int)vl, v);
+            double d = strtod(vb, &e);
+            x = !strcmp(vb, "None") ? cJSON_CreateNull() : !strcmp(vb, "True") ? cJSON_CreateTrue() :
+                !strcmp(vb, "False") ? cJSON_CreateFalse() : e != vb && *e == 0 ? cJSON_CreateNumber(d) :
+                cJSON_CreateString(vb);
+        }
+        if (!x) {
+            snprintf(err, errlen, "%s: field %s: value not readable", label, keys[k]);
+            goto out;
+        }
+        cJSON_AddItemToObject(j, keys[k], x);
+    }
+    rc = pm_shape_from_json(s, j, label, err, errlen);
 out:
     cJSON_Delete(j);
     return rc;
@@ -200,6 +306,7 @@ int phasemap_shape_flag(pm_shape *s, const char *v, char *err, size_t errlen)
     s->topk = b;
     s->draft_tokens = c;
     s->known = 1;
+    s->missing[0] = 0;
     snprintf(s->source + strlen(s->source), sizeof s->source - strlen(s->source),
              "%s--spec-shape %s", s->source[0] ? " + " : "", v);
     return 0;
@@ -297,6 +404,8 @@ static int pm_commit(fit_trace *t, pm_out *o)
 static void pm_note_ignored(pm_stats *st, const char *name)
 {
     st->ignored++;
+    st->prefill_steps += !strncmp(name, "step[EXTEND", 11) || !strncmp(name, "step[MIXED", 10) ||
+                         !strncmp(name, "step[SPLIT_PREFILL", 18);
     size_t n = strlen(st->ignored_names);
     if (n + strlen(name) + 4 < sizeof st->ignored_names && !strstr(st->ignored_names, name))
         snprintf(st->ignored_names + n, sizeof st->ignored_names - n, "%s\"%.60s\"",
@@ -463,10 +572,11 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
     }
     if (spec_span && !pm->shape.known) {
         const char *why = pm->shape.source[0] ? pm->shape.source : "no server_args.json beside the trace";
-        snprintf(err, errlen, "%s: span \"%.60s\": a speculative trace, but %s: field "
-                 "speculative_num_steps: missing: the speculative shape is needed to turn "
-                 "batch sizes into tokens (server_args.json of the server, or --spec-shape "
-                 "STEPS,TOPK,DRAFT_TOKENS)", t->file, t->rng[spec_span->idx].name, why);
+        snprintf(err, errlen, "%s: span \"%.60s\": a speculative trace, but %s: %s: the "
+                 "speculative shape is needed to turn batch sizes into tokens (server_args.json "
+                 "of the server, or --spec-shape STEPS,TOPK,DRAFT_TOKENS)", t->file,
+                 t->rng[spec_span->idx].name, why,
+                 pm->shape.missing[0] ? pm->shape.missing : "field speculative_num_steps: missing");
         goto out;
     }
     qsort(stg, nstg, sizeof *stg, sg_cmp_start);
@@ -1093,6 +1203,15 @@ int phasemap_apply(const phasemap *pm, fit_trace *t, pm_stats *stp, char *err, s
             snprintf(err, errlen, "%s: field ranges: value 0: no annotation spans (NVTX ranges or "
                      "user_annotation) name the phases; record SGLang with its profiler (it "
                      "emits record_function spans), or name them with --phase-map", t->file);
+        else if (prof == PM_SGLANG && st->prefill_steps == st->ignored)
+            /* profile_by_stage writes a trace per stage, suffix f"-{stage.name}" (EXTEND,
+             * DECODE: managers/scheduler_profiler_mixin.py, utils/profile_utils.py
+             * _trace_filename) or f"-{stage}" (prefill, decode: the ProfileManager of
+             * utils/profile_utils.py): the prefill one holds no decode */
+            snprintf(err, errlen, "%s: field name: only prefill forward spans (%zu, e.g. %s): a "
+                     "prefill-stage trace (SGLang's profile_by_stage writes {id}-TP-N-EXTEND or "
+                     "-prefill beside -DECODE or -decode): give the decode-stage trace", t->file,
+                     st->prefill_steps, st->ignored_names);
         else
             snprintf(err, errlen, "%s: field name: no span names a phase under profile %s (%zu "
                      "spans, e.g. %s): give --profile sglang|specprof or a --phase-map", t->file,

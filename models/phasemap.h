@@ -34,6 +34,8 @@ typedef struct {
     int  ngraph_bs;             /* captured batch sizes, increasing; 0: not known */
     int  graph_bs[PM_GRAPH_BS_MAX];
     char source[600];           /* where it came from (file or flags), for the report */
+    char missing[120];          /* server arguments of a speculative server without the
+                                   shape: which field is missing or null ("" otherwise) */
 } pm_shape;
 
 typedef enum { PM_AUTO, PM_SPECPROF, PM_SGLANG, PM_MAP } pm_profile;
@@ -79,6 +81,7 @@ typedef struct {
     size_t folded;              /* step spans folded into their enclosing stage span */
     size_t borrowed;            /* stage spans that took their batch from a neighbour step */
     size_t ignored;             /* spans that name no phase (IDLE, EXTEND prefill, ...) */
+    size_t prefill_steps;       /* of which prefill forwards: step[EXTEND ..], step[MIXED ..] */
     size_t no_batch;            /* stage spans with no step span to take a batch from */
     size_t split;               /* verify stages split at their step span's end into verify
                                    and accept (a trace without verify_sample spans) */
@@ -105,8 +108,15 @@ int  phasemap_load_map(phasemap *pm, const char *spec, char *err, size_t errlen)
  * that `python -m sglang.profiler` saves beside the traces): speculative_num_steps,
  * speculative_eagle_topk, speculative_num_draft_tokens, cuda_graph_bs (or SGLang's default
  * list up to cuda_graph_max_bs), disable_cuda_graph, tp_size. A file without
- * speculative_algorithm (or with null) is a baseline server: known stays 0. 0 or -1. */
+ * speculative_algorithm (or with null) is a baseline server: known stays 0. A speculative
+ * server with a shape field missing or null (NGRAM: speculative_num_steps None): known stays
+ * 0 and missing names the field; the trace that needs the shape is refused with it. 0, or -1
+ * (not JSON, a shape field that is not a number >= 1, a bad cuda_graph_bs). */
 int  phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen);
+/* The same fields from the `server_args=ServerArgs(...)` line that SGLang logs at start-up
+ * (text: the line, NUL-terminated at len; label names it in messages). 0 or -1. */
+int  phasemap_shape_repr(pm_shape *s, const char *text, size_t len, const char *label, char *err,
+                         size_t errlen);
 /* Looks for server_args.json in the trace's directory and its parent (of the file itself, a
  * symbolic link followed); 1 found (s filled,
  * found names it), 0 none, -1 a file that does not parse. */

@@ -7,11 +7,15 @@
 #include "pgz.h"
 #include "psrc.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define SGLOG_MAX_LINE ((size_t)1 << 20)   /* a log line longer than this is not a log */
+/* A longer line is cut here and read as an other line: a Decode batch line is ~300 bytes,
+ * but --log-requests-level 1..3 writes whole prompts untruncated ("Receive: obj=...",
+ * max_length 1 << 30 in managers/tokenizer_manager.py), megabytes for a long context. */
+#define SGLOG_MAX_LINE ((size_t)1 << 20)
 
 void sglog_init(sglog *g) { memset(g, 0, sizeof *g); }
 
@@ -20,6 +24,7 @@ void sglog_free(sglog *g)
     if (!g)
         return;
     free(g->iv);
+    free(g->server_args);
     memset(g, 0, sizeof *g);
 }
 
@@ -117,15 +122,17 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
             vb[--vl] = 0;
         char *e;
         double x = strtod(vb, &e);
-        int num = e != vb && *e == 0;
+        int num = e != vb && *e == 0 && isfinite(x);   /* strtod reads "nan" and "inf" too */
 #define KEY(s) (kl == sizeof(s) - 1 && memcmp(k, s, kl) == 0)
-        if (KEY("cuda graph")) {
+        /* "cpu graph" on a CPU server, "npu graph" on Ascend (the graph_backend map of
+         * scheduler_metrics_mixin.py report_decode_stats), "cuda graph" everywhere else */
+        if (KEY("cuda graph") || KEY("cpu graph") || KEY("npu graph")) {
             if (!strcmp(vb, "True"))
                 iv->cuda_graph = 1;
             else if (!strcmp(vb, "False"))
                 iv->cuda_graph = 0;
             else {
-                snprintf(err, errlen, "field cuda graph: value \"%s\": expected True or False", vb);
+                snprintf(err, errlen, "field %.*s: value \"%s\": expected True or False", (int)kl, k, vb);
                 return -1;
             }
             continue;
@@ -136,7 +143,7 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
         if (!known)
             continue;
         if (!num || x < 0) {
-            snprintf(err, errlen, "field %.*s: value \"%s\": not a number >= 0", (int)kl, k, vb);
+            snprintf(err, errlen, "field %.*s: value \"%s\": not a finite number >= 0", (int)kl, k, vb);
             return -1;
         }
         /* counts become ints: within a batch's range (bounds.h: 1e9 requests, a 1e300 once
@@ -180,17 +187,39 @@ int sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
+    L.cut_long = 1;
     const char *ln;
     size_t len, lines = 0, decode = 0;
     int got, rc = -1;
     char perr[200];
     while ((got = psrc_lines_next(&L, &ln, &len, err, errlen)) == 1) {
         lines++;
+        g->cut_lines += L.cut;
         sglog_interval iv;
         int r = sglog_parse_line(ln, len, &iv, perr, sizeof perr);
         if (r == 0) {
             g->other_lines++;
+            if (!L.cut && memmem(ln, len, "server_args=ServerArgs(", 23)) {
+                if (!g->server_args && (g->server_args = malloc(len + 1))) {
+                    memcpy(g->server_args, ln, len);
+                    g->server_args[len] = 0;
+                    g->server_args_len = len;
+                    snprintf(g->server_args_at, sizeof g->server_args_at, "%.250s: line %zu (server_args=)", path,
+                             lines);
+                }
+                g->server_args_lines++;
+            }
             continue;
+        }
+        /* a line cut short: at SGLOG_MAX_LINE, or where the file ends without a newline (a
+         * log copied while the server writes it); every release ends a Decode batch line
+         * with #queue-req (or fields after it), so one without it lost its end and its
+         * last number may be cut too ("gen throughput (token/s): 78" of 780.00) */
+        if (r == 1 && (L.cut || (L.unterminated && !memmem(ln, len, "#queue-req: ", 12)))) {
+            snprintf(perr, sizeof perr, "%s", L.cut ? "cut at the line length limit" :
+                     "the file ends inside this line (no newline, no #queue-req): a log copied "
+                     "while the server wrote it? The line is left out");
+            r = -1;
         }
         decode++;
         g->decode_lines++;

@@ -3,6 +3,7 @@
  * report_decode_stats): running requests, KV tokens, accept length, CUDA graph, generation
  * throughput. Every variant seen in releases is read: `Decode batch,` / `Decode batch.` /
  * `Decode batch [iter],`, `#token:` or `#full token:`, with or without accept rate,
+ * `cuda graph:` or `cpu graph:` / `npu graph:`,
  * prefixes such as `(SGLangEngine pid=..)` and `[time DP6 TP6 EP6]`; other lines are
  * counted and ignored. Why: the log is what every production server already has; it gives
  * acceptance per batch size and a check of a model against production, without a GPU.
@@ -21,7 +22,7 @@ typedef struct {
     double  token_usage;          /* fraction of the KV pool */
     double  accept_len;           /* accept len: tokens per verify, bonus token included */
     double  accept_rate;
-    int     cuda_graph;           /* cuda graph: 1 True, 0 False, -1 absent */
+    int     cuda_graph;           /* cuda (cpu, npu) graph: 1 True, 0 False, -1 absent */
     double  gen_tok_s;            /* gen throughput (token/s) over the interval */
     int     queue_req;            /* #queue-req */
     int     dp, tp;               /* from the [... DPn TPn] prefix; -1 absent */
@@ -33,9 +34,15 @@ typedef struct {
     sglog_interval *iv;
     size_t n, cap;
     size_t lines, decode_lines, other_lines;
-    size_t bad_lines;             /* "Decode batch" lines whose fields do not parse */
+    size_t bad_lines;             /* "Decode batch" lines whose fields do not parse, or cut */
+    size_t cut_lines;             /* lines over 1 MiB (sglog.c), cut and read as other lines */
     size_t first_bad_line;
     char   first_bad[400];
+    /* the `server_args=ServerArgs(...)` line the server logs at start-up (entrypoints/
+     * engine.py): the first one, NUL-terminated, freed by sglog_free; NULL when none */
+    char  *server_args;
+    size_t server_args_len, server_args_lines;
+    char   server_args_at[300];   /* "FILE: line N", for messages */
     /* the variants met (a count of lines each) */
     size_t v_comma, v_period, v_iter, v_full_token, v_no_accept_rate, v_no_accept,
            v_engine_prefix, v_rank_prefix;

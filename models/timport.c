@@ -613,6 +613,9 @@ static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err,
     st->gpu_ranges = info.gpu_ranges;
     st->nccl_kernels = info.nccl_kernels;
     st->complete = info.complete;
+    snprintf(st->merged_rank, sizeof st->merged_rank, "%s", info.merged_rank);
+    st->merged_ranks = info.merged_ranks;
+    st->merged_skipped = info.merged_skipped;
     if (info.kernels + info.mems == 0) {
         snprintf(err, errlen, "%s: field traceEvents: value %zu events, none of cat kernel, "
                  "gpu_memcpy or gpu_memset: a CPU-only profile (%zu cpu_op, %zu user_annotation): "

@@ -31,6 +31,9 @@ typedef struct {
     double host_cost_per_event_us; /* the profiler's host cost taken out per event (0: none) */
     double host_cost_us;           /* of which on the busiest thread, in all */
     int    complete;               /* the file ended as its writer ends it */
+    char   merged_rank[48];        /* Kineto: a merged trace of several ranks: the rank read */
+    int    merged_ranks;
+    size_t merged_skipped;         /* events of the other ranks, skipped */
 } timport_stats;
 
 /* An importer: probe looks at the first bytes of the (decompressed) file; load initialises t

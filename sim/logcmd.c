@@ -31,7 +31,8 @@ static void log_usage(FILE *f)
         "  ignored): acceptance per batch size, and with --model each logged interval\n"
         "  predicted at its batch size, accept length and CUDA-graph state (docs/sglang.md).\n"
         "  --server-args F     SGLang's server_args.json (the speculative shape and CUDA-graph\n"
-        "                      batch sizes; default: server_args.json beside the first log)\n"
+        "                      batch sizes; default: server_args.json beside the first log,\n"
+        "                      else the server_args=ServerArgs(...) line the server logs)\n"
         "  --spec-shape S,K,D  speculative_num_steps, _eagle_topk, _num_draft_tokens\n"
         "  --model M.json      predict every interval with this workload model\n"
         "  --csv               the interval table as CSV (with --model)\n"
@@ -154,6 +155,18 @@ int logcmd_main(int argc, char **argv)
             fprintf(stderr, "%s\n", err);
             goto out;
         }
+        /* no server_args.json: the arguments the server logged at start-up */
+        if (r == 0 && g.server_args) {
+            if (phasemap_shape_repr(&sh, g.server_args, g.server_args_len, g.server_args_at, err,
+                                    sizeof err)) {
+                printf("# shape        not read from the log: %s\n", err);
+                memset(&sh, 0, sizeof sh);
+                sh.cuda_graph = 1;
+            } else if (g.server_args_lines > 1) {
+                snprintf(sh.source + strlen(sh.source), sizeof sh.source - strlen(sh.source),
+                         " (the first of %zu server_args lines: a restarted server?)", g.server_args_lines);
+            }
+        }
     }
     if (shape_flag && phasemap_shape_flag(&sh, shape_flag, err, sizeof err)) {
         fprintf(stderr, "specsim log: %s\n", err);
@@ -171,8 +184,12 @@ int logcmd_main(int argc, char **argv)
            g.v_engine_prefix, g.v_rank_prefix);
     if (g.bad_lines)
         printf("# first unparsable: %s\n", g.first_bad);
-    printf("# shape        %s\n", sh.known ? (snprintf(v, sizeof v, "steps %d, topk %d, draft_tokens %d",
-           sh.steps, sh.topk, sh.draft_tokens), v) : "unknown (alpha needs --server-args or --spec-shape)");
+    if (g.cut_lines)
+        printf("# long lines   %zu lines over 1 MiB (--log-requests prompts?) read to 1 MiB and "
+               "ignored\n", g.cut_lines);
+    printf("# shape        %s%s%s\n", sh.known ? (snprintf(v, sizeof v, "steps %d, topk %d, draft_tokens %d",
+           sh.steps, sh.topk, sh.draft_tokens), v) : "unknown (alpha needs --server-args or --spec-shape)",
+           sh.missing[0] ? ": " : "", sh.missing);
     printf("# shape from   %s\n", sh.source[0] ? sh.source : found[0] ? found : "(none)");
     /* ---- acceptance per batch size ---- */
     int maxbs = 0;
@@ -243,7 +260,8 @@ int logcmd_main(int argc, char **argv)
     if (nacc && !sh.known) {
         fprintf(stderr, "specsim log: field --spec-shape: missing: predicting a speculative "
                 "server's intervals needs its steps, topk and draft tokens (--server-args or "
-                "--spec-shape S,K,D)\n");
+                "--spec-shape S,K,D)%s%s%s%s\n", sh.missing[0] ? "; " : "",
+                sh.missing[0] ? sh.source : "", sh.missing[0] ? ": " : "", sh.missing);
         goto out;
     }
     keys = calloc(g.n + 1, sizeof *keys);

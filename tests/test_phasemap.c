@@ -176,11 +176,22 @@ static void refusals_name_file_field_and_value(void)
           strstr(err, "speculative_num_steps") && strstr(err, "step[") == NULL ? 1 :
           strstr(err, "speculative_num_steps") != NULL, "message '%s'", err);
     fit_trace_free(&t);
-    /* server_args.json of a speculative server without its shape */
+    /* server_args.json of a speculative server without its shape (NGRAM leaves
+     * speculative_num_steps None): read, the shape unknown; the trace that needs it is
+     * refused naming the file, the field and the value; --spec-shape completes it */
     snprintf(path, sizeof path, "%s/args-noshape.json", tmpdir);
-    write_file(path, "{\"tp_size\": 8, \"speculative_algorithm\": \"EAGLE\", \"speculative_num_steps\": null}");
-    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == -1 && strstr(err, "args-noshape.json") &&
+    write_file(path, "{\"tp_size\": 8, \"speculative_algorithm\": \"NGRAM\", \"speculative_num_steps\": null, "
+               "\"speculative_eagle_topk\": 8, \"speculative_num_draft_tokens\": 12}");
+    phasemap_init(&pm);
+    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == 0 && !pm.shape.known &&
+          strstr(pm.shape.missing, "speculative_num_steps") && strstr(pm.shape.missing, "value null"),
+          "%s / missing '%s'", err, pm.shape.missing);
+    timport_load(&t, FIXTURE, NULL, NULL, err, sizeof err);
+    CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "args-noshape.json") &&
           strstr(err, "field speculative_num_steps") && strstr(err, "value null"), "message '%s'", err);
+    CHECK(phasemap_shape_flag(&pm.shape, "3,1,4", err, sizeof err) == 0 && pm.shape.known && !pm.shape.missing[0] &&
+          phasemap_apply(&pm, &t, NULL, err, sizeof err) == 0, "with --spec-shape: %s", err);
+    fit_trace_free(&t);
     /* a baseline server's args: the shape stays unknown, the trace is refused naming it */
     snprintf(path, sizeof path, "%s/args-base.json", tmpdir);
     write_file(path, "{\"tp_size\": 1, \"speculative_algorithm\": null, \"cuda_graph_max_bs\": 160}");
@@ -205,6 +216,25 @@ static void refusals_name_file_field_and_value(void)
     CHECK(phasemap_set_profile(&pm, "vllm", err, sizeof err) == -1 && strstr(err, "vllm"), "%s", err);
     CHECK(phasemap_load_map(&pm, "verify=x {nope}", err, sizeof err) == -1 && strstr(err, "{nope}"), "%s", err);
     CHECK(phasemap_load_map(&pm, "bogus=3", err, sizeof err) == -1 && strstr(err, "bogus"), "%s", err);
+}
+
+/* profile_by_stage writes the prefill forwards to {id}-TP-N-EXTEND.trace.json.gz: a trace of
+ * step[EXTEND ..] spans only is named as such (it was "give --profile sglang|specprof"). */
+static void sglang_prefill_stage_trace_is_named(void)
+{
+    char err[1024];
+    fit_trace t;
+    phasemap pm;
+    fit_trace_init(&t, "123-TP-0-EXTEND.trace.json.gz");
+    ptrace_range r1 = {1000, 2000, "step[EXTEND bs=1 toks=17]", "", 1, 1, 0, 0, 0};
+    ptrace_range r2 = {3000, 4000, "step[EXTEND bs=2 toks=900]", "", 1, 1, 0, 0, 0};
+    fit_trace_add_range(&t, &r1);
+    fit_trace_add_range(&t, &r2);
+    phasemap_init(&pm);
+    CHECK(phasemap_set_profile(&pm, "sglang", err, sizeof err) == 0, "%s", err);
+    CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "123-TP-0-EXTEND") &&
+          strstr(err, "prefill-stage trace") && strstr(err, "step[EXTEND bs=1"), "message '%s'", err);
+    fit_trace_free(&t);
 }
 
 static void phase_map_rules_capture_shapes(void)
@@ -480,6 +510,7 @@ int main(void)
     RUN(sglang_round_shares_its_kv_context);
     RUN(sglang_padding_follows_the_captured_sizes);
     RUN(refusals_name_file_field_and_value);
+    RUN(sglang_prefill_stage_trace_is_named);
     RUN(phase_map_rules_capture_shapes);
     RUN(kineto_with_sglang_spans_fits_like_specprof_words);
     char cmd[128];

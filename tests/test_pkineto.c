@@ -355,6 +355,96 @@ static void pkineto_reads_the_fixture_fields(void)
     free(fix);
 }
 
+/* SGLang's --merge-profiles (utils/profile_merger.py) puts every rank in one file, each pid
+ * turned into "[TP00] 4242": the first rank is read, the others counted and skipped (they
+ * were all read as one rank: two ranks' kernels and spans as one program's). */
+static void pkineto_reads_one_rank_of_a_merged_trace(void)
+{
+    static const char doc[] =
+        "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\", \"numSms\": 132}, "
+        "{\"id\": 1, \"name\": \"NVIDIA H200\", \"numSms\": 132}], \"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": \"[TP00] 4242\", \"tid\": 4242, "
+        "\"ts\": 1000.0, \"dur\": 20.0},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"verify_kernel_with_a_name_long_enough_to_push_the_pid_past_"
+        "the_first_one_hundred_and_sixty_bytes_of_the_event_text_as_kernel_names_do\", \"pid\": \"[TP00] 0\", "
+        "\"tid\": 7, \"ts\": 1005.0, \"dur\": 5.0, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 1}},"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": \"[TP01] 4343\", \"tid\": 4343, "
+        "\"ts\": 1000.0, \"dur\": 20.0},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"verify_kernel\", \"pid\": \"[TP01] 1\", \"tid\": 7, "
+        "\"ts\": 1005.0, \"dur\": 5.0, \"args\": {\"device\": 1, \"stream\": 7, \"correlation\": 1}},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": \"[TP01] 4343\", \"tid\": 4343, "
+        "\"ts\": 1001.0, \"dur\": 2.0}"
+        "], \"distributedInfo\": {\"rank\": 0, \"world_size\": 2}}";
+    seen s;
+    memset(&s, 0, sizeof s);
+    pkineto_cb cb = {s_kernel, s_mem, s_api, s_range, s_grange, NULL, &s};
+    pkineto_info I;
+    psrc_mem m;
+    char err[256] = "";
+    psrc_mem_init(&m, doc, sizeof doc - 1, "merged");
+    CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0, "%s", err);
+    CHECK(I.kernels == 1 && s.nk == 1 && I.ranges == 1 && I.cpu_ops == 0, "kernels %zu ranges %zu cpu_op %zu",
+          I.kernels, I.ranges, I.cpu_ops);
+    CHECK(I.merged_ranks == 2 && strcmp(I.merged_rank, "TP00") == 0 && I.merged_skipped == 3,
+          "ranks %d read '%s' skipped %zu", I.merged_ranks, I.merged_rank, I.merged_skipped);
+    CHECK(s.k_first.dev == 0 && I.hdr.device.index == 0, "device %u / %d", s.k_first.dev, I.hdr.device.index);
+    /* a one-rank trace (numeric pids) is not a merged one */
+    size_t flen;
+    char *fix = slurp(FIXTURE, &flen);
+    if (fix) {
+        psrc_mem_init(&m, fix, flen, FIXTURE);
+        memset(&s, 0, sizeof s);
+        CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0 && I.merged_ranks == 0 && I.merged_skipped == 0 &&
+              I.kernels == 16, "fixture: ranks %d skipped %zu kernels %zu", I.merged_ranks, I.merged_skipped, I.kernels);
+    }
+    free(fix);
+}
+
+typedef struct {
+    int n;
+    char name[4][128];
+} names_seen;
+static int names_kernel(void *u, const ptrace_kernel *k)
+{
+    names_seen *s = u;
+    if (s->n < 4)
+        snprintf(s->name[s->n], sizeof s->name[0], "%s", k->name);
+    s->n++;
+    return 0;
+}
+
+/* --enable-cuda-graph-attribution (utils/profile_utils.py) renames a graph kernel
+ * "NAME [aten::mm, aten::add, +1 more]" and adds args.cuda_graph_attribution: the reader
+ * gives the kernel its own name back; a bracket without that arg is part of the name. */
+static void pkineto_takes_the_graph_attribution_suffix_off(void)
+{
+    static const char doc[] =
+        "{\"schemaVersion\": 1, \"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void gemm_kernel<float>(float*) [aten::mm, aten::add, +1 more]\", "
+        "\"pid\": 0, \"tid\": 7, \"ts\": 1005.0, \"dur\": 5.0, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 1, "
+        "\"cuda_graph_attribution\": {\"cpu_ops\": [\"aten::mm\", \"aten::add\", \"step[DECODE bs=8]\"], \"modules\": [], "
+        "\"source\": \"attribution.json\"}}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void nest_kernel(int) [step[DECODE bs=8], aten::mm]\", "
+        "\"pid\": 0, \"tid\": 7, \"ts\": 1010.0, \"dur\": 5.0, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 2, "
+        "\"cuda_graph_attribution\": {\"cpu_ops\": [], \"modules\": []}}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"void plain_kernel(int) [clone]\", "
+        "\"pid\": 0, \"tid\": 7, \"ts\": 1020.0, \"dur\": 5.0, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 3}}"
+        "]}";
+    static const char *want[] = {"void gemm_kernel<float>(float*)", "void nest_kernel(int)",
+                                 "void plain_kernel(int) [clone]"};
+    names_seen s;
+    memset(&s, 0, sizeof s);
+    pkineto_cb cb = {names_kernel, NULL, NULL, NULL, NULL, NULL, &s};
+    pkineto_info I;
+    psrc_mem m;
+    char err[256] = "";
+    psrc_mem_init(&m, doc, sizeof doc - 1, "attributed");
+    CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0 && s.n == 3, "%s: %d kernels", err, s.n);
+    for (int i = 0; i < 3 && i < s.n; i++)
+        CHECK(strcmp(s.name[i], want[i]) == 0, "kernel %d: '%s', want '%s'", i, s.name[i], want[i]);
+    CHECK(I.attributed_kernels == 2, "attributed %zu", I.attributed_kernels);
+}
+
 static void pkineto_maps_torch_dtypes_and_collectives(void)
 {
     const char *n;
@@ -660,6 +750,8 @@ int main(int argc, char **argv)
     RUN(pjstream_reports_a_cut_document_and_refuses_garbage);
     RUN(pgz_reads_gzip_like_the_plain_file);
     RUN(pkineto_reads_the_fixture_fields);
+    RUN(pkineto_reads_one_rank_of_a_merged_trace);
+    RUN(pkineto_takes_the_graph_attribution_suffix_off);
     RUN(pkineto_maps_torch_dtypes_and_collectives);
     RUN(timport_chooses_the_importer_by_content);
     RUN(timport_takes_the_profiler_host_cost_out);

@@ -4,6 +4,7 @@
  * reproduces it through the closed form, and the predictions are what `specsim run` says
  * for the same batch, accept length and graph state. */
 #include "check.h"
+#include "phasemap.h"
 #include "sglog.h"
 #include "specsim_bin.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #define LOG "tests/data/sglang/server-eagle.log"
 
@@ -95,6 +97,172 @@ static void sglog_counts_lines_and_refuses_a_log_without_decode_lines(void)
     sglog_free(&g);
 }
 
+/* strtod reads "nan" and "inf": a value SGLang never prints (f"{x:.2f}" of a count over a
+ * positive time) is a damaged line, refused with its field, not a nan in the table. */
+static void sglog_refuses_nan_and_inf(void)
+{
+    static const struct { const char *line, *field, *value; } cases[] = {
+        {"[t TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, accept len: nan, "
+         "accept rate: 0.73, cuda graph: True, gen throughput (token/s): 780.00, #queue-req: 0", "accept len", "nan"},
+        {"[t TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, accept len: 3.00, "
+         "accept rate: 0.73, cuda graph: True, gen throughput (token/s): inf, #queue-req: 0", "gen throughput", "inf"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sglog_interval iv;
+        char err[200] = "";
+        int r = sglog_parse_line(cases[i].line, strlen(cases[i].line), &iv, err, sizeof err);
+        CHECK(r == -1 && strstr(err, cases[i].field) && strstr(err, cases[i].value), "case %zu: %d '%s'", i, r, err);
+    }
+}
+
+/* report_decode_stats writes "cpu graph" on a CPU server and "npu graph" on Ascend
+ * (scheduler_metrics_mixin.py, graph_backend): the same graph state as "cuda graph". */
+static void sglog_reads_cpu_and_npu_graph(void)
+{
+    static const struct { const char *line; int graph; } cases[] = {
+        {"[t] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, cpu graph: False, "
+         "gen throughput (token/s): 780.00, #queue-req: 0", 0},
+        {"[t] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, npu graph: True, "
+         "gen throughput (token/s): 780.00, #queue-req: 0", 1},
+        {"[t] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, npu graph: False, "
+         "gen throughput (token/s): 780.00, #queue-req: 0", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sglog_interval iv;
+        char err[200] = "";
+        int r = sglog_parse_line(cases[i].line, strlen(cases[i].line), &iv, err, sizeof err);
+        CHECK(r == 1 && iv.cuda_graph == cases[i].graph, "case %zu: %d graph %d %s", i, r, iv.cuda_graph, err);
+    }
+}
+
+#define DECODE_LINE "[2025-11-03 10:01:05 TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, " \
+    "accept len: 2.90, accept rate: 0.73, cuda graph: True, gen throughput (token/s): 780.00, #queue-req: 0"
+
+/* --log-requests-level 1..3 logs prompts untruncated: a 3 MB line between two Decode batch
+ * lines is cut and counted, and the lines after it keep their numbers. */
+static void sglog_reads_past_a_line_over_the_limit(void)
+{
+    const char *path = "/tmp/test_sglog_long.log";
+    FILE *f = fopen(path, "w");
+    fputs(DECODE_LINE "\n[2025-11-03 10:01:06] Receive: obj=GenerateReqInput(text='", f);
+    for (int i = 0; i < 3 << 20; i++)
+        fputc('x', f);
+    fputs("')\n" DECODE_LINE "\n", f);
+    fclose(f);
+    sglog g;
+    char err[600] = "";
+    sglog_init(&g);
+    CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0, "%s", err);
+    CHECK(g.n == 2 && g.lines == 3 && g.cut_lines == 1 && g.other_lines == 1 && g.bad_lines == 0,
+          "intervals %zu lines %zu cut %zu other %zu bad %zu", g.n, g.lines, g.cut_lines, g.other_lines, g.bad_lines);
+    CHECK(g.n == 2 && g.iv[1].line == 3 && fabs(g.iv[1].gen_tok_s - 780) < 1e-9, "line %zu tok/s %g",
+          g.n == 2 ? g.iv[1].line : 0, g.n == 2 ? g.iv[1].gen_tok_s : 0);
+    sglog_free(&g);
+    remove(path);
+}
+
+/* A log copied while the server writes it ends inside a line: "gen throughput (token/s): 78"
+ * of 780.00 must not count. A complete last line without a newline still does. */
+static void sglog_leaves_out_a_last_line_cut_short(void)
+{
+    const char *path = "/tmp/test_sglog_cut.log";
+    static const char *tails[] = {
+        "[2025-11-03 10:01:06 TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, "
+        "accept len: 2.", "[2025-11-03 10:01:06 TP0] Decode batch, #running-req: 4, #token: 9"};
+    for (int t = 0; t < 2; t++) {
+        FILE *f = fopen(path, "w");
+        fputs(DECODE_LINE "\r\n", f);
+        fputs(tails[t], f);
+        fclose(f);
+        sglog g;
+        char err[600] = "";
+        sglog_init(&g);
+        CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0, "%s", err);
+        CHECK(g.n == 1 && g.bad_lines == 1 && strstr(g.first_bad, "line 2") && strstr(g.first_bad, "newline"),
+              "tail %d: intervals %zu bad %zu '%s'", t, g.n, g.bad_lines, g.first_bad);
+        sglog_free(&g);
+    }
+    FILE *f = fopen(path, "w");
+    fputs(DECODE_LINE "\n" DECODE_LINE, f);
+    fclose(f);
+    sglog g;
+    char err[600] = "";
+    sglog_init(&g);
+    CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0 && g.n == 2 && g.bad_lines == 0, "complete: %zu %zu %s",
+          g.n, g.bad_lines, err);
+    sglog_free(&g);
+    remove(path);
+}
+
+/* With no server_args.json, the shape comes from the arguments the server logged at start-up
+ * (logger.info(f"{server_args=}"), entrypoints/engine.py): a dataclass repr. */
+static void log_reads_the_shape_from_the_logged_server_args(void)
+{
+    const char *dir = "/tmp/test_sglog_args", *path = "/tmp/test_sglog_args/server.log";
+    static const char *args[] = {
+        "speculative_algorithm='EAGLE', speculative_draft_model_path='lmsys/sglang-EAGLE-LLaMA3-Instruct-8B', "
+        "speculative_num_steps=5, speculative_eagle_topk=4, speculative_num_draft_tokens=8, "
+        "speculative_accept_threshold_single=1.0",
+        "speculative_algorithm='EAGLE3', speculative_draft_model_path=None, speculative_num_steps=None, "
+        "speculative_eagle_topk=None, speculative_num_draft_tokens=None"};
+    static const char *want[] = {"steps 5, topk 4, draft_tokens 8", "speculative_num_steps: value null"};
+    (void)!system("mkdir -p /tmp/test_sglog_args");
+    for (int c = 0; c < 2; c++) {
+        FILE *f = fopen(path, "w");
+        fprintf(f, "[2025-11-03 10:00:00] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', "
+                "tokenizer_mode='auto', json_model_override_args='{}', tp_size=2, attn_tp_size=None, pp_size=1, "
+                "%s, enable_torch_compile=False, torch_compile_max_bs=32, cuda_graph_max_bs=48, "
+                "cuda_graph_bs=[1, 2, 4, 8, 16], disable_cuda_graph=False, disable_cuda_graph_padding=False)\n"
+                DECODE_LINE "\n", args[c]);
+        fclose(f);
+        char *out, cmd[512];
+        snprintf(cmd, sizeof cmd, "log %s", path);
+        CHECK(sh(cmd, &out) == 0 && out && strstr(out, want[c]) && strstr(out, "server.log: line 1"),
+              "case %d: %s", c, out ? out : "");
+        free(out);
+    }
+    /* the captured list and tp_size come through: bs 4 pads to 4 with a graph */
+    pm_shape sp;
+    char err[300] = "";
+    const char *line = "server_args=ServerArgs(tp_size=2, speculative_algorithm='EAGLE', speculative_num_steps=3, "
+                       "speculative_eagle_topk=1, speculative_num_draft_tokens=4, cuda_graph_max_bs=48, "
+                       "cuda_graph_bs=[1, 2, 4, 8, 16], disable_cuda_graph=False)";
+    CHECK(phasemap_shape_repr(&sp, line, strlen(line), "x", err, sizeof err) == 0 && sp.known && sp.steps == 3 &&
+          sp.tp_size == 2 && sp.ngraph_bs == 5 && sp.graph_bs[4] == 16 && sp.cuda_graph == 1,
+          "%s: known %d steps %d tp %d graphs %d", err, sp.known, sp.steps, sp.tp_size, sp.ngraph_bs);
+    remove(path);
+    rmdir(dir);
+}
+
+/* An NGRAM server's server_args.json has speculative_num_steps null (server_args.py sets only
+ * _eagle_topk and _num_draft_tokens for NGRAM): the acceptance table does not need the shape
+ * and is printed, naming the field; --spec-shape gives the shape. Both exited 2. */
+static void log_reads_a_log_beside_an_ngram_server_args(void)
+{
+    const char *dir = "/tmp/test_sglog_ngram", *path = "/tmp/test_sglog_ngram/server.log",
+               *args = "/tmp/test_sglog_ngram/server_args.json";
+    (void)!system("mkdir -p /tmp/test_sglog_ngram");
+    FILE *f = fopen(args, "w");
+    fputs("{\"tp_size\": 1, \"speculative_algorithm\": \"NGRAM\", \"speculative_num_steps\": null, "
+          "\"speculative_eagle_topk\": 8, \"speculative_num_draft_tokens\": 12, \"cuda_graph_max_bs\": 48}", f);
+    fclose(f);
+    f = fopen(path, "w");
+    fputs(DECODE_LINE "\n", f);
+    fclose(f);
+    char *out, cmd[512];
+    snprintf(cmd, sizeof cmd, "log %s", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "speculative_num_steps: value null") &&
+          strstr(out, "--accept-len 2.90"), "no shape: %s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, "log %s --spec-shape 3,8,12", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "steps 3, topk 8, draft_tokens 12"), "--spec-shape: %s",
+          out ? out : "");
+    free(out);
+    remove(path);
+    remove(args);
+    rmdir(dir);
+}
+
 /* The alpha printed for bs 1 (accept len 3.15 = 1 + a + a^2 + a^3 for a 3-step chain) */
 static void log_alpha_reproduces_the_accept_length(void)
 {
@@ -176,6 +344,12 @@ int main(int argc, char **argv)
     specsim_bin_find(argv[0], specsim, sizeof specsim);
     RUN(sglog_reads_every_release_variant);
     RUN(sglog_counts_lines_and_refuses_a_log_without_decode_lines);
+    RUN(sglog_refuses_nan_and_inf);
+    RUN(sglog_reads_cpu_and_npu_graph);
+    RUN(sglog_reads_past_a_line_over_the_limit);
+    RUN(sglog_leaves_out_a_last_line_cut_short);
+    RUN(log_reads_the_shape_from_the_logged_server_args);
+    RUN(log_reads_a_log_beside_an_ngram_server_args);
     RUN(log_alpha_reproduces_the_accept_length);
     RUN(log_predictions_match_specsim_run);
     RUN(log_flags_idle_intervals);

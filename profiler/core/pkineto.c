@@ -24,6 +24,8 @@ typedef struct {
     int seen_event;
     int64_t base_ns;
     long dev_kernels[PKINETO_MAX_DEVICES];   /* kernels per device id (ids < 16) */
+    char ranks[PKINETO_MAX_RANKS][48];       /* the rank labels of a merged trace met so far
+                                                (ranks[0]: the one read) */
     int stop_err;
     char *err;
     size_t errlen;
@@ -249,6 +251,41 @@ static int pk_host(pk *P, const char *text, size_t len)
     return P->cb->host(P->cb->user, tid, P->base_ns + ts, P->base_ns + ts + dur);
 }
 
+/* 1 when the event belongs to another rank than the one read: in a merged trace the pid is
+ * a string "[TP00-DP01] 4242" (profile_merger.py _create_rank_label, "[Unknown]" without
+ * ranks in the file name); numeric pids (a one-rank trace) are never skipped. */
+static int pk_other_rank(pk *P, const char *text, size_t len)
+{
+    pkineto_info *I = P->info;
+    const char *k = memmem(text, len, "\"pid\"", 5), *end = text + len;
+    if (!k)
+        return 0;
+    const char *p = k + 5;
+    while (p < end && (*p == ' ' || *p == ':'))
+        p++;
+    if (end - p < 3 || p[0] != '"' || p[1] != '[')
+        return 0;
+    const char *close = memchr(p + 1, ']', (size_t)(end - p - 1));
+    if (!close || close - p > 46)
+        return 0;
+    char label[48];
+    snprintf(label, sizeof label, "%.*s", (int)(close - p - 2), p + 2);   /* "TP00-DP01" */
+    int i = 0;
+    while (i < I->merged_ranks && i < PKINETO_MAX_RANKS && strcmp(P->ranks[i], label))
+        i++;
+    if (i == I->merged_ranks) {
+        if (i < PKINETO_MAX_RANKS)
+            pk_copy(P->ranks[i], sizeof P->ranks[i], label);
+        I->merged_ranks++;
+        if (i == 0)
+            pk_copy(I->merged_rank, sizeof I->merged_rank, label);
+    }
+    if (i == 0)
+        return 0;
+    I->merged_skipped++;
+    return 1;
+}
+
 static int pk_event(void *user, const char *text, size_t len)
 {
     pk *P = user;
@@ -256,6 +293,8 @@ static int pk_event(void *user, const char *text, size_t len)
     const pkineto_cb *cb = P->cb;
     I->events++;
     P->seen_event = 1;
+    if (pk_other_rank(P, text, len))
+        return 0;
     /* the kinds the fit does not read (an eager PyTorch loop's trace is mostly cpu_op and
      * flows) are counted from the first bytes, not parsed */
     char qph[8], qcat[24];
@@ -329,6 +368,26 @@ static int pk_event(void *user, const char *text, size_t len)
         k.start_ns = s;
         k.end_ns = s + d;
         k.name = name;
+        /* --enable-cuda-graph-attribution renames graph kernels "NAME [aten::mm, aten::add,
+         * +2 more]" and adds args.cuda_graph_attribution (utils/profile_utils.py,
+         * _annotate_trace_with_cuda_graph_attribution): the kernel keeps its own name, as its
+         * eager launches and other captures have it */
+        char kn[PKINETO_MAX_KERNEL_NAME];
+        size_t nl = strlen(name);
+        const char *cut = NULL;      /* the '[' that matches the closing ']' (ops may nest) */
+        if (nl > 2 && name[nl - 1] == ']' && pjson_get(a, "cuda_graph_attribution")) {
+            int depth = 0;
+            for (const char *p = name + nl - 1; p >= name && !cut; p--) {
+                depth += (*p == ']') - (*p == '[');
+                if (depth == 0)
+                    cut = p;
+            }
+        }
+        if (cut && cut > name + 1 && cut[-1] == ' ' && nl < sizeof kn) {
+            snprintf(kn, sizeof kn, "%.*s", (int)(cut - 1 - name), name);
+            k.name = kn;
+            I->attributed_kernels++;
+        }
         k.corr = (uint32_t)pk_int(a, "correlation", 0);
         k.dev = (uint32_t)pk_int(a, "device", pid);
         k.stream = (uint32_t)pk_int(a, "stream", tid);

@@ -28,6 +28,8 @@ typedef struct {
 } pkineto_cb;
 
 #define PKINETO_MAX_DEVICES 16
+#define PKINETO_MAX_RANKS 64
+#define PKINETO_MAX_KERNEL_NAME 8192   /* an attributed name longer than this keeps its suffix */
 
 /* What a scan learnt about the file. */
 typedef struct {
@@ -45,8 +47,16 @@ typedef struct {
     size_t cpu_ops, python_functions, flows, metadata, other;
     size_t nccl_kernels;      /* kernels with Collective name / In msg nelems / Group size */
     size_t graph_kernels;     /* kernels with a non-zero graph id */
+    size_t attributed_kernels;/* names with SGLang's " [cpu_op, ...]" suffix, taken off */
     size_t bad_events;        /* elements that are not JSON objects (skipped) */
     char   first_bad[160];
+    /* SGLang's --merge-profiles writes all ranks into merged-{id}.trace.json.gz with every
+     * pid turned into a string "[TP00-DP00] 4242" (python/sglang/srt/utils/profile_merger.py,
+     * _process_events): the first rank met (its files are sorted DP, EP, PP, TP: rank 0, whose
+     * distributedInfo the file keeps) is read, the other ranks' events are counted only */
+    char   merged_rank[48];   /* "TP00": the rank read; "" for a one-rank trace */
+    int    merged_ranks;      /* ranks met (up to PKINETO_MAX_RANKS counted) */
+    size_t merged_skipped;    /* events of the other ranks */
     int    ndev;
     struct { int id, sms, cc_major, cc_minor, regs_per_sm, smem_per_sm, max_threads_per_sm;
              long long mem_bytes; char name[96]; } dev[PKINETO_MAX_DEVICES];

@@ -55,8 +55,14 @@ int psrc_lines_init(psrc_lines *l, psrc *src, size_t max_line)
 int psrc_lines_next(psrc_lines *l, const char **line, size_t *len, char *err, size_t errlen)
 {
     size_t scanned = l->start;
+    l->cut = l->unterminated = 0;
     for (;;) {
         char *nl = memchr(l->buf + scanned, '\n', l->end - scanned);
+        if (nl && l->skipping) {            /* the end of a cut line: drop it */
+            l->skipping = 0;
+            l->start = scanned = (size_t)(nl - l->buf) + 1;
+            continue;
+        }
         if (nl) {
             *line = l->buf + l->start;
             *len = (size_t)(nl - *line);
@@ -64,20 +70,34 @@ int psrc_lines_next(psrc_lines *l, const char **line, size_t *len, char *err, si
             return 1;
         }
         if (l->eof) {
-            if (l->start == l->end)
+            if (l->start == l->end || l->skipping) {
+                l->start = l->end;
                 return 0;
+            }
             *line = l->buf + l->start;
             *len = l->end - l->start;
             l->start = l->end;
+            l->unterminated = 1;
             return 1;
         }
         /* the partial line moves to the front, then more input after it */
         size_t keep = l->end - l->start;
-        if (keep > l->max_line) {
-            snprintf(err, errlen, "%s: a line longer than %zu bytes", l->src->label, l->max_line);
-            return -1;
+        if (l->skipping)
+            keep = 0;
+        else if (keep > l->max_line) {
+            if (!l->cut_long) {
+                snprintf(err, errlen, "%s: a line longer than %zu bytes", l->src->label, l->max_line);
+                return -1;
+            }
+            /* no '\n' in buf[start..end): all of it is this line; the rest is dropped later */
+            *line = l->buf + l->start;
+            *len = l->max_line;
+            l->start = l->end;
+            l->skipping = l->cut = 1;
+            l->cut_lines++;
+            return 1;
         }
-        memmove(l->buf, l->buf + l->start, keep);
+        memmove(l->buf, l->buf + l->end - keep, keep);
         l->start = 0;
         l->end = keep;
         scanned = keep;

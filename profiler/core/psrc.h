@@ -34,7 +34,16 @@ typedef struct {
     char  *buf;
     size_t cap, start, end;     /* unread bytes are buf[start..end) */
     int    eof;
-    size_t max_line;            /* a longer line is an error */
+    size_t max_line;            /* a longer line is an error, unless cut_long */
+    int    cut_long;            /* set by the caller: a longer line is handed out cut to its
+                                 * first max_line bytes and the rest of it is dropped (a log
+                                 * where an unrelated line may be megabytes) */
+    int    skipping;            /* dropping the rest of a cut line */
+    /* about the line just handed out */
+    int    cut;                 /* it was cut at max_line (cut_long) */
+    int    unterminated;        /* the input ended inside it: no '\n' after it (not set
+                                 * on a cut line) */
+    size_t cut_lines;           /* lines cut so far */
 } psrc_lines;
 int  psrc_lines_init(psrc_lines *l, psrc *src, size_t max_line);
 /* Next line without its '\n': 1 and *line, *len (valid until the next call), 0 at the end,
