@@ -129,6 +129,12 @@ static void cli_bad_input_exits_2(void)
         {"--seconds -2", "--seconds", "value -2"},
         {"--steps", "--steps", "missing"},
         {"stray", "stray", "unexpected"},
+        /* a sweep's options and a second output format were ignored in silence (--out wrote
+         * nothing, exit 0) */
+        {"--out %D/run.csv", "field --out", "specsim sweep"},
+        {"--shard 1/2", "field --shard", "specsim sweep"},
+        {"--jobs 3", "field --jobs", "specsim sweep"},
+        {"--json --csv", "field --csv", "not with --json"},
     };
     char cmd[1024], args[512];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
