@@ -164,6 +164,15 @@ static void robust_no_result_is_an_error(void)
            "no measured window");
     expect(2, "%S sweep --model %D/ok.json --requests 5 --warmup 100000 --grid steps=1,2",
            "configuration 0 (steps=1", "no measured window");
+    /* a benchmark shorter than one iteration: --seconds 1e-9 printed "tok_s_p90 is inf ...
+     * the model's costs are degenerate", 1e-5 a p90 of 1.3e8 tok/s with exit 0 */
+    expect(2, "%S run --model %D/ok.json --iterations 50 --seconds 1e-9", "field seconds: value 1e-09",
+           "shorter than one iteration");
+    expect(2, "%S run --model %D/ok.json --iterations 50 --seconds 1e-5", "field seconds: value 1e-05",
+           "shorter than one iteration");
+    expect(2, "%S sweep --model %D/ok.json --iterations 50 --seconds 1e-5 --grid steps=1,2",
+           "field seconds: value 1e-05", "shorter than one iteration");
+    expect(0, "%S run --model %D/ok.json --iterations 50 --seconds 0.3", "tok_s_p10", NULL);
     /* the engine's own limits, for values each within its range: 1e6 us per 1000 KV tokens
      * x 1e9 tokens of context is 1e12 us a verify (in ns below 2^53, but 2400 of them pass
      * 73 years); at concurrency 10, 1e13 us for one verify is past the limit of one
