@@ -187,6 +187,7 @@ typedef struct {
     size_t errlen;
     int started, rc, stop;
     size_t line_no;
+    size_t header_line;        /* the line of specprof_header (0: none yet) */
     int pending_bad;           /* the last non-blank line did not parse: cut, or bad if more follows */
     size_t pending_line;
     char pending_err[160];
@@ -291,6 +292,7 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
             if (pr_check_t0(st, x.args)) { st->rc = -1; return 1; }
             pr_header(x.args, &info->header);
             info->has_header = 1;
+            st->header_line = st->line_no;
             if (info->header.format_version != PTRACE_FORMAT_VERSION) {
                 snprintf(st->err, st->errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
                          st->label, st->line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
@@ -302,6 +304,16 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
         if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; return 0; }
         snprintf(st->err, st->errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
                  st->label, st->line_no, x.name);
+        st->rc = -1;
+        return 1;
+    }
+    /* two traces in one file (cat a.json b.json, or two gzip members) once read as one,
+     * the second's times taken against the first's t0, and said only "cut off" */
+    if (x.ph == 'M' && !strcmp(x.name, "specprof_header") && !info->merged) {
+        snprintf(st->err, st->errlen, "%s: line %zu: field name: value specprof_header: a second "
+                 "trace header (the first on line %zu): two traces in one file (cat, or gzip "
+                 "members)? give each trace as its own file", st->label, st->line_no,
+                 st->header_line);
         st->rc = -1;
         return 1;
     }
