@@ -166,6 +166,8 @@ static void cli_bad_input_exits_2(void)
         {SPECSIM " run --model %M --grid steps=1..2", "--grid", "sweep"},
         {SPECSIM " sweep --model %M --grid steps=1..2 --shard 3/2", "--shard", "3/2"},
         {SPECSIM " sweep --model %M --grid steps=1..2 --shard 1", "--shard", "I/N"},
+        /* a range of more values than an axis holds once said "expected seed=A..B" */
+        {SPECSIM " sweep --model %M --grid seed=1..4000000", "seed=1..4000000", "4000000 values: at most 100000"},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         char buf[1024];
