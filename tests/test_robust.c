@@ -204,6 +204,32 @@ static void robust_readers_stop_on_dev_zero(void)
         expect(2, c[i].cmd, c[i].w1, c[i].w2);
 }
 
+/* A specprof trace re-written on one line (json.dump, jq -c; the bundled call 13 kernel
+ * extract is one 23 MB line) was called "a binary file, /dev/zero?": it is named as JSON on
+ * one line, with the way to one event per line. */
+static void robust_one_line_json_trace_is_named(void)
+{
+    const char *ev = "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,"
+                     "\"ts\":1.000,\"dur\":1.000},";
+    size_t n = 1 + 1200000 / strlen(ev) * strlen(ev) + 64, len = 0;
+    char *text = malloc(n + 256);
+    CHECK(text != NULL, "out of memory");
+    if (!text)
+        return;
+    len += (size_t)sprintf(text, "[{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_header\","
+                                 "\"pid\":0,\"tid\":0,\"ts\":0,\"args\":{\"format_version\":1}},");
+    while (len + strlen(ev) < n) {
+        memcpy(text + len, ev, strlen(ev));
+        len += strlen(ev);
+    }
+    strcpy(text + len - 1, "]");
+    write_file("oneline.json", text);
+    free(text);
+    expect(2, "%S import %D/oneline.json", "oneline.json: line 1: longer than 1048576 bytes",
+           "JSON written on one line");
+    expect(2, "%S fit %D/oneline.json -o %D/m.json", "oneline.json", "jq -c");
+}
+
 /* -o given a FIFO: written through it, not replaced by a regular file (fit --carry-to goes
  * through wm_save like fit, fit-allreduce through its own writer). */
 static void robust_output_to_a_fifo_stays_a_fifo(void)
@@ -293,6 +319,7 @@ int main(int argc, char **argv)
     RUN(robust_numbers_out_of_range_exit_2);
     RUN(robust_no_result_is_an_error);
     RUN(robust_readers_stop_on_dev_zero);
+    RUN(robust_one_line_json_trace_is_named);
     RUN(robust_output_to_a_fifo_stays_a_fifo);
     RUN(robust_fit_allreduce_says_what_it_cannot_estimate);
     RUN(robust_fit_refuses_and_leaves_no_file);
