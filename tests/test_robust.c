@@ -230,6 +230,16 @@ static void robust_one_line_json_trace_is_named(void)
     expect(2, "%S fit %D/oneline.json -o %D/m.json", "oneline.json", "jq -c");
 }
 
+/* A main job says a warning once: the fit of a torch trace said "measured spread ... capped"
+ * in 22 lines, one per group; now one line with the count and the largest. */
+static void robust_fit_says_capped_spreads_once(void)
+{
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/torch.json --quiet 2>&1 | "
+              "grep -c 'measured spread' | sed 's/^/spread lines: /'", "spread lines: 1\n", NULL);
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/torch.json --quiet",
+           "warning: 22 groups: measured spread of their cost capped at 0.30", "the largest");
+}
+
 /* -o given a FIFO: written through it, not replaced by a regular file (fit --carry-to goes
  * through wm_save like fit, fit-allreduce through its own writer). */
 static void robust_output_to_a_fifo_stays_a_fifo(void)
@@ -323,6 +333,7 @@ int main(int argc, char **argv)
     RUN(robust_no_result_is_an_error);
     RUN(robust_readers_stop_on_dev_zero);
     RUN(robust_one_line_json_trace_is_named);
+    RUN(robust_fit_says_capped_spreads_once);
     RUN(robust_output_to_a_fifo_stays_a_fifo);
     RUN(robust_fit_allreduce_says_what_it_cannot_estimate);
     RUN(robust_fit_refuses_and_leaves_no_file);
