@@ -251,6 +251,9 @@ static void robust_output_to_a_fifo_stays_a_fifo(void)
         "%s fit --from-model models/example-llama8b.json --carry-to models/presets/h200-sxm.json "
         "--quiet -o %s",
         "%s fit-allreduce --quiet tests/data/arsweep-3size.csv -o %s",
+        /* scale read its FIFO back and hung (-o /dev/stdout | jq) */
+        "%s scale models/example-llama8b.json --from specbench-llama8b --llm llama-3.1-70b "
+        "--quiet -o %s",
     };
     for (size_t i = 0; i < sizeof writers / sizeof writers[0]; i++) {
         unlink(fifo);
@@ -276,6 +279,9 @@ static void robust_output_to_a_fifo_stays_a_fifo(void)
         CHECK(stat(got, &st) == 0 && st.st_size > 100, "`%s`: nothing came through the FIFO", cmd);
     }
     unlink(fifo);
+    /* -o /dev/null: written, not read back ("does not load back: the file is empty", exit 2) */
+    expect(0, "%S scale models/example-llama8b.json --from specbench-llama8b --llm llama-3.1-70b "
+              "--quiet -o /dev/null && echo scaled", "scaled", NULL);
 }
 
 
