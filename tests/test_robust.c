@@ -199,6 +199,13 @@ static void robust_readers_stop_on_dev_zero(void)
         {"%S run --model %D/ok.json --config /dev/zero", "/dev/zero", "larger than"},
         {"%S run --model %D/ok.json --ranks 2 --link /dev/zero", "/dev/zero", "larger than"},
         {"%S fit-allreduce /dev/zero -o %D/l.json", "/dev/zero", "longer than"},
+        /* the preset readers read 1 MiB and said "invalid JSON" (of a directory too) */
+        {"%S scale models/example-llama8b.json --from specbench-llama8b --llm /dev/zero -o %D/s.json",
+         "field --llm: /dev/zero: larger than", NULL},
+        {"%S scale models/example-llama8b.json --from /tmp --llm llama-3.1-70b -o %D/s.json",
+         "field --from: /tmp", "Is a directory"},
+        {"%S fit --from-model models/example-llama8b.json --carry-to /dev/zero -o %D/c.json",
+         "field --carry-to", "/dev/zero: larger than"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         expect(2, c[i].cmd, c[i].w1, c[i].w2);
