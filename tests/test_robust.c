@@ -326,6 +326,14 @@ static void robust_fit_refuses_and_leaves_no_file(void)
            "field forwards: value 1000000000: out of range", NULL);
     expect(2, "%S fit /dev/zero -o %D/fit.json --quiet", "/dev/zero: not a trace this reader knows", NULL);
     expect(0, "cat %D/fit.json", "old", NULL);
+    /* a bad --carry-to was found after the whole fit (its tables printed); --carry-from
+     * without --carry-to was ignored */
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/fit.json --carry-to nonexist "
+              "2>&1 | grep -c 'GPU time per forward' | sed 's/^/fit tables: /'", "fit tables: 0\n", NULL);
+    expect(2, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/fit.json --carry-to nonexist",
+           "field --carry-to: hardware preset nonexist", "cannot open");
+    expect(2, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/fit.json --carry-from h200-sxm",
+           "field --carry-from: value h200-sxm", "only with --carry-to");
     /* the first 1000 bytes of a capture (a header, no phase): qsort got NULL (make asan) */
     expect(2, "gzip -dc traces/calib/calib_llama8b.json.gz | head -c 1000 > %D/head.json; "
               "%S fit %D/head.json -o %D/fit.json --quiet", "head.json: no phase instance", NULL);
