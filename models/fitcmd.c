@@ -384,6 +384,10 @@ int fitcmd_main(int argc, char **argv)
         }
     }
     int nt = argc - optind;
+    if (out && ofile_check(out, err, sizeof err)) {   /* before the work, not after it */
+        fprintf(stderr, "specsim fit: field --out: %s\n", err);
+        return FITCMD_EXIT_BAD;
+    }
     if (from_model)
         return fitcmd_carry_file(from_model, carry_to, carry_from, out, nt, quiet);
     if (nt < 1 || !out) {

@@ -305,6 +305,10 @@ int scalecmd_main(int argc, char **argv)
         scalecmd_usage(stderr);
         return SCALECMD_EXIT_BAD;
     }
+    if (ofile_check(out, err, sizeof err)) {
+        fprintf(stderr, "specsim scale: field --out: %s\n", err);
+        return SCALECMD_EXIT_BAD;
+    }
     const char *in = argv[optind];
     static wm_model m, before, lo, hi, check;
     if (wm_load(&m, in, err, sizeof err)) {

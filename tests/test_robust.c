@@ -334,6 +334,14 @@ static void robust_fit_refuses_and_leaves_no_file(void)
            "field --carry-to: hardware preset nonexist", "cannot open");
     expect(2, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/fit.json --carry-from h200-sxm",
            "field --carry-from: value h200-sxm", "only with --carry-to");
+    /* -o a directory, or in one that does not exist: found before the fit, not after it
+     * ("cannot rename into place: Is a directory", exit 1) */
+    expect(2, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D", "field --out:",
+           "a directory");
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/none/m.json 2>&1 | "
+              "grep -c 'GPU time per forward' | sed 's/^/fit tables: /'", "fit tables: 0\n", NULL);
+    expect(2, "%S scale models/example-llama8b.json --from specbench-llama8b --llm llama-3.1-70b "
+              "-o %D/none/s.json", "field --out:", "cannot write in");
     /* the first 1000 bytes of a capture (a header, no phase): qsort got NULL (make asan) */
     expect(2, "gzip -dc traces/calib/calib_llama8b.json.gz | head -c 1000 > %D/head.json; "
               "%S fit %D/head.json -o %D/fit.json --quiet", "head.json: no phase instance", NULL);
