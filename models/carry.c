@@ -4,6 +4,7 @@
  * point (compute-bound), the expert and KV terms are bytes read (memory-bound). Workload:
  * one model of tens of groups, scaled once. */
 #include "carry.h"
+#include "bounds.h"
 
 #include <cjson/cJSON.h>
 #include <glob.h>
@@ -21,14 +22,12 @@ static int carry_parse(carry_hw *h, const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot open", path);
         return -1;
     }
-    char *buf = malloc(CARRY_FILE_MAX + 1);
-    size_t n = buf ? fread(buf, 1, CARRY_FILE_MAX, f) : 0;
     fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
+    /* read whole, to a cap (bounds.h): a directory or /dev/zero once said "invalid JSON" */
+    char *buf;
+    size_t n;
+    if (bnd_read_file(path, CARRY_FILE_MAX, "a hardware preset", &buf, &n, err, errlen))
         return -1;
-    }
-    buf[n] = 0;
     cJSON *j = cJSON_Parse(buf);
     free(buf);
     int rc = -1;

@@ -108,7 +108,13 @@ typedef struct {
                                   (fit_point.variant; 0: not known) */
     int     count[WM_GROUPS_MAX];
     int     copy_g, other_g;   /* "(copies)", "(other kernels)" groups, or -1 */
+    unsigned char sd_capped[WM_GROUPS_MAX + 1];   /* 1: the group's spread was capped (a
+                                  torch trace's fit once said so in 22 lines) */
 } fr_phase;
+
+/* The simulator's jitter truncates at 3 sd and needs (1 + sd*z) > 0: sd_frac < 1/3
+ * (sim/jitter.h). Larger measured spreads are capped, with one warning for all groups. */
+#define FIT_SD_FRAC_MAX 0.3
 
 typedef struct {
     const fit_trace *tr;
@@ -126,6 +132,9 @@ typedef struct {
     int     moe_E, moe_k;
     int     any_graph_phase;   /* some kept phase instance was replayed from a graph */
     double  node_us;           /* profiler's extra host time per graph node at launch */
+    double  sd_capped_max;     /* the largest spread capped at FIT_SD_FRAC_MAX (fr_phase's
+                                  sd_capped), and where it was: said once, in fr_finish */
+    char    sd_capped_at[2 * WM_NAME_MAX + 32];
     char   *err;
     size_t  errlen;
 } fr_run;

@@ -11,9 +11,6 @@
 #include <gsl/gsl_fit.h>
 #include <gsl/gsl_sort.h>
 
-/* The simulator's jitter truncates at 3 sd and needs (1 + sd*z) > 0: sd_frac < 1/3
- * (sim/jitter.h). Larger measured spreads are capped, with a warning. */
-#define FIT_SD_FRAC_MAX 0.3
 /* An eager instance whose launch calls take this share of its GPU span or more is bound by
  * the host's launches: its GPU idle time is the simulator's launch bound, not a kernel gap. */
 #define FIT_LAUNCH_BOUND_FRAC 0.8
@@ -227,9 +224,16 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf 
                      "capture more batch sizes, draft lengths or contexts to fit them)",
                      wm_phase_name[p], wg->name, pr->grp[g].st.ncells, pr->grp[g].st.cols_dropped);
     if (wg->sd_frac > FIT_SD_FRAC_MAX) {
-        fit_run_warn(R, "phase %s: group %s: measured spread %.2f of its cost capped at %.2f "
-                     "(the simulator's jitter needs < 1/3)", wm_phase_name[p], wg->name,
-                     wg->sd_frac, FIT_SD_FRAC_MAX);
+        /* said once for all groups (fr_finish), of the fits that speak (not the quiet
+         * leave-one-out refits) */
+        if (R->o && R->o->log) {
+            R->ph[p].sd_capped[g] = 1;
+            if (wg->sd_frac > R->sd_capped_max) {
+                R->sd_capped_max = wg->sd_frac;
+                snprintf(R->sd_capped_at, sizeof R->sd_capped_at, "phase %s: group %s",
+                         wm_phase_name[p], wg->name);
+            }
+        }
         wg->sd_frac = FIT_SD_FRAC_MAX;
     }
     return 0;

@@ -110,6 +110,17 @@ static void fr_finish(fr_run *R)
     for (int t = 0; t < R->nt; t++)
         for (int p = 0; p < WM_NPHASE; p++)
             res->phase[p].nsampled_out += (int)R->tr[t].sampled_out[p];
+    int capped = 0;
+    for (int p = 0; p < WM_NPHASE; p++)
+        for (int g = 0; g <= WM_GROUPS_MAX; g++)
+            capped += R->ph[p].sd_capped[g];
+    if (capped == 1)
+        fit_run_warn(R, "%s: measured spread %.2f of its cost capped at %.2f (the simulator's "
+                     "jitter needs < 1/3)", R->sd_capped_at, R->sd_capped_max, FIT_SD_FRAC_MAX);
+    else if (capped > 1)
+        fit_run_warn(R, "%d groups: measured spread of their cost capped at %.2f (the "
+                     "simulator's jitter needs < 1/3); the largest %.2f (%s)", capped,
+                     FIT_SD_FRAC_MAX, R->sd_capped_max, R->sd_capped_at);
     if (!m->phase[WM_VERIFY].present && !m->phase[WM_DECODE].present)
         fit_run_warn(R, "no verify or decode phase in the traces: the model cannot be simulated");
     else if (!m->phase[WM_VERIFY].present)

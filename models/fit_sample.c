@@ -316,7 +316,8 @@ static int fs_cmp_inst(const void *a, const void *b)
  * how many configurations were over the cap. */
 static size_t fs_choose(fs_st *S)
 {
-    qsort(S->in, S->nin, sizeof *S->in, fs_cmp_inst);
+    if (S->nin)   /* none: S->in is NULL (a trace without phases), which qsort may not get */
+        qsort(S->in, S->nin, sizeof *S->in, fs_cmp_inst);
     size_t over = 0;
     for (size_t c = 0; c < S->ncfg; c++)
         over += S->cfg_n[c] > (size_t)S->cap;

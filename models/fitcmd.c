@@ -387,6 +387,10 @@ int fitcmd_main(int argc, char **argv)
         }
     }
     int nt = argc - optind;
+    if (out && ofile_check(out, err, sizeof err)) {   /* before the work, not after it */
+        fprintf(stderr, "specsim fit: field --out: %s\n", err);
+        return FITCMD_EXIT_BAD;
+    }
     if (from_model)
         return fitcmd_carry_file(from_model, carry_to, carry_from, out, nt, quiet);
     if (nt < 1 || !out) {
@@ -402,6 +406,21 @@ int fitcmd_main(int argc, char **argv)
     if (llm && !moe && fitcmd_llm(llm, &o.moe_experts, &o.moe_topk, err, sizeof err)) {
         fprintf(stderr, "specsim fit: field --llm: %s\n", err);
         return FITCMD_EXIT_BAD;
+    }
+    /* the presets before the fit: a bad --carry-to once failed after all of it, and a
+     * --carry-from without --carry-to was ignored */
+    if (carry_from && !carry_to) {
+        fprintf(stderr, "specsim fit: field --carry-from: value %s: only with --carry-to\n",
+                carry_from);
+        return FITCMD_EXIT_BAD;
+    }
+    for (int k = 0; carry_to && k < 2; k++) {
+        carry_hw hw;
+        const char *name = k ? carry_from : carry_to;
+        if (name && carry_hw_load(&hw, name, err, sizeof err)) {
+            fprintf(stderr, "specsim fit: field %s: %s\n", k ? "--carry-from" : "--carry-to", err);
+            return FITCMD_EXIT_BAD;
+        }
     }
     if (gsweep) {
         if (gsweep_load(&sweep, gsweep, err, sizeof err)) {

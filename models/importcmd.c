@@ -90,8 +90,17 @@ int importcmd_main(int argc, char **argv)
             continue;
         if (!strcmp(name, "format"))
             force = v;
-        else if (!strcmp(name, "instances"))
-            ninst = atoi(v);
+        else if (!strcmp(name, "instances")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (end == v || *end || n < 0 || n > 1000000000L) {   /* as fit --instances-max */
+                fprintf(stderr, "specsim import: field --instances: value \"%s\": expected a "
+                        "count of instances to print, 0..1000000000\n", v);
+                free(files);
+                return IMPORT_EXIT_BAD;
+            }
+            ninst = (int)n;
+        }
         else {
             fprintf(stderr, "specsim import: field %s: unknown option (specsim import --help)\n", a);
             free(files);

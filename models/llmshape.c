@@ -5,6 +5,7 @@
  * GQA KV heads replicated when there are fewer than ranks; MLA's q_a/kv_a projections and
  * its latent KV cache replicated on every rank. Workload: a handful of presets. */
 #include "llmshape.h"
+#include "bounds.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -186,14 +187,12 @@ int llm_load(llm_shape *s, const char *name, char *err, size_t errlen)
                  "repository root, set SPECSIM_PRESETS, or give a path)", name, path, llm_dir());
         return -1;
     }
-    char *buf = malloc(LLM_FILE_MAX + 1);
-    size_t got = buf ? fread(buf, 1, LLM_FILE_MAX, f) : 0;
     fclose(f);
-    if (!buf) {
-        snprintf(err, errlen, "%s: out of memory", path);
+    /* read whole, to a cap (bounds.h): a directory or /dev/zero once said "invalid JSON" */
+    char *buf;
+    size_t got;
+    if (bnd_read_file(path, LLM_FILE_MAX, "an LLM preset", &buf, &got, err, errlen))
         return -1;
-    }
-    buf[got] = 0;
     cJSON *j = cJSON_Parse(buf);
     free(buf);
     if (!j) {

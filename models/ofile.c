@@ -15,6 +15,39 @@ int ofile_in_place(const char *path)
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
+int ofile_check(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (!path[0]) {
+        snprintf(err, errlen, "\"\": an empty file name");
+        return -1;
+    }
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s: a directory (give a file name)", path);
+        return -1;
+    }
+    if (ofile_in_place(path))
+        return 0;
+    char dir[4096];   /* the temporary NAME.tmp goes beside NAME */
+    const char *slash = strrchr(path, '/');
+    size_t n = slash ? (size_t)(slash - path) : 0;
+    if (n >= sizeof dir) {
+        snprintf(err, errlen, "%s: cannot write: path too long", path);
+        return -1;
+    }
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if (n == 0)
+        snprintf(dir, sizeof dir, "/");
+    else
+        snprintf(dir, sizeof dir, "%.*s", (int)n, path);
+    if (access(dir, W_OK) != 0) {
+        snprintf(err, errlen, "%s: cannot write in %s: %s", path, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 static int ofile_put(int fd, const char *text, size_t len)
 {
     while (len) {

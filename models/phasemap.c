@@ -5,6 +5,7 @@
  * span gives the stage its batch and is folded into it, so each instance is counted once
  * and holds all the GPU work its stage launched. */
 #include "phasemap.h"
+#include "bounds.h"
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -80,6 +81,32 @@ static int pm_cmp_int(const void *a, const void *b)
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
 
+/* The speculative shape's ranges (the draft depth as the fit's steps= word, fit_instances.c;
+ * topk as wide; draft tokens per row as the simulator's --draft-tokens, bounds.h): a
+ * server_args.json value of 1e300 once became draft_tokens -2147483648, exit 0. */
+static const bnd_kind pm_steps = {"a draft depth", "", 1, 1024, 1};
+static const bnd_kind pm_topk = {"a draft branching (topk)", "", 1, 1024, 1};
+static const bnd_kind pm_draft = {"draft tokens per row", "tokens", 1, BND_Q_TOKENS_MAX, 1};
+
+/* steps, topk and draft tokens within their ranges, and no more draft tokens than the tree
+ * has nodes (steps * topk + 1, as SGLang's server_args checks); 0 or -1 with the message
+ * naming where (file, or "command line") and the field. */
+static int pm_shape_check(double steps, double topk, double draft, const char *where,
+                          const char *const fields[3], char *err, size_t errlen)
+{
+    const bnd_kind *k[3] = {&pm_steps, &pm_topk, &pm_draft};
+    double v[3] = {steps, topk, draft};
+    for (int i = 0; i < 3; i++)
+        if (bnd_check(k[i], v[i], where, fields[i], err, errlen))
+            return -1;
+    if (draft > steps * topk + 1) {
+        snprintf(err, errlen, "%s: field %s: value %.0f: more than steps * topk + 1 = %.0f "
+                 "(the draft tree has no more nodes)", where, fields[2], draft, steps * topk + 1);
+        return -1;
+    }
+    return 0;
+}
+
 static int pm_int_field(const cJSON *j, const char *k, int *out)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
@@ -99,31 +126,36 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
     const cJSON *dcg = cJSON_GetObjectItemCaseSensitive(j, "disable_cuda_graph");
     if (cJSON_IsTrue(dcg))
         s->cuda_graph = 0;
-    const cJSON *bsl = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs");
-    int max_bs = 0;
+    const cJSON *bsl = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs"), *mbs;
     if (cJSON_IsArray(bsl)) {
         const cJSON *e;
         cJSON_ArrayForEach(e, bsl) {
-            if (!cJSON_IsNumber(e) || e->valuedouble < 1) {
+            if (!cJSON_IsNumber(e)) {
                 snprintf(err, errlen, "%s: field cuda_graph_bs: an entry is not a batch size >= 1",
                          path);
                 goto out;
             }
+            if (bnd_check(&bnd_rows, e->valuedouble, path, "cuda_graph_bs", err, errlen))
+                goto out;
             if (s->ngraph_bs < PM_GRAPH_BS_MAX)
                 s->graph_bs[s->ngraph_bs++] = (int)e->valuedouble;
         }
         qsort(s->graph_bs, (size_t)s->ngraph_bs, sizeof s->graph_bs[0], pm_cmp_int);
-    } else if (pm_int_field(j, "cuda_graph_max_bs", &max_bs) && max_bs > 0) {
-        phasemap_sglang_graph_bs(s, max_bs);
+    } else if (cJSON_IsNumber(mbs = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_max_bs")) &&
+               mbs->valuedouble > 0) {   /* 0 or less: SGLang picks it */
+        if (bnd_check(&bnd_rows, mbs->valuedouble, path, "cuda_graph_max_bs", err, errlen))
+            goto out;
+        phasemap_sglang_graph_bs(s, (int)mbs->valuedouble);
     }
     const cJSON *alg = cJSON_GetObjectItemCaseSensitive(j, "speculative_algorithm");
     if (!alg || cJSON_IsNull(alg)) {   /* a baseline server */
         rc = 0;
         goto out;
     }
-    static const char *keys[] = {"speculative_num_steps", "speculative_eagle_topk",
+    static const char *const keys[] = {"speculative_num_steps", "speculative_eagle_topk",
                                  "speculative_num_draft_tokens"};
     int *dst[] = {&s->steps, &s->topk, &s->draft_tokens};
+    double got[3];
     for (int k = 0; k < 3; k++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, keys[k]);
         if (!v || cJSON_IsNull(v)) {
@@ -146,8 +178,12 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
                      cJSON_IsString(alg) ? alg->valuestring : "set");
             goto out;
         }
-        *dst[k] = (int)v->valuedouble;
+        got[k] = v->valuedouble;
     }
+    if (pm_shape_check(got[0], got[1], got[2], path, keys, err, errlen))
+        goto out;
+    for (int k = 0; k < 3; k++)
+        *dst[k] = (int)got[k];
     s->known = 1;
     rc = 0;
 out:
@@ -302,6 +338,10 @@ int phasemap_shape_flag(pm_shape *s, const char *v, char *err, size_t errlen)
                  "(each >= 1; EAGLE chain: 3,1,4)", v);
         return -1;
     }
+    static const char *const fields[3] = {"--spec-shape (steps)", "--spec-shape (topk)",
+                                          "--spec-shape (draft tokens)"};
+    if (pm_shape_check(a, b, c, "command line", fields, err, errlen))
+        return -1;
     s->steps = a;
     s->topk = b;
     s->draft_tokens = c;

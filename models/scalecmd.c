@@ -4,6 +4,7 @@
  * phases' GPU time with its band, and writes the result. Workload: one model per call. */
 #include "scale.h"
 #include "carry.h"
+#include "ofile.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -304,6 +305,10 @@ int scalecmd_main(int argc, char **argv)
         scalecmd_usage(stderr);
         return SCALECMD_EXIT_BAD;
     }
+    if (ofile_check(out, err, sizeof err)) {
+        fprintf(stderr, "specsim scale: field --out: %s\n", err);
+        return SCALECMD_EXIT_BAD;
+    }
     const char *in = argv[optind];
     static wm_model m, before, lo, hi, check;
     if (wm_load(&m, in, err, sizeof err)) {
@@ -397,7 +402,9 @@ int scalecmd_main(int argc, char **argv)
         fprintf(stderr, "%s\n", err);
         return SCALECMD_EXIT_IO;
     }
-    if (wm_load(&check, out, err, sizeof err)) {
+    /* read back as fit does: not a device or FIFO (-o /dev/stdout | jq once hung here reading
+     * its own pipe, -o /dev/null exited 2) */
+    if (!ofile_in_place(out) && wm_load(&check, out, err, sizeof err)) {
         fprintf(stderr, "specsim scale: the written model does not load back: %s\n", err);
         return SCALECMD_EXIT_BAD;
     }

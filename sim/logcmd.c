@@ -321,11 +321,12 @@ int logcmd_main(int argc, char **argv)
                 bad = log_set(&s, "cuda-graph-bs", graph ? gl : "none", err, sizeof err);
             if (!bad)
                 bad = simcfg_resolve(&s, &mc, spec, &p, err, sizeof err);
-            if (!bad)
-                bad = sim_run(&p, NULL, &res, err, sizeof err);
-            if (bad) {
+            /* a knob or the model file refused, or a run without a result a user could
+             * trust (-2), is bad input, as in `specsim run`; a failed run (-1) is not */
+            int run_rc = bad ? 0 : sim_run(&p, NULL, &res, err, sizeof err);
+            if (bad || run_rc) {
                 fprintf(stderr, "%s:%zu: bs %d: %s\n", files[x->file], x->line, k->bs, err);
-                rc = LOG_EXIT_RUN;
+                rc = run_rc == -1 ? LOG_EXIT_RUN : LOG_EXIT_BAD;
                 goto out;
             }
             k->tok_s = res.tok_s;

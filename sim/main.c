@@ -239,6 +239,23 @@ static int cmd_run(simcfg_set_t *s)
     char err[1024];
     timeline tl;
     int use_tl = s->cfg.timeline[0] != '\0';
+    /* a sweep's options, or two output formats, would be ignored in silence (--out once
+     * wrote nothing and exited 0) */
+    for (int i = 0; i < simcfg_nknobs; i++) {
+        const simcfg_knob *k = &simcfg_knobs[i];
+        if ((k->flags & SK_SWEEP) && strcmp(s->src[i], "defaults")) {
+            int cl = strcmp(s->src[i], "command line") == 0;
+            simcfg_format(&s->cfg, k, err, sizeof err);
+            fprintf(stderr, "%s: field %s%s: value %s: a `specsim sweep` option; `specsim run` "
+                    "does not use it\n", s->src[i], cl ? "--" : "", k->name, err);
+            return EXIT_BAD_INPUT;
+        }
+    }
+    if (s->cfg.json && s->cfg.csv) {
+        fprintf(stderr, "%s: field --csv: value 1: not with --json: one output format\n",
+                s->src[simcfg_index(simcfg_find("csv"))]);
+        return EXIT_BAD_INPUT;
+    }
     if (simcfg_resolve(s, &mc, 1, &ps, err, sizeof err) ||
         (s->cfg.baseline && simcfg_resolve(s, &mc, 0, &pb, err, sizeof err))) {
         fprintf(stderr, "%s\n", err);

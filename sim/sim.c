@@ -1033,6 +1033,15 @@ static int sim_result_check(const sim_state *S, const sim_result *r, char *err, 
                  r->iterations, r->tokens, r->window_us);
         return -2;
     }
+    /* the interval of a benchmark shorter than one iteration measures no throughput: its
+     * run part grows as 1/seconds (--seconds 1e-9 printed tok_s_p90 inf, 1e-5 p10 0 and p90
+     * 1.3e8 tok/s with exit 0) */
+    if (p->intervals && p->bench_s > 0 && p->bench_s * 1e6 < r->iter_us) {
+        snprintf(err, errlen, "sim: field seconds: value %g: shorter than one iteration of "
+                 "this run (%.6g us): a benchmark that short measures no throughput (0: the "
+                 "long-run interval)", p->bench_s, r->iter_us);
+        return -2;
+    }
     const struct { const char *name; double v; } f[] = {
         {"tok_s", r->tok_s}, {"req_tok_s", r->req_tok_s_mean}, {"req_tok_s_p50", r->req_tok_s_p50},
         {"tpot_p50", r->tpot_p50_ms}, {"tpot_p90", r->tpot_p90_ms}, {"tpot_p99", r->tpot_p99_ms},

@@ -51,7 +51,7 @@ const simcfg_knob simcfg_knobs[] = {
       "--iterations is given without it"),
     K("seconds", SK_DBL, seconds, 0, 1e9, 0, "s", "the prediction interval (p10/p90) is for "
       "a benchmark that measures this many seconds (its own acceptance draws and jitter); "
-      "0 = the long-run throughput (with --requests: that finite run)"),
+      "0 = the long-run throughput (with --requests: that finite run); at least one iteration"),
     K("warmup", SK_LONG, warmup, 0, BND_ITERATIONS_MAX, 0, "", "iterations left out of the metrics"),
     K("output-len", SK_STR, output_len, -1, -2, 0, "tokens", "output length: N, uniform:A:B "
       "or exp:MEAN"),

@@ -92,8 +92,12 @@ int sweep_grid_add(sweep_grid *g, const char *spec, char *err, size_t errlen)
                      k->min, k->max);
             goto fail;
         }
-        if ((hi - lo) / step >= SWEEP_MAX_VALUES)
-            goto bad;
+        if ((hi - lo) / step >= SWEEP_MAX_VALUES) {   /* once "expected A..B", which it was */
+            snprintf(err, errlen, "command line: field --grid: value \"%s\": %ld values: at "
+                     "most %d per knob (a larger STEP)", spec,
+                     (hi - lo) / step + 1, SWEEP_MAX_VALUES);
+            goto fail;
+        }
         for (long i = 0; i <= (hi - lo) / step; i++) {
             char buf[32];
             int n = snprintf(buf, sizeof buf, "%ld", lo + i * step);

@@ -129,6 +129,12 @@ static void cli_bad_input_exits_2(void)
         {"--seconds -2", "--seconds", "value -2"},
         {"--steps", "--steps", "missing"},
         {"stray", "stray", "unexpected"},
+        /* a sweep's options and a second output format were ignored in silence (--out wrote
+         * nothing, exit 0) */
+        {"--out %D/run.csv", "field --out", "specsim sweep"},
+        {"--shard 1/2", "field --shard", "specsim sweep"},
+        {"--jobs 3", "field --jobs", "specsim sweep"},
+        {"--json --csv", "field --csv", "not with --json"},
     };
     char cmd[1024], args[512];
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -160,6 +166,8 @@ static void cli_bad_input_exits_2(void)
         {SPECSIM " run --model %M --grid steps=1..2", "--grid", "sweep"},
         {SPECSIM " sweep --model %M --grid steps=1..2 --shard 3/2", "--shard", "3/2"},
         {SPECSIM " sweep --model %M --grid steps=1..2 --shard 1", "--shard", "I/N"},
+        /* a range of more values than an axis holds once said "expected seed=A..B" */
+        {SPECSIM " sweep --model %M --grid seed=1..4000000", "seed=1..4000000", "4000000 values: at most 100000"},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         char buf[1024];

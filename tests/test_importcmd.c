@@ -74,6 +74,50 @@ static void foreign_traces_are_refused_with_exit_2(void)
     expect_2(cmd, "cpu-only.json", "speculative_num_steps");   /* a baseline server's args */
 }
 
+/* --instances once went through atoi: -1, abc, 3x and 1e300 printed the report, exit 0 */
+static void import_instances_must_be_a_count(void)
+{
+    const char *bad[] = {"-1", "abc", "3x", "1e300", "99999999999999999999", ""};
+    char cmd[512];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "import " FIXTURE " --spec-shape 3,1,4 --instances '%s'", bad[i]);
+        char want[64];
+        snprintf(want, sizeof want, "value \"%s\"", bad[i]);
+        expect_2(cmd, "field --instances", want);
+    }
+}
+
+/* The speculative shape: a server_args.json draft-token count of 1e300 once became
+ * -2147483648 (and 2.5 became 2), --spec-shape 3,1,99 a tree with more nodes than it has;
+ * each printed the report, exit 0. */
+static void import_refuses_an_impossible_spec_shape(void)
+{
+    const struct { const char *steps, *topk, *draft, *w1, *w2; } c[] = {
+        {"3", "1", "1e300", "field speculative_num_draft_tokens", "value 1e+300"},
+        {"3", "1", "2.5", "field speculative_num_draft_tokens", "value 2.5"},
+        {"3", "1", "99", "field speculative_num_draft_tokens", "steps * topk + 1 = 4"},
+        {"3000000000", "1", "4", "field speculative_num_steps", "value 3000000000"},
+        {"3", "1e300", "4", "field speculative_eagle_topk", "value 1e+300"},
+    };
+    char args[160], cmd[512];
+    snprintf(args, sizeof args, "%s/server_args.json", tmpdir);
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"speculative_algorithm\": \"EAGLE3\", "
+                 "\"speculative_num_steps\": %s, \"speculative_eagle_topk\": %s, "
+                 "\"speculative_num_draft_tokens\": %s}\n", c[i].steps, c[i].topk, c[i].draft);
+        write_file(args, text);
+        snprintf(cmd, sizeof cmd, "import " FIXTURE " --server-args %s", args);
+        expect_2(cmd, c[i].w1, c[i].w2);
+    }
+    snprintf(args, sizeof args, "%s/server_args.json", tmpdir);
+    write_file(args, "{\"cuda_graph_bs\": [1, 2, 1e300], \"speculative_algorithm\": null}\n");
+    snprintf(cmd, sizeof cmd, "import " FIXTURE " --spec-shape 3,1,4 --server-args %s", args);
+    expect_2(cmd, "field cuda_graph_bs", "value 1e+300");
+    expect_2("import " FIXTURE " --spec-shape 3,1,99", "--spec-shape (draft tokens)", "value 99");
+    expect_2("log tests/data/sglang/server-eagle.log --spec-shape 2,2,9", "--spec-shape", "value 9");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -83,6 +127,8 @@ int main(int argc, char **argv)
         return 1;
     RUN(import_reports_records_and_phases);
     RUN(foreign_traces_are_refused_with_exit_2);
+    RUN(import_instances_must_be_a_count);
+    RUN(import_refuses_an_impossible_spec_shape);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}

@@ -425,6 +425,29 @@ static void ptrace_refuses_times_out_of_range(void) {
 }
 
 /* `specprof check` once called a file with 1 of its 1203 records "complete". */
+/* Two traces in one file (cat a.json b.json, or gzip's concatenated members) once read as
+ * one: the second's events against the first's t0, twice the instances, said only "cut
+ * off". Refused at the second header, with the line of each. */
+static void ptrace_refuses_two_traces_in_one_file(void) {
+    char hdr[2048], one[4096], two[8192], err[512] = "";
+    ptrace_header h; fill_header(&h);
+    ptrace_ctx c = { 0, h.t0_ns };
+    int n = ptrace_write_header(hdr, sizeof hdr, &c, &h);
+    snprintf(one, sizeof one, "[\n%.*s"
+             "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":1,\"dur\":1},\n"
+             "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\",\"pid\":0,\"tid\":0,\"ts\":9,\"args\":"
+             "{\"records\":1,\"dropped_records\":0,\"reason\":\"exit\"}}\n]\n", n, hdr);
+    snprintf(two, sizeof two, "%s%s", one, one);
+    ptrace_file f;
+    CHECK(ptrace_read_buf(one, strlen(one), "one.json", &f, err, sizeof err) == 0, "one trace: %s", err);
+    ptrace_file_free(&f);
+    int rc = ptrace_read_buf(two, strlen(two), "two.json", &f, err, sizeof err);
+    CHECK(rc == -1, "two traces in one file read as one (rc %d)", rc);
+    CHECK(strstr(err, "two.json: line 7") && strstr(err, "a second trace header (the first on line 2)"),
+          "message '%s'", err);
+    if (rc == 0) ptrace_file_free(&f);
+}
+
 static void ptrace_counts_records_against_the_end(void) {
     char hdr[2048], text[8192], err[256];
     ptrace_header h; fill_header(&h);
@@ -594,6 +617,7 @@ int main(void) {
     RUN(ptrace_long_names_are_cut_not_overflowed);
     RUN(ptrace_refuses_times_out_of_range);
     RUN(ptrace_counts_records_against_the_end);
+    RUN(ptrace_refuses_two_traces_in_one_file);
     RUN(ptrace_stream_reads_like_the_buffer);
     RUN(ptrace_calibration_from_the_end_record);
     RUN(pjson_refuses_and_never_writes_infinity);

@@ -164,6 +164,15 @@ static void robust_no_result_is_an_error(void)
            "no measured window");
     expect(2, "%S sweep --model %D/ok.json --requests 5 --warmup 100000 --grid steps=1,2",
            "configuration 0 (steps=1", "no measured window");
+    /* a benchmark shorter than one iteration: --seconds 1e-9 printed "tok_s_p90 is inf ...
+     * the model's costs are degenerate", 1e-5 a p90 of 1.3e8 tok/s with exit 0 */
+    expect(2, "%S run --model %D/ok.json --iterations 50 --seconds 1e-9", "field seconds: value 1e-09",
+           "shorter than one iteration");
+    expect(2, "%S run --model %D/ok.json --iterations 50 --seconds 1e-5", "field seconds: value 1e-05",
+           "shorter than one iteration");
+    expect(2, "%S sweep --model %D/ok.json --iterations 50 --seconds 1e-5 --grid steps=1,2",
+           "field seconds: value 1e-05", "shorter than one iteration");
+    expect(0, "%S run --model %D/ok.json --iterations 50 --seconds 0.3", "tok_s_p10", NULL);
     /* the engine's own limits, for values each within its range: 1e6 us per 1000 KV tokens
      * x 1e9 tokens of context is 1e12 us a verify (in ns below 2^53, but 2400 of them pass
      * 73 years); at concurrency 10, 1e13 us for one verify is past the limit of one
@@ -190,9 +199,52 @@ static void robust_readers_stop_on_dev_zero(void)
         {"%S run --model %D/ok.json --config /dev/zero", "/dev/zero", "larger than"},
         {"%S run --model %D/ok.json --ranks 2 --link /dev/zero", "/dev/zero", "larger than"},
         {"%S fit-allreduce /dev/zero -o %D/l.json", "/dev/zero", "longer than"},
+        /* the preset readers read 1 MiB and said "invalid JSON" (of a directory too) */
+        {"%S scale models/example-llama8b.json --from specbench-llama8b --llm /dev/zero -o %D/s.json",
+         "field --llm: /dev/zero: larger than", NULL},
+        {"%S scale models/example-llama8b.json --from /tmp --llm llama-3.1-70b -o %D/s.json",
+         "field --from: /tmp", "Is a directory"},
+        {"%S fit --from-model models/example-llama8b.json --carry-to /dev/zero -o %D/c.json",
+         "field --carry-to", "/dev/zero: larger than"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         expect(2, c[i].cmd, c[i].w1, c[i].w2);
+}
+
+/* A specprof trace re-written on one line (json.dump, jq -c; the bundled call 13 kernel
+ * extract is one 23 MB line) was called "a binary file, /dev/zero?": it is named as JSON on
+ * one line, with the way to one event per line. */
+static void robust_one_line_json_trace_is_named(void)
+{
+    const char *ev = "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,"
+                     "\"ts\":1.000,\"dur\":1.000},";
+    size_t n = 1 + 1200000 / strlen(ev) * strlen(ev) + 64, len = 0;
+    char *text = malloc(n + 256);
+    CHECK(text != NULL, "out of memory");
+    if (!text)
+        return;
+    len += (size_t)sprintf(text, "[{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_header\","
+                                 "\"pid\":0,\"tid\":0,\"ts\":0,\"args\":{\"format_version\":1}},");
+    while (len + strlen(ev) < n) {
+        memcpy(text + len, ev, strlen(ev));
+        len += strlen(ev);
+    }
+    strcpy(text + len - 1, "]");
+    write_file("oneline.json", text);
+    free(text);
+    expect(2, "%S import %D/oneline.json", "oneline.json: line 1: longer than 1048576 bytes",
+           "JSON written on one line");
+    expect(2, "%S fit %D/oneline.json -o %D/m.json", "oneline.json", "jq -c");
+}
+
+/* A main job says a warning once: the fit of a torch trace said "measured spread ... capped"
+ * in 22 lines, one per group; now one line with the count and the largest. */
+static void robust_fit_says_capped_spreads_once(void)
+{
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/torch.json --quiet 2>&1 | "
+              "grep -c 'measured spread' | sed 's/^/spread lines: /'", "spread lines: 1\n", NULL);
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/torch.json --quiet",
+           "warning: 22 groups: measured spread of their cost capped at 0.30", "the largest");
 }
 
 /* -o given a FIFO: written through it, not replaced by a regular file (fit --carry-to goes
@@ -206,6 +258,9 @@ static void robust_output_to_a_fifo_stays_a_fifo(void)
         "%s fit --from-model models/example-llama8b.json --carry-to models/presets/h200-sxm.json "
         "--quiet -o %s",
         "%s fit-allreduce --quiet tests/data/arsweep-3size.csv -o %s",
+        /* scale read its FIFO back and hung (-o /dev/stdout | jq) */
+        "%s scale models/example-llama8b.json --from specbench-llama8b --llm llama-3.1-70b "
+        "--quiet -o %s",
     };
     for (size_t i = 0; i < sizeof writers / sizeof writers[0]; i++) {
         unlink(fifo);
@@ -231,6 +286,9 @@ static void robust_output_to_a_fifo_stays_a_fifo(void)
         CHECK(stat(got, &st) == 0 && st.st_size > 100, "`%s`: nothing came through the FIFO", cmd);
     }
     unlink(fifo);
+    /* -o /dev/null: written, not read back ("does not load back: the file is empty", exit 2) */
+    expect(0, "%S scale models/example-llama8b.json --from specbench-llama8b --llm llama-3.1-70b "
+              "--quiet -o /dev/null && echo scaled", "scaled", NULL);
 }
 
 
@@ -268,6 +326,25 @@ static void robust_fit_refuses_and_leaves_no_file(void)
            "field forwards: value 1000000000: out of range", NULL);
     expect(2, "%S fit /dev/zero -o %D/fit.json --quiet", "/dev/zero: not a trace this reader knows", NULL);
     expect(0, "cat %D/fit.json", "old", NULL);
+    /* a bad --carry-to was found after the whole fit (its tables printed); --carry-from
+     * without --carry-to was ignored */
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/fit.json --carry-to nonexist "
+              "2>&1 | grep -c 'GPU time per forward' | sed 's/^/fit tables: /'", "fit tables: 0\n", NULL);
+    expect(2, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/fit.json --carry-to nonexist",
+           "field --carry-to: hardware preset nonexist", "cannot open");
+    expect(2, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/fit.json --carry-from h200-sxm",
+           "field --carry-from: value h200-sxm", "only with --carry-to");
+    /* -o a directory, or in one that does not exist: found before the fit, not after it
+     * ("cannot rename into place: Is a directory", exit 1) */
+    expect(2, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D", "field --out:",
+           "a directory");
+    expect(0, "%S fit traces/torch/calib/calib_torch-dense.json.gz -o %D/none/m.json 2>&1 | "
+              "grep -c 'GPU time per forward' | sed 's/^/fit tables: /'", "fit tables: 0\n", NULL);
+    expect(2, "%S scale models/example-llama8b.json --from specbench-llama8b --llm llama-3.1-70b "
+              "-o %D/none/s.json", "field --out:", "cannot write in");
+    /* the first 1000 bytes of a capture (a header, no phase): qsort got NULL (make asan) */
+    expect(2, "gzip -dc traces/calib/calib_llama8b.json.gz | head -c 1000 > %D/head.json; "
+              "%S fit %D/head.json -o %D/fit.json --quiet", "head.json: no phase instance", NULL);
 }
 
 int main(int argc, char **argv)
@@ -284,6 +361,8 @@ int main(int argc, char **argv)
     RUN(robust_numbers_out_of_range_exit_2);
     RUN(robust_no_result_is_an_error);
     RUN(robust_readers_stop_on_dev_zero);
+    RUN(robust_one_line_json_trace_is_named);
+    RUN(robust_fit_says_capped_spreads_once);
     RUN(robust_output_to_a_fifo_stays_a_fifo);
     RUN(robust_fit_allreduce_says_what_it_cannot_estimate);
     RUN(robust_fit_refuses_and_leaves_no_file);

@@ -338,6 +338,29 @@ static void log_flags_idle_intervals(void)
     remove(path);
 }
 
+/* A model file that is not a model, or a knob out of range for a logged batch, is bad input:
+ * exit 2 with the file and field (a JSON array as --model once exited 1, as a failed run). */
+static void log_bad_model_exits_2(void)
+{
+    const char *path = "/tmp/test_sglog_badmodel.json";
+    FILE *f = fopen(path, "w");
+    fputs("[1, 2, 3]\n", f);
+    fclose(f);
+    const char *cmds[] = {
+        "log tests/data/sglang/server-eagle.log --model /tmp/test_sglog_badmodel.json --iterations 50",
+        "log tests/data/sglang/server-eagle.log --model /nonexistent/model.json --iterations 50",
+    };
+    const char *want[] = {"test_sglog_badmodel.json: field (top level)", "/nonexistent/model.json"};
+    for (int i = 0; i < 2; i++) {
+        char *out;
+        int rc = sh(cmds[i], &out);
+        CHECK(rc == 2 && out && strstr(out, want[i]), "`%s` exit %d (want 2): %s", cmds[i], rc,
+              out ? out : "");
+        free(out);
+    }
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -353,5 +376,6 @@ int main(int argc, char **argv)
     RUN(log_alpha_reproduces_the_accept_length);
     RUN(log_predictions_match_specsim_run);
     RUN(log_flags_idle_intervals);
+    RUN(log_bad_model_exits_2);
     return check_done();
 }

@@ -176,6 +176,21 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
     e->bytes = pjson_get_int(a, "bytes", 0);
 }
 
+/* The message for a line past PR_LINE_MAX_BYTES: a binary file or /dev/zero, or JSON
+ * re-written on one line (json.dump, jq -c: a bundled kernel extract, call 13, is one 23 MB
+ * line), which once got "a binary file, /dev/zero?" too. */
+static void pr_long_line(const char *path, size_t line, const char *buf, size_t have,
+                         char *err, size_t errlen) {
+    size_t i = 0;
+    while (i < have && i < 64 && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r')) i++;
+    int json = i + 1 < have && (buf[i] == '[' || buf[i] == '{') &&
+               (buf[i + 1] == '{' || buf[i + 1] == '"' || buf[i + 1] == ' ');
+    snprintf(err, errlen, "%s: line %zu: longer than %zu bytes: not a specprof trace line (%s)", path,
+             line, (size_t)BND_TRACE_LINE_BYTES,
+             json ? "JSON written on one line: specprof writes one event per line; re-write it so, "
+                    "e.g. jq -c '.[]', after a first line \"[\"" : "a binary file, /dev/zero?");
+}
+
 /* The line-by-line state of one scan, shared by the buffer and the streaming file readers. */
 typedef struct {
     pjson_arena *a, *keep;
@@ -187,6 +202,7 @@ typedef struct {
     size_t errlen;
     int started, rc, stop;
     size_t line_no;
+    size_t header_line;        /* the line of specprof_header (0: none yet) */
     int pending_bad;           /* the last non-blank line did not parse: cut, or bad if more follows */
     size_t pending_line;
     char pending_err[160];
@@ -291,6 +307,7 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
             if (pr_check_t0(st, x.args)) { st->rc = -1; return 1; }
             pr_header(x.args, &info->header);
             info->has_header = 1;
+            st->header_line = st->line_no;
             if (info->header.format_version != PTRACE_FORMAT_VERSION) {
                 snprintf(st->err, st->errlen, "%s: line %zu: field format_version: value %d: this reader knows version %d",
                          st->label, st->line_no, info->header.format_version, PTRACE_FORMAT_VERSION);
@@ -302,6 +319,16 @@ static int pr_line(pr_state *st, const char *s, const char *e) {
         if (x.ph == 'M' && !strcmp(x.name, "specprof_merged")) { info->merged = 1; return 0; }
         snprintf(st->err, st->errlen, "%s: line %zu: not a specprof trace: first event is \"%s\", expected specprof_header",
                  st->label, st->line_no, x.name);
+        st->rc = -1;
+        return 1;
+    }
+    /* two traces in one file (cat a.json b.json, or two gzip members) once read as one,
+     * the second's times taken against the first's t0, and said only "cut off" */
+    if (x.ph == 'M' && !strcmp(x.name, "specprof_header") && !info->merged) {
+        snprintf(st->err, st->errlen, "%s: line %zu: field name: value specprof_header: a second "
+                 "trace header (the first on line %zu): two traces in one file (cat, or gzip "
+                 "members)? give each trace as its own file", st->label, st->line_no,
+                 st->header_line);
         st->rc = -1;
         return 1;
     }
@@ -446,8 +473,7 @@ static int pr_scan_fp(FILE *fp, int detect, const char *path, pjson_arena *keep,
     for (;;) {
         if (cap - have < PR_CHUNK_BYTES) {
             if (cap >= PR_LINE_MAX_BYTES) {
-                snprintf(err, errlen, "%s: line %zu: longer than %zu bytes: not a specprof trace line", path,
-                         st.line_no + 1, PR_LINE_MAX_BYTES);
+                pr_long_line(path, st.line_no + 1, buf, have, err, errlen);
                 st.rc = -1;
                 goto done;
             }
@@ -481,8 +507,7 @@ static int pr_scan_fp(FILE *fp, int detect, const char *path, pjson_arena *keep,
         have = (size_t)(end - p);
         memmove(buf, p, have);
         if (have > PR_LINE_MAX_BYTES) {   /* a line this long is not a trace's (/dev/zero, a binary file) */
-            snprintf(err, errlen, "%s: line %zu: longer than %zu bytes: not a specprof trace line (a binary "
-                     "file, /dev/zero?)", path, st.line_no + 1, PR_LINE_MAX_BYTES);
+            pr_long_line(path, st.line_no + 1, buf, have, err, errlen);
             st.rc = -1;
             goto done;
         }
