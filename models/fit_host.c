@@ -146,15 +146,18 @@ static double fh_profiler_us(const fr_run *R, const fr_inst *in)
     return in->graph ? R->node_us * in->nrec : fh_cupti_launch_us(R, in->trace);
 }
 
-int fit_run_stalls_in(const fr_run *R)
+int fit_run_unprofiled(const fr_run *R)
 {
-    const char *e = getenv("FIT_LITE_STALLS");
-    if (e && !strcmp(e, "0"))
-        return 0;
     for (int t = 0; t < R->nt; t++)
         if (!fit_trace_unprofiled(&R->tr[t]))
             return 0;
     return R->nt > 0;
+}
+
+int fit_run_stalls_in(const fr_run *R)
+{
+    const char *e = getenv("FIT_LITE_STALLS");
+    return !(e && !strcmp(e, "0")) && fit_run_unprofiled(R);
 }
 
 /* The host stalls in one phase's eager launches (wm_phase_model.eager_stall_*): stalls per

@@ -206,8 +206,9 @@ double fit_instances_cupti_kernel_us(void);
  * (call 16's reference: 4-4.6 ms gaps the lite program did not have). None beyond 17x in
  * four lite eager captures (calls 9, 11, 16, 17). */
 #define FIT_STALL_MAX_X 20.0
-int fit_run_stalls_in(const fr_run *R);   /* every trace of the run unprofiled, and not
-                                             FIT_LITE_STALLS=0 (to see what it changes) */
+int fit_run_unprofiled(const fr_run *R);  /* every trace of the run unprofiled (lite) */
+int fit_run_stalls_in(const fr_run *R);   /* fit_run_unprofiled, and not FIT_LITE_STALLS=0
+                                             (to see what it changes) */
 /* fr_inst order: by start, the outer of two equal starts first (qsort). */
 int fit_instances_cmp(const void *a, const void *b);
 

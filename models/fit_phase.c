@@ -610,6 +610,80 @@ done:
     return rc;
 }
 
+/* The groups are fitted one by one, each in its own form (a base, a slope in the tokens, a
+ * knee, the KV terms, the GEMM sweep), and their sum need not follow the phase's measured
+ * totals: on torchbench's lite capture of call 16 it fell 2-6% below five of decode's six
+ * cells and draft's (1-4 rows of a GEMM cost more than its smooth form says), and the
+ * held-out graph rows came out ~1% fast on every table, specbench's too (+0.6% and
+ * +0.8%). The mean over the phase's cells (each configuration once, launch-bound instances
+ * left out where the gap group leaves them out) of the totals' residual, measured - model,
+ * goes into the gap group's base: the groups then sum to the totals on average, their
+ * shape unchanged. Only where every trace is unprofiled (lite): a CUPTI trace's totals hold
+ * the profiler's own GPU time, which FIT_CUPTI_KERNEL_US takes out only in part, and the
+ * node-level torchbench fits already ran 1-4% slow on their held-out rows (call 4's MoE
+ * table went from 1.49% to 2.34% median with the correction). 1 when applied, 0 when not
+ * (fewer than 2 cells; FIT_TOTAL_BIAS=0). */
+static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
+{
+    fr_phase *P = &R->ph[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    int G1 = P->G + 1, kv_rows = pm->kv_rows;
+    const char *e = getenv("FIT_TOTAL_BIAS");
+    *bias = 0;
+    if ((e && !strcmp(e, "0")) || P->ninst < 2 || !fit_run_unprofiled(R))
+        return 0;
+    fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
+    size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
+    double *v = malloc((size_t)P->ninst * sizeof *v);
+    if (!pts || !idx || !v) {
+        free(pts);
+        free(idx);
+        free(v);
+        return 0;
+    }
+    size_t m = 0;
+    for (int q = 0; q < P->ninst; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        if (in->launch_bound && skip_lb)
+            continue;
+        double kv = fit_inst_kv(in, kv_rows), qr = fit_inst_q(in), y = 0, f = 0;
+        for (int g = 0; g < G1; g++) {
+            y += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
+            f += wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
+        }
+        pts[m] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .us = y - f,
+                             .trace = in->trace, .q_per_row = qr};
+        idx[m] = m;
+        m++;
+    }
+    qsort_r(idx, m, sizeof *idx, fit_group_cmp_idx, pts);
+    double sum = 0;
+    int nc = 0;
+    for (size_t q = 0; q < m;) {
+        size_t r = q;
+        while (r < m && pts[idx[r]].trace == pts[idx[q]].trace &&
+               pts[idx[r]].tokens == pts[idx[q]].tokens &&
+               pts[idx[r]].q_per_row == pts[idx[q]].q_per_row) {
+            v[r - q] = pts[idx[r]].us;
+            r++;
+        }
+        double mean, sd;
+        fit_group_robust(v, r - q, &mean, &sd);
+        sum += mean;
+        nc++;
+        q = r;
+    }
+    free(pts);
+    free(idx);
+    free(v);
+    if (nc < 2)
+        return 0;
+    *bias = sum / nc;
+    wm_group *gap = &pm->groups[P->G];
+    gap->base_us = fmax(0, gap->base_us + *bias);
+    return 1;
+}
+
 int fit_phase_fit(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
@@ -627,6 +701,11 @@ int fit_phase_fit(fr_run *R, int p)
     int skip_lb = fph_skip_launch_bound(R, P, nlb);
     if (fph_kv_rows(R, p, skip_lb, &b))
         goto out;
+    double bias;
+    if (fph_total_bias(R, p, skip_lb, &bias) && R->o && R->o->log)
+        fprintf(R->o->log, "specsim fit: phase %s: the groups' sum %+.1f us off the measured "
+                "totals on average over its configurations: into %s\n", wm_phase_name[p],
+                -bias, R->res->model.phase[p].groups[P->G].name);
     fph_host_gap(R, p, b.v, b.vx);
     fph_colls(R, p, b.v, b.bv);
     rc = 0;

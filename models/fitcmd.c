@@ -170,6 +170,13 @@ static void fitcmd_report(FILE *f, const fit_result *r)
         }
         fprintf(f, "# phase %s total GPU time per forward: model vs measured over %d cells "
                 "(trace x tokens): max error %.2f%%\n", wm_phase_name[p], pr->ncells, 100 * mx);
+        for (int c = 0; c < pr->ncells; c++) {
+            const fit_cell *cl = &pr->total[c];
+            fprintf(f, "#   trace %d, %g tokens (%g a row), KV %.0f: measured %.1f us (sd %.1f, %d "
+                    "instances), model %.1f us (%+.2f%%)\n", cl->trace, cl->tokens,
+                    cl->q_per_row, cl->kv_tokens, cl->us_mean, cl->us_sd, cl->n, cl->fit_us,
+                    cl->us_mean > 0 ? 100 * (cl->fit_us - cl->us_mean) / cl->us_mean : 0);
+        }
     }
 }
 

@@ -1008,16 +1008,19 @@ static void inject_windows_follow_shapes_and_time(void) {
           h->window_ms, h->period_ms, h->shape_replays, h->compressed, h->calib.ok, h->calib.why);
     char reasons[256] = "", written[512] = "";
     int ranges = 0, ctx13 = 0, gl = 0, windows = 0;
+    int64_t sample_end = -1, last_start = -1;   /* "sample bs=7" if written; the last window's start */
     for (size_t i = 0; i < f.n_ev; i++) {
         ptrace_window w; ptrace_range r; ptrace_graphlaunch g;
         if (!ptrace_read_window(&f.ev[i], h->t0_ns, &w)) {
             windows++;
+            if (w.start_ns > last_start) last_start = w.start_ns;
             if (strlen(reasons) + strlen(w.reason) + 2 < sizeof reasons) { strcat(reasons, w.reason); strcat(reasons, " "); }
             CHECK(w.end_ns > w.start_ns && w.start_ns >= h->t0_ns, "window %s %lld..%lld", w.reason,
                   (long long)w.start_ns, (long long)w.end_ns);
         } else if (!ptrace_read_range(&f.ev[i], h->t0_ns, &r)) {
             ranges++;
             ctx13 += !strcmp(r.name, "decode bs=1 ctx=13");
+            if (!strcmp(r.name, "sample bs=7")) sample_end = r.end_ns;
             if (strlen(written) + strlen(r.name) + 3 < sizeof written) { strcat(written, r.name); strcat(written, "; "); }
         } else if (!ptrace_read_graphlaunch(&f.ev[i], h->t0_ns, &g)) {
             gl++;
@@ -1030,8 +1033,15 @@ static void inject_windows_follow_shapes_and_time(void) {
     CHECK(!strncmp(reasons, "start shape shape time shape shape ", 35), "window reasons '%s'", reasons);
     CHECK(windows == f.info.end.windows, "windows %d, end says %lld", windows, (long long)f.info.end.windows);
     /* setup, decode ctx=10,11,12, verify ctx=9 (3), extend ctx=2,3 inside windows; decode ctx=13,
-     * verify ctx=10, extend ctx=1 and sample bs=7 (pushed before their window opened) outside */
-    CHECK(ranges == 9 && ctx13 == 0, "ranges written %d (ctx=13 %d): %s; windows %s", ranges, ctx13, written, reasons);
+     * verify ctx=10, extend ctx=1 and sample bs=7 (pushed before their window opened) outside.
+     * A loaded machine may hold the program thread between sample's push and pop while the
+     * control thread opens its window: the range then overlaps the window and is written, as
+     * any range that overlaps a window is (make test saw it twice in four runs, 2026-12-06) */
+    int sample_in = sample_end >= 0 && sample_end >= last_start;
+    CHECK(ranges == 9 + sample_in && ctx13 == 0 && (sample_end < 0 || sample_in),
+          "ranges written %d (ctx=13 %d; sample bs=7 %s): %s; windows %s", ranges, ctx13,
+          sample_end < 0 ? "not written" : sample_in ? "overlaps its window" : "written outside a window",
+          written, reasons);
     CHECK(gl == 1 && f.info.end.graph_trace_records == 1, "graph-level records %d (end %lld)", gl,
           (long long)f.info.end.graph_trace_records);
     ptrace_file_free(&f);
