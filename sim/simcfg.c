@@ -357,6 +357,29 @@ static int simcfg_wrap(const simcfg_set_t *s, const char *name, char *err, size_
     return -1;
 }
 
+/* 1 when a run of model m times something: a kernel group with a cost (at 1 or 64 tokens),
+ * a collective, a host gap or a launch cost in some phase, or a launch cost given (cfg). A
+ * model of zeros ran to "no throughput to report" without naming the file. */
+static int simcfg_model_costs(const wm_model *m, const simcfg *c)
+{
+    if (m->graph_launch_us > 0 || m->eager_launch_us > 0 || c->graph_launch_us > 0 ||
+        c->eager_launch_us > 0)
+        return 1;
+    for (int p = 0; p < WM_NPHASE; p++) {
+        const wm_phase_model *pm = &m->phase[p];
+        if (!pm->present)
+            continue;
+        if (pm->host_gap_us > 0 || pm->host_gap_per_row_us > 0 || pm->eager_launch_us > 0 ||
+            pm->ncolls > 0)
+            return 1;
+        for (int g = 0; g < pm->ngroups; g++)
+            if (wm_group_us_q(m, &pm->groups[g], 1, 1000, 1) > 0 ||
+                wm_group_us_q(m, &pm->groups[g], 64, 64000, 1) > 0)
+                return 1;
+    }
+    return 0;
+}
+
 int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params *p,
                    char *err, size_t errlen)
 {
@@ -375,6 +398,9 @@ int simcfg_resolve(const simcfg_set_t *s, simcfg_model *mc, int spec, sim_params
         snprintf(mc->path, sizeof mc->path, "%s", c->model);
     }
     const wm_model *m = &mc->model;
+    if (!simcfg_model_costs(m, c))
+        SIMCFG_ERR("%s: field phases: every phase costs 0 us (no kernel group with a cost, no "
+                   "host gap, no launch cost): nothing to time", c->model);
     p->model = m;
     p->spec = spec;
     if (accept_parse(&p->acc, c->acceptance, err, errlen))

@@ -148,9 +148,11 @@ static void robust_no_result_is_an_error(void)
                "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 0}]},"
                "\"draft\": {\"groups\": [{\"name\": \"d\", \"count\": 1, \"base_us\": 0}]},"
                "\"extend\": {\"groups\": [{\"name\": \"e\", \"count\": 1, \"base_us\": 0}]}}}");
-    /* a model of all zeros printed req_tok_s inf */
-    expect(2, "%S run --model %D/zero2.json --iterations 50", "no throughput", NULL);
-    expect(2, "%S run --model %D/zero2.json --iterations 50 --json", "no throughput", NULL);
+    /* a model of all zeros printed req_tok_s inf, then "no throughput" without the file */
+    expect(2, "%S run --model %D/zero2.json --iterations 50", "zero2.json: field phases",
+           "every phase costs 0 us");
+    expect(2, "%S run --model %D/zero2.json --iterations 50 --json", "zero2.json: field phases", NULL);
+    expect(2, "%S sweep --model %D/zero2.json --iterations 50 --grid steps=1,2", "zero2.json: field phases", NULL);
     /* a window in which no request finished: per-request metrics from the running ones,
      * said on stderr (also for --csv and --json, where only the partial column showed it) */
     write_model("ok.json", "900", "7");
