@@ -192,33 +192,30 @@ static double fh_eager_rate(const double *h, const double *k, const char *first,
     double med, lim0 = fit_group_robust_lim(tmp, m, &med), lim = lim0, ph = 0, pk = 0;
     if (stalls_in && (FIT_STALL_MAX_X - 1) * med > lim)
         lim = (FIT_STALL_MAX_X - 1) * med;   /* fit_int.h: a lite capture's stalls count */
-    double bh = 0, bk = 0;
+    /* b: the robust rule's instances; s: the stalls, those it leaves out above the median
+     * and the stall rule keeps, each one stall as long as it took beyond the robust rate */
+    double bh = 0, bk = 0, sh = 0, sk = 0, cnt = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = k[i] > 0 ? fabs(h[i] / k[i] - med) : INFINITY;
-        if (d <= lim) {
-            ph += h[i];
-            pk += k[i];
-            if (d <= lim0) {
-                bh += h[i];
-                bk += k[i];
-            }
+        double d = k[i] > 0 ? h[i] / k[i] - med : INFINITY;
+        if (fabs(d) > lim)
+            continue;
+        ph += h[i];
+        pk += k[i];
+        if (fabs(d) <= lim0) {
+            bh += h[i];
+            bk += k[i];
+        } else if (d > 0 && !first[i]) {
+            sh += h[i];
+            sk += k[i];
+            cnt++;
         }
     }
     *hs += ph;
     *ks += pk;
-    if (lim > lim0 && bk > 0 && pk > 0) {
-        /* the instances the robust rule leaves out and the stall rule keeps: each one stall,
-         * its length what the instance took beyond the robust rate (fh_stalls) */
-        double base = bh / bk, cnt = 0, sum = 0;
-        for (size_t i = 0; i < n; i++)
-            if (k[i] > 0 && !first[i] && h[i] / k[i] - med > lim0 && h[i] / k[i] - med <= lim) {
-                cnt++;
-                sum += h[i] - k[i] * base;
-            }
-        if (cnt > 0 && sum > 0) {
-            st->per_launch = cnt / pk;
-            st->us = sum / cnt;
-        }
+    double sum = bk > 0 ? sh - sk * (bh / bk) : 0;
+    if (cnt > 0 && sum > 0) {
+        st->per_launch = cnt / pk;
+        st->us = sum / cnt;
     }
     return pk > 0 ? ph / pk : 0;
 }

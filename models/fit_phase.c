@@ -610,6 +610,18 @@ done:
     return rc;
 }
 
+/* Points sorted by fit_group_cmp_idx (idx): the end of the cell (one trace, token count and
+ * query tokens per row, as fit_group makes them) that starts at idx[q]. */
+static size_t fph_cell_end(const fit_point *pts, const size_t *idx, size_t n, size_t q)
+{
+    size_t r = q;
+    while (r < n && pts[idx[r]].trace == pts[idx[q]].trace &&
+           pts[idx[r]].tokens == pts[idx[q]].tokens &&
+           pts[idx[r]].q_per_row == pts[idx[q]].q_per_row)
+        r++;
+    return r;
+}
+
 /* The groups are fitted one by one, each in its own form (a base, a slope in the tokens, a
  * knee, the KV terms, the GEMM sweep), and their sum need not follow the phase's measured
  * totals: on torchbench's lite capture of call 16 it fell 2-6% below five of decode's six
@@ -660,13 +672,9 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
     double sum = 0;
     int nc = 0;
     for (size_t q = 0; q < m;) {
-        size_t r = q;
-        while (r < m && pts[idx[r]].trace == pts[idx[q]].trace &&
-               pts[idx[r]].tokens == pts[idx[q]].tokens &&
-               pts[idx[r]].q_per_row == pts[idx[q]].q_per_row) {
-            v[r - q] = pts[idx[r]].us;
-            r++;
-        }
+        size_t r = fph_cell_end(pts, idx, m, q);
+        for (size_t i = q; i < r; i++)
+            v[i - q] = pts[idx[i]].us;
         double mean, sd;
         fit_group_robust(v, r - q, &mean, &sd);
         sum += mean;
@@ -759,22 +767,19 @@ static int fph_totals(fr_run *R, int p, fit_cell **cells_out, int *nc_out)
         free(cells);
         return fit_run_fail(R, "out of memory");
     }
-    for (int q = 0; q < P->ninst;) {
-        int r = q;
+    for (size_t q = 0; q < (size_t)P->ninst;) {
+        size_t r = fph_cell_end(pts, idx, (size_t)P->ninst, q);
         double kv = 0;
-        while (r < P->ninst && pts[idx[r]].trace == pts[idx[q]].trace &&
-               pts[idx[r]].tokens == pts[idx[q]].tokens &&
-               pts[idx[r]].q_per_row == pts[idx[q]].q_per_row) {
-            v[r - q] = pts[idx[r]].us;
-            kv += pts[idx[r]].kv_tokens;
-            r++;
+        for (size_t i = q; i < r; i++) {
+            v[i - q] = pts[idx[i]].us;
+            kv += pts[idx[i]].kv_tokens;
         }
         fit_cell *c = &cells[nc++];
         c->trace = pts[idx[q]].trace;
         c->tokens = pts[idx[q]].tokens;
-        c->kv_tokens = kv / (r - q);
+        c->kv_tokens = kv / (double)(r - q);
         c->q_per_row = fit_point_q(&pts[idx[q]]);
-        c->n = (r - q) - (int)fit_group_robust(v, (size_t)(r - q), &c->us_mean, &c->us_sd);
+        c->n = (int)(r - q) - (int)fit_group_robust(v, r - q, &c->us_mean, &c->us_sd);
         c->fit_us = 0;
         for (int g = 0; g < G1; g++)
             c->fit_us += wm_group_us_q(m, &m->phase[p].groups[g], c->tokens, c->kv_tokens,

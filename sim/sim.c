@@ -398,6 +398,12 @@ static void sim_make_plan(sim_state *S, long it)
 static void sim_barrier_arrive(sim_state *S, int64_t t, double td);
 static void sim_gpu_try(sim_state *S, int r);
 
+/* The stall time drawn for rank k's instance in ring entry e (us; 0: none). */
+static inline double sim_stall_total(const sim_rank *k, int e)
+{
+    return k->nstall[e] ? k->stall_c[e][k->nstall[e] - 1] : 0;
+}
+
 /* The host stalls of rank k's eager instance g (docs/simulator.md, "Host stalls"): their
  * number Poisson with mean stall_rate x kernels, each at a uniform share of the launches and
  * exponential in length with mean stall_us, kept in k's ring for sim_gpu_try. Returns their
@@ -566,7 +572,7 @@ static void sim_gpu_try(sim_state *S, int r)
             /* the last kernel cannot run before it is launched, nor the kernels after a host
              * stall (a share 1 - x of the work) before the stall ends */
             int e = (int)(g & (SIM_RING - 1)), ns = k->nstall[e];
-            double stalls = ns ? k->stall_c[e][ns - 1] : 0, host = ph->launch_us + stalls;
+            double host = ph->launch_us + sim_stall_total(k, e);
             double after = host + ph->gpu_us / ph->kernels;
             for (int j = 0; j < ns; j++) {
                 double x = k->stall_x[e][j], at = x * ph->launch_us + k->stall_c[e][j];
@@ -596,9 +602,7 @@ static void sim_gpu_try(sim_state *S, int r)
         S->g_idle_ns = 0;
         S->g_stall_us = 0;
     }
-    int e = (int)(g & (SIM_RING - 1));
-    if (k->nstall[e] && k->stall_c[e][k->nstall[e] - 1] > S->g_stall_us)
-        S->g_stall_us = k->stall_c[e][k->nstall[e] - 1];
+    S->g_stall_us = fmax(S->g_stall_us, sim_stall_total(k, (int)(g & (SIM_RING - 1))));
     assert(S->g_gidx == g);
     S->g_maxlb_d = sim_max_d(S->g_maxlb_ns, S->g_maxlb_d, k->lbegin_ns[g & (SIM_RING - 1)],
                              k->lbegin_d[g & (SIM_RING - 1)]);
