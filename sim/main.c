@@ -266,6 +266,7 @@ static int cmd_run(simcfg_set_t *s)
         return EXIT_BAD_INPUT;
     }
     sim_hooks hk = {NULL, timeline_span, NULL, &tl};
+    ps.eta_note = pb.eta_note = 1;
     if (use_tl)
         timeline_process(&tl, 1, "spec", ps.ranks);
     double t0 = now_s();

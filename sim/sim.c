@@ -28,6 +28,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
@@ -56,6 +57,9 @@ enum { EV_GPU, EV_SEG, EV_BARRIER };
 #define SIM_HORIZON_NS  (INT64_C(1) << 61)
 
 /* Cost of one phase slot at one padded batch size, read off the model once. */
+/* A fixed-length `specsim run` projected to take longer than this says so (sim_eta_note). */
+#define SIM_ETA_NOTE_S 60.0
+
 typedef struct {
     int    valid, linear;
     double a_us, b_us_per_kv;      /* gpu = a + b * kv (all forwards) */
@@ -145,6 +149,9 @@ typedef struct {
     long      phases_run, phases_eager;
     double    tok_max[WM_NPHASE], q_max[WM_NPHASE];   /* priced at (sim_result) */
     int       oom, win_open;
+    double    eta_t0;              /* sim_eta_note: the clock (s) at iteration eta_it0 */
+    long      eta_it0;
+    int       eta_said;
     int       range;               /* a duration or a time passed the engine's limits */
     double    range_us;            /* the duration (us), or the time (us) when range == 2 */
     long      span_lo, span_hi;    /* iterations whose spans go to hooks->on_span */
@@ -707,6 +714,32 @@ static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
     return sqrt(se_bm * se_bm + turn);
 }
 
+/* A fixed-length run (p->eta_note: specsim run) that will run past SIM_ETA_NOTE_S says so
+ * once, 2 s in: --iterations 1e9 is minutes to hours of one core, and nothing else would
+ * tell a user why the command has not returned. */
+static void sim_eta_note(sim_state *S, long it)
+{
+    const sim_params *p = S->p;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    if (S->eta_t0 == 0) {
+        S->eta_t0 = now;
+        S->eta_it0 = it;
+        return;
+    }
+    if (S->eta_said || p->requests || p->precision > 0 || now - S->eta_t0 < 2)
+        return;
+    double per = (now - S->eta_t0) / (double)(it - S->eta_it0);
+    double left = per * (double)(p->warmup + p->iterations - it);
+    S->eta_said = 1;
+    if (left < SIM_ETA_NOTE_S)
+        return;
+    fprintf(stderr, "specsim: note: --iterations %ld will take about %.0f min more (%.2g us "
+            "of this machine an iteration); Ctrl-C stops it, --precision ends a run once its "
+            "tok/s is known\n", p->iterations, left / 60, 1e6 * per);
+}
+
 /* --precision: the window holds SIM_PREC_MIN_ITERS iterations and SIM_PREC_MIN_REQS requests
  * (one per slot when fewer) that joined and finished in it (the per-request metrics come
  * from them), and its tok/s is known to
@@ -748,6 +781,8 @@ static void sim_boundary(sim_state *S, int64_t T, double Td)
                    (S->b.win_gain_tokens - gain0) - S->gain_mean * (double)(S->b.win_req_iters - reqs0));
     S->iter = ++it;
     S->iter_start_ns = T;
+    if (p->eta_note && (it & 0xffff) == 0)
+        sim_eta_note(S, it);
     if (it == p->warmup) {
         batch_open_window(&S->b, T);
         S->win_start_ns = T;

@@ -55,6 +55,9 @@ typedef struct {
                                          seconds; 0: the long-run throughput (with
                                          `requests`: that finite run) */
     int    intervals;                 /* 1: compute tok_s_p10/p90 and their parts */
+    int    eta_note;                  /* 1: a fixed-length run projected past SIM_ETA_NOTE_S
+                                         says once on stderr how long it will take
+                                         (specsim run; a sweep says it per grid) */
     int    no_stalls;                 /* 1: a phase's host stalls (wm eager_stall_*) not drawn,
                                          their mean spread over every launch (--host-stalls 0) */
     int    loop;                      /* enum wm_loop: the loop simulated (docs/simulator.md,

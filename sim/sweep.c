@@ -1,7 +1,9 @@
 /* sweep: grid expansion, checking, and the worker pool. Configuration i is decoded from i
  * (the first axis varies slowest), so every worker builds its own configurations and the
- * results land in an array indexed by i; the CSV is written once all are done, in order.
- * Each worker keeps its own loaded model (read-only during a run). */
+ * results land in an array indexed by i. The part runs in blocks of SWEEP_BLOCK
+ * configurations, each block's rows written in order once it is done, so that memory stays
+ * bounded whatever the grid (a result is ~1 KB: 10^7 configurations held at once would be
+ * 10 GB). Each worker keeps its own loaded model (read-only during a run). */
 #include "sweep.h"
 #include "report.h"
 
@@ -15,6 +17,15 @@
 #include <unistd.h>
 
 #define SWEEP_MAX_VALUES 100000
+/* Configurations run and written at a time: 16384 results (and as many baselines) are
+ * ~32 MB; a block of ~1 ms runs is seconds of 2 cores. */
+#define SWEEP_BLOCK 16384L
+/* A part up to this many configurations is checked whole before any run (10^6 are ~20 s
+ * of one core); a larger one checks every grid value once first (each axis's values with
+ * the other axes at the part's first configuration) and each block before it runs. */
+#define SWEEP_CHECK_ALL 1000000L
+/* A sweep projected (after its first block) to take longer than this says so once. */
+#define SWEEP_NOTE_S 60.0
 
 static int sweep_add_value(sweep_axis *a, const char *v, size_t len)
 {
@@ -217,6 +228,8 @@ typedef struct {
     long                njobs;
     sim_result         *spec, *bres;   /* results: speculative (config lo+j), baselines */
     atomic_long         next, done;
+    atomic_long         sdone;       /* speculative runs done in this block */
+    long                prev, total; /* configurations written before this block; of the part */
     atomic_long         imprecise;   /* runs that stopped at --iterations short of --precision */
     atomic_int          failed;
     pthread_mutex_t     lock;
@@ -300,10 +313,11 @@ static void *sweep_worker(void *arg)
             break;
         }
         long d = atomic_fetch_add(&c->done, 1) + 1;
+        long sd = spec ? atomic_fetch_add(&c->sdone, 1) + 1 : atomic_load(&c->sdone);
         if (c->progress && (d % 64 == 0 || d == c->njobs)) {
             pthread_mutex_lock(&c->lock);
-            fprintf(stderr, "\rsweep: %ld/%ld runs", d, c->njobs);
-            if (d == c->njobs)
+            fprintf(stderr, "\rsweep: %ld/%ld configurations", c->prev + sd, c->total);
+            if (c->prev + sd == c->total && d == c->njobs)
                 fputc('\n', stderr);
             pthread_mutex_unlock(&c->lock);
         }
@@ -330,26 +344,18 @@ static void sweep_base_key(const sweep_grid *g, long i, long *key)
         key[a] = (g->axis[a].knob->flags & SK_SPEC_ONLY) ? 0 : d[a];
 }
 
-int sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen)
+/* Checks configurations [lo, hi) of the grid (and their baselines with base's baseline). */
+static int sweep_check_range(const sweep_grid *g, const simcfg_set_t *base, long lo, long hi,
+                             char *err, size_t errlen)
 {
     int rc = -1;
     simcfg_model *mc = calloc(1, sizeof *mc);
     simcfg_set_t *s = malloc(sizeof *s);
     sim_params *p = malloc(sizeof *p);
-    long n = sweep_grid_size(g), lo, hi;
-    if (n < 0) {
-        snprintf(err, errlen, "command line: field --grid: value (product): more than 10^8 "
-                 "configurations");
-        goto out;
-    }
     if (!mc || !s || !p) {
         snprintf(err, errlen, "sweep: out of memory");
         goto out;
     }
-    if (sweep_shard(base->cfg.shard, n, &lo, &hi, err, errlen))
-        goto out;
-    /* a part's configurations (their baselines differ from them in speculative knobs only,
-     * which a baseline does not read) */
     for (long i = lo; i < hi; i++)
         if (sweep_config(g, base, i, s, err, errlen) ||
             simcfg_resolve(s, mc, 1, p, err, errlen) ||
@@ -363,6 +369,116 @@ out:
     return rc;
 }
 
+int sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen)
+{
+    long n = sweep_grid_size(g), lo, hi;
+    if (n < 0) {
+        snprintf(err, errlen, "command line: field --grid: value (product): more than 10^8 "
+                 "configurations");
+        return -1;
+    }
+    if (sweep_shard(base->cfg.shard, n, &lo, &hi, err, errlen))
+        return -1;
+    /* a part's configurations (their baselines differ from them in speculative knobs only,
+     * which a baseline does not read) */
+    if (hi - lo <= SWEEP_CHECK_ALL)
+        return sweep_check_range(g, base, lo, hi, err, errlen);
+    /* a large part: every value of every axis once, the others at the part's first
+     * configuration's, then its first block (sweep_run checks each block before it runs) */
+    int d0[SWEEP_MAX_AXES];
+    sweep_digits(g, lo, d0);
+    for (int a = 0; a < g->naxes; a++)
+        for (int v = 0; v < g->axis[a].nvals; v++) {
+            long i = 0;
+            for (int b = 0; b < g->naxes; b++)
+                i = i * g->axis[b].nvals + (b == a ? v : d0[b]);
+            if (sweep_check_range(g, base, i, i + 1, err, errlen))
+                return -1;
+        }
+    return sweep_check_range(g, base, lo, lo + SWEEP_BLOCK < hi ? lo + SWEEP_BLOCK : hi,
+                             err, errlen);
+}
+
+/* Runs c's block [c->lo, c->hi) on `jobs` threads: c->spec[i - lo] and, with baselines,
+ * c->bres[c->base_slot[i - lo]]. 0, or -1 / -2 (the input's fault) with err. */
+static int sweep_block(sweep_ctx *c, int jobs, sweep_stats *st, char *err, size_t errlen)
+{
+    const sweep_grid *g = c->g;
+    long m = c->hi - c->lo;
+    c->njobs = 0;
+    atomic_store(&c->next, 0);
+    atomic_store(&c->done, 0);
+    atomic_store(&c->sdone, 0);
+    if (c->baseline) {
+        /* configuration i's baseline is that of the first configuration with the same
+         * baseline key. Axes decode in mixed radix, so the first such configuration is i
+         * with every speculative axis at index 0 (before lo in this block: its baseline is
+         * run here too; runs are seeded, so it is the same run whichever block makes it). */
+        long nb = 0;
+        for (long i = c->lo; i < c->hi; i++) {
+            long key[SWEEP_MAX_AXES], idx = 0;
+            sweep_base_key(g, i, key);
+            for (int a = 0; a < g->naxes; a++)
+                idx = idx * g->axis[a].nvals + key[a];
+            c->base_slot[i - c->lo] = c->bases[nb++] = c->base->cfg.baseline_reuse ? idx : i;
+        }
+        qsort(c->bases, (size_t)nb, sizeof *c->bases, sweep_cmp_long);
+        long u = 0;
+        for (long k = 0; k < nb; k++)
+            if (u == 0 || c->bases[k] != c->bases[u - 1])
+                c->bases[u++] = c->bases[k];
+        for (long j = 0; j < m; j++) {
+            const long *f = bsearch(&c->base_slot[j], c->bases, (size_t)u, sizeof *c->bases,
+                                    sweep_cmp_long);
+            c->base_slot[j] = f - c->bases;
+        }
+        memset(c->bres, 0, (size_t)u * sizeof *c->bres);
+        for (long k = 0; k < u; k++)
+            c->jobs[c->njobs++] = -k - 1;
+        st->baselines += u;
+    }
+    memset(c->spec, 0, (size_t)m * sizeof *c->spec);
+    for (long i = c->lo; i < c->hi; i++)
+        c->jobs[c->njobs++] = i;
+    if (jobs > c->njobs)
+        jobs = (int)c->njobs;
+    if (jobs < 1)
+        jobs = 1;          /* an empty part: one worker finds nothing to do */
+    pthread_t *th = calloc((size_t)jobs, sizeof *th);
+    if (!th) {
+        snprintf(err, errlen, "sweep: out of memory");
+        return -1;
+    }
+    int nth;
+    for (nth = 0; nth < jobs; nth++)
+        if (pthread_create(&th[nth], NULL, sweep_worker, c))
+            break;
+    for (int t = 0; t < nth; t++)
+        pthread_join(th[t], NULL);
+    free(th);
+    if (nth == 0) {
+        snprintf(err, errlen, "sweep: cannot start a worker thread");
+        return -1;
+    }
+    if (atomic_load(&c->failed)) {
+        snprintf(err, errlen, "%s", c->err[0] ? c->err : "sweep: out of memory in a worker");
+        return c->bad_input ? -2 : -1;
+    }
+    return 0;
+}
+
+static void sweep_fmt_duration(double s, char *buf, size_t n)
+{
+    if (s < 120)
+        snprintf(buf, n, "%.0f s", s);
+    else if (s < 7200)
+        snprintf(buf, n, "%.0f min", s / 60);
+    else if (s < 172800)
+        snprintf(buf, n, "%.1f h", s / 3600);
+    else
+        snprintf(buf, n, "%.1f days", s / 86400);
+}
+
 int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs,
               sweep_stats *st, char *err, size_t errlen)
 {
@@ -370,131 +486,116 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     sweep_ctx c;
     memset(&c, 0, sizeof c);
     memset(st, 0, sizeof *st);
-    pthread_t *th = NULL;
-    int nth = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     c.g = g;
     c.base = base;
     c.n = sweep_grid_size(g);
     c.baseline = base->cfg.baseline;
-    /* check every configuration first: a bad grid value fails before any run */
+    long plo, phi;
+    /* check the configurations first: a bad grid value fails before any run */
     if (sweep_check(g, base, err, errlen) ||
-        sweep_shard(base->cfg.shard, c.n, &c.lo, &c.hi, err, errlen)) {
+        sweep_shard(base->cfg.shard, c.n, &plo, &phi, err, errlen)) {
         rc = -2;
         goto out;
     }
-    long m = c.hi - c.lo;
-    c.spec = calloc((size_t)(m ? m : 1), sizeof *c.spec);
-    c.base_slot = calloc((size_t)(m ? m : 1), sizeof *c.base_slot);
-    c.bases = calloc((size_t)(m ? m : 1), sizeof *c.bases);
-    c.jobs = calloc((size_t)(m ? m : 1) * 2, sizeof *c.jobs);
-    if (!c.spec || !c.base_slot || !c.bases || !c.jobs)
-        goto oom;
-    if (c.baseline) {
-        /* configuration i's baseline is that of the first configuration with the same
-         * baseline key. Axes decode in mixed radix, so the first such configuration is i
-         * with every speculative axis at index 0 (before lo in a part of the grid: its
-         * baseline is run here too). */
-        long nb = 0;
-        for (long i = c.lo; i < c.hi; i++) {
-            long key[SWEEP_MAX_AXES], idx = 0;
-            sweep_base_key(g, i, key);
-            for (int a = 0; a < g->naxes; a++)
-                idx = idx * g->axis[a].nvals + key[a];
-            c.base_slot[i - c.lo] = c.bases[nb++] = base->cfg.baseline_reuse ? idx : i;
-        }
-        qsort(c.bases, (size_t)nb, sizeof *c.bases, sweep_cmp_long);
-        long u = 0;
-        for (long k = 0; k < nb; k++)
-            if (u == 0 || c.bases[k] != c.bases[u - 1])
-                c.bases[u++] = c.bases[k];
-        for (long j = 0; j < m; j++) {
-            const long *f = bsearch(&c.base_slot[j], c.bases, (size_t)u, sizeof *c.bases,
-                                    sweep_cmp_long);
-            c.base_slot[j] = f - c.bases;
-        }
-        if (!(c.bres = calloc((size_t)(u ? u : 1), sizeof *c.bres)))
-            goto oom;
-        for (long k = 0; k < u; k++)
-            c.jobs[c.njobs++] = -k - 1;
-        st->baselines = c.njobs;
+    long B = phi - plo < SWEEP_BLOCK ? phi - plo : SWEEP_BLOCK;
+    if (B < 1)
+        B = 1;
+    c.spec = calloc((size_t)B, sizeof *c.spec);
+    c.base_slot = calloc((size_t)B, sizeof *c.base_slot);
+    c.bases = calloc((size_t)B, sizeof *c.bases);
+    c.jobs = calloc((size_t)B * 2, sizeof *c.jobs);
+    c.bres = c.baseline ? calloc((size_t)B, sizeof *c.bres) : NULL;
+    if (!c.spec || !c.base_slot || !c.bases || !c.jobs || (c.baseline && !c.bres)) {
+        snprintf(err, errlen, "sweep: out of memory");
+        goto out;
     }
-    for (long i = c.lo; i < c.hi; i++)
-        c.jobs[c.njobs++] = i;
     if (jobs <= 0)
         jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs < 1)
         jobs = 1;
-    if (jobs > c.njobs)
-        jobs = (int)c.njobs;
-    if (jobs < 1)
-        jobs = 1;          /* an empty part: one worker finds nothing to do */
     c.progress = isatty(fileno(stderr));
+    c.total = phi - plo;
     pthread_mutex_init(&c.lock, NULL);
-    th = calloc((size_t)jobs, sizeof *th);
-    if (!th)
-        goto oom;
-    for (nth = 0; nth < jobs; nth++)
-        if (pthread_create(&th[nth], NULL, sweep_worker, &c))
-            break;
-    if (nth == 0) {
-        snprintf(err, errlen, "sweep: cannot start a worker thread");
-        goto out;
-    }
-    for (int t = 0; t < nth; t++)
-        pthread_join(th[t], NULL);
-    pthread_mutex_destroy(&c.lock);
-    if (atomic_load(&c.failed)) {
-        snprintf(err, errlen, "%s", c.err[0] ? c.err : "sweep: out of memory in a worker");
-        if (c.bad_input)
-            rc = -2;
-        goto out;
-    }
-    /* the CSV: varied knobs, then the metrics */
     const char *names[SWEEP_MAX_AXES];
     for (int a = 0; a < g->naxes; a++)
         names[a] = g->axis[a].knob->name;
     report_csv_header(out, names, g->naxes, c.baseline);
-    for (long i = c.lo; i < c.hi; i++) {
-        int d[SWEEP_MAX_AXES];
-        const char *vals[SWEEP_MAX_AXES];
-        sweep_digits(g, i, d);
-        for (int a = 0; a < g->naxes; a++)
-            vals[a] = g->axis[a].vals[d[a]];
-        report_csv_row(out, vals, g->naxes, &c.spec[i - c.lo],
-                       c.baseline ? &c.bres[c.base_slot[i - c.lo]] : NULL);
-        st->events += c.spec[i - c.lo].events;
+    long nruns = 0;
+    int noted = 0;
+    for (long blo = plo; blo < phi || blo == plo; blo += B) {
+        c.lo = blo;
+        c.hi = blo + B < phi ? blo + B : phi;
+        c.prev = blo - plo;
+        /* a large part was checked by value and first block: the others before they run */
+        if (blo > plo && phi - plo > SWEEP_CHECK_ALL &&
+            sweep_check_range(g, base, c.lo, c.hi, err, errlen)) {
+            rc = -2;
+            goto unlock;
+        }
+        if ((rc = sweep_block(&c, jobs, st, err, errlen)) != 0)
+            goto unlock;
+        rc = -1;
+        nruns += c.njobs;
+        for (long i = c.lo; i < c.hi; i++) {
+            int d[SWEEP_MAX_AXES];
+            const char *vals[SWEEP_MAX_AXES];
+            sweep_digits(g, i, d);
+            for (int a = 0; a < g->naxes; a++)
+                vals[a] = g->axis[a].vals[d[a]];
+            report_csv_row(out, vals, g->naxes, &c.spec[i - c.lo],
+                           c.baseline ? &c.bres[c.base_slot[i - c.lo]] : NULL);
+            st->events += c.spec[i - c.lo].events;
+        }
+        for (long k = 0; c.baseline && k < c.njobs - (c.hi - c.lo); k++)
+            st->events += c.bres[k].events;
+        if (ferror(out)) {
+            snprintf(err, errlen, "sweep: writing the CSV failed");
+            goto unlock;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        double left = el / (double)(c.hi - plo) * (double)(phi - c.hi);
+        if (!noted && c.hi < phi && left > SWEEP_NOTE_S) {
+            char dur[32];
+            sweep_fmt_duration(el + left, dur, sizeof dur);
+            if (c.progress)
+                fputc('\n', stderr);
+            fprintf(stderr, "specsim sweep: note: %ld configurations will take about %s on %d "
+                    "threads (%.3g a second so far); --shard I/N runs parts of the grid on several "
+                    "machines (docs/simulator.md, \"Large sweeps\")\n", phi - plo, dur, jobs,
+                    (double)(c.hi - plo) / el);
+            noted = 1;
+        }
+        if (c.hi >= phi)
+            break;
     }
-    for (long k = 0; c.baseline && k < st->baselines; k++)
-        st->events += c.bres[k].events;
     if (fflush(out) || ferror(out)) {
         snprintf(err, errlen, "sweep: writing the CSV failed");
-        goto out;
+        goto unlock;
     }
     if (atomic_load(&c.npartial))
         fprintf(stderr, "specsim sweep: warning: in %ld of %ld runs no request finished in the "
                 "measured window: their per-request metrics (req_tok_s, tpot) come from the running "
                 "requests (CSV column partial = 1; raise --iterations or shorten --output-len)\n",
-                (long)atomic_load(&c.npartial), c.njobs);
+                (long)atomic_load(&c.npartial), nruns);
     if (atomic_load(&c.imprecise))
         fprintf(stderr, "specsim sweep: warning: %ld of %ld runs stopped at --iterations before "
                 "their tok/s was known to +-%.3g%% (the precision column says how well)\n",
-                (long)atomic_load(&c.imprecise), c.njobs, 100 * base->cfg.precision);
+                (long)atomic_load(&c.imprecise), nruns, 100 * base->cfg.precision);
     if (c.beyond_model) {
         char note[96];
-        snprintf(note, sizeof note, "in %ld of %ld runs, up to ", c.nbeyond, c.njobs);
+        snprintf(note, sizeof note, "in %ld of %ld runs, up to ", c.nbeyond, nruns);
         sim_warn_beyond_fit(stderr, "sweep", c.beyond_model, &c.beyond, note);
     }
-    st->configs = c.hi - c.lo;
+    st->configs = phi - plo;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     rc = 0;
-    goto out;
-oom:
-    snprintf(err, errlen, "sweep: out of memory");
+unlock:
+    pthread_mutex_destroy(&c.lock);
 out:
-    free(th);
     free(c.spec);
     free(c.bres);
     free(c.base_slot);

@@ -2,7 +2,7 @@
  * product run on every core (pthreads), one CSV row per configuration in grid order
  * whatever the number of workers. Configurations that differ only in speculative knobs
  * (acceptance, steps, topk, draft tokens) share one baseline run (the baseline does not
- * read them), unless baseline_reuse is 0. Sized for 10^4..10^6 configurations. */
+ * read them), unless baseline_reuse is 0. Up to 10^8 configurations, run and written in blocks (bounded memory). */
 #ifndef SWEEP_H
 #define SWEEP_H
 #include <stdio.h>
@@ -38,7 +38,8 @@ typedef struct {
  * so that the N parts' rows concatenated in order are the whole grid's; "" or NULL: all.
  * 0, or -1 with err naming the value. */
 int  sweep_shard(const char *shard, long n, long *lo, long *hi, char *err, size_t errlen);
-/* Checks every configuration of base->cfg.shard's part of the grid (base + grid): 0, or -1
+/* Checks base->cfg.shard's part of the grid (base + grid): every configuration of a part up to
+ * 10^6, else every grid value once and the first block; 0, or -1
  * with err naming the grid value (or the shard). */
 int  sweep_check(const sweep_grid *g, const simcfg_set_t *base, char *err, size_t errlen);
 /* Checks the configurations, then runs those of base->cfg.shard's part of the grid (all

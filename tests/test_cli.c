@@ -355,6 +355,34 @@ static void cli_sweep_shards_concatenate_to_the_whole(void)
     free(cat);
 }
 
+/* A part larger than a block (SWEEP_BLOCK, 16384) runs and writes block by block, its
+ * memory bounded: its rows are those of the same grid run in two parts of one block each,
+ * with the speculative axis outermost so that the second block's baselines are those of
+ * configurations in the first (run again there, seeded: the same runs). */
+static void cli_sweep_blocks_equal_the_parts(void)
+{
+    char cmd[1024], *whole = NULL, *p1 = NULL, *p2 = NULL;
+    const char *grid = "--grid steps=1..2 --grid concurrency=1..100 --grid prompt-len=100..199 "
+                       "--iterations 1 --warmup 0 --precision 0 --intervals 0 --output-len 4 --quiet";
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s 2>/dev/null", model_path, grid);
+    CHECK(sh(cmd, 0, &whole) == 0, "`%s` failed", cmd);
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s --shard 1/2 2>/dev/null", model_path,
+             grid);
+    CHECK(sh(cmd, 0, &p1) == 0, "`%s` failed", cmd);
+    snprintf(cmd, sizeof cmd, SPECSIM " sweep --model %s %s --shard 2/2 2>/dev/null", model_path,
+             grid);
+    CHECK(sh(cmd, 0, &p2) == 0, "`%s` failed", cmd);
+    int lines = 0;
+    for (const char *q = whole; q && *q; q++)
+        lines += *q == '\n';
+    CHECK(lines == 1 + 20000, "%d lines, want a header and 20000 rows", lines);
+    const char *rows2 = p2 ? strchr(p2, '\n') : NULL;
+    size_t n1 = p1 ? strlen(p1) : 0;
+    CHECK(whole && p1 && rows2 && strncmp(whole, p1, n1) == 0 &&
+          strcmp(whole + n1, rows2 + 1) == 0, "the whole sweep's rows differ from its parts'");
+    free(whole), free(p1), free(p2);
+}
+
 static void cli_timeline_is_chrome_trace(void)
 {
     char cmd[1024], path[256], *out;
@@ -456,6 +484,7 @@ int main(int argc, char **argv)
     RUN(cli_warns_beyond_fitted_range);
     RUN(cli_sweep_csv_independent_of_jobs);
     RUN(cli_sweep_shards_concatenate_to_the_whole);
+    RUN(cli_sweep_blocks_equal_the_parts);
     RUN(cli_timeline_is_chrome_trace);
     RUN(cli_help_lists_every_knob);
     char cmd[128];
