@@ -1,0 +1,47 @@
+#!/bin/sh
+# lay_call16.sh: lays out what one run of call16.sh brought back ($OUT, fetched here) as a
+# validation folder beside traces/torch/call16 and call17, and makes its tables.
+#   sh profiler/device/lay_call16.sh FETCHED traces/torch/callNN [TEMPLATE]
+# FETCHED holds run.log, grid_dense.csv, grid_eager.csv, lite_dense.json.gz, lite_eager.json.gz,
+# ref_dense.json.gz, ref_eager.json.gz (refs.tar.gz when there). TEMPLATE (default
+# traces/torch/call16 on an H200, call17 on an H100: run.log's device line decides) gives the
+# manifests, nodes.csv, lite.env and fit.env (its GEMM sweep csvs too: the H200's). Then runs
+# models/lite_validate.sh on the graph and eager folders (their validation_lite.txt,
+# validation_node.txt, lite_vs_node.txt). Add the folder to the Makefile's LITE_DIRS and to
+# carry_light.sh's DIRS by hand, and write its README.md from the tables.
+set -eu
+SRC=${1:?usage: lay_call16.sh FETCHED DEST [TEMPLATE]}
+DEST=${2:?usage: lay_call16.sh FETCHED DEST [TEMPLATE]}
+SPECSIM=${SPECSIM:-bin/specsim}
+if [ -n "${3:-}" ]; then T=$3
+elif grep -q "H100" "$SRC/run.log"; then T=traces/torch/call17
+else T=traces/torch/call16; fi
+for f in run.log grid_dense.csv grid_eager.csv lite_dense.json.gz lite_eager.json.gz ref_dense.json.gz ref_eager.json.gz; do
+  [ -s "$SRC/$f" ] || { echo "lay_call16.sh: $SRC/$f: missing or empty" >&2; exit 1; }
+done
+[ -e "$DEST" ] && { echo "lay_call16.sh: $DEST exists: not overwritten" >&2; exit 1; }
+tn=$(basename "$T"); dn=$(basename "$DEST")
+mkdir -p "$DEST"
+cp "$SRC/run.log" "$SRC/grid_dense.csv" "$SRC/grid_eager.csv" "$DEST/"
+[ -f "$SRC/refs.tar.gz" ] && cp "$SRC/refs.tar.gz" "$DEST/"
+# folder trace
+lay() {
+  mkdir -p "$DEST/$1"
+  cp "$SRC/$3" "$DEST/$1/$2"
+  for f in manifest.csv nodes.csv lite.env fit.env; do
+    [ -f "$T/$1/$f" ] && sed "s#traces/torch/$tn/#$DEST/#g" "$T/$1/$f" > "$DEST/$1/$f"
+  done
+  for g in "$T/$1"/gemm_*.csv; do [ -f "$g" ] && cp "$g" "$DEST/$1/"; done
+  return 0
+}
+lay always calib_torch-dense_always.json.gz ref_dense.json.gz
+lay always_eager calib_torch-dense_always_eager.json.gz ref_eager.json.gz
+lay lite calib_torch-dense_lite.json.gz lite_dense.json.gz
+lay lite_eager calib_torch-dense_lite_eager.json.gz lite_eager.json.gz
+sed -i "1s#.*#\# specsim fit's environment for $dn (call16.sh run again, template $tn; models/validate.sh reads it):#" \
+  "$DEST"/*/fit.env
+rc=0
+for d in lite lite_eager; do
+  LITE_VALIDATE_WORK=build/lv-$dn-$d sh models/lite_validate.sh "$DEST/$d" "$SPECSIM" || rc=$?
+done
+exit $rc
