@@ -33,6 +33,7 @@ typedef struct {
     int            truncated;     /* no specprof_end: a cut-off capture */
     int            cut_last_line; /* a last line cut mid-write was dropped */
     size_t         bad_lines;     /* other lines that did not parse (skipped) */
+    char           bad_first[256];/* the first of them: where and why ("" when unknown) */
     size_t         api_cut;       /* API calls left out: not inside one window (fit_trace_drop_cut_api) */
     ptrace_kernel *kern; size_t nkern, capkern;
     ptrace_mem    *mem;  size_t nmem,  capmem;

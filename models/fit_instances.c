@@ -670,7 +670,8 @@ static void fi_drops(fi_trace_st *S)
                      t->file, t->cut_last_line ? ", last line cut mid-write and dropped" : "",
                      ndrop[FR_CUT]);
     if (t->bad_lines)
-        fit_run_warn(R, "%s: %zu lines did not parse and were skipped", t->file, t->bad_lines);
+        fit_run_warn(R, "%s: %zu lines did not parse and were skipped%s%s", t->file, t->bad_lines,
+                     t->bad_first[0] ? "; the first: " : "", t->bad_first);
     if (t->api_cut)
         fit_run_warn(R, "%s: %zu API calls not inside one node-level window left out", t->file, t->api_cut);
 }

@@ -137,6 +137,12 @@ int importcmd_main(int argc, char **argv)
             printf("# merged trace of %d ranks (SGLang --merge-profiles): rank [%s] read, %zu events "
                    "of the others skipped (the fit reads one rank; the per-rank files beside it are "
                    "{id}-TP-N[...].trace.json.gz)\n", st.merged_ranks, st.merged_rank, st.merged_skipped);
+        if (st.bad_events)
+            fprintf(stderr, "specsim import: warning: %s: %zu events skipped; the first: %s\n", path,
+                    st.bad_events, st.bad_first);
+        if (st.nonfinite_events)
+            printf("# %zu events carry inf or NaN values (Kineto's blocks per SM without the "
+                   "device's SM count): read as null\n", st.nonfinite_events);
         printf("# device %s, %d SMs, cc %d.%d; ", t.hdr.device.name[0] ? t.hdr.device.name :
                "(not recorded)", t.hdr.device.sms, t.hdr.device.cc_major, t.hdr.device.cc_minor);
         if (t.hdr.world_size > 0)

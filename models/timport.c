@@ -632,6 +632,11 @@ static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err,
         t->hdr.cupti_version = 1;
     t->truncated = !info.complete;
     t->bad_lines = info.bad_events;
+    snprintf(t->bad_first, sizeof t->bad_first, "%s", info.first_bad);
+    st->bad_events = info.bad_events;
+    snprintf(st->bad_first, sizeof st->bad_first, "%s", info.first_bad);
+    st->nonfinite_events = info.nonfinite_events;
+    st->base_time_late = info.base_time_late;
     st->graph_inferred = info.graph_kernels ? 0 : ti_kn_graphs(t);
     st->host_events = u.nhost;
     int rc = 0;

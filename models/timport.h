@@ -34,6 +34,11 @@ typedef struct {
     char   merged_rank[48];        /* Kineto: a merged trace of several ranks: the rank read */
     int    merged_ranks;
     size_t merged_skipped;         /* events of the other ranks, skipped */
+    size_t bad_events;             /* Kineto: events skipped (not JSON, no time) */
+    char   bad_first[256];         /* the first of them: event, field, value */
+    size_t nonfinite_events;       /* Kineto: events read with inf/NaN values taken as null */
+    int    base_time_late;         /* Kineto: baseTimeNanoseconds after the events (relative
+                                      times kept) */
 } timport_stats;
 
 /* An importer: probe looks at the first bytes of the (decompressed) file; load initialises t

@@ -90,9 +90,22 @@ int pkineto_probe(const char *head, size_t len)
     return 0;
 }
 
-static int64_t pk_ns(const pjson *v)
+/* A time in us as ns (x1000, exact to the ns). Kineto writes numbers (output_json.cpp fmtTs);
+ * other writers of the format quote them (torch_npu's trace_view.json writes "ts" as a
+ * string, Ascend/pytorch issue 133): a string holding a number is read as that number.
+ * Returns 0 and *ns, or -1 when the value is missing or not a number. */
+static int pk_ns(pjson_arena *a, const pjson *v, int64_t *ns)
 {
-    return v && v->type == PJSON_NUM ? v->milli : 0;
+    if (v && v->type == PJSON_STR && v->len > 0 && v->len < 64) {
+        pjson *n = NULL;
+        char perr[64];
+        if (pjson_parse(a, v->str, v->len, 0, &n, perr, sizeof perr) == 0 && n->type == PJSON_NUM)
+            v = n;
+    }
+    if (!v || v->type != PJSON_NUM)
+        return -1;
+    *ns = v->milli;
+    return 0;
 }
 
 static int64_t pk_int(const pjson *o, const char *k, int64_t d)
@@ -114,12 +127,23 @@ static void pk_int3(const pjson *arr, int32_t out[3])
     }
 }
 
-/* The launch, copy and set calls, as specprof records them (traces/FORMAT.md, api); the
- * version suffix "_v7000" is dropped from the name into buf. */
+/* The launch, copy, set and blocking synchronize calls, as specprof records them
+ * (profiler/inject/pinject.c pinj_classify; traces/FORMAT.md, api), and their HIP names in
+ * ROCm traces (Kineto's roctracer/rocprofiler logger writes them with cat cuda_runtime:
+ * RocprofActivity_inl.h flowStart lists hipLaunchKernel, hipExtLaunchKernel,
+ * hipModuleLaunchKernel, hipExtModuleLaunchKernel, hipHccModuleLaunchKernel,
+ * hipLaunchCooperativeKernel, hipMemcpy*, hipGraphLaunch). The version suffix "_v7000" is
+ * dropped from the name into buf. */
 static int pk_keep_api(const char *name, char *buf, size_t cap)
 {
     static const char *pre[] = {"cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
-                                "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset"};
+                                "cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset",
+                                "cudaStreamSynchronize", "cudaDeviceSynchronize",
+                                "cudaEventSynchronize", "cuStreamSynchronize", "cuCtxSynchronize",
+                                "cuEventSynchronize",
+                                "hipLaunch", "hipExtLaunch", "hipModuleLaunch", "hipExtModuleLaunch",
+                                "hipHccModuleLaunch", "hipGraphLaunch", "hipMemcpy", "hipMemset",
+                                "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize"};
     int keep = 0;
     for (size_t i = 0; i < sizeof pre / sizeof pre[0] && !keep; i++)
         keep = strncmp(name, pre[i], strlen(pre[i])) == 0;
@@ -208,6 +232,8 @@ static int pk_peek_num(const char *text, size_t len, const char *key, int milli,
     const char *p = k + kl;
     while (p < end && (*p == ' ' || *p == ':'))
         p++;
+    if (p < end && *p == '"')   /* a number written as a string (pk_ns) */
+        p++;
     int neg = p < end && *p == '-';
     p += neg;
     int64_t v = 0;
@@ -286,6 +312,72 @@ static int pk_other_rank(pk *P, const char *text, size_t len)
     return 1;
 }
 
+/* Copies an event's text with the non-JSON numbers inf, -inf, nan, -nan, NaN, Infinity and
+ * -Infinity outside strings replaced by null, into *out (malloc'ed, caller frees). Returns how
+ * many were replaced (0: *out NULL), -1 out of memory. */
+static int pk_nonfinite_to_null(const char *t, size_t len, char **out, size_t *olen)
+{
+    static const char *tok[] = {"-Infinity", "Infinity", "-inf", "inf", "-nan", "nan", "-NaN", "NaN"};
+    char *o = NULL;
+    size_t n = 0;
+    int reps = 0, instr = 0;
+    *out = NULL;
+    for (size_t i = 0; i < len; i++) {
+        char c = t[i];
+        if (instr) {
+            if (c == '\\' && i + 1 < len) {
+                if (o) { o[n++] = c; o[n++] = t[i + 1]; }
+                i++;
+                continue;
+            }
+            instr = c != '"';
+        } else if (c == '"') {
+            instr = 1;
+        } else if (c == '-' || c == 'i' || c == 'n' || c == 'N' || c == 'I') {
+            size_t j = i;     /* a value starts after ':', ',' or '[' and blanks */
+            while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\n' || t[j - 1] == '\t' || t[j - 1] == '\r'))
+                j--;
+            int at_value = j > 0 && (t[j - 1] == ':' || t[j - 1] == ',' || t[j - 1] == '[');
+            for (size_t k = 0; at_value && k < sizeof tok / sizeof tok[0]; k++) {
+                size_t kl = strlen(tok[k]);
+                if (i + kl <= len && memcmp(t + i, tok[k], kl) == 0 &&
+                    (i + kl == len || !isalnum((unsigned char)t[i + kl]))) {
+                    if (!o) {
+                        o = malloc(len * 2 + 8);
+                        if (!o)
+                            return -1;
+                        memcpy(o, t, i);
+                        n = i;
+                    }
+                    memcpy(o + n, "null", 4);
+                    n += 4;
+                    i += kl - 1;
+                    reps++;
+                    goto next;
+                }
+            }
+        }
+        if (o)
+            o[n++] = c;
+next:;
+    }
+    *out = o;
+    *olen = n;
+    return reps;
+}
+
+/* The first bytes of an event on one line, for a message (static buffer). */
+static const char *pk_squash(const char *t, size_t len)
+{
+    static char b[64];
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < sizeof b; i++)
+        if (t[i] != '\n' && t[i] != '\r' && !(t[i] == ' ' && n && b[n - 1] == ' '))
+            b[n++] = t[i] == '"' ? '\'' : t[i] == '\t' ? ' ' : t[i];
+    b[n] = 0;
+    return b;
+}
+
 static int pk_event(void *user, const char *text, size_t len)
 {
     pk *P = user;
@@ -317,10 +409,28 @@ static int pk_event(void *user, const char *text, size_t len)
     pjson_arena_reset(P->a);
     pjson *ev = NULL;
     char perr[128];
-    if (pjson_parse(P->a, text, len, 0, &ev, perr, sizeof perr) || ev->type != PJSON_OBJ) {
+    int prc = pjson_parse(P->a, text, len, 0, &ev, perr, sizeof perr);
+    if (prc) {
+        /* Kineto before pytorch/kineto#1455 (all of PyTorch 2.1..2.11) prints a kernel's
+         * "blocks per SM" and "warps per SM" with fmt as bare inf when the device's SM count
+         * is unknown (DeviceProperties.cpp blocksPerSm); Python's json.dump writes NaN and
+         * Infinity. Such a value is read as null (no field the reader uses is one of them):
+         * the event was dropped, and with it the kernel. */
+        char *fixed = NULL;
+        size_t flen = 0;
+        if (pk_nonfinite_to_null(text, len, &fixed, &flen) > 0) {
+            pjson_arena_reset(P->a);
+            ev = NULL;
+            prc = pjson_parse(P->a, fixed, flen, 0, &ev, perr, sizeof perr);
+            if (prc == 0)
+                I->nonfinite_events++;
+        }
+        free(fixed);
+    }
+    if (prc || ev->type != PJSON_OBJ) {
         if (!I->bad_events)
-            snprintf(I->first_bad, sizeof I->first_bad, "event %zu: %s", I->events,
-                     ev && ev->type != PJSON_OBJ ? "not an object" : perr);
+            snprintf(I->first_bad, sizeof I->first_bad, "event %zu (starting \"%.60s\"): %s", I->events,
+                     pk_squash(text, len), ev && !prc ? "not an object" : perr);
         I->bad_events++;
         return 0;
     }
@@ -347,13 +457,23 @@ static int pk_event(void *user, const char *text, size_t len)
         return 0;
     }
     const pjson *a = pjson_get(ev, "args");
-    int64_t ts = pk_ns(pjson_get(ev, "ts")), d = pk_ns(pjson_get(ev, "dur"));
-    if (!pk_time_ok(ts) || !pk_time_ok(P->base_ns + ts) || d < 0 || d > (int64_t)(BND_TS_US_MAX * 1000)) {
-        /* bounds.h: so that start + dur and every difference downstream fit an int64 */
-        if (!I->bad_events)
-            snprintf(I->first_bad, sizeof I->first_bad, "event %zu: field %s: value out of range "
-                     "(a time within +-4e18 ns, a duration within [0, 1e13] us)", I->events,
-                     pk_time_ok(ts) && pk_time_ok(P->base_ns + ts) ? "dur" : "ts");
+    int64_t ts = 0, d = 0;
+    int ts_ok = pk_ns(P->a, pjson_get(ev, "ts"), &ts) == 0, d_ok = pk_ns(P->a, pjson_get(ev, "dur"), &d) == 0;
+    ts_ok = ts_ok && pk_time_ok(ts) && pk_time_ok(P->base_ns + ts);
+    d_ok = d_ok && d >= 0 && d <= (int64_t)(BND_TS_US_MAX * 1000);
+    if (!ts_ok || !d_ok) {
+        /* missing, not a number, or out of bounds.h's range (so that start + dur and every
+         * difference downstream fit an int64): the event is skipped, the first one named */
+        if (!I->bad_events) {
+            const char *f = ts_ok ? "dur" : "ts";
+            const pjson *v = pjson_get(ev, f);
+            char val[48] = "missing";
+            if (v && pjson_write(v, val, sizeof val) < 0)
+                snprintf(val, sizeof val, "(too long)");
+            snprintf(I->first_bad, sizeof I->first_bad, "event %zu (cat %.24s, name \"%.40s\"): field "
+                     "%s: value %s: not a time (a number of us within +-4e18 ns; dur within [0, 1e13] "
+                     "us)", I->events, cat, name, f, val);
+        }
         I->bad_events++;
         return 0;
     }
@@ -545,10 +665,17 @@ static int pk_member(void *user, const char *key, const char *val, size_t len)
             P->stop_err = 1;
             return 1;
         }
-        I->hdr.t0_ns = v->type == PJSON_NUM ? v->i : 0;
-        if (!P->seen_event) {    /* ts of the events that follow are relative to it */
+        /* ts of the events that follow are relative to it. Kineto wrote it after
+         * traceEvents from pytorch/kineto#928 (May 2024) until #1054 moved it before them
+         * (March 2025): PyTorch 2.4..2.6. The events read by then keep their relative
+         * times, and so t0 stays 0 (a t0 past every time left each phase instance
+         * "started before the capture"). */
+        if (!P->seen_event) {
+            I->hdr.t0_ns = v->type == PJSON_NUM ? v->i : 0;
             P->base_ns = I->hdr.t0_ns;
             I->has_base_time = 1;
+        } else {
+            I->base_time_late = 1;
         }
     } else if (!strcmp(key, "schemaVersion"))
         I->schema_version = (int)iv;

@@ -38,6 +38,8 @@ typedef struct {
                                  from distributedInfo, device from deviceProperties (the
                                  device most kernels ran on), pid_os from the runtime calls */
     int    has_base_time;     /* baseTimeNanoseconds came before the first event */
+    int    base_time_late;    /* it came after the events (Kineto before pytorch/kineto#1054,
+                                 PyTorch 2.4..2.6): times stay Kineto's relative ones, t0_ns 0 */
     int    schema_version;    /* -1: absent */
     int    complete;          /* the JSON document ended with its closing brace */
     int    window_end;        /* the "Record Window End" marker was seen */
@@ -48,8 +50,10 @@ typedef struct {
     size_t nccl_kernels;      /* kernels with Collective name / In msg nelems / Group size */
     size_t graph_kernels;     /* kernels with a non-zero graph id */
     size_t attributed_kernels;/* names with SGLang's " [cpu_op, ...]" suffix, taken off */
-    size_t bad_events;        /* elements that are not JSON objects (skipped) */
-    char   first_bad[160];
+    size_t bad_events;        /* elements that are not JSON objects, or X events without a
+                                 time (skipped; the first one named in first_bad) */
+    size_t nonfinite_events;  /* events read with inf / NaN values taken as null */
+    char   first_bad[256];
     /* SGLang's --merge-profiles writes all ranks into merged-{id}.trace.json.gz with every
      * pid turned into a string "[TP00-DP00] 4242" (python/sglang/srt/utils/profile_merger.py,
      * _process_events): the first rank met (its files are sorted DP, EP, PP, TP: rank 0, whose
