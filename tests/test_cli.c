@@ -455,6 +455,21 @@ static void cli_help_lists_every_knob(void)
     free(out);
 }
 
+/* `specsim help` names every command main() dispatches (lite-from was missing from it). */
+static void cli_help_lists_every_command(void)
+{
+    char *out;
+    CHECK(sh(SPECSIM " help", 0, &out) == 0, "help failed");
+    static const char *cmds[] = {"run", "sweep", "presets", "fit", "scale", "fit-allreduce",
+        "import", "lite-from", "log", "help"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "  specsim %s ", cmds[i]);
+        CHECK(out && strstr(out, want), "specsim help does not list the command %s", cmds[i]);
+    }
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -487,6 +502,7 @@ int main(int argc, char **argv)
     RUN(cli_sweep_blocks_equal_the_parts);
     RUN(cli_timeline_is_chrome_trace);
     RUN(cli_help_lists_every_knob);
+    RUN(cli_help_lists_every_command);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
