@@ -184,6 +184,30 @@ int logcmd_main(int argc, char **argv)
            g.v_engine_prefix, g.v_rank_prefix);
     if (g.bad_lines)
         printf("# first unparsable: %s\n", g.first_bad);
+    /* DP attention (--enable-dp-attention): each DP rank's scheduler logs its own batch and
+     * throughput, "[.. DP3 TP3 ..]"; an interval is then one DP rank's share */
+    {
+        unsigned char seen[1024] = {0};
+        int ndp = 0, dpmax = -1;
+        for (size_t i = 0; i < g.n; i++) {
+            int d = g.iv[i].dp;
+            if (d < 0 || d >= (int)sizeof seen)
+                continue;
+            ndp += !seen[d];
+            seen[d] = 1;
+            if (d > dpmax)
+                dpmax = d;
+        }
+        if (ndp > 1) {
+            printf("# dp ranks     %d (DP0..DP%d): each logged interval is one DP rank's batch and "
+                   "throughput (DP attention); predicted as --ranks ranks serving that batch alone\n",
+                   ndp, dpmax);
+            fprintf(stderr, "specsim log: note: the log holds %d DP ranks' lines (DP attention): each "
+                    "interval is one DP rank's batch and throughput, and the simulator does not model DP "
+                    "attention (attention split over DP ranks, their MoE layers shared): the predicted "
+                    "column prices that batch on --ranks ranks alone (docs/sglang.md)\n", ndp);
+        }
+    }
     if (g.cut_lines)
         printf("# long lines   %zu lines over 1 MiB (--log-requests prompts?) read to 1 MiB and "
                "ignored\n", g.cut_lines);

@@ -338,6 +338,29 @@ static void log_flags_idle_intervals(void)
     remove(path);
 }
 
+/* DP attention: each DP rank logs its own batch ("[.. DP1 TP1 ..]"); the log says once how
+ * many DP ranks it holds and that DP attention is not modelled; one DP rank's log says nothing. */
+static void log_says_dp_ranks_once(void)
+{
+    const char *path = "/tmp/test_sglog_dp.log";
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 12; i++)
+        fprintf(f, "[t DP%d TP%d EP%d] Decode batch, #running-req: 4, #token: 400, token usage: 0.00, "
+                "accept len: 2.50, cuda graph: True, gen throughput (token/s): 900.00, #queue-req: 0\n",
+                i % 4, i % 4, i % 4);
+    fclose(f);
+    char *out, cmd[512];
+    snprintf(cmd, sizeof cmd, "log %s --spec-shape 3,1,4 --model models/example-llama8b.json --iterations 200", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "# dp ranks     4 (DP0..DP3)"), "output: %s", out ? out : "");
+    const char *n1 = out ? strstr(out, "holds 4 DP ranks") : NULL;
+    CHECK(n1 && !strstr(n1 + 1, "holds 4 DP ranks"), "the DP note not said exactly once: %s", out ? out : "");
+    free(out);
+    CHECK(sh("log " LOG " --spec-shape 3,1,4 --model models/example-llama8b.json --iterations 200", &out) == 0 &&
+          out && !strstr(out, "DP ranks"), "a one-rank log mentions DP ranks: %s", out ? out : "");
+    free(out);
+    remove(path);
+}
+
 /* A model file that is not a model, or a knob out of range for a logged batch, is bad input:
  * exit 2 with the file and field (a JSON array as --model once exited 1, as a failed run). */
 static void log_bad_model_exits_2(void)
@@ -377,5 +400,6 @@ int main(int argc, char **argv)
     RUN(log_predictions_match_specsim_run);
     RUN(log_flags_idle_intervals);
     RUN(log_bad_model_exits_2);
+    RUN(log_says_dp_ranks_once);
     return check_done();
 }
