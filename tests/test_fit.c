@@ -1191,25 +1191,36 @@ static void fit_run_merges_split_k_gemms(void)
 /* The mean over a phase's cells of measured total - model (us). */
 static double phase_total_bias(const fit_result *res, int p)
 {
-    double s = 0;
-    for (int c = 0; c < res->phase[p].ncells; c++)
-        s += res->phase[p].total[c].us_mean - res->phase[p].total[c].fit_us;
-    return res->phase[p].ncells ? s / res->phase[p].ncells : 0;
+    double r[64];
+    int n = 0;
+    for (int c = 0; c < res->phase[p].ncells && n < 64; c++)
+        r[n++] = res->phase[p].total[c].us_mean - res->phase[p].total[c].fit_us;
+    for (int i = 1; i < n; i++)          /* the median of the cells' residuals */
+        for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
+            double t = r[j];
+            r[j] = r[j - 1];
+            r[j - 1] = t;
+        }
+    return n ? (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2])) : 0;
 }
 
-/* The groups' sum follows the phase totals on average (fph_total_bias): a grid whose GEMMs
- * at 2 rows cost 40% more than their smooth form (a slower cuBLAS kernel for one shape), a
- * cell the robust group fits leave out. Without the correction (FIT_TOTAL_BIAS=0) the
- * model sits below the verify totals by the bump's share over the cells; with it the mean
- * residual is 0; in traces that are not unprofiled lite captures it is not applied. */
+/* The groups' sum follows the phase totals at the typical cell (fph_total_bias): a grid whose
+ * GEMMs at 1 row cost GEN_BUMP of their smooth form (a 1-row fast path: PyTorch's
+ * elementwise kernels, call 13), which pulls the groups' forms away from the other cells.
+ * Without the correction (FIT_TOTAL_BIAS=0) the model sits off most verify totals (above them:
+ * -5.90 us of 458.8); with it the cells' median residual is 0; in traces that are not
+ * unprofiled lite captures it is not applied. */
+#ifndef GEN_BUMP
+#define GEN_BUMP 0.6
+#endif
 static void fit_groups_sum_to_the_phase_totals(void)
 {
     for (int off = 0; off < 3; off++) {
         fit_trace tr[NCAL];
         fit_result res;
         char err[1024];
-        gen_gemm_bump_bs = 2;
-        gen_gemm_bump = 1.4;
+        gen_gemm_bump_bs = 1;
+        gen_gemm_bump = GEN_BUMP;
         if (off == 1)
             setenv("FIT_TOTAL_BIAS", "0", 1);
         fit_grid_lite = off < 2;
@@ -1222,11 +1233,11 @@ static void fit_groups_sum_to_the_phase_totals(void)
             double bias = phase_total_bias(&res, WM_VERIFY), tot = 0;
             for (int c = 0; c < res.phase[WM_VERIFY].ncells; c++)
                 tot += res.phase[WM_VERIFY].total[c].us_mean / res.phase[WM_VERIFY].ncells;
-            printf("     verify totals - model, mean over %d cells: %+.2f us of %.1f (%s)\n",
+            printf("     verify totals - model, median over %d cells: %+.2f us of %.1f (%s)\n",
                    res.phase[WM_VERIFY].ncells, bias, tot,
                    off == 0 ? "lite, on" : off == 1 ? "lite, correction off" : "not lite");
             if (off)
-                CHECK(bias > 0.005 * tot, "no bias to correct: %+.2f us", bias);
+                CHECK(fabs(bias) > 0.005 * tot, "no bias to correct: %+.2f us", bias);
             else
                 CHECK(fabs(bias) < 0.001 * tot, "groups' sum off the totals by %+.2f us", bias);
             fit_result_free(&res);
@@ -1234,6 +1245,56 @@ static void fit_groups_sum_to_the_phase_totals(void)
         for (int i = 0; i < NCAL; i++)
             fit_trace_free(&tr[i]);
     }
+}
+
+/* One odd cell does not drag the others (the cells' median, not their mean): GEMMs 40% dearer
+ * at 2 rows alone (call 18's accept at 80 rows: one cell 10x the rest). The groups' forms,
+ * pulled up by it, sit 4-12 us above the five other cells (2.97% at worst); the median brings
+ * them to 1.16% at worst, where the mean (+7.80 us: the odd cell's sixth) would have pushed
+ * them further off. */
+static void fit_one_odd_cell_leaves_the_totals_rule_alone(void)
+{
+    double off5[2] = {0, 0}, mean_rule = 0;
+    int odd = -1;
+    for (int off = 0; off < 2; off++) {
+        fit_trace tr[NCAL];
+        fit_result res;
+        char err[1024];
+        gen_gemm_bump_bs = 2;
+        gen_gemm_bump = 1.4;
+        if (off)
+            setenv("FIT_TOTAL_BIAS", "0", 1);
+        fit_grid_lite = 1;
+        int rc = fit_grid(tr, &res, 0.005, 0, err, sizeof err);
+        fit_grid_lite = 0;
+        unsetenv("FIT_TOTAL_BIAS");
+        gen_gemm_bump_bs = 0;
+        CHECK(rc == 0, "fit_run: %s", err);
+        if (rc == 0) {
+            const fit_phase_res *v = &res.phase[WM_VERIFY];
+            double worst = 0, sum = 0;
+            for (int c = 0; c < v->ncells; c++)   /* the odd cell: the largest residual */
+                if (odd < 0 || v->total[c].us_mean - v->total[c].fit_us >
+                               v->total[odd].us_mean - v->total[odd].fit_us)
+                    odd = c;
+            for (int c = 0; c < v->ncells; c++) {
+                double r = (v->total[c].us_mean - v->total[c].fit_us) / v->total[c].us_mean;
+                sum += v->total[c].us_mean - v->total[c].fit_us;
+                if (c != odd && fabs(r) > worst)
+                    worst = fabs(r);
+            }
+            off5[off] = worst;
+            if (off)
+                mean_rule = sum / v->ncells;
+            fit_result_free(&res);
+        }
+        for (int i = 0; i < NCAL; i++)
+            fit_trace_free(&tr[i]);
+    }
+    printf("     the five ordinary cells: worst %.2f%% off with the median rule, %.2f%% without; "
+           "a mean would add %+.2f us\n", 100 * off5[0], 100 * off5[1], mean_rule);
+    CHECK(off5[0] < 0.015 && off5[1] > 0.02 && mean_rule > 0,
+          "five cells %.2f%% / %.2f%% off, the mean %+.2f us", 100 * off5[0], 100 * off5[1], mean_rule);
 }
 
 static void fit_run_refuses_one_token_count(void)
@@ -2202,6 +2263,7 @@ int main(int argc, char **argv)
     RUN(fit_run_recovers_wave_step_from_grid_sizes);
     RUN(fit_run_merges_split_k_gemms);
     RUN(fit_groups_sum_to_the_phase_totals);
+    RUN(fit_one_odd_cell_leaves_the_totals_rule_alone);
     RUN(fit_run_refuses_one_token_count);
     RUN(fit_run_refuses_group_absent_from_a_trace);
     RUN(fit_run_refuses_negative_kernel_duration);
