@@ -170,6 +170,12 @@ static int cmd_merge(int argc, char **argv) {
     }
     fprintf(stderr, "specprof merge: wrote %s: %d files (%d truncated, %d skipped), %lld events\n", out, r.files,
             r.truncated, r.skipped, r.events);
+    /* a rank file left out (unreadable, another format version, a copy) is not a clean merge */
+    if (r.skipped) {
+        fprintf(stderr, "specprof merge: %d file%s in %s skipped (the lines \"skip\" above say why): exit 1\n", r.skipped,
+                r.skipped == 1 ? "" : "s", dir);
+        return 1;
+    }
     return 0;
 }
 

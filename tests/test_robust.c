@@ -349,6 +349,27 @@ static void robust_fit_refuses_and_leaves_no_file(void)
               "%S fit %D/head.json -o %D/fit.json --quiet", "head.json: no phase instance", NULL);
 }
 
+/* specprof merge, output onto an input: -o the .part of a cut rank file read its own output
+ * without end (59 GB in 10 minutes; here the file size limit and timeout stop it at once), -o
+ * the rank file itself replaced it by the merge. Both refused, the input left as it was. A
+ * capture met twice (a copy, a link) had its events twice; a skipped rank file (another
+ * format version) gave exit 0. Now: merged once, exit 1 with the file named. */
+static void robust_specprof_merge_refuses_its_inputs_and_copies(void)
+{
+    expect(0, "mkdir -p %D/m && cp traces/demo/c_demo.json %D/m/specprof.rank0.pid1.json.part && echo ok", "ok", NULL);
+    expect(2, "sh -c 'ulimit -f 20000; exec timeout 10 %P merge %D/m -o %D/m/specprof.rank0.pid1.json'",
+           "/m/specprof.rank0.pid1.json: is (or is written through) the input", "rank0.pid1.json.part;");
+    expect(2, "%P merge %D/m -o %D/m/specprof.rank0.pid1.json.part", "is (or is written through) the input", NULL);
+    expect(0, "cmp traces/demo/c_demo.json %D/m/specprof.rank0.pid1.json.part && ls %D/m", "rank0.pid1.json.part\n",
+           NULL);
+    expect(1, "cp traces/demo/c_demo.json %D/m/specprof.rank0.pid2.json && %P merge %D/m",
+           "skip specprof.rank0.pid2.json: the same capture as specprof.rank0.pid1.json.part", "1 skipped");
+    expect(0, "%P check %D/m/merged.json", "1203 records", NULL);
+    expect(1, "rm %D/m/specprof.rank0.pid1.json.part; sed '2s/\"format_version\":1/\"format_version\":7/; "
+              "2s/\"pid_os\":1063/\"pid_os\":1064/' traces/demo/c_demo.json > %D/m/specprof.rank1.pid3.json && "
+              "%P merge %D/m", "rank1.pid3.json: line 2: field format_version: value 7", "1 file in");
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -368,6 +389,7 @@ int main(int argc, char **argv)
     RUN(robust_output_to_a_fifo_stays_a_fifo);
     RUN(robust_fit_allreduce_says_what_it_cannot_estimate);
     RUN(robust_fit_refuses_and_leaves_no_file);
+    RUN(robust_specprof_merge_refuses_its_inputs_and_copies);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
     if (system(rm) != 0)
