@@ -7,6 +7,7 @@
  *   specprof check [--json] FILE...       load traces, print a summary or a clear error
  * The launcher stays the parent of CMD so that it can forward signals and say, once CMD
  * has ended, what was written and, if nothing was, why. Plain C, libc only. */
+#include "pnvtx.h"
 #include "ptrace_merge.h"
 #include "ptrace_out.h"
 #include "ptrace_read.h"
@@ -14,6 +15,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -84,17 +86,32 @@ static int parse_signal(const char *s) {
     return (int)v;
 }
 
+/* --signal-start/--signal-stop: a signal specprof can catch and that has no other role:
+ * NULL, or why not. */
+static const char *signal_refused(int sig) {
+    switch (sig) {
+    case SIGKILL: case SIGSTOP: return "it cannot be caught";
+    case SIGINT: case SIGQUIT: case SIGTERM: case SIGHUP: return "specprof forwards it to the command as it is";
+    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGABRT: case SIGTRAP: case SIGSYS:
+        return "a fault: the library ends the capture and lets the program die on it";
+    case SIGCHLD: case SIGPIPE: case SIGTSTP: case SIGTTIN: case SIGTTOU: case SIGXCPU: case SIGXFSZ:
+        return "the system sends it for its own reasons";
+    default: return NULL;
+    }
+}
+
+/* strtod/strtol take "" as 0 and strtod takes "nan": both refused */
 static double parse_seconds(const char *opt, const char *s) {
     char *e;
     double v = strtod(s, &e);
-    if (*e || v < 0 || v > 1e7) SP_FAIL("%s: value \"%s\": expected seconds >= 0", opt, s);
+    if (!*s || *e || !(v >= 0 && v <= 1e7)) SP_FAIL("%s: value \"%s\": expected seconds in 0..1e7", opt, s);
     return v;
 }
 
 static long parse_long(const char *opt, const char *s, long lo, long hi) {
     char *e;
     long v = strtol(s, &e, 10);
-    if (*e || v < lo || v > hi) SP_FAIL("%s: value \"%s\": expected an integer in %ld..%ld", opt, s, lo, hi);
+    if (!*s || *e || v < lo || v > hi) SP_FAIL("%s: value \"%s\": expected an integer in %ld..%ld", opt, s, lo, hi);
     return v;
 }
 
@@ -385,17 +402,24 @@ static int cmd_run(int argc, char **argv) {
         case O_DELAY: delay = parse_seconds("--delay", optarg); break;
         case O_DURATION: duration = parse_seconds("--duration", optarg); break;
         case O_SSTART:
-            start_sig = optarg ? parse_signal(optarg) : SIGUSR1;
-            if (start_sig < 0) SP_FAIL("--signal-start: value \"%s\": not a signal name or number", optarg);
+        case O_SSTOP: {
+            const char *opt = c == O_SSTART ? "--signal-start" : "--signal-stop";
+            int sig = optarg ? parse_signal(optarg) : c == O_SSTART ? SIGUSR1 : SIGUSR2;
+            if (sig < 0) SP_FAIL("%s: value \"%s\": not a signal name or number", opt, optarg);
+            if (signal_refused(sig))
+                SP_FAIL("%s: value \"%s\": %s (%s): %s; use USR1, USR2, a real-time signal or another free one", opt,
+                        optarg, strsignal(sig), sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", signal_refused(sig));
+            *(c == O_SSTART ? &start_sig : &stop_sig) = sig;
             break;
-        case O_SSTOP:
-            stop_sig = optarg ? parse_signal(optarg) : SIGUSR2;
-            if (stop_sig < 0) SP_FAIL("--signal-stop: value \"%s\": not a signal name or number", optarg);
-            break;
-        case O_PHASES:
+        }
+        case O_PHASES: {   /* the library's own rule (pnvtx), said here once, not by every process */
+            char perr[256];
+            pnvtx *pn = pnvtx_create(1, 1, optarg, perr, sizeof perr);
+            if (!pn) SP_FAIL("--%s", perr);
+            pnvtx_destroy(pn);
             phases = optarg;
-            if (!*phases || strchr(phases, ' ')) SP_FAIL("--phases: value \"%s\": comma-separated words", phases);
             break;
+        }
         case O_FLUSH: flush_ms = parse_long("--flush-ms", optarg, 10, 600000); break;
         case O_BUF: buffer_mb = parse_long("--buffer-mb", optarg, 8, 65536); break;
         case O_NONCCL: no_nccl = 1; break;
@@ -442,8 +466,13 @@ static int cmd_run(int argc, char **argv) {
     char err[PATH_MAX + 512], lib[PATH_MAX + 32], dir[PATH_MAX], here[PATH_MAX], pydir[PATH_MAX];
     if (torch_spec && (torch_spec_check(torch_spec, err, sizeof err) || torch_helper_dir(pydir, err, sizeof err)))
         SP_FAIL("%s", err);
-    if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("%s", err);
+    if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("-o: %s", err);
     if (!realpath(out, dir)) SP_FAIL("%s: %s", out, strerror(errno));
+    /* each process writes DIR/specprof.rank<R>.pid<P>.json.gz.part, at most 1023 bytes
+     * (profiler/core/ptrace_out.c): found here, not by every process */
+    if (strlen(dir) > 1023 - strlen("/specprof.rank2147483647.pid2147483647.json.gz.part"))
+        SP_FAIL("-o %s: its absolute path is %zu bytes, too long for the trace files' names under it (at most %zu)",
+                out, strlen(dir), 1023 - strlen("/specprof.rank2147483647.pid2147483647.json.gz.part"));
     const char *env_lib = getenv("SPECPROF_LIB");
     if (env_lib && *env_lib) snprintf(lib, sizeof lib, "%s", env_lib);
     else if (exe_dir(here, sizeof here) == 0) snprintf(lib, sizeof lib, "%s/libspecprof.so", here);
@@ -566,6 +595,10 @@ static int cmd_run(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     int fwd[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, start_sig, stop_sig };
     for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) if (fwd[i] > 0) sigaction(fwd[i], &sa, NULL);
+    /* the child's errno comes back through a close-on-exec pipe when exec fails: then CMD never
+     * ran, and the list of reasons why no trace was written would mislead */
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC)) SP_FAIL("pipe: %s", strerror(errno));
     child_pid = fork();
     if (child_pid < 0) SP_FAIL("fork: %s", strerror(errno));
     if (child_pid == 0) {
@@ -573,10 +606,19 @@ static int cmd_run(int argc, char **argv) {
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
         for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) if (fwd[i] > 0) sigaction(fwd[i], &dfl, NULL);
+        close(ep[0]);
         execvp(cmd[0], cmd);
-        fprintf(stderr, "specprof: cannot run %s: %s\n", cmd[0], strerror(errno));
-        _exit(127);
+        int e = errno;
+        ssize_t w = write(ep[1], &e, sizeof e);
+        (void)w;
+        _exit(e == ENOENT ? 127 : 126);
     }
+    close(ep[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(ep[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
+    close(ep[0]);
+    if (got != (ssize_t)sizeof exec_errno) exec_errno = 0;
     int status = 0;
     for (;;) {
         pid_t w = waitpid(child_pid, &status, 0);
@@ -590,6 +632,11 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "specprof: sent %s to %d profiled process%s\n", strsignal(s), n, n == 1 ? "" : "es");
             } else kill(child_pid, s);
         }
+    }
+    if (exec_errno) {
+        fprintf(stderr, "specprof: cannot run %s: %s%s\n", cmd[0], strerror(exec_errno),
+                exec_errno == ENOENT && !strchr(cmd[0], '/') ? " (not found in PATH)" : "");
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
     }
     if (inject) report(dir, launched);
     if (WIFSIGNALED(status)) {

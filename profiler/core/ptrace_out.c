@@ -20,8 +20,8 @@ typedef struct { z_stream s; unsigned char out[PO_ZOUT_BYTES]; } po_z;
 
 int ptrace_out_mkdirs(const char *dir, char *err, size_t errlen) {
     char path[1024];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-        snprintf(err, errlen, "%s: path too long", dir);
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {   /* the reason first: dir may fill err */
+        snprintf(err, errlen, "path too long (%zu bytes, at most %zu): %.200s...", strlen(dir), sizeof path - 1, dir);
         return -1;
     }
     for (char *p = path + 1; ; p++) {
