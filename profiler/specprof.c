@@ -251,11 +251,15 @@ static int signal_descendants(pid_t root, int sig) {
     return sent;
 }
 
-/* After CMD ended: what is in DIR from this run. */
+/* After CMD ended: what is in DIR from this run. A run of many processes writes one note
+ * each, mostly the same (every process of a machine without device facts says so): a note
+ * is said once with the number of processes, the trace files listed up to REPORT_FILES. */
+enum { REPORT_NOTES = 32, REPORT_FILES = 16 };
 static void report(const char *dir, time_t since) {
     DIR *d = opendir(dir);
     if (!d) { fprintf(stderr, "specprof: %s: cannot read: %s\n", dir, strerror(errno)); return; }
-    int complete = 0, part = 0, notes = 0;
+    int complete = 0, part = 0, notes = 0, n_seen = 0;
+    static struct { char text[1024], file[256]; int n; } seen[REPORT_NOTES];
     struct dirent *de;
     char path[PATH_MAX + 300];
     while ((de = readdir(d))) {
@@ -266,20 +270,37 @@ static void report(const char *dir, time_t since) {
         if (stat(path, &st) || st.st_mtime + 1 < since) continue;
         size_t len = strlen(n);
         if ((len > 5 && !strcmp(n + len - 5, ".json")) || (len > 8 && !strcmp(n + len - 8, ".json.gz"))) {
+            if (complete + part < REPORT_FILES) fprintf(stderr, "specprof: trace %s\n", path);
             complete++;
-            fprintf(stderr, "specprof: trace %s\n", path);
         } else if ((len > 10 && !strcmp(n + len - 10, ".json.part")) || (len > 13 && !strcmp(n + len - 13, ".json.gz.part"))) {
+            if (complete + part < REPORT_FILES)
+                fprintf(stderr, "specprof: trace %s (cut off: the process did not end cleanly; it loads, see specprof check)\n",
+                        path);
             part++;
-            fprintf(stderr, "specprof: trace %s (cut off: the process did not end cleanly; it loads, see specprof check)\n", path);
         } else if (len > 5 && !strcmp(n + len - 5, ".note")) {
             notes++;
             FILE *f = fopen(path, "r");
             char line[1024];
-            while (f && fgets(line, sizeof line, f)) fprintf(stderr, "specprof: note from %s: %s", n, line);
+            while (f && fgets(line, sizeof line, f)) {
+                int i = 0;
+                while (i < n_seen && strcmp(seen[i].text, line)) i++;
+                if (i < n_seen) { seen[i].n++; continue; }
+                if (n_seen == REPORT_NOTES) { fprintf(stderr, "specprof: note from %s: %s", n, line); continue; }
+                snprintf(seen[i].text, sizeof seen[i].text, "%s", line);
+                snprintf(seen[i].file, sizeof seen[i].file, "%s", n);
+                seen[n_seen++].n = 1;
+            }
             if (f) fclose(f);
         }
     }
     closedir(d);
+    for (int i = 0; i < n_seen; i++) {
+        char more[64] = "";
+        if (seen[i].n > 1) snprintf(more, sizeof more, " and %d more", seen[i].n - 1);
+        fprintf(stderr, "specprof: note from %s%s: %s", seen[i].file, more, seen[i].text);
+    }
+    if (complete + part > REPORT_FILES)
+        fprintf(stderr, "specprof: ... and %d more trace files (ls %s)\n", complete + part - REPORT_FILES, dir);
     if (complete + part == 0)
         fprintf(stderr,
                 "specprof: no trace file was written in %s. %s"
