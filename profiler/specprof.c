@@ -489,6 +489,8 @@ static int cmd_run(int argc, char **argv) {
         SP_FAIL("%s", err);
     if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("-o: %s", err);
     if (!realpath(out, dir)) SP_FAIL("%s: %s", out, strerror(errno));
+    /* every process would say "cannot write the trace" and the run record nothing */
+    if (access(dir, W_OK | X_OK)) SP_FAIL("-o %s: cannot write there: %s", out, strerror(errno));
     /* each process writes DIR/specprof.rank<R>.pid<P>.json.gz.part, at most 1023 bytes
      * (profiler/core/ptrace_out.c): found here, not by every process */
     if (strlen(dir) > 1023 - strlen("/specprof.rank2147483647.pid2147483647.json.gz.part"))

@@ -374,7 +374,8 @@ static void robust_specprof_merge_refuses_its_inputs_and_copies(void)
  * --delay "" and nan ran with no delay; --signal-start 9 (SIGKILL: specprof was killed by
  * it) and 15 (forwarded as a termination, never a start) were taken; --phases a,,b was
  * replaced by the default phases in every process, with a note from each; an -o too long
- * lost its reason in a cut message. A command that cannot run got the list of reasons why no
+ * lost its reason in a cut message; an -o directory not writable ran the command to write
+ * nothing. A command that cannot run got the list of reasons why no
  * trace was written; now one line and the shell's 127/126. */
 static void robust_specprof_launcher_refuses_bad_options(void)
 {
@@ -388,6 +389,8 @@ static void robust_specprof_launcher_refuses_bad_options(void)
         {"%P --phases a,,b -o %D/sp -- true", "--phases: value \"a,,b\"", "1..23 characters"},
         {"%P --phases abcdefghijklmnopqrstuvwxyz -o %D/sp -- true", "--phases", "1..23 characters"},
         {"%P -o %D/$(head -c 1200 /dev/zero | tr '\\0' a) -- true", "bytes, at most 1023): /tmp/", NULL},
+        /* a directory there but not writable (for root too): the command ran, nothing written */
+        {"%P -o /proc/sys -- true", "-o /proc/sys: cannot write there", NULL},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
         expect(2, c[i].cmd, c[i].w1, c[i].w2);
