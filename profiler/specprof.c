@@ -132,7 +132,7 @@ static int cmd_check(int argc, char **argv) {
         if (c == 'j') json = 1;
         else { usage(c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2; }
     }
-    if (optind >= argc) { usage(stderr); return 2; }
+    if (optind >= argc) { fprintf(stderr, "specprof check: no trace file given (specprof check [--json] FILE...)\n"); return 2; }
     for (int i = optind; i < argc; i++) {
         char err[1024];
         ptrace_sum s;
@@ -165,7 +165,11 @@ static int cmd_merge(int argc, char **argv) {
         if (c == 'o') out = optarg;
         else { usage(c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2; }
     }
-    if (optind != argc - 1) { usage(stderr); return 2; }
+    if (optind != argc - 1) {
+        fprintf(stderr, "specprof merge: expected one directory (specprof merge DIR [-o FILE]), got %d arguments\n",
+                argc - optind);
+        return 2;
+    }
     const char *dir = argv[optind];
     char def[PATH_MAX];
     if (!out) {   /* compressed when the rank files are */

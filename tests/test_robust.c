@@ -360,8 +360,12 @@ static void robust_specprof_merge_refuses_its_inputs_and_copies(void)
     expect(2, "sh -c 'ulimit -f 20000; exec timeout 10 %P merge %D/m -o %D/m/specprof.rank0.pid1.json'",
            "/m/specprof.rank0.pid1.json: is (or is written through) the input", "rank0.pid1.json.part;");
     expect(2, "%P merge %D/m -o %D/m/specprof.rank0.pid1.json.part", "is (or is written through) the input", NULL);
-    expect(0, "cmp traces/demo/c_demo.json %D/m/specprof.rank0.pid1.json.part && ls %D/m", "rank0.pid1.json.part\n",
-           NULL);
+    /* -o a directory or "": the whole merge ran, then "rename ... Is a directory", a .part left */
+    expect(2, "%P merge %D/m -o %D/m", "/m\": a directory; give a file name", NULL);
+    expect(2, "%P merge %D/m -o ''", "-o \"\": empty", NULL);
+    expect(0, "cmp traces/demo/c_demo.json %D/m/specprof.rank0.pid1.json.part && ls %D/m && ls -a %D . | grep part | wc -l",
+           "rank0.pid1.json.part\n0\n", NULL);
+    expect(2, "%P merge %D/m %D/m", "expected one directory", "got 2 arguments");
     expect(1, "cp traces/demo/c_demo.json %D/m/specprof.rank0.pid2.json && %P merge %D/m",
            "skip specprof.rank0.pid2.json: the same capture as specprof.rank0.pid1.json.part", "1 skipped");
     expect(0, "%P check %D/m/merged.json", "1203 records", NULL);

@@ -169,6 +169,12 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
         char part[1100];
         int w = -1;
         snprintf(part, sizeof part, "%s.part", out_path);
+        struct stat st;
+        if (!*out_path || (!stat(out_path, &st) && S_ISDIR(st.st_mode))) {   /* rename failed at the end, a .part left */
+            snprintf(err, errlen, "-o \"%s\": %s; give a file name (e.g. %s/merged.json.gz)", out_path,
+                     *out_path ? "a directory" : "empty", *out_path ? out_path : dir);
+            goto done;
+        }
         if (merge_is_input(out_path, files, nf, &w) || merge_is_input(part, files, nf, &w)) {
             snprintf(err, errlen, "-o %s: is (or is written through) the input %s/%s; choose an output "
                      "that is not a rank file", out_path, dir, files[w].name);
