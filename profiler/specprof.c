@@ -259,7 +259,7 @@ static int signal_descendants(pid_t root, int sig) {
  * each, mostly the same (every process of a machine without device facts says so): a note
  * is said once with the number of processes, the trace files listed up to REPORT_FILES. */
 enum { REPORT_NOTES = 32, REPORT_FILES = 16 };
-static void report(const char *dir, time_t since) {
+static void report(const char *dir, struct timespec since) {
     DIR *d = opendir(dir);
     if (!d) { fprintf(stderr, "specprof: %s: cannot read: %s\n", dir, strerror(errno)); return; }
     int complete = 0, part = 0, notes = 0, n_seen = 0;
@@ -271,7 +271,10 @@ static void report(const char *dir, time_t since) {
         if (strncmp(n, "specprof.", 9)) continue;
         snprintf(path, sizeof path, "%s/%s", dir, n);
         struct stat st;
-        if (stat(path, &st) || st.st_mtime + 1 < since) continue;
+        /* this run's files only: a trace of an earlier run into DIR within the same second was
+         * listed as this run's (a run that wrote nothing said "1 complete") */
+        if (stat(path, &st) || st.st_mtim.tv_sec < since.tv_sec ||
+            (st.st_mtim.tv_sec == since.tv_sec && st.st_mtim.tv_nsec < since.tv_nsec)) continue;
         size_t len = strlen(n);
         if ((len > 5 && !strcmp(n + len - 5, ".json")) || (len > 8 && !strcmp(n + len - 8, ".json.gz"))) {
             if (complete + part < REPORT_FILES) fprintf(stderr, "specprof: trace %s\n", path);
@@ -614,7 +617,10 @@ static int cmd_run(int argc, char **argv) {
         setenv("SPECPROF_TORCH_ANNOTATE", torch_spec, 1);
         if (quiet) setenv("SPECPROF_QUIET", "1", 1);
     }
-    time_t launched = time(NULL);
+    /* the coarse clock is the one file times come from: a file written after this has an
+     * mtime at or after it */
+    struct timespec launched;
+    clock_gettime(CLOCK_REALTIME_COARSE, &launched);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
