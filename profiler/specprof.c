@@ -7,6 +7,7 @@
  *   specprof check [--json] FILE...       load traces, print a summary or a clear error
  * The launcher stays the parent of CMD so that it can forward signals and say, once CMD
  * has ended, what was written and, if nothing was, why. Plain C, libc only. */
+#include "pnvtx.h"
 #include "ptrace_merge.h"
 #include "ptrace_out.h"
 #include "ptrace_read.h"
@@ -14,6 +15,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -84,17 +86,32 @@ static int parse_signal(const char *s) {
     return (int)v;
 }
 
+/* --signal-start/--signal-stop: a signal specprof can catch and that has no other role:
+ * NULL, or why not. */
+static const char *signal_refused(int sig) {
+    switch (sig) {
+    case SIGKILL: case SIGSTOP: return "it cannot be caught";
+    case SIGINT: case SIGQUIT: case SIGTERM: case SIGHUP: return "specprof forwards it to the command as it is";
+    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGABRT: case SIGTRAP: case SIGSYS:
+        return "a fault: the library ends the capture and lets the program die on it";
+    case SIGCHLD: case SIGPIPE: case SIGTSTP: case SIGTTIN: case SIGTTOU: case SIGXCPU: case SIGXFSZ:
+        return "the system sends it for its own reasons";
+    default: return NULL;
+    }
+}
+
+/* strtod/strtol take "" as 0 and strtod takes "nan": both refused */
 static double parse_seconds(const char *opt, const char *s) {
     char *e;
     double v = strtod(s, &e);
-    if (*e || v < 0 || v > 1e7) SP_FAIL("%s: value \"%s\": expected seconds >= 0", opt, s);
+    if (!*s || *e || !(v >= 0 && v <= 1e7)) SP_FAIL("%s: value \"%s\": expected seconds in 0..1e7", opt, s);
     return v;
 }
 
 static long parse_long(const char *opt, const char *s, long lo, long hi) {
     char *e;
     long v = strtol(s, &e, 10);
-    if (*e || v < lo || v > hi) SP_FAIL("%s: value \"%s\": expected an integer in %ld..%ld", opt, s, lo, hi);
+    if (!*s || *e || v < lo || v > hi) SP_FAIL("%s: value \"%s\": expected an integer in %ld..%ld", opt, s, lo, hi);
     return v;
 }
 
@@ -115,7 +132,7 @@ static int cmd_check(int argc, char **argv) {
         if (c == 'j') json = 1;
         else { usage(c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2; }
     }
-    if (optind >= argc) { usage(stderr); return 2; }
+    if (optind >= argc) { fprintf(stderr, "specprof check: no trace file given (specprof check [--json] FILE...)\n"); return 2; }
     for (int i = optind; i < argc; i++) {
         char err[1024];
         ptrace_sum s;
@@ -148,7 +165,11 @@ static int cmd_merge(int argc, char **argv) {
         if (c == 'o') out = optarg;
         else { usage(c == 'h' ? stdout : stderr); return c == 'h' ? 0 : 2; }
     }
-    if (optind != argc - 1) { usage(stderr); return 2; }
+    if (optind != argc - 1) {
+        fprintf(stderr, "specprof merge: expected one directory (specprof merge DIR [-o FILE]), got %d arguments\n",
+                argc - optind);
+        return 2;
+    }
     const char *dir = argv[optind];
     char def[PATH_MAX];
     if (!out) {   /* compressed when the rank files are */
@@ -170,6 +191,12 @@ static int cmd_merge(int argc, char **argv) {
     }
     fprintf(stderr, "specprof merge: wrote %s: %d files (%d truncated, %d skipped), %lld events\n", out, r.files,
             r.truncated, r.skipped, r.events);
+    /* a rank file left out (unreadable, another format version, a copy) is not a clean merge */
+    if (r.skipped) {
+        fprintf(stderr, "specprof merge: %d file%s in %s skipped (the lines \"skip\" above say why): exit 1\n", r.skipped,
+                r.skipped == 1 ? "" : "s", dir);
+        return 1;
+    }
     return 0;
 }
 
@@ -228,11 +255,15 @@ static int signal_descendants(pid_t root, int sig) {
     return sent;
 }
 
-/* After CMD ended: what is in DIR from this run. */
-static void report(const char *dir, time_t since) {
+/* After CMD ended: what is in DIR from this run. A run of many processes writes one note
+ * each, mostly the same (every process of a machine without device facts says so): a note
+ * is said once with the number of processes, the trace files listed up to REPORT_FILES. */
+enum { REPORT_NOTES = 32, REPORT_FILES = 16 };
+static void report(const char *dir, struct timespec since) {
     DIR *d = opendir(dir);
     if (!d) { fprintf(stderr, "specprof: %s: cannot read: %s\n", dir, strerror(errno)); return; }
-    int complete = 0, part = 0, notes = 0;
+    int complete = 0, part = 0, notes = 0, n_seen = 0;
+    static struct { char text[1024], file[256]; int n; } seen[REPORT_NOTES];
     struct dirent *de;
     char path[PATH_MAX + 300];
     while ((de = readdir(d))) {
@@ -240,23 +271,43 @@ static void report(const char *dir, time_t since) {
         if (strncmp(n, "specprof.", 9)) continue;
         snprintf(path, sizeof path, "%s/%s", dir, n);
         struct stat st;
-        if (stat(path, &st) || st.st_mtime + 1 < since) continue;
+        /* this run's files only: a trace of an earlier run into DIR within the same second was
+         * listed as this run's (a run that wrote nothing said "1 complete") */
+        if (stat(path, &st) || st.st_mtim.tv_sec < since.tv_sec ||
+            (st.st_mtim.tv_sec == since.tv_sec && st.st_mtim.tv_nsec < since.tv_nsec)) continue;
         size_t len = strlen(n);
         if ((len > 5 && !strcmp(n + len - 5, ".json")) || (len > 8 && !strcmp(n + len - 8, ".json.gz"))) {
+            if (complete + part < REPORT_FILES) fprintf(stderr, "specprof: trace %s\n", path);
             complete++;
-            fprintf(stderr, "specprof: trace %s\n", path);
         } else if ((len > 10 && !strcmp(n + len - 10, ".json.part")) || (len > 13 && !strcmp(n + len - 13, ".json.gz.part"))) {
+            if (complete + part < REPORT_FILES)
+                fprintf(stderr, "specprof: trace %s (cut off: the process did not end cleanly; it loads, see specprof check)\n",
+                        path);
             part++;
-            fprintf(stderr, "specprof: trace %s (cut off: the process did not end cleanly; it loads, see specprof check)\n", path);
         } else if (len > 5 && !strcmp(n + len - 5, ".note")) {
             notes++;
             FILE *f = fopen(path, "r");
             char line[1024];
-            while (f && fgets(line, sizeof line, f)) fprintf(stderr, "specprof: note from %s: %s", n, line);
+            while (f && fgets(line, sizeof line, f)) {
+                int i = 0;
+                while (i < n_seen && strcmp(seen[i].text, line)) i++;
+                if (i < n_seen) { seen[i].n++; continue; }
+                if (n_seen == REPORT_NOTES) { fprintf(stderr, "specprof: note from %s: %s", n, line); continue; }
+                snprintf(seen[i].text, sizeof seen[i].text, "%s", line);
+                snprintf(seen[i].file, sizeof seen[i].file, "%s", n);
+                seen[n_seen++].n = 1;
+            }
             if (f) fclose(f);
         }
     }
     closedir(d);
+    for (int i = 0; i < n_seen; i++) {
+        char more[64] = "";
+        if (seen[i].n > 1) snprintf(more, sizeof more, " and %d more", seen[i].n - 1);
+        fprintf(stderr, "specprof: note from %s%s: %s", seen[i].file, more, seen[i].text);
+    }
+    if (complete + part > REPORT_FILES)
+        fprintf(stderr, "specprof: ... and %d more trace files (ls %s)\n", complete + part - REPORT_FILES, dir);
     if (complete + part == 0)
         fprintf(stderr,
                 "specprof: no trace file was written in %s. %s"
@@ -379,17 +430,24 @@ static int cmd_run(int argc, char **argv) {
         case O_DELAY: delay = parse_seconds("--delay", optarg); break;
         case O_DURATION: duration = parse_seconds("--duration", optarg); break;
         case O_SSTART:
-            start_sig = optarg ? parse_signal(optarg) : SIGUSR1;
-            if (start_sig < 0) SP_FAIL("--signal-start: value \"%s\": not a signal name or number", optarg);
+        case O_SSTOP: {
+            const char *opt = c == O_SSTART ? "--signal-start" : "--signal-stop";
+            int sig = optarg ? parse_signal(optarg) : c == O_SSTART ? SIGUSR1 : SIGUSR2;
+            if (sig < 0) SP_FAIL("%s: value \"%s\": not a signal name or number", opt, optarg);
+            if (signal_refused(sig))
+                SP_FAIL("%s: value \"%s\": %s (%s): %s; use USR1, USR2, a real-time signal or another free one", opt,
+                        optarg, strsignal(sig), sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", signal_refused(sig));
+            *(c == O_SSTART ? &start_sig : &stop_sig) = sig;
             break;
-        case O_SSTOP:
-            stop_sig = optarg ? parse_signal(optarg) : SIGUSR2;
-            if (stop_sig < 0) SP_FAIL("--signal-stop: value \"%s\": not a signal name or number", optarg);
-            break;
-        case O_PHASES:
+        }
+        case O_PHASES: {   /* the library's own rule (pnvtx), said here once, not by every process */
+            char perr[256];
+            pnvtx *pn = pnvtx_create(1, 1, optarg, perr, sizeof perr);
+            if (!pn) SP_FAIL("--%s", perr);
+            pnvtx_destroy(pn);
             phases = optarg;
-            if (!*phases || strchr(phases, ' ')) SP_FAIL("--phases: value \"%s\": comma-separated words", phases);
             break;
+        }
         case O_FLUSH: flush_ms = parse_long("--flush-ms", optarg, 10, 600000); break;
         case O_BUF: buffer_mb = parse_long("--buffer-mb", optarg, 8, 65536); break;
         case O_NONCCL: no_nccl = 1; break;
@@ -436,8 +494,15 @@ static int cmd_run(int argc, char **argv) {
     char err[PATH_MAX + 512], lib[PATH_MAX + 32], dir[PATH_MAX], here[PATH_MAX], pydir[PATH_MAX];
     if (torch_spec && (torch_spec_check(torch_spec, err, sizeof err) || torch_helper_dir(pydir, err, sizeof err)))
         SP_FAIL("%s", err);
-    if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("%s", err);
+    if (ptrace_out_mkdirs(out, err, sizeof err)) SP_FAIL("-o: %s", err);
     if (!realpath(out, dir)) SP_FAIL("%s: %s", out, strerror(errno));
+    /* every process would say "cannot write the trace" and the run record nothing */
+    if (access(dir, W_OK | X_OK)) SP_FAIL("-o %s: cannot write there: %s", out, strerror(errno));
+    /* each process writes DIR/specprof.rank<R>.pid<P>.json.gz.part, at most 1023 bytes
+     * (profiler/core/ptrace_out.c): found here, not by every process */
+    if (strlen(dir) > 1023 - strlen("/specprof.rank2147483647.pid2147483647.json.gz.part"))
+        SP_FAIL("-o %s: its absolute path is %zu bytes, too long for the trace files' names under it (at most %zu)",
+                out, strlen(dir), 1023 - strlen("/specprof.rank2147483647.pid2147483647.json.gz.part"));
     const char *env_lib = getenv("SPECPROF_LIB");
     if (env_lib && *env_lib) snprintf(lib, sizeof lib, "%s", env_lib);
     else if (exe_dir(here, sizeof here) == 0) snprintf(lib, sizeof lib, "%s/libspecprof.so", here);
@@ -552,7 +617,10 @@ static int cmd_run(int argc, char **argv) {
         setenv("SPECPROF_TORCH_ANNOTATE", torch_spec, 1);
         if (quiet) setenv("SPECPROF_QUIET", "1", 1);
     }
-    time_t launched = time(NULL);
+    /* the coarse clock is the one file times come from: a file written after this has an
+     * mtime at or after it */
+    struct timespec launched;
+    clock_gettime(CLOCK_REALTIME_COARSE, &launched);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
@@ -560,6 +628,10 @@ static int cmd_run(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     int fwd[] = { SIGINT, SIGQUIT, SIGTERM, SIGHUP, start_sig, stop_sig };
     for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) if (fwd[i] > 0) sigaction(fwd[i], &sa, NULL);
+    /* the child's errno comes back through a close-on-exec pipe when exec fails: then CMD never
+     * ran, and the list of reasons why no trace was written would mislead */
+    int ep[2];
+    if (pipe2(ep, O_CLOEXEC)) SP_FAIL("pipe: %s", strerror(errno));
     child_pid = fork();
     if (child_pid < 0) SP_FAIL("fork: %s", strerror(errno));
     if (child_pid == 0) {
@@ -567,10 +639,19 @@ static int cmd_run(int argc, char **argv) {
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
         for (size_t i = 0; i < sizeof fwd / sizeof fwd[0]; i++) if (fwd[i] > 0) sigaction(fwd[i], &dfl, NULL);
+        close(ep[0]);
         execvp(cmd[0], cmd);
-        fprintf(stderr, "specprof: cannot run %s: %s\n", cmd[0], strerror(errno));
-        _exit(127);
+        int e = errno;
+        ssize_t w = write(ep[1], &e, sizeof e);
+        (void)w;
+        _exit(e == ENOENT ? 127 : 126);
     }
+    close(ep[1]);
+    int exec_errno = 0;
+    ssize_t got;
+    while ((got = read(ep[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR) {}
+    close(ep[0]);
+    if (got != (ssize_t)sizeof exec_errno) exec_errno = 0;
     int status = 0;
     for (;;) {
         pid_t w = waitpid(child_pid, &status, 0);
@@ -584,6 +665,11 @@ static int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "specprof: sent %s to %d profiled process%s\n", strsignal(s), n, n == 1 ? "" : "es");
             } else kill(child_pid, s);
         }
+    }
+    if (exec_errno) {
+        fprintf(stderr, "specprof: cannot run %s: %s%s\n", cmd[0], strerror(exec_errno),
+                exec_errno == ENOENT && !strchr(cmd[0], '/') ? " (not found in PATH)" : "");
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
     }
     if (inject) report(dir, launched);
     if (WIFSIGNALED(status)) {

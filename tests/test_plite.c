@@ -424,6 +424,40 @@ static void plite_capture_range_records_only_inside(void) {
     CHECK(strstr(out, "0 ranges opened") && strstr(out, "never called cudaProfilerStart"), "check:\n%s", out);
 }
 
+/* The launcher over 20 processes: each wrote the same note ("device facts unavailable" here,
+ * where there is no libcuda) and specprof repeated it 20 times after the run, and listed
+ * every file; now the note once with the count, at most 16 files and how many more. */
+static void plite_launcher_says_a_repeated_note_once(void) {
+    char cmd[1600], out[16384], self[600];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) { CHECK(0, "no /proc/self/exe"); return; }
+    self[n] = 0;
+    snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/many --mode lite --quiet -- sh -c 'for i in $(seq 20); do %s child "
+             "range_none & done; wait' 2>&1", SPECPROF_BIN, dir, self);
+    int rc = run_cmd(cmd, out, sizeof out);
+    int notes = 0, traces = 0;
+    for (const char *p = out; (p = strstr(p, "specprof: note from")); p++) notes++;
+    for (const char *p = out; (p = strstr(p, "specprof: trace ")); p++) traces++;
+    CHECK(rc == 0 && strstr(out, "20 complete and 0 cut-off"), "exit %d:\n%s", rc, out);
+    CHECK(notes == 1 && strstr(out, "and 19 more: device facts unavailable"), "%d note lines:\n%s", notes, out);
+    CHECK(traces == 16 && strstr(out, "... and 4 more trace files"), "%d trace lines:\n%s", traces, out);
+}
+
+/* A second run into the same directory within the same second: the first run's trace was
+ * listed as the second's ("1 complete", for a command that wrote nothing). */
+static void plite_launcher_lists_only_this_runs_files(void) {
+    char cmd[1600], out[8192], self[600];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) { CHECK(0, "no /proc/self/exe"); return; }
+    self[n] = 0;
+    snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/again --mode lite --quiet -- %s child range_none 2>&1 && "
+             "timeout 60 %s -o %s/again --mode lite --quiet -- true 2>&1", SPECPROF_BIN, dir, self, SPECPROF_BIN, dir);
+    int rc = run_cmd(cmd, out, sizeof out);
+    const char *second = strstr(out, "command true");
+    CHECK(rc == 0 && second && strstr(second, "no trace file was written") && !strstr(second, "1 complete"),
+          "exit %d:\n%s", rc, out);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "child")) return child(argv[2]);
     snprintf(dir, sizeof dir, "/tmp/test_plite.%d", (int)getpid());
@@ -436,6 +470,8 @@ int main(int argc, char **argv) {
     RUN(plite_trace_passes_specprof_check);
     RUN(plite_says_when_the_runtime_is_static);
     RUN(plite_capture_range_records_only_inside);
+    RUN(plite_launcher_says_a_repeated_note_once);
+    RUN(plite_launcher_lists_only_this_runs_files);
     if (full_ok) ptrace_file_free(&full);
     if (!check_tests_failed && !getenv("TEST_PLITE_KEEP")) {
         char cmd[300];

@@ -374,6 +374,32 @@ static void ptrace_part_file_stays_when_not_finished(void) {
     remove(o.path_part);
 }
 
+/* A process that execs keeps its pid: the new image's file once took the old image's name
+ * and truncated its .part (the records written before the exec were lost); a later run into
+ * the same directory with a pid reused wrote over a finished file. Now the second gets -2,
+ * the third -3, and the first is left as it was. */
+static void ptrace_out_never_writes_over_a_file_of_the_same_pid(void) {
+    char dir[300], err[256];
+    snprintf(dir, sizeof dir, "%s/samepid", tmpdir);
+    ptrace_out a, b, c;
+    CHECK(ptrace_out_open(&a, dir, 0, 98, err, sizeof err) == 0, "%s", err);
+    ptrace_out_write(&a, "{\"first\":1},\n", 13);
+    ptrace_out_abandon(&a);                      /* exec: no exit handler, the .part stays */
+    CHECK(ptrace_out_open(&b, dir, 0, 98, err, sizeof err) == 0, "%s", err);
+    CHECK(strstr(b.path_part, "specprof.rank0.pid98-2.json.part") != NULL, "second name %s", b.path_part);
+    CHECK(ptrace_out_finish(&b, err, sizeof err) == 0, "%s", err);
+    CHECK(ptrace_out_open(&c, dir, 0, 98, err, sizeof err) == 0, "%s", err);
+    CHECK(strstr(c.path_part, "specprof.rank0.pid98-3.json.part") != NULL, "third name %s", c.path_part);
+    ptrace_out_abandon(&c);
+    char text[64] = "";
+    FILE *f = fopen(a.path_part, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+    text[n] = 0;
+    CHECK(!strcmp(text, "[\n{\"first\":1},\n"), "the first file now holds \"%s\"", text);
+    remove(a.path_part); remove(b.path_final); remove(c.path_part); rmdir(dir);
+}
+
 static void ptrace_long_names_are_cut_not_overflowed(void) {
     char *longname = malloc(20000);
     memset(longname, 'x', 19999);
@@ -614,6 +640,7 @@ int main(void) {
     RUN(ptrace_truncated_at_every_offset_loads_prefix);
     RUN(ptrace_bad_middle_line_is_skipped_and_reported);
     RUN(ptrace_part_file_stays_when_not_finished);
+    RUN(ptrace_out_never_writes_over_a_file_of_the_same_pid);
     RUN(ptrace_long_names_are_cut_not_overflowed);
     RUN(ptrace_refuses_times_out_of_range);
     RUN(ptrace_counts_records_against_the_end);

@@ -349,6 +349,63 @@ static void robust_fit_refuses_and_leaves_no_file(void)
               "%S fit %D/head.json -o %D/fit.json --quiet", "head.json: no phase instance", NULL);
 }
 
+/* specprof merge, output onto an input: -o the .part of a cut rank file read its own output
+ * without end (59 GB in 10 minutes; here the file size limit and timeout stop it at once), -o
+ * the rank file itself replaced it by the merge. Both refused, the input left as it was. A
+ * capture met twice (a copy, a link) had its events twice; a skipped rank file (another
+ * format version) gave exit 0. Now: merged once, exit 1 with the file named. */
+static void robust_specprof_merge_refuses_its_inputs_and_copies(void)
+{
+    expect(0, "mkdir -p %D/m && cp traces/demo/c_demo.json %D/m/specprof.rank0.pid1.json.part && echo ok", "ok", NULL);
+    expect(2, "sh -c 'ulimit -f 20000; exec timeout 10 %P merge %D/m -o %D/m/specprof.rank0.pid1.json'",
+           "/m/specprof.rank0.pid1.json: is (or is written through) the input", "rank0.pid1.json.part;");
+    expect(2, "%P merge %D/m -o %D/m/specprof.rank0.pid1.json.part", "is (or is written through) the input", NULL);
+    /* -o a directory or "": the whole merge ran, then "rename ... Is a directory", a .part left */
+    expect(2, "%P merge %D/m -o %D/m", "/m\": a directory; give a file name", NULL);
+    expect(2, "%P merge %D/m -o ''", "-o \"\": empty", NULL);
+    expect(0, "cmp traces/demo/c_demo.json %D/m/specprof.rank0.pid1.json.part && ls %D/m && ls -a %D . | grep part | wc -l",
+           "rank0.pid1.json.part\n0\n", NULL);
+    expect(2, "%P merge %D/m %D/m", "expected one directory", "got 2 arguments");
+    expect(1, "cp traces/demo/c_demo.json %D/m/specprof.rank0.pid2.json && %P merge %D/m",
+           "skip specprof.rank0.pid2.json: the same capture as specprof.rank0.pid1.json.part", "1 skipped");
+    expect(0, "%P check %D/m/merged.json", "1203 records", NULL);
+    expect(1, "rm %D/m/specprof.rank0.pid1.json.part; sed '2s/\"format_version\":1/\"format_version\":7/; "
+              "2s/\"pid_os\":1063/\"pid_os\":1064/' traces/demo/c_demo.json > %D/m/specprof.rank1.pid3.json && "
+              "%P merge %D/m", "rank1.pid3.json: line 2: field format_version: value 7", "1 file in");
+}
+
+/* specprof's own options, refused before the command runs (exit 2, the option and value):
+ * --delay "" and nan ran with no delay; --signal-start 9 (SIGKILL: specprof was killed by
+ * it) and 15 (forwarded as a termination, never a start) were taken; --phases a,,b was
+ * replaced by the default phases in every process, with a note from each; an -o too long
+ * lost its reason in a cut message; an -o directory not writable ran the command to write
+ * nothing. A command that cannot run got the list of reasons why no
+ * trace was written; now one line and the shell's 127/126. */
+static void robust_specprof_launcher_refuses_bad_options(void)
+{
+    const struct { const char *cmd, *w1, *w2; } c[] = {
+        {"%P --delay '' -o %D/sp -- true", "--delay: value \"\"", "0..1e7"},
+        {"%P --duration nan -o %D/sp -- true", "--duration: value \"nan\"", NULL},
+        {"%P --flush-ms '' -o %D/sp -- true", "--flush-ms: value \"\"", "10..600000"},
+        {"%P --signal-start=9 -o %D/sp -- true", "--signal-start: value \"9\"", "cannot be caught"},
+        {"%P --signal-stop=15 -o %D/sp -- true", "--signal-stop: value \"15\"", "forwards it"},
+        {"%P --signal-start=11 -o %D/sp -- true", "--signal-start: value \"11\"", "a fault"},
+        {"%P --phases a,,b -o %D/sp -- true", "--phases: value \"a,,b\"", "1..23 characters"},
+        {"%P --phases abcdefghijklmnopqrstuvwxyz -o %D/sp -- true", "--phases", "1..23 characters"},
+        {"%P -o %D/$(head -c 1200 /dev/zero | tr '\\0' a) -- true", "bytes, at most 1023): /tmp/", NULL},
+        /* a directory there but not writable (for root too): the command ran, nothing written */
+        {"%P -o /proc/sys -- true", "-o /proc/sys: cannot write there", NULL},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        expect(2, c[i].cmd, c[i].w1, c[i].w2);
+    expect(0, "%P --signal-start=USR1 --phases draft,verify -o %D/sp -- true 2>&1 | grep -c 'cannot\\|value' "
+              "| sed 's/^/refusals: /'", "refusals: 0", NULL);
+    expect(127, "%P -o %D/sp -- %D/no-such-program", "/no-such-program: No such file or directory", NULL);
+    expect(0, "%P -o %D/sp -- %D/no-such-program 2>&1 | grep -c 'Possible reasons' | sed 's/^/reasons: /'",
+           "reasons: 0", NULL);
+    expect(126, "%P -o %D/sp -- %D", "Permission denied", NULL);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -368,6 +425,8 @@ int main(int argc, char **argv)
     RUN(robust_output_to_a_fifo_stays_a_fifo);
     RUN(robust_fit_allreduce_says_what_it_cannot_estimate);
     RUN(robust_fit_refuses_and_leaves_no_file);
+    RUN(robust_specprof_merge_refuses_its_inputs_and_copies);
+    RUN(robust_specprof_launcher_refuses_bad_options);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
     if (system(rm) != 0)

@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MERGE_MAX_FILES 4096
@@ -20,6 +21,8 @@ typedef struct {
     ptrace_info info;
     int ok, pid;
     int64_t shift_ns;
+    dev_t dev;                /* of the input, to refuse an output that is one */
+    ino_t ino;
 } merge_file;
 
 typedef struct {
@@ -52,6 +55,22 @@ static int merge_us(char *buf, size_t cap, int64_t ns) {
     uint64_t a;
     if (ns < 0) { sign = "-"; a = (uint64_t)(-(ns + 1)) + 1; } else a = (uint64_t)ns;
     return snprintf(buf, cap, "%s%" PRIu64 ".%03u", sign, a / 1000, (unsigned)(a % 1000));
+}
+
+/* 1 when path names (is, or links to) input file i; its index in *which. */
+static int merge_is_input(const char *path, const merge_file *files, int nf, int *which) {
+    struct stat st;
+    if (stat(path, &st)) return 0;
+    for (int i = 0; i < nf; i++)
+        if (files[i].dev == st.st_dev && files[i].ino == st.st_ino) { *which = i; return 1; }
+    return 0;
+}
+
+/* The same capture twice (a copy, a link, a .part next to its finished file): one host,
+ * process and t0. */
+static int merge_same_capture(const ptrace_info *a, const ptrace_info *b) {
+    return a->header.pid_os == b->header.pid_os && a->header.t0_ns == b->header.t0_ns &&
+           !strcmp(a->header.host, b->header.host);
 }
 
 static int merge_emit(void *user, const ptrace_event *e, const ptrace_info *info) {
@@ -101,14 +120,33 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
     char path[1400], perr[512];
     for (int i = 0; i < nf; i++) {
         snprintf(path, sizeof path, "%s/%s", dir, files[i].name);
+        struct stat st;
+        if (!stat(path, &st)) { files[i].dev = st.st_dev; files[i].ino = st.st_ino; }
         if (ptrace_scan_file(path, NULL, NULL, &files[i].info, perr, sizeof perr) || files[i].info.merged) {
-            if (report) fprintf(report, "skip %s\n", files[i].info.merged ? "a merged file" : perr);
+            if (report && files[i].info.merged) fprintf(report, "skip %s/%s: a merged file (specprof merge output)\n", dir,
+                                                        files[i].name);
+            else if (report) fprintf(report, "skip %s\n", perr);
             res->skipped++;
         } else {
             files[i].ok = 1;
-            if (files[i].info.header.t0_ns < t0) t0 = files[i].info.header.t0_ns;
         }
     }
+    /* a capture met twice is merged once (its events would count twice): the complete copy,
+     * else the longer one */
+    for (int i = 0; i < nf; i++)
+        for (int j = 0; j < i && files[i].ok; j++) {
+            if (!files[j].ok || !merge_same_capture(&files[i].info, &files[j].info)) continue;
+            const ptrace_info *a = &files[i].info, *b = &files[j].info;
+            int keep_i = a->complete != b->complete ? a->complete : a->events > b->events;
+            int drop = keep_i ? j : i;
+            files[drop].ok = 0;
+            res->skipped++;
+            if (report) fprintf(report, "skip %s: the same capture as %s (host %s, pid %" PRId64 ", t0_ns %" PRId64 ")\n",
+                                files[drop].name, files[keep_i ? i : j].name, a->header.host, a->header.pid_os,
+                                a->header.t0_ns);
+        }
+    for (int i = 0; i < nf; i++)
+        if (files[i].ok && files[i].info.header.t0_ns < t0) t0 = files[i].info.header.t0_ns;
     int nok = 0;
     for (int i = 0; i < nf; i++) nok += files[i].ok;
     if (!nok) { snprintf(err, errlen, "%s: no specprof trace files (specprof.rank*.pid*.json[.gz][.part])", dir); goto done; }
@@ -124,6 +162,24 @@ int ptrace_merge_dir(const char *dir, const char *out_path, FILE *report,
                 break;
             }
         files[i].shift_ns = files[i].info.header.t0_ns - t0;
+    }
+    /* the output (or its .part while written) must not be an input: written over while
+     * read, the merge read its own output without end (a 59 GB file in 10 minutes) */
+    {
+        char part[1100];
+        int w = -1;
+        snprintf(part, sizeof part, "%s.part", out_path);
+        struct stat st;
+        if (!*out_path || (!stat(out_path, &st) && S_ISDIR(st.st_mode))) {   /* rename failed at the end, a .part left */
+            snprintf(err, errlen, "-o \"%s\": %s; give a file name (e.g. %s/merged.json.gz)", out_path,
+                     *out_path ? "a directory" : "empty", *out_path ? out_path : dir);
+            goto done;
+        }
+        if (merge_is_input(out_path, files, nf, &w) || merge_is_input(part, files, nf, &w)) {
+            snprintf(err, errlen, "-o %s: is (or is written through) the input %s/%s; choose an output "
+                     "that is not a rank file", out_path, dir, files[w].name);
+            goto done;
+        }
     }
     if (ptrace_out_open_path(&out, out_path, err, errlen)) goto done;
     char *hdr = line;

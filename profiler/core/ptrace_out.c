@@ -20,8 +20,8 @@ typedef struct { z_stream s; unsigned char out[PO_ZOUT_BYTES]; } po_z;
 
 int ptrace_out_mkdirs(const char *dir, char *err, size_t errlen) {
     char path[1024];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {
-        snprintf(err, errlen, "%s: path too long", dir);
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) {   /* the reason first: dir may fill err */
+        snprintf(err, errlen, "path too long (%zu bytes, at most %zu): %.200s...", strlen(dir), sizeof path - 1, dir);
         return -1;
     }
     for (char *p = path + 1; ; p++) {
@@ -119,12 +119,24 @@ int ptrace_out_open_gz(ptrace_out *o, const char *dir, int rank, long pid, int g
     o->fd = -1;
     o->z = NULL;
     if (ptrace_out_mkdirs(dir, err, errlen)) return -1;
-    if (snprintf(path, sizeof path, "%s/specprof.rank%d.pid%ld.json%s", dir, rank, pid, gz_level > 0 ? ".gz" : "") >=
-        (int)sizeof path - 6) {
-        snprintf(err, errlen, "%s: path too long", dir);
-        return -1;
+    /* a file of this pid already there (an image before an exec in the same process, whose
+     * .part was left when exec ran no exit handler; a pid reused by a later run into the same
+     * directory) is never written over: this one gets -2, -3, ... */
+    for (int k = 1; k <= 1000; k++) {
+        char tag[16] = "";
+        if (k > 1) snprintf(tag, sizeof tag, "-%d", k);
+        if (snprintf(path, sizeof path, "%s/specprof.rank%d.pid%ld%s.json%s", dir, rank, pid, tag,
+                     gz_level > 0 ? ".gz" : "") >= (int)sizeof path - 6) {
+            snprintf(err, errlen, "path too long (at most %zu bytes): %.200s...", sizeof path - 7, dir);
+            return -1;
+        }
+        char part[1100];
+        snprintf(part, sizeof part, "%s.part", path);
+        struct stat st;
+        if (lstat(path, &st) && lstat(part, &st)) return ptrace_out_open_path_gz(o, path, gz_level, err, errlen);
     }
-    return ptrace_out_open_path_gz(o, path, gz_level, err, errlen);
+    snprintf(err, errlen, "%s: 1000 trace files of rank %d pid %ld there already", dir, rank, pid);
+    return -1;
 }
 
 int ptrace_out_open(ptrace_out *o, const char *dir, int rank, long pid, char *err, size_t errlen) {

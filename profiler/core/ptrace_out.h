@@ -22,8 +22,10 @@ typedef struct {
     int in_place;           /* the final name is a device or FIFO: written there, no rename */
 } ptrace_out;
 
-/* Creates DIR (and parents) if missing, opens DIR/specprof.rank<R>.pid<P>.json.part
- * (truncating) and writes "[\n". Returns 0, or -1 with err "DIR: why". */
+/* Creates DIR (and parents) if missing, opens DIR/specprof.rank<R>.pid<P>.json.part and
+ * writes "[\n"; where a file of that rank and pid is there already (finished or .part: an
+ * image before exec, a pid reused by a later run), ...pid<P>-2.json.part, -3, ...: nothing is
+ * written over. Returns 0, or -1 with err "DIR: why". */
 int ptrace_out_open(ptrace_out *o, const char *dir, int rank, long pid, char *err, size_t errlen);
 /* The same with gz_level 1..9: DIR/specprof.rank<R>.pid<P>.json.gz.part, compressed. */
 int ptrace_out_open_gz(ptrace_out *o, const char *dir, int rank, long pid, int gz_level, char *err, size_t errlen);
