@@ -1204,6 +1204,23 @@ static double phase_total_bias(const fit_result *res, int p)
     return n ? (n % 2 ? r[n / 2] : 0.5 * (r[n / 2 - 1] + r[n / 2])) : 0;
 }
 
+/* fit_grid with every GEMM at bump_bs rows costing bump times its smooth cost, as lite
+ * captures or not, the totals rule on or off (FIT_TOTAL_BIAS=0). */
+static int bump_fit(fit_trace *tr, fit_result *res, int bump_bs, double bump, int lite, int rule_off,
+                    char *err, size_t n)
+{
+    gen_gemm_bump_bs = bump_bs;
+    gen_gemm_bump = bump;
+    if (rule_off)
+        setenv("FIT_TOTAL_BIAS", "0", 1);
+    fit_grid_lite = lite;
+    int rc = fit_grid(tr, res, 0.005, 0, err, n);
+    fit_grid_lite = 0;
+    unsetenv("FIT_TOTAL_BIAS");
+    gen_gemm_bump_bs = 0;
+    return rc;
+}
+
 /* The groups' sum follows the phase totals at the typical cell (fph_total_bias): a grid whose
  * GEMMs at 1 row cost GEN_BUMP of their smooth form (a 1-row fast path: PyTorch's
  * elementwise kernels, call 13), which pulls the groups' forms away from the other cells.
@@ -1219,15 +1236,7 @@ static void fit_groups_sum_to_the_phase_totals(void)
         fit_trace tr[NCAL];
         fit_result res;
         char err[1024];
-        gen_gemm_bump_bs = 1;
-        gen_gemm_bump = GEN_BUMP;
-        if (off == 1)
-            setenv("FIT_TOTAL_BIAS", "0", 1);
-        fit_grid_lite = off < 2;
-        int rc = fit_grid(tr, &res, 0.005, 0, err, sizeof err);
-        fit_grid_lite = 0;
-        unsetenv("FIT_TOTAL_BIAS");
-        gen_gemm_bump_bs = 0;
+        int rc = bump_fit(tr, &res, 1, GEN_BUMP, off < 2, off == 1, err, sizeof err);
         CHECK(rc == 0, "fit_run: %s", err);
         if (rc == 0) {
             double bias = phase_total_bias(&res, WM_VERIFY), tot = 0;
@@ -1260,15 +1269,7 @@ static void fit_one_odd_cell_leaves_the_totals_rule_alone(void)
         fit_trace tr[NCAL];
         fit_result res;
         char err[1024];
-        gen_gemm_bump_bs = 2;
-        gen_gemm_bump = 1.4;
-        if (off)
-            setenv("FIT_TOTAL_BIAS", "0", 1);
-        fit_grid_lite = 1;
-        int rc = fit_grid(tr, &res, 0.005, 0, err, sizeof err);
-        fit_grid_lite = 0;
-        unsetenv("FIT_TOTAL_BIAS");
-        gen_gemm_bump_bs = 0;
+        int rc = bump_fit(tr, &res, 2, 1.4, 1, off, err, sizeof err);
         CHECK(rc == 0, "fit_run: %s", err);
         if (rc == 0) {
             const fit_phase_res *v = &res.phase[WM_VERIFY];
