@@ -559,6 +559,17 @@ static void timport_chooses_the_importer_by_content(void)
     free(fix);
 }
 
+
+/* timport_load with KINETO_HOST_EVENT_US set to host_us for the call. */
+static int load_host_cost(fit_trace *t, timport_stats *st, const char *path, const char *host_us,
+                          char *err, size_t n)
+{
+    setenv("KINETO_HOST_EVENT_US", host_us, 1);
+    int rc = timport_load(t, path, NULL, st, err, n);
+    unsetenv("KINETO_HOST_EVENT_US");
+    return rc;
+}
+
 /* The profiler's host cost taken out (timport.c ti_kn_unprofile), at 3 us per recorded host
  * event, worked by hand: thread 7 records an annotation at 0, cpu_ops at 10 and 50, launches
  * at 20 and 60 (4 us each); each event's cost is taken out of the time right after it. So the
@@ -578,11 +589,9 @@ static void timport_takes_the_profiler_host_cost_out(void)
         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 60.000, \"dur\": 4.000, \"args\": {\"correlation\": 2}},\n"
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 5, \"ts\": 66.000, \"dur\": 10.000, \"args\": {\"correlation\": 2, \"stream\": 5}}\n"
         "]}\n");
-    setenv("KINETO_HOST_EVENT_US", "3", 1);
     fit_trace t;
     timport_stats st = {0};
-    int rc = timport_load(&t, path, NULL, &st, err, sizeof err);
-    unsetenv("KINETO_HOST_EVENT_US");
+    int rc = load_host_cost(&t, &st, path, "3", err, sizeof err);
     CHECK(rc == 0, "%s", err);
     if (rc)
         return;
@@ -705,11 +714,9 @@ static void timport_keeps_relative_times_when_base_time_follows_the_events(void)
         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 110.000, \"dur\": 4.000, \"args\": {\"correlation\": 1}},\n"
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 120.000, \"dur\": 10.000, \"args\": {\"correlation\": 1, \"stream\": 7, \"device\": 0}}\n"
         "], \"traceName\": \"x\", \"displayTimeUnit\": \"ms\", \"baseTimeNanoseconds\": 1759000000000000000}\n");
-    setenv("KINETO_HOST_EVENT_US", "0", 1);
     fit_trace t;
     timport_stats st = {0};
-    int rc = timport_load(&t, path, NULL, &st, err, sizeof err);
-    unsetenv("KINETO_HOST_EVENT_US");
+    int rc = load_host_cost(&t, &st, path, "0", err, sizeof err);
     CHECK(rc == 0, "%s", err);
     if (rc)
         return;
