@@ -383,6 +383,11 @@ static void robust_specprof_merge_refuses_its_inputs_and_copies(void)
  * trace was written; now one line and the shell's 127/126. */
 static void robust_specprof_launcher_refuses_bad_options(void)
 {
+    /* make asan: the launcher dlopens libspecprof.so once to check it loads, and the C++
+     * runtime that brings keeps a 72 KiB pool for the process's life (tests/lsan.supp); a
+     * malloc's full stack is needed to see its _dl_init frame */
+    setenv("ASAN_OPTIONS", "fast_unwind_on_malloc=0", 1);
+    setenv("LSAN_OPTIONS", "suppressions=tests/lsan.supp:print_suppressions=0", 1);
     const struct { const char *cmd, *w1, *w2; } c[] = {
         {"%P --delay '' -o %D/sp -- true", "--delay: value \"\"", "0..1e7"},
         {"%P --duration nan -o %D/sp -- true", "--duration: value \"nan\"", NULL},
@@ -404,6 +409,8 @@ static void robust_specprof_launcher_refuses_bad_options(void)
     expect(0, "%P -o %D/sp -- %D/no-such-program 2>&1 | grep -c 'Possible reasons' | sed 's/^/reasons: /'",
            "reasons: 0", NULL);
     expect(126, "%P -o %D/sp -- %D", "Permission denied", NULL);
+    unsetenv("ASAN_OPTIONS");
+    unsetenv("LSAN_OPTIONS");
 }
 
 int main(int argc, char **argv)
