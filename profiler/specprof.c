@@ -7,6 +7,7 @@
  *   specprof check [--json] FILE...       load traces, print a summary or a clear error
  * The launcher stays the parent of CMD so that it can forward signals and say, once CMD
  * has ended, what was written and, if nothing was, why. Plain C, libc only. */
+#include "pkineto.h"
 #include "pnvtx.h"
 #include "ptrace_merge.h"
 #include "ptrace_out.h"
@@ -26,6 +27,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define SP_FAIL(...) do { fprintf(stderr, "specprof: " __VA_ARGS__); fputc('\n', stderr); exit(2); } while (0)
 
@@ -123,6 +125,19 @@ static int sum_cb(void *user, const ptrace_event *e, const ptrace_info *info) {
     return 0;
 }
 
+/* 1 when the file (gzip or plain) opens like a torch.profiler (Kineto) trace: check's reader
+ * refuses it, and a user holding one wants specsim import / fit instead. */
+static int check_is_kineto(const char *path) {
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode)) return 0;   /* a FIFO would block here */
+    gzFile g = gzopen(path, "rb");
+    if (!g) return 0;
+    static char head[65536];
+    int n = gzread(g, head, sizeof head);
+    gzclose(g);
+    return n > 0 && pkineto_probe(head, (size_t)n);
+}
+
 static int cmd_check(int argc, char **argv) {
     int json = 0, worst = 0;
     static const struct option lo[] = { {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0} };
@@ -141,6 +156,10 @@ static int cmd_check(int argc, char **argv) {
         int rc = ptrace_scan_file(argv[i], sum_cb, &s, &info, err, sizeof err);
         if (rc) {
             fprintf(stderr, "specprof check: %s\n", err);
+            if (check_is_kineto(argv[i]))
+                fprintf(stderr, "specprof check: %s is a torch.profiler (Kineto) trace: `specsim import %s` "
+                        "shows what the fit reads from it, `specsim fit %s -o MODEL.json` fits it "
+                        "(docs/importers.md)\n", argv[i], argv[i], argv[i]);
             worst = 2;
             ptrace_sum_free(&s);
             continue;

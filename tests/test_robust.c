@@ -413,6 +413,18 @@ static void robust_specprof_launcher_refuses_bad_options(void)
     unsetenv("LSAN_OPTIONS");
 }
 
+/* specprof check on a torch.profiler (Kineto) trace, plain or gzip: refused (not a capture)
+ * and pointed to the reader that takes it, specsim import / fit. */
+static void robust_specprof_check_points_kineto_to_specsim(void)
+{
+    expect(2, "%P check tests/data/kineto/sglang-eagle-tiny.trace.json", "is a torch.profiler (Kineto) trace",
+           "specsim fit tests/data/kineto/sglang-eagle-tiny.trace.json");
+    expect(2, "gzip -c tests/data/kineto/sglang-eagle-tiny.trace.json > %D/k.json.gz && %P check %D/k.json.gz",
+           "k.json.gz is a torch.profiler (Kineto) trace", "specsim import");
+    expect(2, "%P check /dev/null 2>&1; %P check /dev/null 2>&1 | grep -c Kineto | sed 's/^/kineto: /'; exit 2",
+           "kineto: 0", NULL);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -434,6 +446,7 @@ int main(int argc, char **argv)
     RUN(robust_fit_refuses_and_leaves_no_file);
     RUN(robust_specprof_merge_refuses_its_inputs_and_copies);
     RUN(robust_specprof_launcher_refuses_bad_options);
+    RUN(robust_specprof_check_points_kineto_to_specsim);
     char rm[128];
     snprintf(rm, sizeof rm, "rm -rf %s", dir);
     if (system(rm) != 0)
