@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <cjson/cJSON.h>
 
@@ -217,13 +216,6 @@ static void print_banner(FILE *f, const char *cmd, const simcfg_set_t *s, const 
                 "per-rank costs as they are\n", p->model->ranks, p->ranks);
 }
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void perf_line(const char *what, const sim_result *r, double wall_s)
 {
     fprintf(stderr, "# perf %s: %llu events in %.4f s wall = %.2f M events/s; %.3f simulated "
@@ -271,13 +263,13 @@ static int cmd_run(simcfg_set_t *s)
     ps.eta_note = pb.eta_note = 1;
     if (use_tl)
         timeline_process(&tl, 1, "spec", ps.ranks);
-    double t0 = now_s();
+    double t0 = sim_now_s();
     int rc = sim_run(&ps, use_tl ? &hk : NULL, &rs, err, sizeof err);
     if (rc) {
         fprintf(stderr, "%s\n", err);
         return rc == -2 ? EXIT_BAD_INPUT : 1;
     }
-    double t1 = now_s();
+    double t1 = sim_now_s();
     if (s->cfg.baseline) {
         if (use_tl)
             timeline_process(&tl, 1001, "baseline", pb.ranks);
@@ -287,7 +279,7 @@ static int cmd_run(simcfg_set_t *s)
             return rc == -2 ? EXIT_BAD_INPUT : 1;
         }
     }
-    double t2 = now_s();
+    double t2 = sim_now_s();
     {   /* a phase priced past the traces the model was fitted from: say so */
         sim_result far = rs;
         for (int p = 0; s->cfg.baseline && p < WM_NPHASE; p++) {

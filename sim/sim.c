@@ -56,10 +56,10 @@ enum { EV_GPU, EV_SEG, EV_BARRIER };
 #define SIM_STEP_MAX_NS (INT64_C(1) << 53)
 #define SIM_HORIZON_NS  (INT64_C(1) << 61)
 
-/* Cost of one phase slot at one padded batch size, read off the model once. */
 /* A fixed-length `specsim run` projected to take longer than this says so (sim_eta_note). */
 #define SIM_ETA_NOTE_S 60.0
 
+/* Cost of one phase slot at one padded batch size, read off the model once. */
 typedef struct {
     int    valid, linear;
     double a_us, b_us_per_kv;      /* gpu = a + b * kv (all forwards) */
@@ -714,15 +714,20 @@ static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
     return sqrt(se_bm * se_bm + turn);
 }
 
+double sim_now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* A fixed-length run (p->eta_note: specsim run) that will run past SIM_ETA_NOTE_S says so
  * once, 2 s in: --iterations 1e9 is minutes to hours of one core, and nothing else would
  * tell a user why the command has not returned. */
 static void sim_eta_note(sim_state *S, long it)
 {
     const sim_params *p = S->p;
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    double now = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+    double now = sim_now_s();
     if (S->eta_t0 == 0) {
         S->eta_t0 = now;
         S->eta_it0 = it;

@@ -156,6 +156,8 @@ void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim
 /* Checks p against the model (phases present, counts sane). 0 or -1 with err
  * "FILE: field F: value V: why" (FILE = what), never touching the run. */
 int sim_check(const sim_params *p, const char *what, char *err, size_t errlen);
+/* The monotonic clock in seconds (run and sweep timings, the run-length note). */
+double sim_now_s(void);
 /* Runs one simulation. hooks may be NULL. Returns 0, or -1 with err (bad parameters,
  * out of memory), or -2 with err when the input gives no result a user could trust: a
  * duration or the simulated time past the engine's limits (a cost out of proportion), no

@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define SWEEP_MAX_VALUES 100000
@@ -486,8 +485,7 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
     sweep_ctx c;
     memset(&c, 0, sizeof c);
     memset(st, 0, sizeof *st);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = sim_now_s();
     c.g = g;
     c.base = base;
     c.n = sweep_grid_size(g);
@@ -554,8 +552,7 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
             snprintf(err, errlen, "sweep: writing the CSV failed");
             goto unlock;
         }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        double el = sim_now_s() - t0;
         double left = el / (double)(c.hi - plo) * (double)(phi - c.hi);
         if (!noted && c.hi < phi && left > SWEEP_NOTE_S) {
             char dur[32];
@@ -590,8 +587,7 @@ int sweep_run(const sweep_grid *g, const simcfg_set_t *base, FILE *out, int jobs
         sim_warn_beyond_fit(stderr, "sweep", c.beyond_model, &c.beyond, note);
     }
     st->configs = phi - plo;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    st->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    st->wall_s = sim_now_s() - t0;
     rc = 0;
 unlock:
     pthread_mutex_destroy(&c.lock);

@@ -450,7 +450,6 @@ static void ptrace_refuses_times_out_of_range(void) {
     ptrace_file_free(&f);
 }
 
-/* `specprof check` once called a file with 1 of its 1203 records "complete". */
 /* Two traces in one file (cat a.json b.json, or gzip's concatenated members) once read as
  * one: the second's events against the first's t0, twice the instances, said only "cut
  * off". Refused at the second header, with the line of each. */
@@ -474,6 +473,7 @@ static void ptrace_refuses_two_traces_in_one_file(void) {
     if (rc == 0) ptrace_file_free(&f);
 }
 
+/* `specprof check` once called a file with 1 of its 1203 records "complete". */
 static void ptrace_counts_records_against_the_end(void) {
     char hdr[2048], text[8192], err[256];
     ptrace_header h; fill_header(&h);
