@@ -610,16 +610,45 @@ done:
     return rc;
 }
 
-/* Points sorted by fit_group_cmp_idx (idx): the end of the cell (one trace, token count and
- * query tokens per row, as fit_group makes them) that starts at idx[q]. */
-static size_t fph_cell_end(const fit_point *pts, const size_t *idx, size_t n, size_t q)
+/* The cells of the points pts[0..n) (one trace, token count and query tokens per row, as
+ * fit_group makes them) into cells (room for n): each one's robust mean and sd of its points'
+ * us, its mean KV context and the points kept; fit_us left 0. Returns the number of cells,
+ * or -1 out of memory. */
+static int fph_cells(const fit_point *pts, size_t n, fit_cell *cells)
 {
-    size_t r = q;
-    while (r < n && pts[idx[r]].trace == pts[idx[q]].trace &&
-           pts[idx[r]].tokens == pts[idx[q]].tokens &&
-           pts[idx[r]].q_per_row == pts[idx[q]].q_per_row)
-        r++;
-    return r;
+    size_t *idx = malloc((n + 1) * sizeof *idx);
+    double *v = malloc((n + 1) * sizeof *v);
+    if (!idx || !v) {
+        free(idx);
+        free(v);
+        return -1;
+    }
+    for (size_t q = 0; q < n; q++)
+        idx[q] = q;
+    qsort_r(idx, n, sizeof *idx, fit_group_cmp_idx, (void *)pts);
+    int nc = 0;
+    for (size_t q = 0; q < n;) {
+        size_t r = q;
+        double kv = 0;
+        while (r < n && pts[idx[r]].trace == pts[idx[q]].trace &&
+               pts[idx[r]].tokens == pts[idx[q]].tokens &&
+               pts[idx[r]].q_per_row == pts[idx[q]].q_per_row) {
+            v[r - q] = pts[idx[r]].us;
+            kv += pts[idx[r]].kv_tokens;
+            r++;
+        }
+        fit_cell *c = &cells[nc++];
+        memset(c, 0, sizeof *c);
+        c->trace = pts[idx[q]].trace;
+        c->tokens = pts[idx[q]].tokens;
+        c->kv_tokens = kv / (double)(r - q);
+        c->q_per_row = fit_point_q(&pts[idx[q]]);
+        c->n = (int)(r - q) - (int)fit_group_robust(v, r - q, &c->us_mean, &c->us_sd);
+        q = r;
+    }
+    free(idx);
+    free(v);
+    return nc;
 }
 
 /* The groups are fitted one by one, each in its own form (a base, a slope in the tokens, a
@@ -647,16 +676,10 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
     if ((e && !strcmp(e, "0")) || P->ninst < 2 || !fit_run_unprofiled(R))
         return 0;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
-    size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
-    double *v = malloc((size_t)P->ninst * sizeof *v);
-    if (!pts || !idx || !v) {
-        free(pts);
-        free(idx);
-        free(v);
-        return 0;
-    }
+    fit_cell *cells = malloc((size_t)P->ninst * sizeof *cells);
+    double *cm = malloc((size_t)P->ninst * sizeof *cm);
     size_t m = 0;
-    for (int q = 0; q < P->ninst; q++) {
+    for (int q = 0; pts && q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         if (in->launch_bound && skip_lb)
             continue;
@@ -665,33 +688,20 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
             y += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
             f += wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
         }
-        pts[m] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .us = y - f,
-                             .trace = in->trace, .q_per_row = qr};
-        idx[m] = m;
-        m++;
+        pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .us = y - f,
+                               .trace = in->trace, .q_per_row = qr};
     }
-    qsort_r(idx, m, sizeof *idx, fit_group_cmp_idx, pts);
-    /* each cell's residual (its robust mean) into cm[], the cells' median the bias */
-    double *cm = malloc((m + 1) * sizeof *cm);
-    int nc = 0;
-    for (size_t q = 0; cm && q < m;) {
-        size_t r = fph_cell_end(pts, idx, m, q);
-        for (size_t i = q; i < r; i++)
-            v[i - q] = pts[idx[i]].us;
-        double mean, sd;
-        fit_group_robust(v, r - q, &mean, &sd);
-        cm[nc++] = mean;
-        q = r;
-    }
+    /* each cell's residual (its robust mean), the cells' median the bias */
+    int nc = pts && cells && cm ? fph_cells(pts, m, cells) : -1;
+    for (int c = 0; c < nc; c++)
+        cm[c] = cells[c].us_mean;
+    if (nc >= 2)
+        *bias = fit_group_median(cm, (size_t)nc);
     free(pts);
-    free(idx);
-    free(v);
-    if (!cm || nc < 2) {
-        free(cm);
-        return 0;
-    }
-    *bias = fit_group_median(cm, (size_t)nc);
+    free(cells);
     free(cm);
+    if (nc < 2)
+        return 0;
     wm_group *gap = &pm->groups[P->G];
     gap->base_us = fmax(0, gap->base_us + *bias);
     return 1;
@@ -717,7 +727,7 @@ int fit_phase_fit(fr_run *R, int p)
     double bias;
     if (fph_total_bias(R, p, skip_lb, &bias) && R->o && R->o->log)
         fprintf(R->o->log, "specsim fit: phase %s: the groups' sum %+.1f us off the measured "
-                "totals on average over its configurations: into %s\n", wm_phase_name[p],
+                "totals at the median configuration: into %s\n", wm_phase_name[p],
                 -bias, R->res->model.phase[p].groups[P->G].name);
     fph_host_gap(R, p, b.v, b.vx);
     fph_colls(R, p, b.v, b.bv);
@@ -742,9 +752,8 @@ static int fph_totals(fr_run *R, int p, fit_cell **cells_out, int *nc_out)
     int kv_rows = m->phase[p].kv_rows;
     int G1 = P->G + 1;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
-    if (!pts)
-        return fit_run_fail(R, "out of memory");
-    for (int q = 0; q < P->ninst; q++) {
+    fit_cell *cells = calloc((size_t)P->ninst + 1, sizeof *cells);
+    for (int q = 0; pts && q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         double s = 0;
         for (int g = 0; g < G1; g++)
@@ -752,50 +761,18 @@ static int fph_totals(fr_run *R, int p, fit_cell **cells_out, int *nc_out)
         pts[q] = (fit_point){.tokens = in->tokens, .kv_tokens = fit_inst_kv(in, kv_rows),
                              .us = s, .trace = in->trace, .q_per_row = fit_inst_q(in)};
     }
-    /* cells as fit_group makes them: sort by (trace, tokens) */
-    size_t *idx = malloc((size_t)P->ninst * sizeof *idx);
-    fit_cell *cells = calloc((size_t)P->ninst, sizeof *cells);
-    if (!idx || !cells) {
-        free(pts);
-        free(idx);
+    int nc = pts && cells ? fph_cells(pts, (size_t)P->ninst, cells) : -1;
+    free(pts);
+    if (nc < 0) {
         free(cells);
         return fit_run_fail(R, "out of memory");
     }
-    for (int q = 0; q < P->ninst; q++)
-        idx[q] = (size_t)q;
-    qsort_r(idx, (size_t)P->ninst, sizeof *idx, fit_group_cmp_idx, pts);
-    int nc = 0;
-    double *v = malloc((size_t)P->ninst * sizeof *v);
-    if (!v) {
-        free(pts);
-        free(idx);
-        free(cells);
-        return fit_run_fail(R, "out of memory");
-    }
-    for (size_t q = 0; q < (size_t)P->ninst;) {
-        size_t r = fph_cell_end(pts, idx, (size_t)P->ninst, q);
-        double kv = 0;
-        for (size_t i = q; i < r; i++) {
-            v[i - q] = pts[idx[i]].us;
-            kv += pts[idx[i]].kv_tokens;
-        }
-        fit_cell *c = &cells[nc++];
-        c->trace = pts[idx[q]].trace;
-        c->tokens = pts[idx[q]].tokens;
-        c->kv_tokens = kv / (double)(r - q);
-        c->q_per_row = fit_point_q(&pts[idx[q]]);
-        c->n = (int)(r - q) - (int)fit_group_robust(v, r - q, &c->us_mean, &c->us_sd);
-        c->fit_us = 0;
+    for (int c = 0; c < nc; c++)
         for (int g = 0; g < G1; g++)
-            c->fit_us += wm_group_us_q(m, &m->phase[p].groups[g], c->tokens, c->kv_tokens,
-                                       c->q_per_row);
-        q = r;
-    }
+            cells[c].fit_us += wm_group_us_q(m, &m->phase[p].groups[g], cells[c].tokens,
+                                             cells[c].kv_tokens, cells[c].q_per_row);
     *cells_out = cells;
     *nc_out = nc;
-    free(v);
-    free(idx);
-    free(pts);
     return 0;
 }
 
