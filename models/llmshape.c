@@ -8,6 +8,7 @@
 #include "bounds.h"
 
 #include <cjson/cJSON.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,13 +182,11 @@ int llm_load(llm_shape *s, const char *name, char *err, size_t errlen)
         snprintf(path, sizeof path, "%s", name);
     else
         snprintf(path, sizeof path, "%s/%s.json", llm_dir(), name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    if (access(path, R_OK)) {   /* named with where presets live; bnd_read_file reads it */
         snprintf(err, errlen, "LLM preset %s: %s: cannot open (presets live in %s: run from the "
                  "repository root, set SPECSIM_PRESETS, or give a path)", name, path, llm_dir());
         return -1;
     }
-    fclose(f);
     /* read whole, to a cap (bounds.h): a directory or /dev/zero once said "invalid JSON" */
     char *buf;
     size_t got;

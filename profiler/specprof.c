@@ -517,11 +517,12 @@ static int cmd_run(int argc, char **argv) {
     if (!realpath(out, dir)) SP_FAIL("%s: %s", out, strerror(errno));
     /* every process would say "cannot write the trace" and the run record nothing */
     if (access(dir, W_OK | X_OK)) SP_FAIL("-o %s: cannot write there: %s", out, strerror(errno));
-    /* each process writes DIR/specprof.rank<R>.pid<P>.json.gz.part, at most 1023 bytes
-     * (profiler/core/ptrace_out.c): found here, not by every process */
-    if (strlen(dir) > 1023 - strlen("/specprof.rank2147483647.pid2147483647.json.gz.part"))
+    /* each process writes DIR/specprof.rank<R>.pid<P>[-K].json.gz.part (ptrace_out.h): a DIR
+     * too long for those names found here, not by every process */
+    size_t dir_max = PTRACE_OUT_PATH_BUF - 1 - strlen(PTRACE_OUT_NAME_WIDEST);
+    if (strlen(dir) > dir_max)
         SP_FAIL("-o %s: its absolute path is %zu bytes, too long for the trace files' names under it (at most %zu)",
-                out, strlen(dir), 1023 - strlen("/specprof.rank2147483647.pid2147483647.json.gz.part"));
+                out, strlen(dir), dir_max);
     const char *env_lib = getenv("SPECPROF_LIB");
     if (env_lib && *env_lib) snprintf(lib, sizeof lib, "%s", env_lib);
     else if (exe_dir(here, sizeof here) == 0) snprintf(lib, sizeof lib, "%s/libspecprof.so", here);

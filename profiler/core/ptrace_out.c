@@ -115,7 +115,7 @@ int ptrace_out_open_path(ptrace_out *o, const char *final_path, char *err, size_
 }
 
 int ptrace_out_open_gz(ptrace_out *o, const char *dir, int rank, long pid, int gz_level, char *err, size_t errlen) {
-    char path[1024];
+    char path[PTRACE_OUT_PATH_BUF];
     o->fd = -1;
     o->z = NULL;
     if (ptrace_out_mkdirs(dir, err, errlen)) return -1;

@@ -22,6 +22,11 @@ typedef struct {
     int in_place;           /* the final name is a device or FIFO: written there, no rename */
 } ptrace_out;
 
+/* ptrace_out_open's path buffer (a trace's path under DIR, its ".part" and the NUL fit in
+ * it), and the name it gives a rank and pid at their widest: the launcher refuses a -o whose
+ * absolute path leaves no room for that name, before the run. */
+#define PTRACE_OUT_PATH_BUF 1024
+#define PTRACE_OUT_NAME_WIDEST "/specprof.rank2147483647.pid2147483647.json.gz.part"
 /* Creates DIR (and parents) if missing, opens DIR/specprof.rank<R>.pid<P>.json.part and
  * writes "[\n"; where a file of that rank and pid is there already (finished or .part: an
  * image before exec, a pid reused by a later run), ...pid<P>-2.json.part, -3, ...: nothing is
