@@ -599,7 +599,9 @@ static int fi_add_record(fi_trace_st *S, fr_inst *in, size_t i, size_t j, int *p
     }
     if (fit_trace_grow((void **)&R->el, &R->capel, R->nel, sizeof *R->el))
         return fi_oom(S);
-    R->el[R->nel++] = (fr_elem){cls, x->name, d, 1, x->blocks, x->cap, d, x->name};
+    const fi_corr *lc = x->corr ? fi_corr_find(S->cm, S->t->napi, x->corr) : NULL;
+    R->el[R->nel++] = (fr_elem){cls, x->name, d, 1, x->blocks, x->cap, d, x->name,
+                                lc ? lc->e : 0};
     in->ne++;
     *prev_gemm = gemm;
     return 0;

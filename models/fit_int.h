@@ -88,6 +88,7 @@ typedef struct {
      * unknown) */
     double blocks, cap, dmax_us;
     const char *dname;         /* that kernel's name (trace pool) */
+    int64_t call_end_ns;       /* end of its (first) kernel's launch call; 0: not known */
 } fr_elem;
 
 typedef struct {
@@ -104,6 +105,9 @@ typedef struct {
     double *WB, *WC;           /* [ninst][G+1]: blocks and resident capacity of the group's
                                   kernel (its elements agree; else 0: no wave term) */
     double *WD;                /* [ninst][G+1]: that kernel's us per forward */
+    double *POS;               /* [G+1][WM_POS_BINS]: each group's launch profile summed over
+                                  the eager instances (fit_match.c), npos of them */
+    int     npos;
     int    *WV;                /* [ninst][G+1]: the group's kernel variant in the instance
                                   (fit_point.variant; 0: not known) */
     int     count[WM_GROUPS_MAX];

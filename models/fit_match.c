@@ -361,6 +361,62 @@ static int fm_by_name(fr_run *R, fr_phase *P, int p)
 
 /* Per instance and group: microseconds and launches per forward, the wave kernel's blocks,
  * capacity and time, the kernel variants. */
+/* Each group's launch profile (wm_group.pos): in every eager instance with launch calls,
+ * the share of the group's GPU time whose launch call ended in each of WM_POS_BINS equal
+ * slices of the instance's launch time (its first call's start to its last kernel launch
+ * call's end); summed over
+ * the instances into P->POS, each instance weighing one (docs/fit.md, "Launch profile"). */
+static int fm_launch_profile(fr_run *R, fr_phase *P)
+{
+    int G1 = P->G + 1;
+    P->POS = calloc((size_t)G1 * WM_POS_BINS, sizeof *P->POS);
+    double *h = calloc((size_t)G1 * WM_POS_BINS, sizeof *h);
+    if (!P->POS || !h) {
+        free(h);
+        return fit_run_fail(R, "out of memory");
+    }
+    P->npos = 0;
+    const char *env = getenv("FIT_LAUNCH_PROFILE");   /* 0: none (the simulator's even spread) */
+    for (int q = 0; q < P->ninst && !(env && !strcmp(env, "0")); q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        if (in->graph != 0 || in->napi < 2)
+            continue;
+        /* the launch time ends with the last kernel's launch call: a blocking copy after it
+         * (accept's read of the accepted tokens) waits for the GPU, it does not launch */
+        int64_t end = INT64_MIN;
+        for (int e = 0; e < in->ne; e++)
+            if (R->el[in->e0 + (size_t)e].call_end_ns > end)
+                end = R->el[in->e0 + (size_t)e].call_end_ns;
+        if (end <= in->lb)
+            continue;
+        memset(h, 0, (size_t)G1 * WM_POS_BINS * sizeof *h);
+        int any = 0;
+        for (int e = 0; e < in->ne; e++) {
+            const fr_elem *el = &R->el[in->e0 + (size_t)e];
+            if (el->call_end_ns == 0)
+                continue;
+            int g = fm_elem_group(P, in, el, e);
+            double x = (double)(el->call_end_ns - in->lb) / (double)(end - in->lb);
+            int b = (int)floor(x * WM_POS_BINS);
+            b = b < 0 ? 0 : b >= WM_POS_BINS ? WM_POS_BINS - 1 : b;
+            h[(size_t)g * WM_POS_BINS + (size_t)b] += el->dur_us;
+            any = 1;
+        }
+        if (!any)
+            continue;
+        for (int g = 0; g < G1; g++) {
+            double t = 0;
+            for (int b = 0; b < WM_POS_BINS; b++)
+                t += h[(size_t)g * WM_POS_BINS + (size_t)b];
+            for (int b = 0; t > 0 && b < WM_POS_BINS; b++)
+                P->POS[(size_t)g * WM_POS_BINS + (size_t)b] += h[(size_t)g * WM_POS_BINS + (size_t)b] / t;
+        }
+        P->npos++;
+    }
+    free(h);
+    return 0;
+}
+
 static int fm_sums(fr_run *R, fr_phase *P)
 {
     int G1 = P->G + 1;
@@ -403,7 +459,7 @@ static int fm_sums(fr_run *R, fr_phase *P)
             l[g] += (double)el->launches / in->F;
         }
     }
-    return 0;
+    return fm_launch_profile(R, P);
 }
 
 /* By name, a group must be in every trace where its phase is. */

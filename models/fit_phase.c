@@ -162,6 +162,19 @@ double fit_group_resid_frac(const fit_group_stats *st)
     return st->rms_rel;
 }
 
+/* Group g's launch profile from the phase's eager instances (fit_match.c's P->POS): its
+ * shares normalized; none where no eager instance held the group. */
+static void fph_launch_profile(const fr_phase *P, int g, wm_group *wg)
+{
+    const double *row = P->POS ? &P->POS[(size_t)g * WM_POS_BINS] : NULL;
+    double t = 0;
+    for (int b = 0; row && b < WM_POS_BINS; b++)
+        t += row[b];
+    wg->has_pos = t > 0;
+    for (int b = 0; wg->has_pos && b < WM_POS_BINS; b++)
+        wg->pos[b] = row[b] / t;
+}
+
 /* Group g of phase p: its points, the GEMM sweep and the waves where they apply, fit_group,
  * the spread capped, the residual for the intervals. */
 static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf *b)
@@ -198,6 +211,7 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf 
     memset(wg, 0, sizeof *wg);
     snprintf(wg->name, sizeof wg->name, "%s", P->name[g]);
     wg->count = P->count[g];
+    fph_launch_profile(P, g, wg);
     if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
         return -1;
     /* a KV x tiles term fitted at q >= its smallest q says nothing below it (torchbench's
@@ -661,11 +675,16 @@ static int fph_cells(const fit_point *pts, size_t n, fit_cell *cells)
  * goes into the gap group's base: the groups then sum to the totals at the typical cell,
  * their shape unchanged. The median, not the mean: one odd cell would move every other
  * (call 18's accept at 80 rows, eager, measured 564 us against ~55 us elsewhere: the mean put
- * +41.5 us into every accept, its held-out table 1.44% -> 1.68% median; the median 1.15%). Only where every trace is unprofiled (lite): a CUPTI trace's totals hold
+ * +41.5 us into every accept, its held-out table 1.44% -> 1.68% median; the median 1.15%).
+ * At least FIT_TOTAL_BIAS_CELLS cells: of two the median is their mean (call 18's accept
+ * instances that were not launch-bound, the only ones counted, were its two 80-row cells:
+ * +368 us and +0.4 us put +184 us into every accept, its 1-row rows 1-2% slow). Only where
+ * every trace is unprofiled (lite): a CUPTI trace's totals hold
  * the profiler's own GPU time, which FIT_CUPTI_KERNEL_US takes out only in part, and the
  * node-level torchbench fits already ran 1-4% slow on their held-out rows (call 4's MoE
  * table went from 1.49% to 2.34% median with the correction). 1 when applied, 0 when not
- * (fewer than 2 cells; FIT_TOTAL_BIAS=0). */
+ * (fewer than FIT_TOTAL_BIAS_CELLS cells; FIT_TOTAL_BIAS=0). */
+#define FIT_TOTAL_BIAS_CELLS 3
 static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
 {
     fr_phase *P = &R->ph[p];
@@ -695,12 +714,12 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
     int nc = pts && cells && cm ? fph_cells(pts, m, cells) : -1;
     for (int c = 0; c < nc; c++)
         cm[c] = cells[c].us_mean;
-    if (nc >= 2)
+    if (nc >= FIT_TOTAL_BIAS_CELLS)
         *bias = fit_group_median(cm, (size_t)nc);
     free(pts);
     free(cells);
     free(cm);
-    if (nc < 2)
+    if (nc < FIT_TOTAL_BIAS_CELLS)
         return 0;
     wm_group *gap = &pm->groups[P->G];
     gap->base_us = fmax(0, gap->base_us + *bias);

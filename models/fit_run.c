@@ -43,6 +43,7 @@ static void fr_free(fr_run *R)
         free(R->ph[p].WC);
         free(R->ph[p].WD);
         free(R->ph[p].WV);
+        free(R->ph[p].POS);
     }
     free(R->in);
     free(R->el);

@@ -228,8 +228,38 @@ static const char *const wm_group_keys[] = {
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
     "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
-    "q_tile_knee", "resid_frac", "latency_bound", "source", "q_min", NULL,
+    "q_tile_knee", "resid_frac", "latency_bound", "source", "q_min", "launch_pos", NULL,
 };
+
+/* A group's launch profile (launch_pos): WM_POS_BINS shares in [0, 1] summing to 1 (to
+ * 0.01: the writer rounds them; normalized here). Absent: has_pos 0. */
+static int wm_parse_pos(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
+{
+    char path[WM_PATH_MAX];
+    wm_join(path, base, "launch_pos");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(g, "launch_pos");
+    out->has_pos = 0;
+    if (a == NULL)
+        return 0;
+    if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != WM_POS_BINS)
+        return wm_fail(c, path, a, "must be an array of %d shares (the group's GPU time in each "
+                       "slice of the phase's eager launch time)", WM_POS_BINS);
+    double sum = 0;
+    int b = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, a) {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1))
+            return wm_fail(c, path, v, "element %d must be a share in [0, 1]", b);
+        out->pos[b++] = v->valuedouble;
+        sum += v->valuedouble;
+    }
+    if (!(fabs(sum - 1) <= 0.01))
+        return wm_fail(c, path, a, "the shares sum to %g, not 1", sum);
+    for (b = 0; b < WM_POS_BINS; b++)
+        out->pos[b] /= sum;
+    out->has_pos = 1;
+    return 0;
+}
 
 static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_group *out)
 {
@@ -268,6 +298,8 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         return wm_fail(c, path, lb, "must be true or false");
     }
     out->latency_bound = lb != NULL && cJSON_IsTrue(lb);
+    if (wm_parse_pos(c, g, base, out) != 0)
+        return -1;
     const cJSON *sp = cJSON_GetObjectItemCaseSensitive(g, "sweep_phase");
     if (sp != NULL || out->sweep_scale > 0) {
         char path[WM_PATH_MAX];
@@ -719,6 +751,12 @@ static cJSON *wm_group_json(const wm_group *g)
         cJSON_AddBoolToObject(o, "latency_bound", 1);
     if (g->source[0])   /* derived groups only: fitted files stay as they were */
         cJSON_AddStringToObject(o, "source", g->source);
+    if (g->has_pos) {   /* 4 decimals: the reader normalizes */
+        double r[WM_POS_BINS];
+        for (int b = 0; b < WM_POS_BINS; b++)
+            r[b] = round(g->pos[b] * 1e4) / 1e4;
+        cJSON_AddItemToObject(o, "launch_pos", cJSON_CreateDoubleArray(r, WM_POS_BINS));
+    }
     return o;
 }
 

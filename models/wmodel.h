@@ -22,6 +22,8 @@ extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
 #define WM_GROUPS_MAX 64
 #define WM_COLLS_MAX 8
 #define WM_GSRC_MAX 224  /* a group's source, with its terminating 0 */
+/* slices of an eager phase's launch time in a group's launch profile (wm_group.pos) */
+#define WM_POS_BINS 32
 
 /* Cost of one kernel group for one forward, in microseconds:
  *   base_us + per_token_us * max(0, tokens - knee_tokens) + per_token_all_us * tokens
@@ -89,6 +91,13 @@ typedef struct {
      * a row is priced at q_min's tiles (nothing measured says a tile holds fewer); 0: no
      * floor (files without the key) */
     double q_min;
+    /* where the group's GPU time sits in its phase's eager launch sequence: pos[b] the share
+     * of it launched in slice b of WM_POS_BINS equal slices of the host's launch time
+     * (summing to 1), measured by the fit on the phase's eager instances; the simulator's
+     * launch bound (docs/simulator.md, "Eager launches") reads it. has_pos 0: not measured
+     * (a hand-written model, a phase only ever replayed from graphs): spread evenly */
+    int    has_pos;
+    double pos[WM_POS_BINS];
 } wm_group;
 
 /* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):

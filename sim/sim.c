@@ -68,6 +68,10 @@ typedef struct {
     int    ncoll;
     long   n_meas;                 /* measured iterations planned at this size (intervals) */
     double kv_meas;                /* and their KV context, summed */
+    /* the launch profile (wm_group.pos; has_pos: some group of the phase has one): the GPU
+     * time launched in each slice of the eager launch time, pa + pb * kv, as a and b above */
+    int    has_pos;
+    double pa_us[WM_POS_BINS], pb_us_per_kv[WM_POS_BINS];
 } sim_cost;
 
 typedef struct {
@@ -87,6 +91,10 @@ typedef struct {
     double launch_us, first_us;
     int64_t launch_ns, first_ns, gap_ns;   /* the same in ns (host hot path) */
     double gap_sd_scaled_us;               /* gap_sd_us * jitter_scale */
+    /* an eager instance's launch profile: rest[b] the share of its GPU time launched from
+     * slice b of its launch time on (rest[0] = 1); has_pos 0: spread evenly (1 - b/BINS) */
+    int    has_pos;
+    float  rest[WM_POS_BINS];
 } sim_phase;
 
 typedef struct {
@@ -266,8 +274,21 @@ static void sim_cost_fill(sim_state *S, const sim_phase *pr, sim_cost *c, int ro
             c->linear = 0;
         c->a_us += a * pr->forwards;
         c->b_us_per_kv += slope * pr->forwards;
+        c->has_pos |= g->has_pos;
         c->sda_us += g->sd_frac * a * pr->forwards;
         c->sdb_us_per_kv += g->sd_frac * slope * pr->forwards;
+    }
+    for (int i = 0; c->has_pos && i < pm->ngroups; i++) {
+        const wm_group *g = &pm->groups[i];
+        double q = pr->rows_per_req;
+        double a = wm_group_us_q(m, g, tokens, 0, q) * pr->forwards;
+        double slope = (wm_group_us_q(m, g, tokens, SIM_KV_PROBE, q) * pr->forwards - a) /
+                       SIM_KV_PROBE;
+        for (int b = 0; b < WM_POS_BINS; b++) {
+            double w = g->has_pos ? g->pos[b] : 1.0 / WM_POS_BINS;
+            c->pa_us[b] += w * a;
+            c->pb_us_per_kv[b] += w * slope;
+        }
     }
     if (S->R > 1 && S->p->algo) {
         for (int i = 0; i < pm->ncolls; i++) {
@@ -300,6 +321,52 @@ static void sim_cost_direct(sim_state *S, const sim_phase *pr, int rows, double 
         *gpu += u;
         *sdw += pm->groups[i].sd_frac * u;
     }
+}
+
+/* An eager phase's launch profile at its shape (sim_phase.rest): each slice's GPU time
+ * from the cost's linear form, else (a non-linear model) from the groups directly. */
+static void sim_rest_fill(sim_state *S, sim_phase *ph, const sim_cost *c, int rows, double kv)
+{
+    double w[WM_POS_BINS], tot = 0;
+    if (c->linear) {
+        for (int b = 0; b < WM_POS_BINS; b++)
+            w[b] = fmax(0, c->pa_us[b] + c->pb_us_per_kv[b] * kv);
+    } else {
+        const wm_model *m = S->p->model;
+        const wm_phase_model *pm = wm_phase_get(m, ph->wm);
+        double tokens = (double)rows * ph->rows_per_req;
+        memset(w, 0, sizeof w);
+        for (int i = 0; i < pm->ngroups; i++) {
+            const wm_group *g = &pm->groups[i];
+            double u = wm_group_us_q(m, g, tokens, kv, ph->rows_per_req) * ph->forwards;
+            for (int b = 0; b < WM_POS_BINS; b++)
+                w[b] += u * (g->has_pos ? g->pos[b] : 1.0 / WM_POS_BINS);
+        }
+    }
+    for (int b = 0; b < WM_POS_BINS; b++)
+        tot += w[b];
+    if (!(tot > 0)) {
+        ph->has_pos = 0;
+        return;
+    }
+    double after = tot;
+    for (int b = 0; b < WM_POS_BINS; b++) {
+        ph->rest[b] = (float)(after / tot);
+        after -= w[b];
+    }
+}
+
+/* The share of eager instance ph's GPU time launched after share x of its launch time. */
+static inline double sim_rest(const sim_phase *ph, double x)
+{
+    if (!ph->has_pos)
+        return 1 - x;
+    double f = x * WM_POS_BINS;
+    int b = (int)f;
+    if (b >= WM_POS_BINS)
+        return 0;
+    double r0 = ph->rest[b], r1 = b + 1 < WM_POS_BINS ? ph->rest[b + 1] : 0;
+    return r0 - (f - b) * (r0 - r1);
 }
 
 static void sim_make_plan(sim_state *S, long it)
@@ -375,6 +442,9 @@ static void sim_make_plan(sim_state *S, long it)
             sim_cost_direct(S, ph, ph_key, kv, &ph->gpu_us, &sdw);
         }
         ph->sd_frac = ph->gpu_us > 0 ? sdw / ph->gpu_us * S->sigma_scale : 0;
+        ph->has_pos = ph_eager && c->has_pos && ph->gpu_us > 0;
+        if (ph->has_pos)
+            sim_rest_fill(S, ph, c, ph_key, kv);
         ph->ncoll = c->ncoll;
         ph->ar_us = c->ncoll ? c->ar_total_us / c->ncoll : 0;
         ph->nseg = c->ncoll < p->sync_segments ? c->ncoll : p->sync_segments;
@@ -577,14 +647,26 @@ static void sim_gpu_try(sim_state *S, int r)
         k->end_d = k->start_d;
         if (ph->eager && ph->kernels > 0) {
             /* the last kernel cannot run before it is launched, nor the kernels after a host
-             * stall (a share 1 - x of the work) before the stall ends */
+             * stall (a share sim_rest(x) of the work) before the stall ends, nor those
+             * launched in slice b of the launch time (the phase's launch profile) before the
+             * host reaches it (docs/simulator.md, "Eager launches") */
             int e = (int)(g & (SIM_RING - 1)), ns = k->nstall[e];
             double host = ph->launch_us + sim_stall_total(k, e);
             double after = host + ph->gpu_us / ph->kernels;
             for (int j = 0; j < ns; j++) {
                 double x = k->stall_x[e][j], at = x * ph->launch_us + k->stall_c[e][j];
-                if (at + (1 - x) * work > after) {
-                    after = at + (1 - x) * work;
+                if (at + sim_rest(ph, x) * work > after) {
+                    after = at + sim_rest(ph, x) * work;
+                    host = at;
+                }
+            }
+            for (int b = 1, j = 0; ph->has_pos && b < WM_POS_BINS; b++) {
+                double x = (double)b / WM_POS_BINS;
+                while (j < ns && k->stall_x[e][j] < x)
+                    j++;
+                double at = x * ph->launch_us + (j > 0 ? k->stall_c[e][j - 1] : 0);
+                if (at + ph->rest[b] * work > after) {
+                    after = at + ph->rest[b] * work;
                     host = at;
                 }
             }

@@ -325,6 +325,63 @@ static void sim_eager_gpu_bound_when_launches_are_cheap(void)
     CHECK(r.eager_frac == 1, "eager fraction %.3f", r.eager_frac);
 }
 
+/* The launch profile (docs/simulator.md, "Eager launches"): an eager verify of 100 kernels
+ * launched 3 us apart (300 us of host) whose 90 light kernels (1 us each) come first and
+ * whose 10 heavy ones (20 us each) are launched in the last of WM_POS_BINS slices of the
+ * launch time. Its GPU time (290 us) is about its host time, and neither of the old bounds
+ * (the GPU's work after the first launch, the last launch plus one kernel: ~303 us) sees
+ * that the heavy kernels cannot start before the host reaches them: 31/32 x 300 + 200 =
+ * 490.6 us from the first launch to the GPU's end. Without the profile (has_pos 0) the
+ * even spread gives the old 302.9 us. */
+typedef struct { int64_t launch0, verify_end; } lp_spans;
+static void lp_span(void *ctx, const sim_span *s)
+{
+    lp_spans *v = ctx;
+    if (s->iteration != 0)
+        return;
+    if (s->track == SIM_TRACK_HOST && !strcmp(s->cat, "launch") && v->launch0 < 0)
+        v->launch0 = s->start_ns;   /* the iteration's first launch: verify's (steps 1) */
+    if (s->track == SIM_TRACK_GPU && !strcmp(s->name, "verify"))
+        v->verify_end = s->end_ns;
+}
+
+static void sim_launch_profile_holds_late_kernels_back(void)
+{
+    double got[2];
+    for (int with = 0; with < 2; with++) {
+        wm_model m;
+        sim_params p;
+        sim_result r;
+        gpu_bound_case(&m, &p);
+        m.eager_launch_us = 3;
+        wm_phase_model *v = &m.phase[WM_VERIFY];
+        set_phase(&m, WM_VERIFY, 90, 0, 0, 90, 0);
+        v->ngroups = 2;
+        v->groups[1] = v->groups[0];
+        snprintf(v->groups[1].name, sizeof v->groups[1].name, "heavy");
+        v->groups[1].count = 10;
+        v->groups[1].base_us = 200;
+        v->groups[0].has_pos = v->groups[1].has_pos = with;
+        for (int b = 0; b < WM_POS_BINS; b++) {
+            v->groups[0].pos[b] = b < 29 ? 1.0 / 29 : 0;
+            v->groups[1].pos[b] = b == WM_POS_BINS - 1;
+        }
+        p.eager_launch_us = 3;
+        p.timeline_iterations = 1;
+        lp_spans sp = {-1, -1};
+        sim_hooks h = {.on_span = lp_span, .ctx = &sp};
+        if (run(&p, &h, &r))
+            return;
+        CHECK(sp.launch0 >= 0 && sp.verify_end >= 0, "no verify spans");
+        got[with] = (double)(sp.verify_end - sp.launch0) / 1000.0;
+        CHECK_NEAR(r.phase_us[WM_VERIFY], 290, 1e-6, 0);   /* the work, idle apart */
+    }
+    printf("     eager verify, first launch to GPU end: %.1f us with the launch profile, %.1f "
+           "without\n", got[1], got[0]);
+    CHECK_NEAR(got[1], 31.0 / 32 * 300 + 200, 0.5, 0);
+    CHECK_NEAR(got[0], 300 + 2.9, 0.5, 0);
+}
+
 /* The hf-assisted loop (docs/simulator.md, "Hugging Face assisted generation"): host-bound
  * eager phases, rounds of k = min(K, tokens left - 1) drafts, a rejection's host cost on the
  * extend gap. Expected time of one request of N tokens by a recursion over the tokens done
@@ -758,6 +815,7 @@ int main(void)
     RUN(sim_prices_host_terms_per_phase_and_request);
     RUN(sim_host_scale_stretches_host_terms_only);
     RUN(sim_eager_gpu_bound_when_launches_are_cheap);
+    RUN(sim_launch_profile_holds_late_kernels_back);
     RUN(sim_hf_loop_caps_rounds_and_prices_rejection);
     RUN(sim_allgather_costs_half_an_allreduce);
     RUN(sim_allgather_goes_through_nccl);

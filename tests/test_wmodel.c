@@ -514,6 +514,52 @@ static void wmodel_kv_rows_round_trips_and_prices(void)
     CHECK(strstr(err, "x.json: field phases.verify.kv_rows: value \"all\"") != NULL, "message \"%s\"", err);
 }
 
+/* A group's launch profile (launch_pos, docs/model-format.md): WM_POS_BINS shares read,
+ * normalized and written back (to 4 decimals); refused with the file and field named when
+ * it is not an array of WM_POS_BINS numbers, a share lies outside [0, 1] or they do not
+ * sum to 1. A group without it has none (has_pos 0). */
+static void wmodel_launch_pos_round_trips_and_refuses(void)
+{
+    wm_model m, back;
+    char err[512] = "", pos[1024], text[2048];
+    const char *fmt =
+        "{\"specsim_model\": 1, \"name\": \"lp\", \"phases\": {"
+        "\"verify\": {\"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10, \"launch_pos\": %s},"
+        "{\"name\": \"w\", \"count\": 1, \"base_us\": 5}]},"
+        "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
+    /* half in the first slice, half in the last; written with 0.005 too much in all */
+    size_t n = 0;
+    n += (size_t)snprintf(pos + n, sizeof pos - n, "[0.5025");
+    for (int b = 1; b < WM_POS_BINS - 1; b++)
+        n += (size_t)snprintf(pos + n, sizeof pos - n, ", 0");
+    snprintf(pos + n, sizeof pos - n, ", 0.5025]");
+    snprintf(text, sizeof text, fmt, pos);
+    CHECK(wm_parse(&m, text, "lp.json", err, sizeof err) == 0, "%s", err);
+    const wm_group *v = &m.phase[WM_VERIFY].groups[0], *w = &m.phase[WM_VERIFY].groups[1];
+    CHECK(v->has_pos && !w->has_pos, "has_pos %d %d", v->has_pos, w->has_pos);
+    CHECK_NEAR(v->pos[0], 0.5, 1e-12, 0);
+    CHECK_NEAR(v->pos[WM_POS_BINS - 1], 0.5, 1e-12, 0);
+    const char *path = "build/tests/wmodel_launch_pos.json";
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+    CHECK(back.phase[WM_VERIFY].groups[0].has_pos && !back.phase[WM_VERIFY].groups[1].has_pos,
+          "round trip: has_pos");
+    CHECK_NEAR(back.phase[WM_VERIFY].groups[0].pos[WM_POS_BINS - 1], 0.5, 1e-12, 0);
+    const struct { const char *pos, *want; } bad[] = {
+        {"[0.5, 0.5]", "lp.json: field phases.verify.groups[0].launch_pos: value [0.5,0.5]"},
+        {"0.5", "phases.verify.groups[0].launch_pos: value 0.5: must be an array"},
+        {"[1.5, -0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+         "0, 0, 0, 0, 0, 0]", "element 0 must be a share in [0, 1]"},
+        {"[0.5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+         "0, 0, 0, 0, 0, 0]", "the shares sum to 0.5, not 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, fmt, bad[i].pos);
+        CHECK(wm_parse(&m, text, "lp.json", err, sizeof err) == -1, "taken: %s", bad[i].pos);
+        CHECK(strstr(err, bad[i].want) != NULL, "message \"%s\", want \"%s\"", err, bad[i].want);
+    }
+}
+
 /* A phase's host stalls (eager_stall_per_launch, eager_stall_us): read and written back;
  * refused with the field named when one comes without the other, the chance is not in
  * [0, 1], or their mean share exceeds eager_launch_us (which includes it). */
@@ -592,5 +638,6 @@ int main(void)
     RUN(wmodel_eager_stalls_round_trip_and_refuse);
     RUN(wmodel_save_refuses_what_load_refuses);
     RUN(wmodel_kv_rows_round_trips_and_prices);
+    RUN(wmodel_launch_pos_round_trips_and_refuses);
     return check_done();
 }
