@@ -13,7 +13,8 @@
 #  3. the graph loop (eager above 64 rows): call 14's grid and subset, as many repeats as fit.
 # Results ($OUT): run.log; grid_eager.csv, grid_dense.csv; lite_eager.json.gz, lite_dense.json.gz;
 # ref_eager.json.gz, ref_dense.json.gz; refs.tar.gz (the references' calib_measured csvs, stdout).
-# usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call16.sh   (RUN_LIMIT_S 580)
+# usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call16.sh   (RUN_LIMIT_S 580;
+# CALIB_STEPS, default 2,5: the calibration subset's draft lengths)
 set -u
 OUT=${OUT:-/tmp/call16}
 mkdir -p "$OUT"
@@ -39,10 +40,14 @@ keep() {   # keep DIR NAME: the process's trace to $OUT/NAME, its check in the l
   cp "$f" "$OUT/$2"
 }
 
+# CALIB_STEPS: the calibration subset's draft lengths (default 2,5; call 20: 2,4,5, an odd
+# query-token count per row beside 3 and 6)
+CALIB_STEPS=${CALIB_STEPS:-2,5}
+echo "calibration steps: $CALIB_STEPS" | tee -a "$LOG"
 step "node-level references (always): the eager subset, the graph subset"
 OUT=$W/refe SP=$SP TB_EXTRA="--disable-cuda-graph" TAG_SUFFIX=_eager PLAN="calib:torch-dense:always" \
-  CALIB_CONC=1,4,24 CALIB_SECONDS=0.08 CALIB_MIN_ITERS=8 timeout 100 bash profiler/device/torch_truth.sh > $W/pack/refe.out 2>&1
-OUT=$W/ref SP=$SP PLAN="calib:torch-dense:always" CALIB_CONC=1,2,4,15,33,80 CALIB_SECONDS=0.04 CALIB_MIN_ITERS=8 \
+  CALIB_STEPS=$CALIB_STEPS CALIB_CONC=1,4,24 CALIB_SECONDS=0.08 CALIB_MIN_ITERS=8 timeout 100 bash profiler/device/torch_truth.sh > $W/pack/refe.out 2>&1
+OUT=$W/ref SP=$SP PLAN="calib:torch-dense:always" CALIB_STEPS=$CALIB_STEPS CALIB_CONC=1,2,4,15,33,80 CALIB_SECONDS=0.04 CALIB_MIN_ITERS=8 \
   timeout 100 bash profiler/device/torch_truth.sh > $W/pack/ref.out 2>&1
 grep -E "^complete|^calibration|NO TRACE|^-rw" $W/refe/run.log $W/ref/run.log | tee -a "$LOG"
 cp $W/refe/calib_torch-dense_always_eager.json.gz "$OUT/ref_eager.json.gz" 2>/dev/null
@@ -51,7 +56,10 @@ cp $W/refe/calib_measured_*.csv $W/ref/calib_measured_*.csv $W/pack/ 2>/dev/null
 
 step "the eager loop: 65 points, ~20 repeats, the subset captured in every repeat"
 CE=""
-for c in 1 4 24; do CE="$CE,spec:2:$c,spec:5:$c,baseline:$c"; done
+for c in 1 4 24; do
+  for st in $(echo "$CALIB_STEPS" | tr ',' ' '); do CE="$CE,spec:$st:$c"; done
+  CE="$CE,baseline:$c"
+done
 b=$(( $(left) - 230 )); [ $b -gt 260 ] && b=260
 timeout $(( b + 40 )) $LITE -o $W/pe -- $TB --preset torch-dense --disable-cuda-graph --mode spec,baseline \
   --steps 1,2,3,4,5,6 --alpha 0.5,0.8 --concurrency 1,2,4,9,24 $COMMON --warmup 1 --seconds 0.08 --min-iters 8 \
@@ -61,7 +69,10 @@ keep $W/pe lite_eager.json.gz
 
 step "the graph loop: call 14's grid and subset, as many repeats as fit"
 CG=""
-for c in 1 2 4 15 33 80; do CG="$CG,spec:2:$c,spec:5:$c,baseline:$c"; done
+for c in 1 2 4 15 33 80; do
+  for st in $(echo "$CALIB_STEPS" | tr ',' ' '); do CG="$CG,spec:$st:$c"; done
+  CG="$CG,baseline:$c"
+done
 b=$(( $(left) - 40 ))
 if [ $b -gt 60 ]; then
   timeout $(( b + 30 )) $LITE -o $W/pg -- $TB --preset torch-dense --mode spec,baseline --steps 1,2,3,4,5,6 \

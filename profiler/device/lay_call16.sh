@@ -5,7 +5,8 @@
 # FETCHED holds run.log, grid_dense.csv, grid_eager.csv, lite_dense.json.gz, lite_eager.json.gz,
 # ref_dense.json.gz, ref_eager.json.gz (refs.tar.gz when there). TEMPLATE (default
 # traces/torch/call16 on an H200, call17 on an H100: run.log's device line decides) gives the
-# manifests, nodes.csv, lite.env and fit.env (its GEMM sweep csvs too: the H200's). Then runs
+# manifests, nodes.csv, lite.env and fit.env (its GEMM sweep csvs too: the H200's; CALIB_STEPS=2,4,5
+# as call16.sh ran with it rewrites the manifests' speculative rows). Then runs
 # models/lite_validate.sh on the graph and eager folders (their validation_lite.txt,
 # validation_node.txt, lite_vs_node.txt). Add the folder to the Makefile's LITE_DIRS and to
 # carry_light.sh's DIRS by hand, and write its README.md from the tables.
@@ -40,6 +41,17 @@ lay lite calib_torch-dense_lite.json.gz lite_dense.json.gz
 lay lite_eager calib_torch-dense_lite_eager.json.gz lite_eager.json.gz
 sed -i "1s#.*#\# specsim fit's environment for $dn (call16.sh run again, template $tn; models/validate.sh reads it):#" \
   "$DEST"/*/fit.env
+# CALIB_STEPS (as call16.sh ran with it; default the template's 2,5): the manifests' speculative
+# rows, one per calibration draft length at each of the template's batch sizes
+if [ -n "${CALIB_STEPS:-}" ]; then
+  for m in "$DEST"/*/manifest.csv; do
+    awk -F, -v OFS=, -v steps="$CALIB_STEPS" 'NR == 1 { print; next }
+      $3 == "spec" && !first { first = $4 }
+      $3 == "spec" && $4 == first { n = split(steps, s, ","); for (i = 1; i <= n; i++) { $4 = s[i]; print }; next }
+      $3 == "spec" { next }
+      { print }' "$m" > "$m.tmp" && mv "$m.tmp" "$m"
+  done
+fi
 rc=0
 for d in lite lite_eager; do
   LITE_VALIDATE_WORK=build/lv-$dn-$d sh models/lite_validate.sh "$DEST/$d" "$SPECSIM" || rc=$?
