@@ -111,7 +111,7 @@ TORCH_VALIDATE_C7 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_
 # and 15 specbench, call 9 torchbench dense with graphs and the eager loop, call 11 MoE and replicates,
 # call 14 with 2 rows in the calibration, call 16 with the subset captured in every repeat of the
 # graph loop and of the eager loop, call 17 the same on an H100, call 18 and call 19 shorter replicates
-# on an H100, call 20 with draft lengths 2, 4 and 5 in the calibration)
+# on an H100, call 20 with draft lengths 2, 4 and 5 in the calibration, call 21 a shorter replicate of it)
 # against that grid.
 LITE_DIRS = traces/lite/specbench traces/lite/specbench-0.3s traces/lite/torch-dense traces/lite/torch-dense-eager \
   traces/lite/specbench-call10 traces/lite/specbench-call15 traces/torch/call9/lite traces/torch/call9/lite_eager \
@@ -119,7 +119,8 @@ LITE_DIRS = traces/lite/specbench traces/lite/specbench-0.3s traces/lite/torch-d
   traces/torch/call16/lite traces/torch/call16/lite_eager traces/torch/call17/lite traces/torch/call17/lite_eager \
   traces/torch/call18/lite traces/torch/call18/lite_eager \
   traces/torch/call19/lite traces/torch/call19/lite_eager \
-  traces/torch/call20/lite traces/torch/call20/lite_eager
+  traces/torch/call20/lite traces/torch/call20/lite_eager \
+  traces/torch/call21/lite traces/torch/call21/lite_eager
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	VALIDATE_MEASURED=traces/validation/measured_0.3s.csv VALIDATE_OUT=traces/validation/validation_0.3s.txt \

@@ -108,6 +108,8 @@ typedef struct {
     double *POS;               /* [G+1][WM_POS_BINS]: each group's launch profile summed over
                                   the eager instances (fit_match.c), npos of them */
     int     npos;
+    int     gap_graph;         /* the gap group is fitted on the graph replays alone
+                                  (fit_phase.c, fph_gap_graph_only) */
     int    *WV;                /* [ninst][G+1]: the group's kernel variant in the instance
                                   (fit_point.variant; 0: not known) */
     int     count[WM_GROUPS_MAX];

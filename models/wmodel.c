@@ -339,7 +339,7 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
     "fitted_tokens_max", "fitted_q_max", "host_gap_per_row_us", "eager_launch_us",
-    "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", NULL,
+    "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", "eager_gap_us", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -356,7 +356,8 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "eager_launch_us", base, 0, 0, &bnd_cost_us, &ph->eager_launch_us) != 0 ||
         wm_num(c, j, "host_gap_reject_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_reject_us) != 0 ||
         wm_num(c, j, "eager_stall_per_launch", base, 0, 0, &bnd_prob, &ph->eager_stall_per_launch) != 0 ||
-        wm_num(c, j, "eager_stall_us", base, 0, 0, &bnd_cost_us, &ph->eager_stall_us) != 0)
+        wm_num(c, j, "eager_stall_us", base, 0, 0, &bnd_cost_us, &ph->eager_stall_us) != 0 ||
+        wm_num(c, j, "eager_gap_us", base, 0, 0, &bnd_cost_us, &ph->eager_gap_us) != 0)
         return -1;
     if ((ph->eager_stall_per_launch > 0) != (ph->eager_stall_us > 0)) {
         wm_join(path, base, ph->eager_stall_us > 0 ? "eager_stall_per_launch" : "eager_stall_us");
@@ -827,6 +828,8 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "eager_stall_per_launch", ph->eager_stall_per_launch);
             cJSON_AddNumberToObject(po, "eager_stall_us", ph->eager_stall_us);
         }
+        if (ph->eager_gap_us > 0)
+            cJSON_AddNumberToObject(po, "eager_gap_us", ph->eager_gap_us);
         if (ph->always_eager)
             cJSON_AddBoolToObject(po, "always_eager", 1);
         if (ph->kv_rows == WM_KV_PADDED)

@@ -167,6 +167,12 @@ typedef struct {
      * batch, a padded row counted with the real rows' mean context (an attention over each
      * row's whole KV buffer: torchbench). Chosen by the fit (docs/fit.md, "KV rows"). */
     int      kv_rows;
+    /* GPU idle per eager kernel beyond the phase's `(gpu idle in phase)` group, which the fit
+     * takes from its graph replays where the phase has both (docs/fit.md "The gap group of
+     * graph and eager instances"): queued eager kernels start later after their predecessor
+     * than a graph's nodes; the simulator adds kernels x this to an eager instance's GPU
+     * time; 0 in files without it */
+    double   eager_gap_us;
 } wm_phase_model;
 
 enum { WM_KV_REAL, WM_KV_PADDED };   /* wm_phase_model.kv_rows */

@@ -82,6 +82,7 @@ typedef struct {
     double gap_us, gap_sd_us;
     double gap_row_us;             /* host gap per running request (wm host_gap_per_row_us) */
     double eager_us;               /* host cost per eager kernel launch of this phase */
+    double eager_gap_us;           /* GPU idle per eager kernel beyond the gap group (model) */
     double stall_rate, stall_us;   /* its host stalls: per launch, mean length (us) */
     sim_cost *cache;               /* indexed by padded (or eager) batch size */
     /* this iteration */
@@ -324,8 +325,10 @@ static void sim_cost_direct(sim_state *S, const sim_phase *pr, int rows, double 
 }
 
 /* An eager phase's launch profile at its shape (sim_phase.rest): each slice's GPU time
- * from the cost's linear form, else (a non-linear model) from the groups directly. */
-static void sim_rest_fill(sim_state *S, sim_phase *ph, const sim_cost *c, int rows, double kv)
+ * from the cost's linear form, else (a non-linear model) from the groups directly, and
+ * even_us spread evenly over the slices. */
+static void sim_rest_fill(sim_state *S, sim_phase *ph, const sim_cost *c, int rows, double kv,
+                          double even_us)
 {
     double w[WM_POS_BINS], tot = 0;
     if (c->linear) {
@@ -343,8 +346,10 @@ static void sim_rest_fill(sim_state *S, sim_phase *ph, const sim_cost *c, int ro
                 w[b] += u * (g->has_pos ? g->pos[b] : 1.0 / WM_POS_BINS);
         }
     }
-    for (int b = 0; b < WM_POS_BINS; b++)
+    for (int b = 0; b < WM_POS_BINS; b++) {
+        w[b] += even_us / WM_POS_BINS;   /* spread over the launches (the eager gaps) */
         tot += w[b];
+    }
     if (!(tot > 0)) {
         ph->has_pos = 0;
         return;
@@ -441,10 +446,13 @@ static void sim_make_plan(sim_state *S, long it)
         } else {
             sim_cost_direct(S, ph, ph_key, kv, &ph->gpu_us, &sdw);
         }
+        /* eager kernels queue with longer gaps than a graph's nodes (wm eager_gap_us) */
+        double egap = ph_eager ? ph->eager_gap_us * ph->kernels_fwd * ph->forwards : 0;
+        ph->gpu_us += egap;
         ph->sd_frac = ph->gpu_us > 0 ? sdw / ph->gpu_us * S->sigma_scale : 0;
         ph->has_pos = ph_eager && c->has_pos && ph->gpu_us > 0;
         if (ph->has_pos)
-            sim_rest_fill(S, ph, c, ph_key, kv);
+            sim_rest_fill(S, ph, c, ph_key, kv, egap);
         ph->ncoll = c->ncoll;
         ph->ar_us = c->ncoll ? c->ar_total_us / c->ncoll : 0;
         ph->nseg = c->ncoll < p->sync_segments ? c->ncoll : p->sync_segments;
@@ -1000,6 +1008,7 @@ static void sim_proto(sim_state *S, int s, int wm, int rows, int forwards, int s
     ph->gap_sd_us = pm->host_gap_sd_us;
     ph->gap_row_us = pm->host_gap_per_row_us;
     ph->always_eager = pm->always_eager;
+    ph->eager_gap_us = pm->eager_gap_us;
     ph->eager_us = !S->p->eager_launch_override && pm->eager_launch_us > 0 ? pm->eager_launch_us
                                                                            : S->p->eager_launch_us;
     if (!S->p->eager_launch_override && pm->eager_launch_us > 0 && !S->p->no_stalls &&

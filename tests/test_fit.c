@@ -131,6 +131,12 @@ static double gen_gemm_bump;
 /* > 0: the target forward's tail kernels (lm_head, ...) cost this many times their type's
  * cost: a forward whose heaviest GPU work is launched last. */
 static double gen_tail_scale;
+/* > 0: eager kernels queued behind GPU work start this long after their predecessor (else
+ * GEN_EAGER_GAP_US). */
+static double gen_eager_gap_us;
+/* 1: fit_host_grid_prof's calibration leaves bs 16 out (the largest graph then goes unseen,
+ * between the calibration's graph replays and its eager 24 rows) */
+static int host_grid_no16;
 
 typedef struct {
     fit_trace *t;                     /* records go here, and/or */
@@ -351,7 +357,8 @@ static void gen_phase(gen_sink *s, gen_state *st, const gen_cfg *c, int phase,
             double a0 = st->host, a1 = a0 + (GEN_EAGER_CALL_US + c->prof_call_us) * st->speed;
             gen_api(s, "cudaLaunchKernel", a0, a1, corr);
             st->host = a1 + GEN_EAGER_WORK_US * st->speed;
-            double start = fmax(g + GEN_EAGER_GAP_US, a1 + GEN_START_LAT_US);
+            double start = fmax(g + (gen_eager_gap_us > 0 ? gen_eager_gap_us : GEN_EAGER_GAP_US),
+                                a1 + GEN_START_LAT_US);
             if (phase == WM_ACCEPT && i == 1 && gen_accept_stall_every > 0 &&
                 ++st->accepts % gen_accept_stall_every == 0)
                 start += gen_accept_stall_us;
@@ -1435,6 +1442,10 @@ static void sim_of_fit_reproduces_iteration_time(void)
     fit_trace tr[16];
     gen_sink *s = malloc(sizeof *s);
     for (int i = 0; i < ncal; i++) {
+        if (host_grid_no16 && cal[i].bs == 16) {
+            fit_trace_init(&tr[i], "left-out.json");   /* an empty trace adds nothing */
+            continue;
+        }
         gen_cfg c = {cal[i].spec, cal[i].steps, cal[i].bs, 16, SIMTEST_CTX, 120, 40u + (unsigned)i, 0.01, 1, 0, 0, 0, 0, 0, 0, 0};
         char label[64];
         snprintf(label, sizeof label, "cal-%d.json", i);
@@ -1637,6 +1648,10 @@ static int fit_host_grid_prof(fit_result *res, int blocking, double per_row, dou
     fit_trace tr[16];
     gen_sink *s = malloc(sizeof *s);
     for (int i = 0; i < ncal; i++) {
+        if (host_grid_no16 && cal[i].bs == 16) {
+            fit_trace_init(&tr[i], "left-out.json");   /* an empty trace adds nothing */
+            continue;
+        }
         gen_cfg c = {cal[i].spec, cal[i].steps, cal[i].bs, 16, SIMTEST_CTX, 120, 40u + (unsigned)i,
                      0.01, 1, 0, 0, 0, blocking, per_row, prof_us, 0};
         char label[64];
@@ -1977,6 +1992,55 @@ static void fit_launch_profile_prices_late_heavy_kernels(void)
         fit_result_free(&r[1]);
     }
     gen_tail_scale = 0;
+}
+
+/* The gap group of graph and eager instances (docs/fit.md, "Kernel groups"): eager kernels
+ * queued behind GPU work start 6 us after their predecessor (graph nodes 0.5 us), and the
+ * calibration's graph replays stop at 8 rows while its eager instances are at 24: fitted
+ * together against the tokens, the eager cells' idle bent the gap group up between them,
+ * and spec steps 3 at 16 rows (a graph replay the calibration did not hold) came out slow.
+ * Fitted on the graph replays, with the eager excess per kernel a term of its own
+ * (eager_gap_us 5.26 us; FIT_GAP_GRAPH=1, off by default), the held-out graph shape comes
+ * within 3% (+2.56%: 16 rows extrapolated from 8) and the eager one within 0.1%; fitted
+ * together (the default) the graph shape comes out 27% slow. */
+static void fit_gap_group_keeps_graph_and_eager_apart(void)
+{
+    fit_result r[2];
+    gen_eager_gap_us = 6;
+    host_grid_no16 = 1;
+    setenv("FIT_GAP_GRAPH", "1", 1);   /* off by default (docs/fit.md section 2) */
+    int rc0 = fit_host_grid(&r[0], 1, 0);
+    unsetenv("FIT_GAP_GRAPH");
+    int rc1 = fit_host_grid(&r[1], 1, 0);
+    host_grid_no16 = 0;
+    if (rc0 == 0 && rc1 == 0) {
+        printf("     verify eager_gap_us %.3f (rule off: %.3f)\n",
+               r[0].model.phase[WM_VERIFY].eager_gap_us, r[1].model.phase[WM_VERIFY].eager_gap_us);
+        CHECK(r[0].model.phase[WM_VERIFY].eager_gap_us > 2 &&
+              r[1].model.phase[WM_VERIFY].eager_gap_us == 0, "eager_gap_us %g / %g",
+              r[0].model.phase[WM_VERIFY].eager_gap_us, r[1].model.phase[WM_VERIFY].eager_gap_us);
+        const int bs[] = {16, 24};
+        gen_sink *s = malloc(sizeof *s);
+        for (int i = 0; s && i < 2; i++) {
+            gen_cfg c = {1, 3, bs[i], 16, SIMTEST_CTX, 300, 970u + (unsigned)i, 0.01, 1, 0, 0, 0, 1,
+                         0, 0, 0};
+            gen_times(&c, s);
+            double truth = gen_iter_us(s, 40, 200);
+            double with = sim_iter_of(&r[0].model, 1, 3, bs[i]);
+            double without = sim_iter_of(&r[1].model, 1, 3, bs[i]);
+            double e = (with - truth) / truth, e0 = (without - truth) / truth;
+            printf("     spec 3 at %d rows (%s): generator %.1f us, sim %.1f us (%+.2f%%), gap group "
+                   "of both %.1f us (%+.2f%%)\n", bs[i], bs[i] == 16 ? "graph, held out" : "eager",
+                   truth, with, 100 * e, without, 100 * e0);
+            CHECK(fabs(e) <= 0.03, "%d rows: %+.2f%%", bs[i], 100 * e);
+            if (bs[i] == 16)
+                CHECK(e0 > 0.03, "the case shows nothing: %+.2f%% without the rule", 100 * e0);
+        }
+        free(s);
+        fit_result_free(&r[0]);
+        fit_result_free(&r[1]);
+    }
+    gen_eager_gap_us = 0;
 }
 
 /* A group's residual for the intervals is out of sample: with 8 cells or more, the rms of
@@ -2342,6 +2406,7 @@ int main(int argc, char **argv)
     RUN(fit_lite_host_stalls_are_the_programs);
     RUN(fit_lite_stalls_drain_the_gpu_queue);
     RUN(fit_launch_profile_prices_late_heavy_kernels);
+    RUN(fit_gap_group_keeps_graph_and_eager_apart);
     RUN(fit_takes_the_calibrated_cupti_launch_cost_out);
     RUN(fit_host_speed_follows_the_hosts_launch_rates);
     RUN(fit_host_gap_grows_with_requests);

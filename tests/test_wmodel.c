@@ -514,7 +514,8 @@ static void wmodel_kv_rows_round_trips_and_prices(void)
     CHECK(strstr(err, "x.json: field phases.verify.kv_rows: value \"all\"") != NULL, "message \"%s\"", err);
 }
 
-/* A group's launch profile (launch_pos, docs/model-format.md): WM_POS_BINS shares read,
+/* A group's launch profile (launch_pos, docs/model-format.md), and a phase's eager_gap_us:
+ * WM_POS_BINS shares read,
  * normalized and written back (to 4 decimals); refused with the file and field named when
  * it is not an array of WM_POS_BINS numbers, a share lies outside [0, 1] or they do not
  * sum to 1. A group without it has none (has_pos 0). */
@@ -524,7 +525,7 @@ static void wmodel_launch_pos_round_trips_and_refuses(void)
     char err[512] = "", pos[1024], text[2048];
     const char *fmt =
         "{\"specsim_model\": 1, \"name\": \"lp\", \"phases\": {"
-        "\"verify\": {\"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10, \"launch_pos\": %s},"
+        "\"verify\": {\"eager_gap_us\": 1.25, \"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10, \"launch_pos\": %s},"
         "{\"name\": \"w\", \"count\": 1, \"base_us\": 5}]},"
         "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
     /* half in the first slice, half in the last; written with 0.005 too much in all */
@@ -545,6 +546,10 @@ static void wmodel_launch_pos_round_trips_and_refuses(void)
     CHECK(back.phase[WM_VERIFY].groups[0].has_pos && !back.phase[WM_VERIFY].groups[1].has_pos,
           "round trip: has_pos");
     CHECK_NEAR(back.phase[WM_VERIFY].groups[0].pos[WM_POS_BINS - 1], 0.5, 1e-12, 0);
+    /* the phase's eager gap (wm_phase_model.eager_gap_us) with it */
+    CHECK(m.phase[WM_VERIFY].eager_gap_us == 1.25 && back.phase[WM_VERIFY].eager_gap_us == 1.25 &&
+          back.phase[WM_ACCEPT].eager_gap_us == 0, "eager_gap_us %g -> %g",
+          m.phase[WM_VERIFY].eager_gap_us, back.phase[WM_VERIFY].eager_gap_us);
     const struct { const char *pos, *want; } bad[] = {
         {"[0.5, 0.5]", "lp.json: field phases.verify.groups[0].launch_pos: value [0.5,0.5]"},
         {"0.5", "phases.verify.groups[0].launch_pos: value 0.5: must be an array"},
