@@ -684,6 +684,23 @@ static int fph_cells(const fit_point *pts, size_t n, fit_cell *cells)
  * node-level torchbench fits already ran 1-4% slow on their held-out rows (call 4's MoE
  * table went from 1.49% to 2.34% median with the correction). 1 when applied, 0 when not
  * (fewer than FIT_TOTAL_BIAS_CELLS cells; FIT_TOTAL_BIAS=0). */
+/* The median over the cells of points pts[0..m) (one trace, token count and query tokens per
+ * row) of each cell's robust mean, into *med. Returns the number of cells (0: none, *med
+ * untouched), or -1 out of memory. */
+static int fph_cell_median(const fit_point *pts, size_t m, double *med)
+{
+    fit_cell *cells = malloc((m + 1) * sizeof *cells);
+    double *cm = malloc((m + 1) * sizeof *cm);
+    int nc = pts && cells && cm ? fph_cells(pts, m, cells) : -1;
+    for (int c = 0; c < nc; c++)
+        cm[c] = cells[c].us_mean;
+    if (nc > 0)
+        *med = fit_group_median(cm, (size_t)nc);
+    free(cells);
+    free(cm);
+    return nc;
+}
+
 #define FIT_TOTAL_BIAS_CELLS 3
 static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
 {
@@ -695,8 +712,6 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
     if ((e && !strcmp(e, "0")) || P->ninst < 2 || !fit_run_unprofiled(R))
         return 0;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
-    fit_cell *cells = malloc((size_t)P->ninst * sizeof *cells);
-    double *cm = malloc((size_t)P->ninst * sizeof *cm);
     size_t m = 0;
     for (int q = 0; pts && q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
@@ -711,16 +726,12 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
                                .trace = in->trace, .q_per_row = qr};
     }
     /* each cell's residual (its robust mean), the cells' median the bias */
-    int nc = pts && cells && cm ? fph_cells(pts, m, cells) : -1;
-    for (int c = 0; c < nc; c++)
-        cm[c] = cells[c].us_mean;
-    if (nc >= FIT_TOTAL_BIAS_CELLS)
-        *bias = fit_group_median(cm, (size_t)nc);
+    double med = 0;
+    int nc = fph_cell_median(pts, m, &med);
     free(pts);
-    free(cells);
-    free(cm);
     if (nc < FIT_TOTAL_BIAS_CELLS)
         return 0;
+    *bias = med;
     wm_group *gap = &pm->groups[P->G];
     gap->base_us = fmax(0, gap->base_us + *bias);
     return 1;
@@ -773,8 +784,6 @@ static void fph_eager_gap(fr_run *R, int p)
     if (!P->gap_graph || nk <= 0 || (e && !strcmp(e, "0")))
         return;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
-    fit_cell *cells = malloc((size_t)P->ninst * sizeof *cells);
-    double *cm = malloc((size_t)P->ninst * sizeof *cm);
     size_t m = 0;
     for (int q = 0; pts && q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
@@ -786,18 +795,14 @@ static void fph_eager_gap(fr_run *R, int p)
         pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .us = r / nk,
                                .trace = in->trace, .q_per_row = qr};
     }
-    int nc = m && cells && cm ? fph_cells(pts, m, cells) : 0;
-    for (int c = 0; c < nc; c++)
-        cm[c] = cells[c].us_mean;
-    double g = nc > 0 ? fit_group_median(cm, (size_t)nc) : 0;
+    double g = 0;
+    int nc = m ? fph_cell_median(pts, m, &g) : 0;
+    free(pts);
     pm->eager_gap_us = g > 0 ? g : 0;
     if (R->o && R->o->log && nc > 0)
         fprintf(R->o->log, "specsim fit: phase %s: the GPU idles %.3f us a kernel more in its eager "
                 "instances than the gap group fitted on its graph replays says (median of %d "
                 "cells): eager_gap_us %.3f\n", wm_phase_name[p], g, nc, pm->eager_gap_us);
-    free(pts);
-    free(cells);
-    free(cm);
 }
 
 int fit_phase_fit(fr_run *R, int p)
