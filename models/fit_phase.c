@@ -665,6 +665,23 @@ static int fph_cells(const fit_point *pts, size_t n, fit_cell *cells)
     return nc;
 }
 
+/* The median over the cells of points pts[0..m) (one trace, token count and query tokens per
+ * row) of each cell's robust mean, into *med. Returns the number of cells (0: none, *med
+ * untouched), or -1 out of memory. */
+static int fph_cell_median(const fit_point *pts, size_t m, double *med)
+{
+    fit_cell *cells = malloc((m + 1) * sizeof *cells);
+    double *cm = malloc((m + 1) * sizeof *cm);
+    int nc = pts && cells && cm ? fph_cells(pts, m, cells) : -1;
+    for (int c = 0; c < nc; c++)
+        cm[c] = cells[c].us_mean;
+    if (nc > 0)
+        *med = fit_group_median(cm, (size_t)nc);
+    free(cells);
+    free(cm);
+    return nc;
+}
+
 /* The groups are fitted one by one, each in its own form (a base, a slope in the tokens, a
  * knee, the KV terms, the GEMM sweep), and their sum need not follow the phase's measured
  * totals: on torchbench's lite capture of call 16 it fell 2-6% below five of decode's six
@@ -684,23 +701,6 @@ static int fph_cells(const fit_point *pts, size_t n, fit_cell *cells)
  * node-level torchbench fits already ran 1-4% slow on their held-out rows (call 4's MoE
  * table went from 1.49% to 2.34% median with the correction). 1 when applied, 0 when not
  * (fewer than FIT_TOTAL_BIAS_CELLS cells; FIT_TOTAL_BIAS=0). */
-/* The median over the cells of points pts[0..m) (one trace, token count and query tokens per
- * row) of each cell's robust mean, into *med. Returns the number of cells (0: none, *med
- * untouched), or -1 out of memory. */
-static int fph_cell_median(const fit_point *pts, size_t m, double *med)
-{
-    fit_cell *cells = malloc((m + 1) * sizeof *cells);
-    double *cm = malloc((m + 1) * sizeof *cm);
-    int nc = pts && cells && cm ? fph_cells(pts, m, cells) : -1;
-    for (int c = 0; c < nc; c++)
-        cm[c] = cells[c].us_mean;
-    if (nc > 0)
-        *med = fit_group_median(cm, (size_t)nc);
-    free(cells);
-    free(cm);
-    return nc;
-}
-
 #define FIT_TOTAL_BIAS_CELLS 3
 static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
 {
