@@ -275,18 +275,11 @@ static void sim_cost_fill(sim_state *S, const sim_phase *pr, sim_cost *c, int ro
             c->linear = 0;
         c->a_us += a * pr->forwards;
         c->b_us_per_kv += slope * pr->forwards;
-        c->has_pos |= g->has_pos;
         c->sda_us += g->sd_frac * a * pr->forwards;
         c->sdb_us_per_kv += g->sd_frac * slope * pr->forwards;
-    }
-    for (int i = 0; c->has_pos && i < pm->ngroups; i++) {
-        const wm_group *g = &pm->groups[i];
-        double q = pr->rows_per_req;
-        double a = wm_group_us_q(m, g, tokens, 0, q) * pr->forwards;
-        double slope = (wm_group_us_q(m, g, tokens, SIM_KV_PROBE, q) * pr->forwards - a) /
-                       SIM_KV_PROBE;
+        c->has_pos |= g->has_pos;
         for (int b = 0; b < WM_POS_BINS; b++) {
-            double w = g->has_pos ? g->pos[b] : 1.0 / WM_POS_BINS;
+            double w = (g->has_pos ? g->pos[b] : 1.0 / WM_POS_BINS) * pr->forwards;
             c->pa_us[b] += w * a;
             c->pb_us_per_kv[b] += w * slope;
         }
@@ -309,43 +302,32 @@ static void sim_cost_fill(sim_state *S, const sim_phase *pr, sim_cost *c, int ro
     }
 }
 
-/* GPU time and sd-weighted time of a phase, directly from the groups (non-linear models). */
+/* GPU time and sd-weighted time of a phase, directly from the groups (non-linear models);
+ * with bins, the GPU time launched in each slice of the launch profile too. */
 static void sim_cost_direct(sim_state *S, const sim_phase *pr, int rows, double kv,
-                            double *gpu, double *sdw)
+                            double *gpu, double *sdw, double *bins)
 {
     const wm_model *m = S->p->model;
     const wm_phase_model *pm = wm_phase_get(m, pr->wm);
     double tokens = (double)rows * pr->rows_per_req;
     *gpu = *sdw = 0;
+    if (bins)
+        memset(bins, 0, WM_POS_BINS * sizeof *bins);
     for (int i = 0; i < pm->ngroups; i++) {
-        double u = wm_group_us_q(m, &pm->groups[i], tokens, kv, pr->rows_per_req) * pr->forwards;
+        const wm_group *g = &pm->groups[i];
+        double u = wm_group_us_q(m, g, tokens, kv, pr->rows_per_req) * pr->forwards;
         *gpu += u;
-        *sdw += pm->groups[i].sd_frac * u;
+        *sdw += g->sd_frac * u;
+        for (int b = 0; bins && b < WM_POS_BINS; b++)
+            bins[b] += u * (g->has_pos ? g->pos[b] : 1.0 / WM_POS_BINS);
     }
 }
 
-/* An eager phase's launch profile at its shape (sim_phase.rest): each slice's GPU time
- * from the cost's linear form, else (a non-linear model) from the groups directly, and
- * even_us spread evenly over the slices. */
-static void sim_rest_fill(sim_state *S, sim_phase *ph, const sim_cost *c, int rows, double kv,
-                          double even_us)
+/* An eager phase's launch profile at its shape (sim_phase.rest) from the GPU time launched
+ * in each slice (w, changed) and even_us spread evenly over the slices. */
+static void sim_rest_fill(sim_phase *ph, double *w, double even_us)
 {
-    double w[WM_POS_BINS], tot = 0;
-    if (c->linear) {
-        for (int b = 0; b < WM_POS_BINS; b++)
-            w[b] = fmax(0, c->pa_us[b] + c->pb_us_per_kv[b] * kv);
-    } else {
-        const wm_model *m = S->p->model;
-        const wm_phase_model *pm = wm_phase_get(m, ph->wm);
-        double tokens = (double)rows * ph->rows_per_req;
-        memset(w, 0, sizeof w);
-        for (int i = 0; i < pm->ngroups; i++) {
-            const wm_group *g = &pm->groups[i];
-            double u = wm_group_us_q(m, g, tokens, kv, ph->rows_per_req) * ph->forwards;
-            for (int b = 0; b < WM_POS_BINS; b++)
-                w[b] += u * (g->has_pos ? g->pos[b] : 1.0 / WM_POS_BINS);
-        }
-    }
+    double tot = 0;
     for (int b = 0; b < WM_POS_BINS; b++) {
         w[b] += even_us / WM_POS_BINS;   /* spread over the launches (the eager gaps) */
         tot += w[b];
@@ -439,20 +421,23 @@ static void sim_make_plan(sim_state *S, long it)
         ph->kv_tokens = kv;
         S->tok_max[ph->wm] = fmax(S->tok_max[ph->wm], ph->tokens);
         S->q_max[ph->wm] = fmax(S->q_max[ph->wm], ph->rows_per_req);
-        double sdw;
+        double sdw, bins[WM_POS_BINS];
+        int want_pos = ph_eager && c->has_pos;
         if (c->linear) {
             ph->gpu_us = c->a_us + c->b_us_per_kv * kv;
             sdw = c->sda_us + c->sdb_us_per_kv * kv;
+            for (int b = 0; want_pos && b < WM_POS_BINS; b++)
+                bins[b] = fmax(0, c->pa_us[b] + c->pb_us_per_kv[b] * kv);
         } else {
-            sim_cost_direct(S, ph, ph_key, kv, &ph->gpu_us, &sdw);
+            sim_cost_direct(S, ph, ph_key, kv, &ph->gpu_us, &sdw, want_pos ? bins : NULL);
         }
         /* eager kernels queue with longer gaps than a graph's nodes (wm eager_gap_us) */
         double egap = ph_eager ? ph->eager_gap_us * ph->kernels_fwd * ph->forwards : 0;
         ph->gpu_us += egap;
         ph->sd_frac = ph->gpu_us > 0 ? sdw / ph->gpu_us * S->sigma_scale : 0;
-        ph->has_pos = ph_eager && c->has_pos && ph->gpu_us > 0;
+        ph->has_pos = want_pos && ph->gpu_us > 0;
         if (ph->has_pos)
-            sim_rest_fill(S, ph, c, ph_key, kv, egap);
+            sim_rest_fill(ph, bins, egap);
         ph->ncoll = c->ncoll;
         ph->ar_us = c->ncoll ? c->ar_total_us / c->ncoll : 0;
         ph->nseg = c->ncoll < p->sync_segments ? c->ncoll : p->sync_segments;
@@ -657,14 +642,15 @@ static void sim_gpu_try(sim_state *S, int r)
             /* the last kernel cannot run before it is launched, nor the kernels after a host
              * stall (a share sim_rest(x) of the work) before the stall ends, nor those
              * launched in slice b of the launch time (the phase's launch profile) before the
-             * host reaches it (docs/simulator.md, "Eager launches") */
+             * host reaches it (docs/simulator.md, "Eager mode") */
             int e = (int)(g & (SIM_RING - 1)), ns = k->nstall[e];
             double host = ph->launch_us + sim_stall_total(k, e);
             double after = host + ph->gpu_us / ph->kernels;
             for (int j = 0; j < ns; j++) {
                 double x = k->stall_x[e][j], at = x * ph->launch_us + k->stall_c[e][j];
-                if (at + sim_rest(ph, x) * work > after) {
-                    after = at + sim_rest(ph, x) * work;
+                double rest = sim_rest(ph, x) * work;
+                if (at + rest > after) {
+                    after = at + rest;
                     host = at;
                 }
             }
