@@ -424,14 +424,21 @@ static void plite_capture_range_records_only_inside(void) {
     CHECK(strstr(out, "0 ranges opened") && strstr(out, "never called cudaProfilerStart"), "check:\n%s", out);
 }
 
+/* This test binary's path into buf (the launcher runs it as a child): 0, or -1 with the
+ * check failed. */
+static int self_exe(char *buf, size_t n) {
+    ssize_t k = readlink("/proc/self/exe", buf, n - 1);
+    if (k <= 0) { CHECK(0, "no /proc/self/exe"); return -1; }
+    buf[k] = 0;
+    return 0;
+}
+
 /* The launcher over 20 processes: each wrote the same note ("device facts unavailable" here,
  * where there is no libcuda) and specprof repeated it 20 times after the run, and listed
  * every file; now the note once with the count, at most 16 files and how many more. */
 static void plite_launcher_says_a_repeated_note_once(void) {
     char cmd[1600], out[16384], self[600];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) { CHECK(0, "no /proc/self/exe"); return; }
-    self[n] = 0;
+    if (self_exe(self, sizeof self)) return;
     snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/many --mode lite --quiet -- sh -c 'for i in $(seq 20); do %s child "
              "range_none & done; wait' 2>&1", SPECPROF_BIN, dir, self);
     int rc = run_cmd(cmd, out, sizeof out);
@@ -447,9 +454,7 @@ static void plite_launcher_says_a_repeated_note_once(void) {
  * listed as the second's ("1 complete", for a command that wrote nothing). */
 static void plite_launcher_lists_only_this_runs_files(void) {
     char cmd[1600], out[8192], self[600];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) { CHECK(0, "no /proc/self/exe"); return; }
-    self[n] = 0;
+    if (self_exe(self, sizeof self)) return;
     snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/again --mode lite --quiet -- %s child range_none 2>&1 && "
              "timeout 60 %s -o %s/again --mode lite --quiet -- true 2>&1", SPECPROF_BIN, dir, self, SPECPROF_BIN, dir);
     int rc = run_cmd(cmd, out, sizeof out);
