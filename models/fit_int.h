@@ -106,8 +106,7 @@ typedef struct {
                                   kernel (its elements agree; else 0: no wave term) */
     double *WD;                /* [ninst][G+1]: that kernel's us per forward */
     double *POS;               /* [G+1][WM_POS_BINS]: each group's launch profile summed over
-                                  the eager instances (fit_match.c), npos of them */
-    int     npos;
+                                  the eager instances (fit_match.c) */
     int     gap_graph;         /* the gap group is fitted on the graph replays alone
                                   (fit_phase.c, fph_gap_graph_only) */
     int    *WV;                /* [ninst][G+1]: the group's kernel variant in the instance

@@ -359,13 +359,11 @@ static int fm_by_name(fr_run *R, fr_phase *P, int p)
     return 0;
 }
 
-/* Per instance and group: microseconds and launches per forward, the wave kernel's blocks,
- * capacity and time, the kernel variants. */
 /* Each group's launch profile (wm_group.pos): in every eager instance with launch calls,
  * the share of the group's GPU time whose launch call ended in each of WM_POS_BINS equal
  * slices of the instance's launch time (its first call's start to its last kernel launch
- * call's end); summed over
- * the instances into P->POS, each instance weighing one (docs/fit.md, "Launch profile"). */
+ * call's end); summed over the instances into P->POS, each instance weighing one (docs/fit.md
+ * section 4, launch_pos). */
 static int fm_launch_profile(fr_run *R, fr_phase *P)
 {
     int G1 = P->G + 1;
@@ -375,9 +373,12 @@ static int fm_launch_profile(fr_run *R, fr_phase *P)
         free(h);
         return fit_run_fail(R, "out of memory");
     }
-    P->npos = 0;
     const char *env = getenv("FIT_LAUNCH_PROFILE");   /* 0: none (the simulator's even spread) */
-    for (int q = 0; q < P->ninst && !(env && !strcmp(env, "0")); q++) {
+    if (env && !strcmp(env, "0")) {
+        free(h);
+        return 0;
+    }
+    for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
         if (in->graph != 0 || in->napi < 2)
             continue;
@@ -411,12 +412,13 @@ static int fm_launch_profile(fr_run *R, fr_phase *P)
             for (int b = 0; t > 0 && b < WM_POS_BINS; b++)
                 P->POS[(size_t)g * WM_POS_BINS + (size_t)b] += h[(size_t)g * WM_POS_BINS + (size_t)b] / t;
         }
-        P->npos++;
     }
     free(h);
     return 0;
 }
 
+/* Per instance and group: microseconds and launches per forward, the wave kernel's blocks,
+ * capacity and time, the kernel variants. */
 static int fm_sums(fr_run *R, fr_phase *P)
 {
     int G1 = P->G + 1;
