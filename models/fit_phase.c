@@ -738,20 +738,19 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
 }
 
 /* The gap group (GPU idle inside the phase) from the graph replays alone where the phase
- * also ran eagerly and its graph replays hold two token counts or more: an eager instance
- * idles between kernels in ways a replay does not (queued kernels start ~1.2 us after their
- * predecessor on the H100 against ~0.5 us a node; launch latencies), and fitted together
- * against the tokens, the eager cells above the largest graph bent the group there:
- * torchbench call 21's draft got a knee at 40 tokens and 15.3 us a token above it from its
- * 80-row eager cell, which priced its 52-row graph replays 39% high (the 50-row rows 9-11%
- * slow). The eager excess is then a term of its own (fph_eager_gap). Off unless
- * FIT_GAP_GRAPH=1: on, torchbench's lite tables improved (call 20 0.92% / 6.26% -> 0.86% /
- * 4.98%) but specbench llama8b's main table went 1.28% -> 1.73% median (its eager rows -1.5%,
- * with or without the eager term), past issue 13's bar (docs/fit.md section 2). */
+ * also ran eagerly and its graph replays hold two token counts or more: an eager kernel
+ * queued behind GPU work starts later after its predecessor than a graph's node does
+ * (measured unprofiled, traces/gapprobe: torchbench's forwards on the H100, 1.1-1.6 us a
+ * kernel more than their graph replays, and CUPTI changes that span by under 0.1 us a
+ * kernel), and fitted together against the tokens, the eager cells above the largest graph
+ * bent the group there: torchbench call 21's draft got a knee at 40 tokens and 15.3 us a token
+ * above it from its 80-row eager cell, which priced its 52-row graph replays 39% high (the
+ * 50-row rows 9-11% slow). The eager excess is then a term of its own (fph_eager_gap).
+ * FIT_GAP_GRAPH=0: the joint fit of before (docs/fit.md section 2). */
 static int fph_gap_graph_only(const fr_run *R, const fr_phase *P)
 {
     const char *e = getenv("FIT_GAP_GRAPH");
-    if (!e || strcmp(e, "1"))
+    if (e && !strcmp(e, "0"))
         return 0;
     int eager = 0, two = 0;
     double x0 = -1;
