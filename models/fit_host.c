@@ -3,6 +3,7 @@
  * profiler's per-node cost taken out) and per instance the host gap before it (fr_inst.gap_us).
  * Workload: 10^3..10^5 instances. */
 #include "fit_int.h"
+#include "interval.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,10 +228,95 @@ static double fh_eager_rate(const double *h, const double *k, const char *first,
  * and token count (the same configuration, one iteration apart) to hs->s1, hs->n1. A rate
  * averages 9-369 launches, so what moves it between instances is the host's speed, not one
  * launch's noise: torchbench's dense capture moves between ~15 and ~28 us a launch in runs
- * of several iterations, its MoE capture stays at ~28. */
-typedef struct { double s2, n, s1, n1; } fh_speed;
+ * of several iterations, its MoE capture stays at ~28.
+ * The same instances by window: a run of consecutive instances of one configuration is a
+ * window (a capture of a grid records each configuration once; torchbench's and specbench's
+ * --capture record the calibration points in every repeat, each a window). Within the
+ * windows, deviations from the window's mean (w2, wn; consecutive products w1, wn1); between
+ * them, each window's mean and size (hs->run), for the level (fh_speed_level). */
+typedef struct { int tr; double tok, mean, n; } fh_run;
+typedef struct {
+    double s2, n, s1, n1;
+    double w2, wn, w1, wn1;
+    fh_run *run;
+    size_t nrun, caprun;
+    int oom;
+} fh_speed;
+
+static int fh_keep_rate(const double *h, const double *k, size_t i, double med, double lim)
+{
+    return k[i] > 0 && h[i] > 0 && fabs(h[i] / k[i] - med) <= lim;
+}
+
+/* One window's instances [a, b): their mean log rate, the deviations about it and the window
+ * into hs (fh_speed's comment). */
+static void fh_speed_window(const double *h, const double *k, const double *tok, const int *tr,
+                            size_t a, size_t b, double rate, double med, double lim,
+                            fh_speed *hs)
+{
+    double sum = 0, cnt = 0;
+    for (size_t i = a; i < b; i++)
+        if (fh_keep_rate(h, k, i, med, lim)) {
+            sum += log(h[i] / k[i] / rate);
+            cnt++;
+        }
+    if (cnt < 2)
+        return;
+    double m = sum / cnt, prev = NAN;
+    for (size_t i = a; i < b; i++) {
+        if (!fh_keep_rate(h, k, i, med, lim)) {
+            prev = NAN;       /* an outlier breaks the chain */
+            continue;
+        }
+        double r = log(h[i] / k[i] / rate) - m;
+        hs->w2 += r * r;
+        hs->wn += 1;
+        if (!isnan(prev)) {
+            hs->w1 += r * prev;
+            hs->wn1 += 1;
+        }
+        prev = r;
+    }
+    if (fit_trace_grow((void **)&hs->run, &hs->caprun, hs->nrun, sizeof *hs->run)) {
+        hs->oom = 1;
+        return;
+    }
+    hs->run[hs->nrun++] = (fh_run){tr[a], tok[a], m, cnt};
+}
+
+/* The windows of one phase's instances: a run of consecutive instances of one trace and token
+ * count, cut where an instance starts more than FIT_WINDOW_GAP_X times the run's median
+ * spacing after its predecessor (windows of one configuration back to back). */
+#define FIT_WINDOW_GAP_X 4
+static void fh_speed_runs(const double *h, const double *k, const double *tok, const int *tr,
+                          const double *t0, size_t n, double rate, double med, double lim,
+                          fh_speed *hs)
+{
+    double *tmp = malloc(n * sizeof *tmp);
+    if (!tmp) {
+        hs->oom = 1;
+        return;
+    }
+    for (size_t a = 0, e; a < n && !hs->oom; a = e) {
+        for (e = a + 1; e < n && tr[e] == tr[a] && tok[e] == tok[a]; e++)
+            tmp[e - a - 1] = t0[e] - t0[e - 1];
+        double gap = INFINITY;
+        if (e - a >= 3) {
+            gsl_sort(tmp, 1, e - a - 1);
+            gap = FIT_WINDOW_GAP_X * gsl_stats_median_from_sorted_data(tmp, 1, e - a - 1);
+        }
+        size_t w = a;
+        for (size_t i = a + 1; i <= e; i++)
+            if (i == e || t0[i] - t0[i - 1] > gap) {
+                fh_speed_window(h, k, tok, tr, w, i, rate, med, lim, hs);
+                w = i;
+            }
+    }
+    free(tmp);
+}
+
 static void fh_host_speed(const double *h, const double *k, const double *tok, const int *tr,
-                          size_t n, double rate, fh_speed *hs)
+                          const double *t0, size_t n, double rate, fh_speed *hs)
 {
     if (!(rate > 0) || n < 2)
         return;
@@ -242,20 +328,19 @@ static void fh_host_speed(const double *h, const double *k, const double *tok, c
         if (k[i] > 0)
             tmp[m++] = h[i] / k[i];
     double med, lim = m ? fit_group_robust_lim(tmp, m, &med) : 0;
+    free(tmp);
     double sum = 0, cnt = 0;
     for (size_t i = 0; i < n; i++)
-        if (k[i] > 0 && h[i] > 0 && fabs(h[i] / k[i] - med) <= lim) {
+        if (fh_keep_rate(h, k, i, med, lim)) {
             sum += log(h[i] / k[i] / rate);
             cnt++;
         }
-    if (cnt < 2) {
-        free(tmp);
+    if (cnt < 2)
         return;
-    }
     double mean = sum / cnt;
     long prev = -1;
     for (size_t i = 0; i < n; i++) {
-        if (!(k[i] > 0 && h[i] > 0 && fabs(h[i] / k[i] - med) <= lim))
+        if (!fh_keep_rate(h, k, i, med, lim))
             continue;     /* an outlier breaks the chain of consecutive instances */
         double r = log(h[i] / k[i] / rate) - mean;
         hs->s2 += r * r;
@@ -266,7 +351,62 @@ static void fh_host_speed(const double *h, const double *k, const double *tok, c
         }
         prev = (long)i;
     }
-    free(tmp);
+    fh_speed_runs(h, k, tok, tr, t0, n, rate, med, lim, hs);
+}
+
+/* The host's level between windows (wmodel host_speed_level_sd): where configurations were
+ * recorded in FIT_LEVEL_MIN_DF + 1 windows or more in all (sum over configurations of their
+ * windows less one), the windows' means spread about their configuration's mean by more than
+ * the AR(1) within the windows (sd_w, rho_w) gives a mean of their size: with k windows of
+ * means m_r over sizes n_r, E sum (m_r - M)^2 = (k - 1) L^2 + (k - 1) / k sum v(n_r), v the
+ * AR(1) variance of a mean of n_r (interval_host_var), so L^2 = (SS - sum_c (k_c - 1) / k_c
+ * V_c) / sum_c (k_c - 1), 0 when below. Returns 1 with *level, *sd and *rho set, 0 when the
+ * windows cannot say. Where the level is above 0 the within-window sd and autocorrelation
+ * replace the pooled ones (the level is the rest); at 0 the pooled pair stays (it also holds
+ * how the configurations' own rates differ: torchbench call 4's dense capture, 22 windows,
+ * within 0.261 / 0.411 against pooled 0.289 / 0.527, its coverage 71.4% with the pooled pair,
+ * 69.2% with the within one). Measured on torchbench's eager loop captured in every repeat (verify's
+ * launch rate): windows' means 0.16-0.23 sd apart in calls 17, 19 and 21 (their repeats'
+ * tok/s 55-71% apart), 0.006-0.028 in calls 18 and 20. */
+#define FIT_LEVEL_MIN_DF 4
+static int fh_run_cmp(const void *x, const void *y)
+{
+    const fh_run *a = x, *b = y;
+    if (a->tr != b->tr)
+        return a->tr < b->tr ? -1 : 1;
+    return (a->tok > b->tok) - (a->tok < b->tok);
+}
+
+static int fh_speed_level(fh_speed *hs, double *level, double *sd, double *rho)
+{
+    if (hs->oom || hs->wn < 3 || hs->wn1 < FIT_SPEED_MIN_PAIRS)
+        return 0;
+    double vw = hs->w2 / hs->wn, rw = vw > 0 ? hs->w1 / hs->wn1 / vw : 0;
+    rw = rw < 0 ? 0 : rw > FIT_SPEED_RHO_MAX ? FIT_SPEED_RHO_MAX : rw;
+    double ss = 0, vexp = 0, df = 0;
+    if (hs->nrun > 1)
+        qsort(hs->run, hs->nrun, sizeof *hs->run, fh_run_cmp);   /* configurations together */
+    for (size_t a = 0, b; a < hs->nrun; a = b) {
+        double sm = 0, vc = 0;
+        for (b = a; b < hs->nrun && !fh_run_cmp(&hs->run[a], &hs->run[b]); b++) {
+            sm += hs->run[b].mean;
+            vc += interval_host_var(sqrt(vw), rw, hs->run[b].n);
+        }
+        double kc = (double)(b - a), M = sm / kc;
+        for (size_t i = a; i < b; i++)
+            ss += (hs->run[i].mean - M) * (hs->run[i].mean - M);
+        if (kc >= 2) {
+            df += kc - 1;
+            vexp += (kc - 1) / kc * vc;
+        }
+    }
+    if (df < FIT_LEVEL_MIN_DF)
+        return 0;
+    double l2 = (ss - vexp) / df;
+    *level = l2 > 0 ? sqrt(l2) : 0;
+    *sd = sqrt(vw);
+    *rho = rw;
+    return 1;
 }
 
 int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
@@ -274,12 +414,13 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     size_t cap = R->nin + 1;
     double *v = malloc(cap * sizeof *v), *eh = malloc(cap * sizeof *eh);
     double *ek = malloc(cap * sizeof *ek), *tmp = malloc(cap * sizeof *tmp);
-    double *etok = malloc(cap * sizeof *etok);
+    double *etok = malloc(cap * sizeof *etok), *et0 = malloc(cap * sizeof *et0);
     int *etr = malloc(cap * sizeof *etr);
     char *efirst = malloc(cap);
     size_t ng = 0, ne = 0, graph_noapi = 0;
-    fh_speed hs = {0, 0, 0, 0};
-    if (!v || !eh || !ek || !tmp || !etok || !etr || !efirst) {
+    fh_speed hs = {0};
+    if (!v || !eh || !ek || !tmp || !etok || !et0 || !etr || !efirst) {
+        free(et0);
         free(efirst);
         free(v);
         free(eh);
@@ -315,6 +456,7 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
             if (eh[m] < 0)
                 eh[m] = 0;
             etok[m] = in->tokens;
+            et0[m] = (double)in->r0;
             etr[m] = in->trace;
             efirst[m] = m == 0 || etr[m - 1] != etr[m] || etok[m - 1] != etok[m];
             m++;
@@ -328,20 +470,32 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
         R->res->model.phase[p].eager_launch_us = rate;
         R->res->model.phase[p].eager_stall_per_launch = rate > 0 ? st.per_launch : 0;
         R->res->model.phase[p].eager_stall_us = rate > 0 ? st.us : 0;
-        fh_host_speed(eh, ek, etok, etr, m, rate, &hs);
+        fh_host_speed(eh, ek, etok, etr, et0, m, rate, &hs);
     }
     *eager_us = ks > 0 ? hsum / ks : 0;
     /* the host's speed: the pooled sd of the instances' log rates and their lag-1
      * autocorrelation (0 when fewer than FIT_SPEED_MIN_PAIRS pairs say anything) */
-    R->res->model.host_speed_sd_frac = R->res->model.host_speed_rho = 0;
+    wm_model *wm = &R->res->model;
+    wm->host_speed_sd_frac = wm->host_speed_rho = wm->host_speed_level_sd = 0;
     if (hs.n > 2 && hs.n1 >= FIT_SPEED_MIN_PAIRS) {
         double var = hs.s2 / hs.n, rho = var > 0 ? hs.s1 / hs.n1 / var : 0;
-        R->res->model.host_speed_sd_frac = sqrt(var);
-        R->res->model.host_speed_rho = rho < 0 ? 0 : rho > FIT_SPEED_RHO_MAX ? FIT_SPEED_RHO_MAX : rho;
+        wm->host_speed_sd_frac = sqrt(var);
+        wm->host_speed_rho = rho < 0 ? 0 : rho > FIT_SPEED_RHO_MAX ? FIT_SPEED_RHO_MAX : rho;
         if (getenv("FIT_DEBUG"))
             fprintf(stderr, "host speed: sd %.4f of log rate over %g instances, lag-1 "
                     "autocorrelation %.3f over %g pairs\n", sqrt(var), hs.n, rho, hs.n1);
+        const char *e = getenv("FIT_HOST_LEVEL");
+        double lv, sw, rw;
+        if (!(e && !strcmp(e, "0")) && fh_speed_level(&hs, &lv, &sw, &rw) && lv > 0) {
+            wm->host_speed_level_sd = lv;
+            wm->host_speed_sd_frac = sw;
+            wm->host_speed_rho = rw;
+            if (R->o && R->o->log)
+                fprintf(R->o->log, "specsim fit: host speed: level sd %.4f between %zu windows, "
+                        "sd %.4f and autocorrelation %.3f within them\n", lv, hs.nrun, sw, rw);
+        }
     }
+    free(hs.run);
     R->res->graph_launches = (int)ng;
     R->res->eager_instances = (int)ne;
     if (graph_noapi && !ng)
@@ -355,6 +509,7 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     free(ek);
     free(tmp);
     free(etok);
+    free(et0);
     free(etr);
     free(efirst);
     return 0;

@@ -524,7 +524,8 @@ static int wm_parse_sweep(const wm_ctx *c, const cJSON *j, wm_sweep *sw)
 }
 static const char *const wm_moe_keys[] = {"experts", "topk", NULL};
 static const char *const wm_launch_keys[] = {"graph_launch_us", "eager_launch_us",
-                                             "host_speed_sd_frac", "host_speed_rho", NULL};
+                                             "host_speed_sd_frac", "host_speed_rho",
+                                             "host_speed_level_sd", NULL};
 static const char *const wm_unc_keys[] = {"memory_frac", "compute_frac", "latency_frac",
                                           "source", NULL};
 
@@ -587,7 +588,9 @@ static int wm_from_json(const wm_ctx *c, const cJSON *root, wm_model *m)
             wm_num(c, launch, "host_speed_sd_frac", "launch", 0, 0, &bnd_frac,
                    &m->host_speed_sd_frac) != 0 ||
             wm_num(c, launch, "host_speed_rho", "launch", 0, 0, &bnd_frac,
-                   &m->host_speed_rho) != 0)
+                   &m->host_speed_rho) != 0 ||
+            wm_num(c, launch, "host_speed_level_sd", "launch", 0, 0, &bnd_frac,
+                   &m->host_speed_level_sd) != 0)
             return -1;
         if (m->host_speed_rho >= 1)
             return wm_fail(c, "launch.host_speed_rho",
@@ -803,6 +806,8 @@ static cJSON *wm_to_json(const wm_model *m)
         cJSON_AddNumberToObject(launch, "host_speed_sd_frac", m->host_speed_sd_frac);
         cJSON_AddNumberToObject(launch, "host_speed_rho", m->host_speed_rho);
     }
+    if (m->host_speed_level_sd > 0)
+        cJSON_AddNumberToObject(launch, "host_speed_level_sd", m->host_speed_level_sd);
     if (m->unc.memory_frac != 0 || m->unc.compute_frac != 0 || m->unc.latency_frac != 0) {
         cJSON *u = cJSON_AddObjectToObject(root, "uncertainty");
         cJSON_AddNumberToObject(u, "memory_frac", m->unc.memory_frac);

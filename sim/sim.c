@@ -1050,11 +1050,12 @@ static void sim_interval(sim_state *S, sim_result *res, const bmeans_est *e, dou
     res->iv.est_var = res->tok_s > 0 ? (se_s / res->tok_s) * (se_s / res->tok_s) : 0;
     /* the host's speed over that benchmark (its iterations: bench_us / the mean iteration):
      * how much of the window the host's time decides (host_share) times the variance of its
-     * mean speed (interval_host_var) */
+     * mean speed (interval_host_var) and of the level it runs at (host_speed_level_sd) */
     res->iv.host_var = bench_us > 0 && res->iter_us > 0
         ? res->host_share * res->host_share *
-          interval_host_var(p->model->host_speed_sd_frac, p->model->host_speed_rho,
-                            bench_us / res->iter_us)
+          (interval_host_var(p->model->host_speed_sd_frac, p->model->host_speed_rho,
+                             bench_us / res->iter_us) +
+           p->model->host_speed_level_sd * p->model->host_speed_level_sd)
         : 0;
     res->unc_model = sqrt(interval_model_var(&res->iv));
     res->unc_run = sqrt(res->iv.run_var + res->iv.host_var);

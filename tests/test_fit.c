@@ -115,6 +115,11 @@ typedef struct {
  * autocorrelation, scaling every eager launch call and the work after it (0: a steady
  * host). Globals, not gen_cfg fields: the tests' positional gen_cfg initialisers stay. */
 static double gen_host_speed_sd, gen_host_speed_rho;
+/* gen_windows > 1: the iterations run in that many windows, 50 ms apart, each at a host level
+ * of its own, exp(gen_host_level_sd x N(0, 1)) times the speed above (a process fast or slow
+ * for seconds; lite captures of every repeat record such windows). */
+static int gen_windows;
+static double gen_host_level_sd;
 /* Every gen_accept_stall_every-th accept instance (0: none), the GPU idles this long before its
  * second kernel (waiting on something outside the trace): a few instances of an eager phase
  * that are not bound by their launches, among many that are. Globals as above. */
@@ -396,13 +401,19 @@ static void gen_run(gen_sink *s, const gen_cfg *c)
     s->nb = 0;
     /* the host's log speed: stationary from the first iteration on */
     double x = gen_host_speed_sd > 0 ? gen_host_speed_sd * gsl_ran_gaussian(st.r, 1) : 0;
+    int win = gen_windows > 1 ? c->iters / gen_windows : 0;
+    double lvl = 0;
     for (int it = 0; it < c->iters; it++) {
-        if (gen_host_speed_sd > 0) {
+        if (win > 0 && it % win == 0) {
+            lvl = gen_host_level_sd * gsl_ran_gaussian(st.r, 1);
             if (it)
-                x = gen_host_speed_rho * x + sqrt(1 - gen_host_speed_rho * gen_host_speed_rho) *
-                    gen_host_speed_sd * gsl_ran_gaussian(st.r, 1);
-            st.speed = exp(x);
+                st.host += 50000;    /* the next window */
         }
+        if (gen_host_speed_sd > 0 && it)
+            x = gen_host_speed_rho * x + sqrt(1 - gen_host_speed_rho * gen_host_speed_rho) *
+                gen_host_speed_sd * gsl_ran_gaussian(st.r, 1);
+        if (gen_host_speed_sd > 0 || win > 0)
+            st.speed = exp(x + lvl);
         /* KV context summed over the real rows: specbench's padded rows have an empty
          * context (as SGLang's, whose padded seq_lens are 1) */
         double ctx = c->ctx0 + it;
@@ -1705,6 +1716,48 @@ static void fit_host_speed_follows_the_hosts_launch_rates(void)
     free(r);
 }
 
+/* The host's level between windows (prediction intervals): the generator's eager loop in 8
+ * windows of 15 iterations per configuration, each window at a level exp(0.2 x N(0, 1)), the
+ * speed within an AR(1) of sd 0.1 and autocorrelation 0.3: the fit's level comes out within
+ * 0.05 of 0.2 and the speed within the windows near 0.1; the same windows at one level give a
+ * level under 0.05; FIT_HOST_LEVEL=0 gives none (and the pooled sd of before). */
+static void fit_host_level_between_windows(void)
+{
+    fit_result *r = malloc(sizeof *r);
+    gen_windows = 8;
+    gen_host_speed_sd = 0.1;
+    gen_host_speed_rho = 0.3;
+    gen_host_level_sd = 0.2;
+    int rc = fit_host_grid(r, 0, 0);
+    if (rc == 0) {
+        printf("     level sd %.4f (generated 0.2), within: sd %.4f, autocorrelation %.3f "
+               "(generated 0.1, 0.3)\n", r->model.host_speed_level_sd, r->model.host_speed_sd_frac,
+               r->model.host_speed_rho);
+        CHECK_NEAR(r->model.host_speed_level_sd, 0.2, 0.05, 0);
+        CHECK_NEAR(r->model.host_speed_sd_frac, 0.1, 0, 0.3);
+        fit_result_free(r);
+    }
+    setenv("FIT_HOST_LEVEL", "0", 1);
+    rc = fit_host_grid(r, 0, 0);
+    unsetenv("FIT_HOST_LEVEL");
+    if (rc == 0) {
+        printf("     FIT_HOST_LEVEL=0: level sd %.4f, pooled sd %.4f, autocorrelation %.3f\n",
+               r->model.host_speed_level_sd, r->model.host_speed_sd_frac, r->model.host_speed_rho);
+        CHECK(r->model.host_speed_level_sd == 0, "level %g", r->model.host_speed_level_sd);
+        fit_result_free(r);
+    }
+    gen_host_level_sd = 0;
+    rc = fit_host_grid(r, 0, 0);
+    if (rc == 0) {
+        printf("     one level: level sd %.4f\n", r->model.host_speed_level_sd);
+        CHECK(r->model.host_speed_level_sd < 0.05, "level %g", r->model.host_speed_level_sd);
+        fit_result_free(r);
+    }
+    gen_windows = 0;
+    gen_host_speed_sd = gen_host_speed_rho = 0;
+    free(r);
+}
+
 /* specprof's launch-cost calibration (what CUPTI adds to an eager launch, written into the
  * trace) comes out of the fitted eager launch cost; FIT_LAUNCH_CALIB=0 keeps it in. */
 static void fit_takes_the_calibrated_cupti_launch_cost_out(void)
@@ -2409,6 +2462,7 @@ int main(int argc, char **argv)
     RUN(fit_gap_group_keeps_graph_and_eager_apart);
     RUN(fit_takes_the_calibrated_cupti_launch_cost_out);
     RUN(fit_host_speed_follows_the_hosts_launch_rates);
+    RUN(fit_host_level_between_windows);
     RUN(fit_host_gap_grows_with_requests);
     RUN(fit_kv_rows_follow_what_padded_rows_cost);
     RUN(fit_group_residual_is_out_of_sample);

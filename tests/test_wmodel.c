@@ -565,6 +565,39 @@ static void wmodel_launch_pos_round_trips_and_refuses(void)
     }
 }
 
+/* The host's speed keys of "launch" (host_speed_sd_frac, host_speed_rho, host_speed_level_sd):
+ * read and written back; a negative, NaN-like or non-numeric level refused with the field
+ * named; a model without the level reads 0. */
+static void wmodel_host_level_round_trips_and_refuses(void)
+{
+    wm_model m, back;
+    char err[512] = "", text[1024];
+    const char *fmt =
+        "{\"specsim_model\": 1, \"name\": \"hl\", \"launch\": {\"graph_launch_us\": 5, "
+        "\"eager_launch_us\": 10, \"host_speed_sd_frac\": 0.1, \"host_speed_rho\": 0.3%s}, "
+        "\"phases\": {\"verify\": {\"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10}]},"
+        "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
+    snprintf(text, sizeof text, fmt, ", \"host_speed_level_sd\": 0.2");
+    CHECK(wm_parse(&m, text, "hl.json", err, sizeof err) == 0, "%s", err);
+    CHECK_NEAR(m.host_speed_level_sd, 0.2, 0, 0);
+    const char *path = "build/tests/wmodel_host_level.json";
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+    CHECK(back.host_speed_level_sd == 0.2 && back.host_speed_sd_frac == 0.1 &&
+          back.host_speed_rho == 0.3, "round trip: level %g sd %g rho %g", back.host_speed_level_sd,
+          back.host_speed_sd_frac, back.host_speed_rho);
+    snprintf(text, sizeof text, fmt, "");
+    CHECK(wm_parse(&m, text, "hl.json", err, sizeof err) == 0 && m.host_speed_level_sd == 0,
+          "absent: %g (%s)", m.host_speed_level_sd, err);
+    const char *bad[] = {", \"host_speed_level_sd\": -0.1", ", \"host_speed_level_sd\": \"x\"",
+                         ", \"host_speed_level_sd\": 1e30"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, fmt, bad[i]);
+        CHECK(wm_parse(&m, text, "hl.json", err, sizeof err) == -1, "taken: %s", bad[i]);
+        CHECK(strstr(err, "launch.host_speed_level_sd") != NULL, "message \"%s\"", err);
+    }
+}
+
 /* A phase's host stalls (eager_stall_per_launch, eager_stall_us): read and written back;
  * refused with the field named when one comes without the other, the chance is not in
  * [0, 1], or their mean share exceeds eager_launch_us (which includes it). */
@@ -644,5 +677,6 @@ int main(void)
     RUN(wmodel_save_refuses_what_load_refuses);
     RUN(wmodel_kv_rows_round_trips_and_prices);
     RUN(wmodel_launch_pos_round_trips_and_refuses);
+    RUN(wmodel_host_level_round_trips_and_refuses);
     return check_done();
 }
