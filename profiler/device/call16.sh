@@ -14,7 +14,9 @@
 # Results ($OUT): run.log; grid_eager.csv, grid_dense.csv; lite_eager.json.gz, lite_dense.json.gz;
 # ref_eager.json.gz, ref_dense.json.gz; refs.tar.gz (the references' calib_measured csvs, stdout).
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call16.sh   (RUN_LIMIT_S 580;
-# CALIB_STEPS, default 2,5: the calibration subset's draft lengths)
+# CALIB_STEPS, default 2,5: the calibration subset's draft lengths; PRESET, default torch-dense:
+# torchbench's preset, e.g. torch-moe; SKIP_EAGER=1: no eager loop and no eager reference, the
+# time to the graph loop)
 set -u
 OUT=${OUT:-/tmp/call16}
 mkdir -p "$OUT"
@@ -43,29 +45,35 @@ keep() {   # keep DIR NAME: the process's trace to $OUT/NAME, its check in the l
 # CALIB_STEPS: the calibration subset's draft lengths (default 2,5; call 20: 2,4,5, an odd
 # query-token count per row beside 3 and 6)
 CALIB_STEPS=${CALIB_STEPS:-2,5}
-echo "calibration steps: $CALIB_STEPS" | tee -a "$LOG"
+PRESET=${PRESET:-torch-dense}
+SKIP_EAGER=${SKIP_EAGER:-0}
+echo "calibration steps: $CALIB_STEPS; preset $PRESET; skip eager $SKIP_EAGER" | tee -a "$LOG"
 step "node-level references (always): the eager subset, the graph subset"
-OUT=$W/refe SP=$SP TB_EXTRA="--disable-cuda-graph" TAG_SUFFIX=_eager PLAN="calib:torch-dense:always" \
-  CALIB_STEPS=$CALIB_STEPS CALIB_CONC=1,4,24 CALIB_SECONDS=0.08 CALIB_MIN_ITERS=8 timeout 100 bash profiler/device/torch_truth.sh > $W/pack/refe.out 2>&1
-OUT=$W/ref SP=$SP PLAN="calib:torch-dense:always" CALIB_STEPS=$CALIB_STEPS CALIB_CONC=1,2,4,15,33,80 CALIB_SECONDS=0.04 CALIB_MIN_ITERS=8 \
+if [ "$SKIP_EAGER" != 1 ]; then
+  OUT=$W/refe SP=$SP TB_EXTRA="--disable-cuda-graph" TAG_SUFFIX=_eager PLAN="calib:$PRESET:always" \
+    CALIB_STEPS=$CALIB_STEPS CALIB_CONC=1,4,24 CALIB_SECONDS=0.08 CALIB_MIN_ITERS=8 timeout 100 bash profiler/device/torch_truth.sh > $W/pack/refe.out 2>&1
+fi
+OUT=$W/ref SP=$SP PLAN="calib:$PRESET:always" CALIB_STEPS=$CALIB_STEPS CALIB_CONC=1,2,4,15,33,80 CALIB_SECONDS=0.04 CALIB_MIN_ITERS=8 \
   timeout 100 bash profiler/device/torch_truth.sh > $W/pack/ref.out 2>&1
-grep -E "^complete|^calibration|NO TRACE|^-rw" $W/refe/run.log $W/ref/run.log | tee -a "$LOG"
-cp $W/refe/calib_torch-dense_always_eager.json.gz "$OUT/ref_eager.json.gz" 2>/dev/null
-cp $W/ref/calib_torch-dense_always.json.gz "$OUT/ref_dense.json.gz" 2>/dev/null
+grep -E "^complete|^calibration|NO TRACE|^-rw" $W/refe/run.log $W/ref/run.log 2>/dev/null | tee -a "$LOG"
+cp $W/refe/calib_${PRESET}_always_eager.json.gz "$OUT/ref_eager.json.gz" 2>/dev/null
+cp $W/ref/calib_${PRESET}_always.json.gz "$OUT/ref_dense.json.gz" 2>/dev/null
 cp $W/refe/calib_measured_*.csv $W/ref/calib_measured_*.csv $W/pack/ 2>/dev/null
 
-step "the eager loop: 65 points, ~20 repeats, the subset captured in every repeat"
-CE=""
-for c in 1 4 24; do
-  for st in $(echo "$CALIB_STEPS" | tr ',' ' '); do CE="$CE,spec:$st:$c"; done
-  CE="$CE,baseline:$c"
-done
-b=$(( $(left) - 230 )); [ $b -gt 260 ] && b=260
-timeout $(( b + 40 )) $LITE -o $W/pe -- $TB --preset torch-dense --disable-cuda-graph --mode spec,baseline \
-  --steps 1,2,3,4,5,6 --alpha 0.5,0.8 --concurrency 1,2,4,9,24 $COMMON --warmup 1 --seconds 0.08 --min-iters 8 \
-  --repeats 40 --discard-first --time-budget $b --capture "${CE#,}" --csv $OUT/grid_eager.csv > $W/pack/pe.out 2>&1
-echo "rc=$? rows $(( $(wc -l < $OUT/grid_eager.csv) - 1 ))" | tee -a "$LOG"; grep "^#" $W/pack/pe.out | tail -3 | tee -a "$LOG"
-keep $W/pe lite_eager.json.gz
+if [ "$SKIP_EAGER" != 1 ]; then
+  step "the eager loop: 65 points, ~20 repeats, the subset captured in every repeat"
+  CE=""
+  for c in 1 4 24; do
+    for st in $(echo "$CALIB_STEPS" | tr ',' ' '); do CE="$CE,spec:$st:$c"; done
+    CE="$CE,baseline:$c"
+  done
+  b=$(( $(left) - 230 )); [ $b -gt 260 ] && b=260
+  timeout $(( b + 40 )) $LITE -o $W/pe -- $TB --preset $PRESET --disable-cuda-graph --mode spec,baseline \
+    --steps 1,2,3,4,5,6 --alpha 0.5,0.8 --concurrency 1,2,4,9,24 $COMMON --warmup 1 --seconds 0.08 --min-iters 8 \
+    --repeats 40 --discard-first --time-budget $b --capture "${CE#,}" --csv $OUT/grid_eager.csv > $W/pack/pe.out 2>&1
+  echo "rc=$? rows $(( $(wc -l < $OUT/grid_eager.csv) - 1 ))" | tee -a "$LOG"; grep "^#" $W/pack/pe.out | tail -3 | tee -a "$LOG"
+  keep $W/pe lite_eager.json.gz
+fi
 
 step "the graph loop: call 14's grid and subset, as many repeats as fit"
 CG=""
@@ -75,7 +83,7 @@ for c in 1 2 4 15 33 80; do
 done
 b=$(( $(left) - 40 ))
 if [ $b -gt 60 ]; then
-  timeout $(( b + 30 )) $LITE -o $W/pg -- $TB --preset torch-dense --mode spec,baseline --steps 1,2,3,4,5,6 \
+  timeout $(( b + 30 )) $LITE -o $W/pg -- $TB --preset $PRESET --mode spec,baseline --steps 1,2,3,4,5,6 \
     --alpha 0.5,0.8 --concurrency 1,2,4,7,9,15,24,33,50,80 $COMMON --warmup 1 --seconds 0.08 --min-iters 15 \
     --repeats 12 --discard-first --time-budget $b --capture "${CG#,}" --csv $OUT/grid_dense.csv > $W/pack/pg.out 2>&1
   echo "rc=$? rows $(( $(wc -l < $OUT/grid_dense.csv) - 1 ))" | tee -a "$LOG"; grep "^#" $W/pack/pg.out | tail -3 | tee -a "$LOG"
