@@ -229,12 +229,12 @@ static double fh_eager_rate(const double *h, const double *k, const char *first,
  * averages 9-369 launches, so what moves it between instances is the host's speed, not one
  * launch's noise: torchbench's dense capture moves between ~15 and ~28 us a launch in runs
  * of several iterations, its MoE capture stays at ~28.
- * The same instances by window: a run of consecutive instances of one configuration is a
- * window (a capture of a grid records each configuration once; torchbench's and specbench's
+ * The same instances by window: a run of consecutive instances of one configuration (phase p,
+ * trace, token count) is a window (a capture of a grid records each configuration once; torchbench's and specbench's
  * --capture record the calibration points in every repeat, each a window). Within the
  * windows, deviations from the window's mean (w2, wn; consecutive products w1, wn1); between
  * them, each window's mean and size (hs->run), for the level (fh_speed_level). */
-typedef struct { int tr; double tok, mean, n; } fh_run;
+typedef struct { int ph, tr; double tok, mean, n; } fh_run;
 typedef struct {
     double s2, n, s1, n1;
     double w2, wn, w1, wn1;
@@ -250,9 +250,9 @@ static int fh_keep_rate(const double *h, const double *k, size_t i, double med, 
 
 /* One window's instances [a, b): their mean log rate, the deviations about it and the window
  * into hs (fh_speed's comment). */
-static void fh_speed_window(const double *h, const double *k, const double *tok, const int *tr,
-                            size_t a, size_t b, double rate, double med, double lim,
-                            fh_speed *hs)
+static void fh_speed_window(int p, const double *h, const double *k, const double *tok,
+                            const int *tr, size_t a, size_t b, double rate, double med,
+                            double lim, fh_speed *hs)
 {
     double sum = 0, cnt = 0;
     for (size_t i = a; i < b; i++)
@@ -281,16 +281,16 @@ static void fh_speed_window(const double *h, const double *k, const double *tok,
         hs->oom = 1;
         return;
     }
-    hs->run[hs->nrun++] = (fh_run){tr[a], tok[a], m, cnt};
+    hs->run[hs->nrun++] = (fh_run){p, tr[a], tok[a], m, cnt};
 }
 
 /* The windows of one phase's instances: a run of consecutive instances of one trace and token
  * count, cut where an instance starts more than FIT_WINDOW_GAP_X times the run's median
  * spacing after its predecessor (windows of one configuration back to back). */
 #define FIT_WINDOW_GAP_X 4
-static void fh_speed_runs(const double *h, const double *k, const double *tok, const int *tr,
-                          const double *t0, size_t n, double rate, double med, double lim,
-                          fh_speed *hs)
+static void fh_speed_runs(int p, const double *h, const double *k, const double *tok,
+                          const int *tr, const double *t0, size_t n, double rate, double med,
+                          double lim, fh_speed *hs)
 {
     double *tmp = malloc(n * sizeof *tmp);
     if (!tmp) {
@@ -308,15 +308,15 @@ static void fh_speed_runs(const double *h, const double *k, const double *tok, c
         size_t w = a;
         for (size_t i = a + 1; i <= e; i++)
             if (i == e || t0[i] - t0[i - 1] > gap) {
-                fh_speed_window(h, k, tok, tr, w, i, rate, med, lim, hs);
+                fh_speed_window(p, h, k, tok, tr, w, i, rate, med, lim, hs);
                 w = i;
             }
     }
     free(tmp);
 }
 
-static void fh_host_speed(const double *h, const double *k, const double *tok, const int *tr,
-                          const double *t0, size_t n, double rate, fh_speed *hs)
+static void fh_host_speed(int p, const double *h, const double *k, const double *tok,
+                          const int *tr, const double *t0, size_t n, double rate, fh_speed *hs)
 {
     if (!(rate > 0) || n < 2)
         return;
@@ -351,7 +351,7 @@ static void fh_host_speed(const double *h, const double *k, const double *tok, c
         }
         prev = (long)i;
     }
-    fh_speed_runs(h, k, tok, tr, t0, n, rate, med, lim, hs);
+    fh_speed_runs(p, h, k, tok, tr, t0, n, rate, med, lim, hs);
 }
 
 /* The host's level between windows (wmodel host_speed_level_sd): where configurations were
@@ -372,6 +372,8 @@ static void fh_host_speed(const double *h, const double *k, const double *tok, c
 static int fh_run_cmp(const void *x, const void *y)
 {
     const fh_run *a = x, *b = y;
+    if (a->ph != b->ph)
+        return a->ph < b->ph ? -1 : 1;
     if (a->tr != b->tr)
         return a->tr < b->tr ? -1 : 1;
     return (a->tok > b->tok) - (a->tok < b->tok);
@@ -470,7 +472,7 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
         R->res->model.phase[p].eager_launch_us = rate;
         R->res->model.phase[p].eager_stall_per_launch = rate > 0 ? st.per_launch : 0;
         R->res->model.phase[p].eager_stall_us = rate > 0 ? st.us : 0;
-        fh_host_speed(eh, ek, etok, etr, et0, m, rate, &hs);
+        fh_host_speed(p, eh, ek, etok, etr, et0, m, rate, &hs);
     }
     *eager_us = ks > 0 ? hsum / ks : 0;
     /* the host's speed: the pooled sd of the instances' log rates and their lag-1

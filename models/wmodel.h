@@ -208,7 +208,7 @@ typedef struct {
     /* the sd of the host's log speed between windows of a capture (a level that holds for a
      * whole benchmark: a process runs fast or slow for seconds at a time), beyond what the
      * AR(1) above gives a window's mean; 0 where the traces hold one window per
-     * configuration (docs/fit.md, "Host speed") */
+     * configuration (docs/fit.md, host_speed_level_sd) */
     double host_speed_level_sd;
     int    loop;             /* enum wm_loop; key "loop", absent: sglang-eagle */
     wm_phase_model phase[WM_NPHASE];
