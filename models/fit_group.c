@@ -714,8 +714,7 @@ static int fg_kv_drift_below_noise(const fg_one *S)
     return m > 0 && skv < sus;
 }
 
-/* 1 when the environment variable name is "0" (a rule turned off for tests, experiments). */
-static int fg_env_off(const char *name)
+int fit_env_off(const char *name)
 {
     const char *e = getenv(name);
     return e && strcmp(e, "0") == 0;
@@ -751,7 +750,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
      * against 5% there), the KV column is each point's cell mean, as the cross-validation
      * scores columns on cell means above it (docs/fit.md, "Few cells"). FIT_KV_CELL_MEAN=0
      * turns this off. */
-    if (S.ncell < FIT_CV_MIN_CELLS && !fg_env_off("FIT_KV_CELL_MEAN") && fg_kv_drift_below_noise(&S)) {
+    if (S.ncell < FIT_CV_MIN_CELLS && !fit_env_off("FIT_KV_CELL_MEAN") && fg_kv_drift_below_noise(&S)) {
         kvp = malloc(n * sizeof *kvp);
         if (!kvp) {
             fg_oom(&S, err, errlen);

@@ -51,10 +51,9 @@ static double fh_launch_us(const fr_inst *in)
 static double fh_cupti_launch_us(const fr_run *R, int t)
 {
     const ptrace_calib *c = &R->tr[t].hdr.calib;
-    const char *e = getenv("FIT_LAUNCH_CALIB");
     if (fit_trace_unprofiled(&R->tr[t]))
         return 0;   /* no CUPTI in a lite capture: its host times are the unprofiled ones */
-    if ((e && !strcmp(e, "0")) || !c->ok || !(c->kernel_launch_us > 0) || c->kernel_launch_us > 1000)
+    if (fit_env_off("FIT_LAUNCH_CALIB") || !c->ok || !(c->kernel_launch_us > 0) || c->kernel_launch_us > 1000)
         return 0;
     return c->kernel_launch_us;
 }
@@ -157,8 +156,7 @@ int fit_run_unprofiled(const fr_run *R)
 
 int fit_run_stalls_in(const fr_run *R)
 {
-    const char *e = getenv("FIT_LITE_STALLS");
-    return !(e && !strcmp(e, "0")) && fit_run_unprofiled(R);
+    return !fit_env_off("FIT_LITE_STALLS") && fit_run_unprofiled(R);
 }
 
 /* The host stalls in one phase's eager launches (wm_phase_model.eager_stall_*): stalls per
@@ -369,6 +367,14 @@ static void fh_host_speed(int p, const double *h, const double *k, const double 
  * launch rate): windows' means 0.16-0.23 sd apart in calls 17, 19 and 21 (their repeats'
  * tok/s 55-71% apart), 0.006-0.028 in calls 18 and 20. */
 #define FIT_LEVEL_MIN_DF 4
+/* The lag-1 autocorrelation of a speed: the pairs' mean product over the variance, in [0,
+ * FIT_SPEED_RHO_MAX]. */
+static double fh_rho(double s1, double n1, double var)
+{
+    double rho = var > 0 && n1 > 0 ? s1 / n1 / var : 0;
+    return rho < 0 ? 0 : rho > FIT_SPEED_RHO_MAX ? FIT_SPEED_RHO_MAX : rho;
+}
+
 static int fh_run_cmp(const void *x, const void *y)
 {
     const fh_run *a = x, *b = y;
@@ -383,8 +389,7 @@ static int fh_speed_level(fh_speed *hs, double *level, double *sd, double *rho)
 {
     if (hs->oom || hs->wn < 3 || hs->wn1 < FIT_SPEED_MIN_PAIRS)
         return 0;
-    double vw = hs->w2 / hs->wn, rw = vw > 0 ? hs->w1 / hs->wn1 / vw : 0;
-    rw = rw < 0 ? 0 : rw > FIT_SPEED_RHO_MAX ? FIT_SPEED_RHO_MAX : rw;
+    double vw = hs->w2 / hs->wn, rw = fh_rho(hs->w1, hs->wn1, vw);
     double ss = 0, vexp = 0, df = 0;
     if (hs->nrun > 1)
         qsort(hs->run, hs->nrun, sizeof *hs->run, fh_run_cmp);   /* configurations together */
@@ -480,15 +485,15 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
     wm_model *wm = &R->res->model;
     wm->host_speed_sd_frac = wm->host_speed_rho = wm->host_speed_level_sd = 0;
     if (hs.n > 2 && hs.n1 >= FIT_SPEED_MIN_PAIRS) {
-        double var = hs.s2 / hs.n, rho = var > 0 ? hs.s1 / hs.n1 / var : 0;
+        double var = hs.s2 / hs.n;
         wm->host_speed_sd_frac = sqrt(var);
-        wm->host_speed_rho = rho < 0 ? 0 : rho > FIT_SPEED_RHO_MAX ? FIT_SPEED_RHO_MAX : rho;
+        wm->host_speed_rho = fh_rho(hs.s1, hs.n1, var);
         if (getenv("FIT_DEBUG"))
             fprintf(stderr, "host speed: sd %.4f of log rate over %g instances, lag-1 "
-                    "autocorrelation %.3f over %g pairs\n", sqrt(var), hs.n, rho, hs.n1);
-        const char *e = getenv("FIT_HOST_LEVEL");
+                    "autocorrelation %.3f over %g pairs\n", sqrt(var), hs.n, wm->host_speed_rho,
+                    hs.n1);
         double lv, sw, rw;
-        if (!(e && !strcmp(e, "0")) && fh_speed_level(&hs, &lv, &sw, &rw) && lv > 0) {
+        if (!fit_env_off("FIT_HOST_LEVEL") && fh_speed_level(&hs, &lv, &sw, &rw) && lv > 0) {
             wm->host_speed_level_sd = lv;
             wm->host_speed_sd_frac = sw;
             wm->host_speed_rho = rw;

@@ -394,9 +394,8 @@ static int fi_calls(fi_trace_st *S)
      * they carry no lite args); FIT_LITE_CALIB=0 leaves it in (to see what it changes, as
      * FIT_LAUNCH_CALIB=0 does for CUPTI's) */
     const ptrace_lite *lc = &t->lite;
-    const char *lce = getenv("FIT_LITE_CALIB");
     int lite_calib = fit_trace_is_lite(t) && lc->on && lc->calib_ok && lc->graph_timing_us >= 0 &&
-                     lc->call_us >= 0 && !(lce && !strcmp(lce, "0"));
+                     lc->call_us >= 0 && !fit_env_off("FIT_LITE_CALIB");
     for (size_t i = 0; i < t->napi; i++) {
         const ptrace_api *x = &t->api[i];
         if (fi_check_dur(R, t, "API call", x->name, x->start_ns, x->end_ns))

@@ -237,6 +237,9 @@ int fit_phase_totals(fr_run *R, int p);
 int    fit_group_cmp_idx(const void *a, const void *b, void *ctx);
 /* Median of v[0..n) (v is sorted; 0 when n is 0). */
 double fit_group_median(double *v, size_t n);
+/* 1 when the environment variable name is "0": a fit rule turned off (FIT_GAP_GRAPH=0, ...)
+ * for tests and experiments (fit_group.c). */
+int fit_env_off(const char *name);
 /* Mean and sd of v[0..n) without the points fit_group leaves out (FIT_OUTLIER_K robust sd
  * and margins from the median). v is reordered. Returns the points left out. */
 size_t fit_group_robust(double *v, size_t n, double *mean, double *sd);

@@ -373,8 +373,7 @@ static int fm_launch_profile(fr_run *R, fr_phase *P)
         free(h);
         return fit_run_fail(R, "out of memory");
     }
-    const char *env = getenv("FIT_LAUNCH_PROFILE");   /* 0: none (the simulator's even spread) */
-    if (env && !strcmp(env, "0")) {
+    if (fit_env_off("FIT_LAUNCH_PROFILE")) {   /* none: the simulator's even spread */
         free(h);
         return 0;
     }

@@ -175,6 +175,14 @@ static void fph_launch_profile(const fr_phase *P, int g, wm_group *wg)
         wg->pos[b] = row[b] / t;
 }
 
+/* The instances the gap group is not fitted on: launch-bound ones where those are left out
+ * (fph_skip_launch_bound) and, with the group fitted on the graph replays (fph_gap_graph_only),
+ * the eager ones. */
+static int fph_gap_skips(const fr_phase *P, const fr_inst *in, int skip_lb)
+{
+    return (in->launch_bound && skip_lb) || (P->gap_graph && in->graph == 0);
+}
+
 /* Group g of phase p: its points, the GEMM sweep and the waves where they apply, fit_group,
  * the spread capped, the residual for the intervals. */
 static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf *b)
@@ -188,7 +196,7 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf 
     int gap = g == P->G;
     for (int q = 0; q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
-        if (gap && ((in->launch_bound && skip_lb) || (P->gap_graph && in->graph == 0)))
+        if (gap && fph_gap_skips(P, in, skip_lb))
             continue;
         if (in->trace == b->out_trace && in->tokens == b->out_tokens &&
             (fit_inst_q(in) > 0 ? fit_inst_q(in) : 1.0) == b->out_q)
@@ -707,15 +715,14 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
     fr_phase *P = &R->ph[p];
     wm_phase_model *pm = &R->res->model.phase[p];
     int G1 = P->G + 1, kv_rows = pm->kv_rows;
-    const char *e = getenv("FIT_TOTAL_BIAS");
     *bias = 0;
-    if ((e && !strcmp(e, "0")) || P->ninst < 2 || !fit_run_unprofiled(R))
+    if (fit_env_off("FIT_TOTAL_BIAS") || P->ninst < 2 || !fit_run_unprofiled(R))
         return 0;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
     size_t m = 0;
     for (int q = 0; pts && q < P->ninst; q++) {
         const fr_inst *in = &R->in[P->inst[q]];
-        if ((in->launch_bound && skip_lb) || (P->gap_graph && in->graph == 0))
+        if (fph_gap_skips(P, in, skip_lb))
             continue;
         double kv = fit_inst_kv(in, kv_rows), qr = fit_inst_q(in), y = 0, f = 0;
         for (int g = 0; g < G1; g++) {
@@ -741,16 +748,15 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
  * also ran eagerly and its graph replays hold two token counts or more: an eager kernel
  * queued behind GPU work starts later after its predecessor than a graph's node does
  * (measured unprofiled, traces/gapprobe: torchbench's forwards on the H100, 1.1-1.6 us a
- * kernel more than their graph replays, and CUPTI changes that span by under 0.1 us a
- * kernel), and fitted together against the tokens, the eager cells above the largest graph
+ * kernel more than their graph replays, and CUPTI changes that span by 0.12 us a kernel at
+ * most), and fitted together against the tokens, the eager cells above the largest graph
  * bent the group there: torchbench call 21's draft got a knee at 40 tokens and 15.3 us a token
  * above it from its 80-row eager cell, which priced its 52-row graph replays 39% high (the
  * 50-row rows 9-11% slow). The eager excess is then a term of its own (fph_eager_gap).
  * FIT_GAP_GRAPH=0: the joint fit of before (docs/fit.md section 2). */
 static int fph_gap_graph_only(const fr_run *R, const fr_phase *P)
 {
-    const char *e = getenv("FIT_GAP_GRAPH");
-    if (e && !strcmp(e, "0"))
+    if (fit_env_off("FIT_GAP_GRAPH"))
         return 0;
     int eager = 0, two = 0;
     double x0 = -1;
@@ -779,8 +785,7 @@ static void fph_eager_gap(fr_run *R, int p)
     wm_phase_model *pm = &R->res->model.phase[p];
     pm->eager_gap_us = 0;
     int G1 = P->G + 1, nk = wm_phase_kernels(&R->res->model, p);
-    const char *e = getenv("FIT_EAGER_GAP");
-    if (!P->gap_graph || nk <= 0 || (e && !strcmp(e, "0")))
+    if (!P->gap_graph || nk <= 0 || fit_env_off("FIT_EAGER_GAP"))
         return;
     fit_point *pts = malloc((size_t)P->ninst * sizeof *pts);
     size_t m = 0;
