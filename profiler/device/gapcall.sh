@@ -49,12 +49,12 @@ if [ "${SB:-0}" = 1 ]; then
     rm -rf "$W/sbp$i"
     timeout 120 $SP -o "$W/sbp$i" --quiet -- bin/specbench $SBA --csv $W/sb_always$i.csv > $W/sb_always$i.out 2>&1 || tail -5 $W/sb_always$i.out | tee -a "$LOG"
   done
-  for f in $W/sb_none*.csv $W/sb_always*.csv; do
-    [ -f "$f" ] || continue
-    b=$(basename "$f" .csv)
-    awk -v t="$b" -F, 'NR == 1 { if (!h) print "tag," $0 > "/dev/stderr"; next } { print t "," $0 }' "$f"
-  done > "$OUT/specbench.csv" 2> $W/sbhead.txt
-  { cat $W/sbhead.txt | head -1; cat "$OUT/specbench.csv"; } > $W/sb.csv && mv $W/sb.csv "$OUT/specbench.csv"
+  # one table: the first file's header with a tag column, each run's rows tagged by its file
+  files=""
+  for f in $W/sb_none*.csv $W/sb_always*.csv; do [ -f "$f" ] && files="$files $f"; done
+  awk -F, 'FNR == 1 { if (NR == 1) print "tag," $0; next }
+           { t = FILENAME; sub(/.*\//, "", t); sub(/\.csv$/, "", t); print t "," $0 }' \
+    $files < /dev/null > "$OUT/specbench.csv"
   awk -F, 'NR > 1 { print $1, $3, $8, $15, $18, $12 }' "$OUT/specbench.csv" | tee -a "$LOG"
 fi
 step "done"
