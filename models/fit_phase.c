@@ -709,12 +709,27 @@ static int fph_cell_median(const fit_point *pts, size_t m, double *med)
  * node-level torchbench fits already ran 1-4% slow on their held-out rows (call 4's MoE
  * table went from 1.49% to 2.34% median with the correction). 1 when applied, 0 when not
  * (fewer than FIT_TOTAL_BIAS_CELLS cells; FIT_TOTAL_BIAS=0). */
+/* Instance q of phase p: its measured time less the model's over groups g0.. and the gap
+ * group (g0 = 0: the whole phase; P->G: the gap group alone), us a forward. */
+static double fph_resid(const fr_run *R, const fr_phase *P, int p, int q, int g0, double kv,
+                        double qr)
+{
+    const wm_phase_model *pm = &R->res->model.phase[p];
+    const fr_inst *in = &R->in[P->inst[q]];
+    int G1 = P->G + 1;
+    double r = 0;
+    for (int g = g0; g < G1; g++)
+        r += P->Y[(size_t)q * (size_t)G1 + (size_t)g] -
+             wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
+    return r;
+}
+
 #define FIT_TOTAL_BIAS_CELLS 3
 static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
 {
     fr_phase *P = &R->ph[p];
     wm_phase_model *pm = &R->res->model.phase[p];
-    int G1 = P->G + 1, kv_rows = pm->kv_rows;
+    int kv_rows = pm->kv_rows;
     *bias = 0;
     if (fit_env_off("FIT_TOTAL_BIAS") || P->ninst < 2 || !fit_run_unprofiled(R))
         return 0;
@@ -724,12 +739,9 @@ static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
         const fr_inst *in = &R->in[P->inst[q]];
         if (fph_gap_skips(P, in, skip_lb))
             continue;
-        double kv = fit_inst_kv(in, kv_rows), qr = fit_inst_q(in), y = 0, f = 0;
-        for (int g = 0; g < G1; g++) {
-            y += P->Y[(size_t)q * (size_t)G1 + (size_t)g];
-            f += wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
-        }
-        pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .us = y - f,
+        double kv = fit_inst_kv(in, kv_rows), qr = fit_inst_q(in);
+        pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = kv,
+                               .us = fph_resid(R, P, p, q, 0, kv, qr),
                                .trace = in->trace, .q_per_row = qr};
     }
     /* each cell's residual (its robust mean), the cells' median the bias */
@@ -789,7 +801,7 @@ static void fph_eager_gap(fr_run *R, int p)
     fr_phase *P = &R->ph[p];
     wm_phase_model *pm = &R->res->model.phase[p];
     pm->eager_gap_us = 0;
-    int G1 = P->G + 1, nk = wm_phase_kernels(&R->res->model, p);
+    int nk = wm_phase_kernels(&R->res->model, p);
     if (!P->gap_graph || nk <= 0 || fit_env_off("FIT_EAGER_GAP"))
         return;
     int total = !fit_env_off("FIT_EAGER_TOTAL");
@@ -800,10 +812,7 @@ static void fph_eager_gap(fr_run *R, int p)
         if (in->graph != 0 || in->launch_bound)
             continue;
         double kv = fit_inst_kv(in, pm->kv_rows), qr = fit_inst_q(in);
-        double r = 0;
-        for (int g = total ? 0 : P->G; g < G1; g++)
-            r += P->Y[(size_t)q * (size_t)G1 + (size_t)g] -
-                 wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
+        double r = fph_resid(R, P, p, q, total ? 0 : P->G, kv, qr);
         pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .us = r / nk,
                                .trace = in->trace, .q_per_row = qr};
     }
