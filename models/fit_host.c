@@ -222,20 +222,21 @@ static double fh_eager_rate(const double *h, const double *k, const char *first,
 /* The host's speed as one phase's eager instances show it (for the prediction intervals:
  * docs/simulator.md, "Intervals", host speed): r_i = log(rate_i / rate), rate_i = h[i] / k[i]
  * of the instances fh_eager_rate kept, in trace order; adds sum (r_i - mean r)^2 and its
- * count to hs->s2, hs->n, and the products of consecutive kept instances of the same trace
- * and token count (the same configuration, one iteration apart) to hs->s1, hs->n1. A rate
+ * count to hs->all.s2, .n, and the products of consecutive kept instances of the same trace
+ * and token count (the same configuration, one iteration apart) to .s1, .n1. A rate
  * averages 9-369 launches, so what moves it between instances is the host's speed, not one
  * launch's noise: torchbench's dense capture moves between ~15 and ~28 us a launch in runs
  * of several iterations, its MoE capture stays at ~28.
  * The same instances by window: a run of consecutive instances of one configuration (phase p,
  * trace, token count) is a window (a capture of a grid records each configuration once; torchbench's and specbench's
  * --capture record the calibration points in every repeat, each a window). Within the
- * windows, deviations from the window's mean (w2, wn; consecutive products w1, wn1); between
- * them, each window's mean and size (hs->run), for the level (fh_speed_level). */
+ * windows, deviations from the window's mean (hs->win); between them, each window's mean and
+ * size (hs->run), for the level (fh_speed_level). */
 typedef struct { int ph, tr; double tok, mean, n; } fh_run;
+/* deviations' sum of squares and count, consecutive pairs' sum of products and count */
+typedef struct { double s2, n, s1, n1; } fh_dev;
 typedef struct {
-    double s2, n, s1, n1;
-    double w2, wn, w1, wn1;
+    fh_dev all, win;
     fh_run *run;
     size_t nrun, caprun;
     int oom;
@@ -246,11 +247,12 @@ static int fh_keep_rate(const double *h, const double *k, size_t i, double med, 
     return k[i] > 0 && h[i] > 0 && fabs(h[i] / k[i] - med) <= lim;
 }
 
-/* One window's instances [a, b): their mean log rate, the deviations about it and the window
- * into hs (fh_speed's comment). */
-static void fh_speed_window(int p, const double *h, const double *k, const double *tok,
-                            const int *tr, size_t a, size_t b, double rate, double med,
-                            double lim, fh_speed *hs)
+/* Instances [a, b) that fh_keep_rate keeps: their log rates' deviations from their mean into
+ * d, consecutive pairs of one trace and token count with them (an outlier breaks the chain).
+ * Returns how many were kept (nothing added below 2), their mean in *mean. */
+static double fh_deviations(const double *h, const double *k, const double *tok, const int *tr,
+                            size_t a, size_t b, double rate, double med, double lim, fh_dev *d,
+                            double *mean)
 {
     double sum = 0, cnt = 0;
     for (size_t i = a; i < b; i++)
@@ -259,22 +261,33 @@ static void fh_speed_window(int p, const double *h, const double *k, const doubl
             cnt++;
         }
     if (cnt < 2)
-        return;
-    double m = sum / cnt, prev = NAN;
+        return cnt;
+    double m = *mean = sum / cnt;
+    long prev = -1;
     for (size_t i = a; i < b; i++) {
-        if (!fh_keep_rate(h, k, i, med, lim)) {
-            prev = NAN;       /* an outlier breaks the chain */
+        if (!fh_keep_rate(h, k, i, med, lim))
             continue;
-        }
         double r = log(h[i] / k[i] / rate) - m;
-        hs->w2 += r * r;
-        hs->wn += 1;
-        if (!isnan(prev)) {
-            hs->w1 += r * prev;
-            hs->wn1 += 1;
+        d->s2 += r * r;
+        d->n += 1;
+        if (prev >= 0 && tr[prev] == tr[i] && tok[prev] == tok[i] && (size_t)prev + 1 == i) {
+            d->s1 += r * (log(h[prev] / k[prev] / rate) - m);
+            d->n1 += 1;
         }
-        prev = r;
+        prev = (long)i;
     }
+    return cnt;
+}
+
+/* One window's instances [a, b): their mean log rate, the deviations about it and the window
+ * into hs (fh_speed's comment). */
+static void fh_speed_window(int p, const double *h, const double *k, const double *tok,
+                            const int *tr, size_t a, size_t b, double rate, double med,
+                            double lim, fh_speed *hs)
+{
+    double m = 0, cnt = fh_deviations(h, k, tok, tr, a, b, rate, med, lim, &hs->win, &m);
+    if (cnt < 2)
+        return;
     if (fit_trace_grow((void **)&hs->run, &hs->caprun, hs->nrun, sizeof *hs->run)) {
         hs->oom = 1;
         return;
@@ -327,28 +340,9 @@ static void fh_host_speed(int p, const double *h, const double *k, const double 
             tmp[m++] = h[i] / k[i];
     double med, lim = m ? fit_group_robust_lim(tmp, m, &med) : 0;
     free(tmp);
-    double sum = 0, cnt = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fh_keep_rate(h, k, i, med, lim)) {
-            sum += log(h[i] / k[i] / rate);
-            cnt++;
-        }
-    if (cnt < 2)
+    double mean;
+    if (fh_deviations(h, k, tok, tr, 0, n, rate, med, lim, &hs->all, &mean) < 2)
         return;
-    double mean = sum / cnt;
-    long prev = -1;
-    for (size_t i = 0; i < n; i++) {
-        if (!fh_keep_rate(h, k, i, med, lim))
-            continue;     /* an outlier breaks the chain of consecutive instances */
-        double r = log(h[i] / k[i] / rate) - mean;
-        hs->s2 += r * r;
-        hs->n += 1;
-        if (prev >= 0 && tr[prev] == tr[i] && tok[prev] == tok[i] && (size_t)prev + 1 == i) {
-            hs->s1 += r * (log(h[prev] / k[prev] / rate) - mean);
-            hs->n1 += 1;
-        }
-        prev = (long)i;
-    }
     fh_speed_runs(p, h, k, tok, tr, t0, n, rate, med, lim, hs);
 }
 
@@ -387,9 +381,9 @@ static int fh_run_cmp(const void *x, const void *y)
 
 static int fh_speed_level(fh_speed *hs, double *level, double *sd, double *rho)
 {
-    if (hs->oom || hs->wn < 3 || hs->wn1 < FIT_SPEED_MIN_PAIRS)
+    if (hs->oom || hs->win.n < 3 || hs->win.n1 < FIT_SPEED_MIN_PAIRS)
         return 0;
-    double vw = hs->w2 / hs->wn, rw = fh_rho(hs->w1, hs->wn1, vw);
+    double vw = hs->win.s2 / hs->win.n, rw = fh_rho(hs->win.s1, hs->win.n1, vw);
     double ss = 0, vexp = 0, df = 0;
     if (hs->nrun > 1)
         qsort(hs->run, hs->nrun, sizeof *hs->run, fh_run_cmp);   /* configurations together */
@@ -484,14 +478,14 @@ int fit_host_launch_costs(fr_run *R, double *graph_us, double *eager_us)
      * autocorrelation (0 when fewer than FIT_SPEED_MIN_PAIRS pairs say anything) */
     wm_model *wm = &R->res->model;
     wm->host_speed_sd_frac = wm->host_speed_rho = wm->host_speed_level_sd = 0;
-    if (hs.n > 2 && hs.n1 >= FIT_SPEED_MIN_PAIRS) {
-        double var = hs.s2 / hs.n;
+    if (hs.all.n > 2 && hs.all.n1 >= FIT_SPEED_MIN_PAIRS) {
+        double var = hs.all.s2 / hs.all.n;
         wm->host_speed_sd_frac = sqrt(var);
-        wm->host_speed_rho = fh_rho(hs.s1, hs.n1, var);
+        wm->host_speed_rho = fh_rho(hs.all.s1, hs.all.n1, var);
         if (getenv("FIT_DEBUG"))
             fprintf(stderr, "host speed: sd %.4f of log rate over %g instances, lag-1 "
-                    "autocorrelation %.3f over %g pairs\n", sqrt(var), hs.n, wm->host_speed_rho,
-                    hs.n1);
+                    "autocorrelation %.3f over %g pairs\n", sqrt(var), hs.all.n, wm->host_speed_rho,
+                    hs.all.n1);
         double lv, sw, rw;
         if (!fit_env_off("FIT_HOST_LEVEL") && fh_speed_level(&hs, &lv, &sw, &rw) && lv > 0) {
             wm->host_speed_level_sd = lv;
