@@ -264,9 +264,10 @@ long batch_step(batch *b, const batch_accdist *acc, int64_t t_ns)
         reqs++;
         if (q->left_tokens > 0)
             continue;
-        /* finished: TPOT = its decode time / its tokens, for requests that joined in the
-         * measured window (their whole life is measured) */
-        if (in_window && q->join_ns >= b->window_start_ns && q->gen_tokens > 0)
+        /* finished: TPOT = its decode time / its tokens, for requests that finish in the
+         * measured window and whose whole life was simulated (they joined after the start,
+         * in the warm-up or the window; the ones placed part-way at the start are not) */
+        if (in_window && q->join_ns > 0 && q->gen_tokens > 0)
             if (batch_push_tpot(b, (double)(t_ns - q->join_ns) / (double)q->gen_tokens))
                 return -1;
         if (b->on_req)

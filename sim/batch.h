@@ -79,7 +79,7 @@ typedef struct {
     long     win_tokens;         /* tokens emitted in the window */
     double   win_gain_tokens;    /* sum of 1+accepted (uncapped) over request-iterations */
     long     win_req_iters;      /* request-iterations in the window */
-    double  *tpot_ns;            /* TPOT of requests that joined in the window and finished */
+    double  *tpot_ns;            /* TPOT of requests that finished in the window (whole lives) */
     size_t   ntpot, captpot;
     long     total_tokens;       /* all tokens emitted (whole run) */
     batch_req_fn on_req;

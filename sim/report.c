@@ -111,7 +111,7 @@ static void report_table(FILE *f, int table, const sim_result *spec, const sim_r
 void report_text(FILE *f, const sim_result *spec, const sim_result *base)
 {
     fprintf(f, "# results (measured window: iterations after warmup; per-request metrics "
-               "over requests that joined and finished in it)\n");
+               "over requests that finished in it, each over its whole life)\n");
     report_table(f, 0, spec, base);
     if (base)
         fprintf(f, "# speedup %.4f (spec tok/s / baseline tok/s)\n", report_speedup(spec, base));

@@ -781,13 +781,16 @@ static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
 /* ---- iterations ------------------------------------------------------------------------ */
 
 /* Standard error of a ratio r (tokens/us) over a window of `tokens` tokens: the batch means'
- * se_bm, and the variance of the tokens requests lose when they finish (their last gain is
- * capped), which a window with few request ends does not show in its batches: per token
- * E[overshoot^2] / E[output length] (Poisson request ends; batch.h). */
+ * se_bm, or, where larger, the standard error of the tokens requests lose when they finish
+ * (their last gain is capped: per token E[overshoot^2] / E[output length], Poisson request
+ * ends; batch.h). A window with many request ends holds their variance in its batches
+ * already (adding the term counted it twice: the stated se came out 1.6-2x the spread of
+ * 100 seeds' estimates, docs/simulator.md "Precision"); one with few ends does not show it,
+ * and the term is its floor. */
 static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
 {
     double turn = tokens > 0 ? r * r * S->turn_m2 / tokens : 0;
-    return sqrt(se_bm * se_bm + turn);
+    return fmax(se_bm, sqrt(turn));
 }
 
 double sim_now_s(void)
@@ -822,10 +825,9 @@ static void sim_eta_note(sim_state *S, long it)
 }
 
 /* --precision: the window holds SIM_PREC_MIN_ITERS iterations and SIM_PREC_MIN_REQS requests
- * (one per slot when fewer) that joined and finished in it (the per-request metrics come
- * from them), and its tok/s is known to
- * +-precision: SIM_PREC_Z standard errors of the batch means (with the acceptance control
- * variate for a speculative run). */
+ * (one per slot when fewer) that finished in it, their whole lives simulated (the
+ * per-request metrics come from them), and its tok/s is known to +-precision: SIM_PREC_Z
+ * standard errors (sim_se; with the acceptance control variate for a speculative run). */
 static int sim_precise(const sim_state *S)
 {
     int reqs = S->p->concurrency < SIM_PREC_MIN_REQS ? S->p->concurrency : SIM_PREC_MIN_REQS;

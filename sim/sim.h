@@ -74,7 +74,7 @@ typedef struct {
 /* The fewest measured iterations a --precision run stops at: the batch means need
  * BMEANS_MAX/2 batches of a few iterations to estimate a variance. */
 #define SIM_PREC_MIN_ITERS 64
-/* ... and at least this many requests (or one per slot, if fewer) that joined and finished
+/* ... and at least this many requests (or one per slot, if fewer) that finished
  * in the window: the per-request metrics (TPOT percentiles) come from them. */
 #define SIM_PREC_MIN_REQS 10
 

@@ -6,6 +6,7 @@
 #include "sim.h"
 #include "simtest.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -789,6 +790,75 @@ static void sim_refuses_durations_past_its_limits(void)
 }
 
 /* A model whose costs are all 0 has no throughput: -2, never inf tok/s. */
+/* A request's TPOT is its whole life's: it counts once it finishes inside the measured window
+ * and its life was simulated whole (it joined after the start), also when it joined in the
+ * warm-up. Plain decode, one token an iteration, 4 requests of 16 tokens starting together:
+ * generations finish at iterations 16, 32, 48, 64, 80; the window is iterations 20-83, so
+ * the generations that joined at 16 (in the warm-up), 32, 48 and 64 count: 16 requests (the
+ * rule that took only requests joined inside the window counted 12). */
+static void sim_tpot_counts_whole_lives_begun_in_the_warmup(void)
+{
+    wm_model m;
+    model_golden(&m, 1000, 0.1);
+    sim_params p;
+    sim_result r;
+    char err[256];
+    params_base(&p, &m, 0);
+    CHECK(batch_lendist_parse(&p.out_len, "16", err, sizeof err) == 0, "%s", err);
+    p.concurrency = 4;
+    p.warmup = 20;
+    p.iterations = 64;
+    if (run(&p, NULL, &r))
+        return;
+    CHECK(r.requests_measured == 16 && !r.partial, "%ld requests measured (partial %d), expected 16",
+          r.requests_measured, r.partial);
+    /* one token per 1000 us iteration, every life alike */
+    CHECK(fabs(r.tpot_p50_ms - 1.0) < 1e-6 && fabs(r.tpot_p99_ms - 1.0) < 1e-6, "TPOT p50 %g p99 %g ms",
+          r.tpot_p50_ms, r.tpot_p99_ms);
+}
+
+/* --precision's stated half-width (4 standard errors) against the spread of the estimates
+ * themselves over seeds: short outputs (16 tokens, a request end every few iterations), so
+ * the batch means hold the request ends' variance. The stated standard error must cover the
+ * seeds' sd (the promise) and not exceed it by more than 1.6x (the overshoot term added on
+ * top of batch means that already held it stated ~1.75x here and ran 1.5x the iterations). */
+static void sim_precision_states_the_seeds_spread(void)
+{
+    wm_model m;
+    model_golden(&m, 1000, 0.1);
+    for (int ph = 0; ph < WM_NPHASE; ph++) {
+        m.phase[ph].groups[0].sd_frac = 0.05;
+        m.phase[ph].host_gap_us = 30;
+        m.phase[ph].host_gap_sd_us = 10;
+    }
+    enum { SEEDS = 80 };
+    double sum = 0, sum2 = 0, se_sum = 0;
+    long iters = 0;
+    for (int s = 0; s < SEEDS; s++) {
+        sim_params p;
+        sim_result r;
+        char err[256];
+        params_base(&p, &m, 1);
+        CHECK(batch_lendist_parse(&p.out_len, "16", err, sizeof err) == 0, "%s", err);
+        p.concurrency = 8;
+        p.warmup = 20;
+        p.iterations = 1000000;
+        p.precision = 0.01;
+        p.seed = 100 + (unsigned long)s;
+        if (run(&p, NULL, &r))
+            return;
+        CHECK(r.precise && r.precision > 0 && r.precision <= 0.01, "seed %d: precision %g precise %d", s,
+              r.precision, r.precise);
+        sum += r.tok_s;
+        sum2 += r.tok_s * r.tok_s;
+        se_sum += r.precision / SIM_PREC_Z;
+        iters += r.iterations;
+    }
+    double mean = sum / SEEDS, sd = sqrt(fmax(0, sum2 / SEEDS - mean * mean)) / mean, se = se_sum / SEEDS;
+    CHECK(se >= sd && se <= 1.6 * sd, "stated se %.4f%% against the seeds' sd %.4f%% (x%.2f; %ld iterations a run)",
+          100 * se, 100 * sd, se / sd, iters / SEEDS);
+}
+
 static void sim_without_throughput_is_refused(void)
 {
     wm_model m;
@@ -826,5 +896,7 @@ int main(void)
     RUN(sim_breakdown_adds_up_to_iteration);
     RUN(sim_refuses_durations_past_its_limits);
     RUN(sim_without_throughput_is_refused);
+    RUN(sim_tpot_counts_whole_lives_begun_in_the_warmup);
+    RUN(sim_precision_states_the_seeds_spread);
     return check_done();
 }
