@@ -180,6 +180,7 @@ static void batch_admit(batch *b, batch_req *q, int64_t t_ns, int stagger)
     q->out_len_tokens = batch_lendist_draw(&b->len, q->rng);
     long done = stagger ? (long)gsl_rng_uniform_int(q->rng, (unsigned long)q->out_len_tokens) : 0;
     q->left_tokens = q->out_len_tokens - done;
+    q->part_way = done > 0;
     q->gen_tokens = 0;
     q->win_tokens = 0;
     q->ctx_tokens = b->prompt_tokens + done;
@@ -265,9 +266,9 @@ long batch_step(batch *b, const batch_accdist *acc, int64_t t_ns)
         if (q->left_tokens > 0)
             continue;
         /* finished: TPOT = its decode time / its tokens, for requests that finish in the
-         * measured window and whose whole life was simulated (they joined after the start,
-         * in the warm-up or the window; the ones placed part-way at the start are not) */
-        if (in_window && q->join_ns > 0 && q->gen_tokens > 0)
+         * measured window and joined in it, or whose whole life was simulated before it (in
+         * the warm-up: not placed part-way through their output at the start) */
+        if (in_window && (q->join_ns >= b->window_start_ns || !q->part_way) && q->gen_tokens > 0)
             if (batch_push_tpot(b, (double)(t_ns - q->join_ns) / (double)q->gen_tokens))
                 return -1;
         if (b->on_req)

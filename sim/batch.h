@@ -32,6 +32,7 @@ typedef struct {
     int64_t join_ns;             /* iteration boundary at which it joined the batch */
     gsl_rng *rng;                /* the slot's stream, reseeded with the request id */
     int     active;
+    int     part_way;            /* placed part-way through its output at the start (--stagger) */
 } batch_req;
 
 /* Called for each request that finishes, and at the end for those still running

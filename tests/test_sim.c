@@ -817,6 +817,28 @@ static void sim_tpot_counts_whole_lives_begun_in_the_warmup(void)
           r.tpot_p50_ms, r.tpot_p99_ms);
 }
 
+/* ... and a finite benchmark measured from its start (no warm-up) counts every request,
+ * the ones placed part-way through their output at the start too (their life in the window
+ * is all there is): 20 requests over 10 slots. */
+static void sim_tpot_counts_every_request_of_a_benchmark_from_its_start(void)
+{
+    wm_model m;
+    model_golden(&m, 1000, 0.1);
+    sim_params p;
+    sim_result r;
+    char err[256];
+    params_base(&p, &m, 1);
+    CHECK(batch_lendist_parse(&p.out_len, "64", err, sizeof err) == 0, "%s", err);
+    p.concurrency = 10;
+    p.requests = 20;
+    p.iterations = 0;
+    p.stagger = 1;
+    if (run(&p, NULL, &r))
+        return;
+    CHECK(r.requests_measured == 20 && !r.partial, "%ld requests measured (partial %d), expected 20",
+          r.requests_measured, r.partial);
+}
+
 /* --precision's stated half-width (4 standard errors) against the spread of the estimates
  * themselves over seeds: short outputs (16 tokens, a request end every few iterations), so
  * the batch means hold the request ends' variance. The stated standard error must cover the
@@ -897,6 +919,7 @@ int main(void)
     RUN(sim_refuses_durations_past_its_limits);
     RUN(sim_without_throughput_is_refused);
     RUN(sim_tpot_counts_whole_lives_begun_in_the_warmup);
+    RUN(sim_tpot_counts_every_request_of_a_benchmark_from_its_start);
     RUN(sim_precision_states_the_seeds_spread);
     return check_done();
 }
