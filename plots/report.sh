@@ -553,7 +553,8 @@ fig8() {
     else tlm=$TPMODEL; tlr=8; tlk=pcie5-8gpu; tll="TP=8 on PCIe Gen5 ($tlk), NCCL ($TPNOTE)"; fi
     tlsrc=$SRC; [ "$tlm" = "$TPMODEL" ] && tlsrc=$SRC_TP
     "$SPECSIM" run --model "$tlm" --ranks "$tlr" --link "$tlk" --steps 3 --acceptance alpha:0.7 --concurrency $BD_BS \
-        --iterations 3 --warmup 20 --timeline "$D/timeline_sim.json" --timeline-iterations 2 --quiet > /dev/null || return 1
+        --iterations 3 --warmup 20 --timeline "$D/timeline_sim.json" --timeline-iterations 2 --quiet > /dev/null \
+        2> "$D/tl_sim.err" || { cat "$D/tl_sim.err" >&2; return 1; }   # (3 iterations: no request finishes, said there)
     awk -v tracks="$D/tl_sim.tracks" -v cats="$D/tl_sim.cats" -f plots/simtl.awk "$D/timeline_sim.json" \
         > "$D/tl_sim.dat" 2> "$D/tl_sim.info" || { cat "$D/tl_sim.info" >&2; return 1; }
     if tl_plot "$D/tl_sim.dat" "$D/tl_sim.tracks" "$D/tl_sim.cats" fig8a_timeline_sim \
