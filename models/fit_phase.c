@@ -690,6 +690,21 @@ static int fph_cell_median(const fit_point *pts, size_t m, double *med)
     return nc;
 }
 
+/* Instance q of phase p: its measured time less the model's over groups g0.. and the gap
+ * group (g0 = 0: the whole phase; P->G: the gap group alone), us a forward. */
+static double fph_resid(const fr_run *R, const fr_phase *P, int p, int q, int g0, double kv,
+                        double qr)
+{
+    const wm_phase_model *pm = &R->res->model.phase[p];
+    const fr_inst *in = &R->in[P->inst[q]];
+    int G1 = P->G + 1;
+    double r = 0;
+    for (int g = g0; g < G1; g++)
+        r += P->Y[(size_t)q * (size_t)G1 + (size_t)g] -
+             wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
+    return r;
+}
+
 /* The groups are fitted one by one, each in its own form (a base, a slope in the tokens, a
  * knee, the KV terms, the GEMM sweep), and their sum need not follow the phase's measured
  * totals: on torchbench's lite capture of call 16 it fell 2-6% below five of decode's six
@@ -709,21 +724,6 @@ static int fph_cell_median(const fit_point *pts, size_t m, double *med)
  * node-level torchbench fits already ran 1-4% slow on their held-out rows (call 4's MoE
  * table went from 1.49% to 2.34% median with the correction). 1 when applied, 0 when not
  * (fewer than FIT_TOTAL_BIAS_CELLS cells; FIT_TOTAL_BIAS=0). */
-/* Instance q of phase p: its measured time less the model's over groups g0.. and the gap
- * group (g0 = 0: the whole phase; P->G: the gap group alone), us a forward. */
-static double fph_resid(const fr_run *R, const fr_phase *P, int p, int q, int g0, double kv,
-                        double qr)
-{
-    const wm_phase_model *pm = &R->res->model.phase[p];
-    const fr_inst *in = &R->in[P->inst[q]];
-    int G1 = P->G + 1;
-    double r = 0;
-    for (int g = g0; g < G1; g++)
-        r += P->Y[(size_t)q * (size_t)G1 + (size_t)g] -
-             wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
-    return r;
-}
-
 #define FIT_TOTAL_BIAS_CELLS 3
 static int fph_total_bias(fr_run *R, int p, int skip_lb, double *bias)
 {
