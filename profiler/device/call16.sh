@@ -18,20 +18,8 @@
 # torchbench's preset, e.g. torch-moe; SKIP_EAGER=1: no eager loop and no eager reference, the
 # time to the graph loop)
 set -u
-OUT=${OUT:-/tmp/call16}
-mkdir -p "$OUT"
-W=$(mktemp -d /tmp/call16.XXXXXX)
-LOG=$OUT/run.log
-LIMIT=${RUN_LIMIT_S:-580}
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
-left() { echo $(( LIMIT - SECONDS )); }
-step "device"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | tee -a "$LOG"
-nproc | tee -a "$LOG"
-make -j"$(nproc)" bin/specprof bin/libspecprof.so > $W/build.log 2>&1 || tail -20 $W/build.log | tee -a "$LOG"
-SP=$PWD/bin/specprof
-TB="python3 $PWD/profiler/bench/torchbench.py"
+CALL=call16 CALL_LIMIT_S=580
+. "$(dirname "$0")/preamble.sh"
 COMMON="--prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64"
 LITE="$SP --quiet --mode lite --capture-range profiler-api"
 mkdir -p $W/pack

@@ -16,20 +16,8 @@
 # captures). Tables: python3 profiler/device/call24_tables.py DIR
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call24.sh   (RUN_LIMIT_S 560)
 set -u
-OUT=${OUT:-/tmp/call24}
-mkdir -p "$OUT"
-W=$(mktemp -d /tmp/call24.XXXXXX)
-LOG=$OUT/run.log
-LIMIT=${RUN_LIMIT_S:-560}
-export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
-step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
-left() { echo $(( LIMIT - SECONDS )); }
-step "device"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader 2>&1 | tee -a "$LOG"
-nproc | tee -a "$LOG"
-make -j"$(nproc)" bin/specprof bin/libspecprof.so > $W/build.log 2>&1 || tail -20 $W/build.log | tee -a "$LOG"
-SP=$PWD/bin/specprof
-TB="python3 $PWD/profiler/bench/torchbench.py"
+CALL=call24 CALL_LIMIT_S=560
+. "$(dirname "$0")/preamble.sh"
 ARGS="--preset torch-dense --prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64
   --mode spec,baseline --steps 1,2,5 --alpha 0.7 --concurrency 33,80 --warmup 1 --seconds 0.1
   --min-iters 8 --repeats 200 --discard-first"
