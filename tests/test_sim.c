@@ -47,6 +47,14 @@ static void params_base(sim_params *p, const wm_model *m, int spec)
     simtest_params(p, m, spec);
 }
 
+/* params_base with outputs of out_len tokens (batch_lendist_parse's text). */
+static void params_len(sim_params *p, const wm_model *m, int spec, const char *out_len)
+{
+    char err[256];
+    params_base(p, m, spec);
+    CHECK(batch_lendist_parse(&p->out_len, out_len, err, sizeof err) == 0, "%s", err);
+}
+
 static int run(const sim_params *p, const sim_hooks *h, sim_result *r)
 {
     char err[512];
@@ -802,9 +810,7 @@ static void sim_tpot_counts_whole_lives_begun_in_the_warmup(void)
     model_golden(&m, 1000, 0.1);
     sim_params p;
     sim_result r;
-    char err[256];
-    params_base(&p, &m, 0);
-    CHECK(batch_lendist_parse(&p.out_len, "16", err, sizeof err) == 0, "%s", err);
+    params_len(&p, &m, 0, "16");
     p.concurrency = 4;
     p.warmup = 20;
     p.iterations = 64;
@@ -826,9 +832,7 @@ static void sim_tpot_counts_every_request_of_a_benchmark_from_its_start(void)
     model_golden(&m, 1000, 0.1);
     sim_params p;
     sim_result r;
-    char err[256];
-    params_base(&p, &m, 1);
-    CHECK(batch_lendist_parse(&p.out_len, "64", err, sizeof err) == 0, "%s", err);
+    params_len(&p, &m, 1, "64");
     p.concurrency = 10;
     p.requests = 20;
     p.iterations = 0;
@@ -843,7 +847,7 @@ static void sim_tpot_counts_every_request_of_a_benchmark_from_its_start(void)
  * themselves over seeds: short outputs (16 tokens, a request end every few iterations), so
  * the batch means hold the request ends' variance. The stated standard error must cover the
  * seeds' sd (the promise) and not exceed it by more than 1.6x (the overshoot term added on
- * top of batch means that already held it stated ~1.75x here and ran 1.5x the iterations). */
+ * top of batch means that already held it stated 1.87x here and ran 1.45x the iterations). */
 static void sim_precision_states_the_seeds_spread(void)
 {
     wm_model m;
@@ -859,9 +863,7 @@ static void sim_precision_states_the_seeds_spread(void)
     for (int s = 0; s < SEEDS; s++) {
         sim_params p;
         sim_result r;
-        char err[256];
-        params_base(&p, &m, 1);
-        CHECK(batch_lendist_parse(&p.out_len, "16", err, sizeof err) == 0, "%s", err);
+        params_len(&p, &m, 1, "16");
         p.concurrency = 8;
         p.warmup = 20;
         p.iterations = 1000000;
