@@ -75,6 +75,9 @@ static void fph_present(fr_run *R, const fr_phase *P, int p)
         const fr_inst *in = &R->in[P->inst[q]];
         pm->fitted_tokens_max = fmax(pm->fitted_tokens_max, in->tokens);
         pm->fitted_q_max = fmax(pm->fitted_q_max, fit_inst_q(in));   /* 0: rows= unknown */
+        int reqs = in->bs > 0 ? in->bs : in->rows;   /* ctx= sums the real rows' KV */
+        if (reqs > 0 && in->kv > 0)
+            pm->fitted_kv_row_max = fmax(pm->fitted_kv_row_max, in->kv / reqs);
     }
     pr->present = 1;
     pr->by = P->by;

@@ -338,7 +338,7 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 
 static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
-    "fitted_tokens_max", "fitted_q_max", "host_gap_per_row_us", "eager_launch_us",
+    "fitted_tokens_max", "fitted_q_max", "fitted_kv_row_max", "host_gap_per_row_us", "eager_launch_us",
     "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", "eager_gap_us", NULL,
 };
 
@@ -352,6 +352,7 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "host_gap_sd_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_sd_us) != 0 ||
         wm_num(c, j, "fitted_tokens_max", base, 0, 0, &bnd_tokens, &ph->fitted_tokens_max) != 0 ||
         wm_num(c, j, "fitted_q_max", base, 0, 0, &bnd_q_tokens, &ph->fitted_q_max) != 0 ||
+        wm_num(c, j, "fitted_kv_row_max", base, 0, 0, &bnd_tokens, &ph->fitted_kv_row_max) != 0 ||
         wm_num(c, j, "host_gap_per_row_us", base, 0, 0, &bnd_slope_us, &ph->host_gap_per_row_us) != 0 ||
         wm_num(c, j, "eager_launch_us", base, 0, 0, &bnd_cost_us, &ph->eager_launch_us) != 0 ||
         wm_num(c, j, "host_gap_reject_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_reject_us) != 0 ||
@@ -843,6 +844,8 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "fitted_tokens_max", ph->fitted_tokens_max);
         if (ph->fitted_q_max > 0)
             cJSON_AddNumberToObject(po, "fitted_q_max", ph->fitted_q_max);
+        if (ph->fitted_kv_row_max > 0)
+            cJSON_AddNumberToObject(po, "fitted_kv_row_max", ph->fitted_kv_row_max);
         cJSON *ga = cJSON_AddArrayToObject(po, "groups");
         for (int i = 0; i < ph->ngroups; i++)
             cJSON_AddItemToArray(ga, wm_group_json(&ph->groups[i]));
@@ -935,6 +938,19 @@ int wm_beyond_fit(const wm_model *m, int p, double tokens, double q, char *buf, 
     else
         snprintf(buf, n, "%g tokens a forward, fitted up to %g", tokens, pm->fitted_tokens_max);
     return 1;
+}
+
+int wm_beyond_kv(const wm_model *m, int p, double kv_row)
+{
+    const wm_phase_model *pm = wm_phase_get(m, p);
+    if (!pm || !(pm->fitted_kv_row_max > 0) || !(kv_row > WM_KV_BEYOND_FACTOR * pm->fitted_kv_row_max))
+        return 0;
+    for (int i = 0; i < pm->ngroups; i++) {
+        const wm_group *g = &pm->groups[i];
+        if (g->per_kv_ktoken_us != 0 || g->per_kvq_ktoken_us != 0 || g->per_kvq2_ktoken_us != 0)
+            return 1;
+    }
+    return 0;
 }
 
 double wm_kv_per_ktoken(const wm_group *g, double q_per_row)

@@ -144,6 +144,10 @@ typedef struct {
      * extrapolated (wm_beyond_fit) */
     double   fitted_tokens_max;
     double   fitted_q_max;
+    /* the longest KV context of a request (the batch's mean ctx= per real row) its forwards
+     * held, tokens (0: not known: a trace without ctx=, a hand-written model); past
+     * WM_KV_BEYOND_FACTOR times it the KV terms are extrapolated (wm_beyond_kv) */
+    double   fitted_kv_row_max;
     /* added later; 0 in files that do not have them (the behaviour before them):
      * host work that grows with the running requests (a scheduler's Python per request): the
      * gap before the phase is host_gap_us + host_gap_per_row_us * requests */
@@ -251,6 +255,15 @@ double wm_waves_e(const wm_group *g, double tokens, double experts_touched);
  * what its model was fitted from (fitted_tokens_max, fitted_q_max); if so, 1 and a sentence
  * saying which in buf ("9 query tokens per row, fitted up to 6"); 0 when within or unknown. */
 int wm_beyond_fit(const wm_model *m, int p, double tokens, double q, char *buf, size_t n);
+/* Whether phase p priced at kv_row tokens of KV context a request (the batch's mean) lies
+ * more than WM_KV_BEYOND_FACTOR times past the longest its model was fitted from, in a phase
+ * whose groups have a KV term (0 when within, unknown or without one). Where the other
+ * ranges have no factor the KV context has one: the KV terms are linear in the context (an
+ * attention kernel reads each cached token once), so a somewhat longer context is what the
+ * equation is for; a much longer one meets what no trace ran (how the kernel splits the KV,
+ * the caches). The factor is a choice, not a measurement. */
+#define WM_KV_BEYOND_FACTOR 2.0
+int wm_beyond_kv(const wm_model *m, int p, double kv_row);
 /* ceil(q_per_row / q_tile), or q_per_row when q_tile <= 1: the attention tiles of a row. */
 double wm_q_tiles(const wm_group *g, double q_per_row);
 /* The group's cost per 1000 KV tokens at q_per_row query tokens per row: per_kv_ktoken_us

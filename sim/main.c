@@ -285,6 +285,7 @@ static int cmd_run(simcfg_set_t *s)
         for (int p = 0; s->cfg.baseline && p < WM_NPHASE; p++) {
             far.phase_tokens_max[p] = fmax(far.phase_tokens_max[p], rb.phase_tokens_max[p]);
             far.phase_q_max[p] = fmax(far.phase_q_max[p], rb.phase_q_max[p]);
+            far.phase_kv_row_max[p] = fmax(far.phase_kv_row_max[p], rb.phase_kv_row_max[p]);
         }
         sim_warn_beyond_fit(stderr, "run", ps.model, &far, "");
     }

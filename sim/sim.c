@@ -156,7 +156,7 @@ typedef struct {
     double    phase_us[WM_NPHASE], comm_us, wait_us, idle_extra_us, busy_us;
     double    host_us, launch_us;
     long      phases_run, phases_eager;
-    double    tok_max[WM_NPHASE], q_max[WM_NPHASE];   /* priced at (sim_result) */
+    double    tok_max[WM_NPHASE], q_max[WM_NPHASE], kvr_max[WM_NPHASE];   /* priced at (sim_result) */
     int       oom, win_open;
     double    eta_t0;              /* sim_eta_note: the clock (s) at iteration eta_it0 */
     long      eta_it0;
@@ -421,6 +421,8 @@ static void sim_make_plan(sim_state *S, long it)
         ph->kv_tokens = kv;
         S->tok_max[ph->wm] = fmax(S->tok_max[ph->wm], ph->tokens);
         S->q_max[ph->wm] = fmax(S->q_max[ph->wm], ph->rows_per_req);
+        if (bs > 0)
+            S->kvr_max[ph->wm] = fmax(S->kvr_max[ph->wm], ctx / bs);
         double sdw, bins[WM_POS_BINS];
         int want_pos = ph_eager && c->has_pos;
         if (c->linear) {
@@ -1126,6 +1128,7 @@ static void sim_results(sim_state *S, sim_result *res)
     res->eager_frac = S->phases_run ? (double)S->phases_eager / (double)S->phases_run : 0;
     memcpy(res->phase_tokens_max, S->tok_max, sizeof res->phase_tokens_max);
     memcpy(res->phase_q_max, S->q_max, sizeof res->phase_q_max);
+    memcpy(res->phase_kv_row_max, S->kvr_max, sizeof res->phase_kv_row_max);
     /* --precision: the control-variate estimate (the acceptance draws' deviation from their
      * expectation taken out); without it tok_s stays tokens / window */
     const sim_params *p = S->p;
@@ -1201,7 +1204,8 @@ unsigned sim_beyond_fit(const wm_model *m, const sim_result *r)
     char buf[160];
     for (int p = 0; p < WM_NPHASE; p++)
         if (r->phase_tokens_max[p] > 0 &&
-            wm_beyond_fit(m, p, r->phase_tokens_max[p], r->phase_q_max[p], buf, sizeof buf))
+            (wm_beyond_fit(m, p, r->phase_tokens_max[p], r->phase_q_max[p], buf, sizeof buf) ||
+             wm_beyond_kv(m, p, r->phase_kv_row_max[p])))
             mask |= 1u << p;
     return mask;
 }
@@ -1215,6 +1219,33 @@ void sim_warn_beyond_fit(FILE *f, const char *what, const wm_model *m, const sim
             fprintf(f, "specsim %s: warning: model %s: phase %s: %s%s: its cost there is "
                     "extrapolated (docs/fit.md, \"Beyond the traces\")\n", what, m->name,
                     wm_phase_name[p], note, buf);
+    /* the KV context: one line for the phases it concerns (one prompt length moves them all) */
+    char names[96] = "";
+    size_t len = 0;
+    double kv = 0, lo = 0, hi = 0;
+    int nph = 0;
+    for (int p = 0; p < WM_NPHASE; p++) {
+        if (!wm_beyond_kv(m, p, r->phase_kv_row_max[p]))
+            continue;
+        nph++;
+        double fit = wm_phase_get(m, p)->fitted_kv_row_max;
+        lo = len ? fmin(lo, fit) : fit;
+        hi = fmax(hi, fit);
+        kv = fmax(kv, r->phase_kv_row_max[p]);
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", len ? ", " : "", wm_phase_name[p]);
+        if (len >= sizeof names)
+            break;
+    }
+    char range[64];
+    if (hi > lo)
+        snprintf(range, sizeof range, "%.0f-%.0f", lo, hi);
+    else
+        snprintf(range, sizeof range, "%.0f", lo);
+    if (len)
+        fprintf(f, "specsim %s: warning: model %s: phase%s %s: %s%.0f tokens of KV context a request, "
+                "fitted up to %s (more than %gx that): %s KV terms are extrapolated (docs/fit.md, "
+                "\"Beyond the traces\")\n", what, m->name, nph > 1 ? "s" : "", names, note, kv, range,
+                WM_KV_BEYOND_FACTOR, nph > 1 ? "their" : "its");
 }
 
 int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *err, size_t errlen)

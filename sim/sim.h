@@ -127,10 +127,10 @@ typedef struct {
     double   host_us;                 /* host busy: gaps + launches (overlaps the GPU) */
     double   launch_us;               /* of which launches */
     double   eager_frac;              /* fraction of phases run eagerly */
-    /* per phase, the most tokens of a forward and query tokens per row it was priced at
-     * (warmup included; 0: the phase never ran): wm_beyond_fit says whether the model was
-     * fitted that far */
-    double   phase_tokens_max[WM_NPHASE], phase_q_max[WM_NPHASE];
+    /* per phase, the most tokens of a forward, query tokens per row and KV context of a
+     * request (the batch's mean) it was priced at (warmup included; 0: the phase never ran):
+     * wm_beyond_fit says whether the model was fitted that far */
+    double   phase_tokens_max[WM_NPHASE], phase_q_max[WM_NPHASE], phase_kv_row_max[WM_NPHASE];
     /* prediction interval of tok_s (docs/simulator.md, "Intervals"; 0 without intervals):
      * p10 and p90 (p50 is tok_s), each part's relative standard deviation, the parts */
     double   tok_s_p10, tok_s_p90;

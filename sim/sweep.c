@@ -259,6 +259,7 @@ static void sweep_note_beyond(sweep_ctx *c, const wm_model *m, const sim_result 
             c->beyond.phase_tokens_max[p] = fmax(c->beyond.phase_tokens_max[p],
                                                  r->phase_tokens_max[p]);
             c->beyond.phase_q_max[p] = fmax(c->beyond.phase_q_max[p], r->phase_q_max[p]);
+            c->beyond.phase_kv_row_max[p] = fmax(c->beyond.phase_kv_row_max[p], r->phase_kv_row_max[p]);
         }
     pthread_mutex_unlock(&c->lock);
 }

@@ -276,6 +276,42 @@ static void cli_warns_beyond_fitted_range(void)
     free(out);
 }
 
+/* A KV context more than twice the longest the traces held is said once for every phase with
+ * a KV term (accept has none; the baseline's decode is priced by verify's groups), and not at
+ * twice or less. */
+static void cli_warns_once_beyond_fitted_kv(void)
+{
+    char text[8192];
+    size_t n = 0;
+    for (const char *s = model_json; *s && n + 64 < sizeof text; s++) {
+        const char *ph[] = {"\"draft\": {", "\"verify\": {", "\"accept\": {", "\"extend\": {"};
+        int hit = 0;
+        for (int i = 0; i < 4; i++)
+            if (strncmp(s, ph[i], strlen(ph[i])) == 0) {
+                n += (size_t)snprintf(text + n, sizeof text - n, "%s\"fitted_kv_row_max\": 1000, ", ph[i]);
+                s += strlen(ph[i]) - 1;
+                hit = 1;
+            }
+        if (!hit)
+            text[n++] = *s;
+    }
+    text[n] = 0;
+    write_file("model_kv.json", text);
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s/model_kv.json --steps 3 --bs 4 --prompt-len 8000 "
+             "--output-len 64 --iterations 200 --csv --quiet", dir);
+    CHECK(sh(cmd, 1, &out) == 0, "`%s` failed", cmd);
+    const char *w = out ? strstr(out, "specsim run: warning: model cli-tp4: phases draft, verify, extend, decode: ") : NULL;
+    const char *k = w ? strstr(w, "tokens of KV context a request, fitted up to 1000 (more than 2x that)") : NULL;
+    CHECK(k && !strstr(k + 20, "KV context"), "one KV warning expected:\n%s", out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s/model_kv.json --steps 3 --bs 4 --prompt-len 1900 "
+             "--output-len 64 --iterations 200 --csv --quiet", dir);
+    CHECK(sh(cmd, 1, &out) == 0 && out && !strstr(out, "extrapolated"), "within 2x, yet:\n%s",
+          out ? out : "");
+    free(out);
+}
+
 static void cli_config_file_sets_knobs(void)
 {
     char cmd[1024], *out;
@@ -497,6 +533,7 @@ int main(int argc, char **argv)
     RUN(cli_config_file_sets_knobs);
     RUN(cli_accept_len_sets_alpha);
     RUN(cli_warns_beyond_fitted_range);
+    RUN(cli_warns_once_beyond_fitted_kv);
     RUN(cli_sweep_csv_independent_of_jobs);
     RUN(cli_sweep_shards_concatenate_to_the_whole);
     RUN(cli_sweep_blocks_equal_the_parts);

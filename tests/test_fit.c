@@ -850,6 +850,9 @@ static void fit_run_prices_attention_tiles_per_kernel_variant(void)
             CHECK(m->phase[WM_VERIFY].fitted_q_max == 9 &&
                   m->phase[WM_VERIFY].fitted_tokens_max == 32 * 9, "fitted range %g, %g",
                   m->phase[WM_VERIFY].fitted_q_max, m->phase[WM_VERIFY].fitted_tokens_max);
+            /* ctx= sums the rows' KV: 800 + 300 * 2 a row at most */
+            CHECK(m->phase[WM_VERIFY].fitted_kv_row_max == 1400, "fitted KV a request %g, want 1400",
+                  m->phase[WM_VERIFY].fitted_kv_row_max);
             if (a && named) {
                 CHECK(a->q_tile == 4 && a->q_tile_knee == 2, "q_tile %g, knee %g; want 4, 2",
                       a->q_tile, a->q_tile_knee);

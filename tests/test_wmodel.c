@@ -51,6 +51,7 @@ static void check_same_model(const wm_model *a, const wm_model *b)
         CHECK(x->present == y->present && x->ngroups == y->ngroups && x->ncolls == y->ncolls &&
               x->host_gap_us == y->host_gap_us && x->host_gap_sd_us == y->host_gap_sd_us &&
               x->fitted_tokens_max == y->fitted_tokens_max && x->fitted_q_max == y->fitted_q_max &&
+              x->fitted_kv_row_max == y->fitted_kv_row_max &&
               x->host_gap_per_row_us == y->host_gap_per_row_us &&
               x->eager_launch_us == y->eager_launch_us,
               "phase %s header differs", wm_phase_name[p]);
@@ -114,6 +115,7 @@ static void wmodel_save_round_trips(void)
         ph->eager_launch_us = 15.5;
         ph->groups[1].q_min = 3;
         ph->fitted_q_max = 6;
+        ph->fitted_kv_row_max = 1280;
         ph->groups[1].per_kvq_ktoken_us = 2.0 / 3.0;   /* the optional keys of a group */
         ph->groups[1].q_tile = 4;
         ph->groups[1].per_kvq2_ktoken_us = 1.0 / 3.0;
@@ -286,6 +288,18 @@ static void wmodel_tile_and_token_terms_follow_formula(void)
           strcmp(msg, "720 tokens a forward, fitted up to 480") == 0, "tokens: %s", msg);
     m.phase[WM_VERIFY].fitted_tokens_max = m.phase[WM_VERIFY].fitted_q_max = 0;
     CHECK(!wm_beyond_fit(&m, WM_VERIFY, 1e6, 100, msg, sizeof msg), "unknown range: %s", msg);
+    /* the KV context: past twice the longest a request held, in a phase with a KV term */
+    m.phase[WM_VERIFY].fitted_kv_row_max = 1280;
+    m.phase[WM_VERIFY].ngroups = 1;
+    m.phase[WM_VERIFY].groups[0] = g;
+    CHECK(!wm_beyond_kv(&m, WM_VERIFY, 2560) && wm_beyond_kv(&m, WM_VERIFY, 2561), "kv past 2x");
+    m.phase[WM_VERIFY].groups[0].per_kv_ktoken_us = m.phase[WM_VERIFY].groups[0].per_kvq_ktoken_us = 0;
+    m.phase[WM_VERIFY].groups[0].per_kvq2_ktoken_us = 0;
+    CHECK(!wm_beyond_kv(&m, WM_VERIFY, 1e6), "a phase without a KV term");
+    m.phase[WM_VERIFY].groups[0] = g;
+    m.phase[WM_VERIFY].fitted_kv_row_max = 0;
+    CHECK(!wm_beyond_kv(&m, WM_VERIFY, 1e6), "unknown KV range");
+    m.phase[WM_VERIFY].ngroups = 0;
     g.q_tile = 0;   /* per query token */
     CHECK_NEAR(wm_group_us_q(&m, &g, 30, 1000, 3), 10 + 0.5 * 30 + 20 + 60 * 3, 0, 1e-12);
     CHECK_NEAR(wm_group_us(&m, &g, 30, 1000), 10 + 0.5 * 30 + 20 + 60, 0, 1e-12);
