@@ -172,6 +172,112 @@ double batch_accdist_overshoot_m2(const batch_accdist *d)
     return m2 / eg;
 }
 
+/* f(l) of batch_overshoot_floor for l = 1..n (f[0] unused): recursions on the tokens left l,
+ * the first gain G drawn (o = G - l when G >= l, else the rest's overshoot at l - G; M adds
+ * G - mu): E[o], E[o^2], E[M], E[M^2], E[o M]. */
+static void batch_floor_table(const batch_accdist *d, int n, double *f)
+{
+    int g = d->g + 1;                           /* gains 1..g */
+    double p[ACC_MAX_POS + 3] = {0}, prev = 0, mu = 0;
+    for (int k = 0; k <= d->g; k++) {
+        double c = k == d->g ? 1 : d->cdf[k];
+        p[k + 1] = c - prev;
+        mu += (k + 1) * p[k + 1];
+        prev = c;
+    }
+    double *o1 = calloc((size_t)n + 1, sizeof *o1), *o2 = calloc((size_t)n + 1, sizeof *o2);
+    double *m1 = calloc((size_t)n + 1, sizeof *m1), *m2 = calloc((size_t)n + 1, sizeof *m2);
+    double *om = calloc((size_t)n + 1, sizeof *om);
+    if (!o1 || !o2 || !m1 || !m2 || !om) {
+        for (int l = 1; l <= n; l++)
+            f[l] = batch_accdist_overshoot_m2(d);   /* the stationary bound, as before */
+        goto out;
+    }
+    for (int l = 1; l <= n; l++) {
+        double a1 = 0, a2 = 0, b1 = 0, b2 = 0, ab = 0;
+        for (int x = 1; x <= g; x++) {
+            if (!(p[x] > 0))
+                continue;
+            double dm = x - mu;
+            if (x >= l) {                       /* this gain ends the request */
+                double o = x - l;
+                a1 += p[x] * o;
+                a2 += p[x] * o * o;
+                b1 += p[x] * dm;
+                b2 += p[x] * dm * dm;
+                ab += p[x] * o * dm;
+            } else {
+                int r = l - x;
+                a1 += p[x] * o1[r];
+                a2 += p[x] * o2[r];
+                b1 += p[x] * (dm + m1[r]);
+                b2 += p[x] * (dm * dm + 2 * dm * m1[r] + m2[r]);
+                ab += p[x] * (dm * o1[r] + om[r]);
+            }
+        }
+        o1[l] = a1, o2[l] = a2, m1[l] = b1, m2[l] = b2, om[l] = ab;
+        double vo = a2 - a1 * a1, vm = b2 - b1 * b1, c = ab - a1 * b1;
+        double v = vm > 1e-12 ? vo - c * c / vm : vo;
+        f[l] = v > 0 ? v : 0;
+    }
+out:
+    free(o1), free(o2), free(m1), free(m2), free(om);
+}
+
+double batch_overshoot_floor(const batch_accdist *d, const batch_lendist *len)
+{
+    double mean_len = batch_lendist_mean(len), m2 = batch_accdist_overshoot_m2(d);
+    if (!(mean_len > 0))
+        return 0;
+    /* f(long): the overshoot's stationary law P(o = j) = P(gain > j) / E[gain] (the one
+     * batch_accdist_overshoot_m2 takes E[o^2] of), its variance; the covariance term is gone */
+    double eg = 1 + batch_accdist_mean(d), e1 = 0;
+    for (int x = 1; x <= d->g; x++)
+        e1 += (double)x * (1 - d->cdf[x - 1]);
+    e1 /= eg;
+    double tail = m2 - e1 * e1;
+    if (!(tail > 0))                    /* every gain alike: no overshoot varies */
+        return 0;
+    /* f(l) exactly up to the longest length asked, at most BATCH_FLOOR_EXACT_MAX */
+    double need = len->kind == BATCH_LEN_UNIFORM ? (double)len->b_tokens
+                  : len->kind == BATCH_LEN_EXP ? 20 * len->mean_tokens : (double)len->a_tokens;
+    int n = need < BATCH_FLOOR_EXACT_MAX ? (int)ceil(need) : BATCH_FLOOR_EXACT_MAX;
+    if (n < 1)
+        n = 1;
+    double *f = malloc(((size_t)n + 1) * sizeof *f);
+    if (!f)
+        return m2 / mean_len;
+    batch_floor_table(d, n, f);
+    double ef = 0;
+    switch (len->kind) {
+    case BATCH_LEN_UNIFORM: {
+        double w = 1.0 / (double)(len->b_tokens - len->a_tokens + 1);
+        for (long l = len->a_tokens; l <= len->b_tokens && l <= n; l++)
+            ef += w * f[l];
+        long past = len->b_tokens - (len->a_tokens - 1 > n ? len->a_tokens - 1 : n);
+        if (past > 0)
+            ef += w * (double)past * tail;
+        break;
+    }
+    case BATCH_LEN_EXP: {
+        /* P(L = l) = P(ceil(X) = l), X exponential: e^-(l-1)/m - e^-l/m; L >= 1 */
+        double m = len->mean_tokens, below = 0;
+        for (int l = 1; l <= n; l++) {
+            double pl = exp(-(l - 1) / m) - exp(-l / m);
+            ef += pl * f[l];
+            below += pl;
+        }
+        ef += (1 - below > 0 ? 1 - below : 0) * tail;
+        break;
+    }
+    default:
+        ef = len->a_tokens <= n ? f[len->a_tokens] : tail;
+    }
+    free(f);
+    double share = ef / tail;
+    return m2 * (share < 1 ? share : 1) / mean_len;
+}
+
 /* Starts request `id` in slot s at t; progress > 0 means it is already that far along. */
 static void batch_admit(batch *b, batch_req *q, int64_t t_ns, int stagger)
 {

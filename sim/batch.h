@@ -62,6 +62,19 @@ double batch_accdist_mean(const batch_accdist *d);
  * Probability Theory", vol. II, XI.4). A window with few request ends misses this
  * variance; the simulator adds it (docs/simulator.md, "Precision"). */
 double batch_accdist_overshoot_m2(const batch_accdist *d);
+/* --precision's floor: the variance per output token of the tokens requests of lengths len
+ * lose when they finish, batch_accdist_overshoot_m2 / E[L] (the level make bench's precision
+ * check and sim_precision_states_the_seeds_spread hold), scaled by the share of the overshoot's
+ * variance that the acceptance draws do not explain at these lengths against long outputs:
+ * f(L) = Var(o) - Cov(o, M)^2 / Var(M) (o = the overshoot S_N - L, M = S_N - E[gain] N the
+ * request's draws' deviation, N its iterations: what a control variate on the draws, as
+ * --precision's estimate has, leaves), E_L[f(L)] / f(long), at most 1. Exact by recursion on
+ * the tokens left up to BATCH_FLOOR_EXACT_MAX; past it f(long), the variance of the
+ * stationary overshoot (the covariance term falls as 1/L). A 1-token output loses nothing the draws do
+ * not say: 0 (the unscaled floor ran 94,208 iterations there, alpha 0.7, steps 3); 2 tokens
+ * 0.59 of it; 16 and more 0.97-1. */
+#define BATCH_FLOOR_EXACT_MAX 1024
+double batch_overshoot_floor(const batch_accdist *d, const batch_lendist *len);
 
 typedef struct {
     int      cap;                /* concurrency C: slots */

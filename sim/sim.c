@@ -168,7 +168,10 @@ typedef struct {
     bmeans    bm;
     double    gain_mean;           /* expected tokens per request and iteration */
     double    turn_m2;             /* E[overshoot^2] / E[output length]: the variance per
-                                      token of the tokens lost when requests finish */
+                                      token of the tokens lost when requests finish (the
+                                      intervals' run part) */
+    double    turn_cv;             /* the same left after the draws' control variate
+                                      (batch_overshoot_floor): --precision's floor */
     int       precise;
     interval_acc ia;
     /* the hf-assisted loop (docs/simulator.md, "Hugging Face assisted generation") */
@@ -784,14 +787,14 @@ static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
 
 /* Standard error of a ratio r (tokens/us) over a window of `tokens` tokens: the batch means'
  * se_bm, or, where larger, the standard error of the tokens requests lose when they finish
- * (their last gain is capped: per token E[overshoot^2] / E[output length], Poisson request
- * ends; batch.h). A window with many request ends holds their variance in its batches
+ * (their last gain is capped: per token, what of the overshoot's variance the draws' control
+ * variate leaves, over E[output length], Poisson request ends; batch_overshoot_floor). A window with many request ends holds their variance in its batches
  * already (adding the term counted it twice: the stated se came out 1.6-2x the spread of
  * 100 seeds' estimates, docs/simulator.md "Precision"); one with few ends does not show it,
  * and the term is its floor. */
 static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
 {
-    double turn = tokens > 0 ? r * r * S->turn_m2 / tokens : 0;
+    double turn = tokens > 0 ? r * r * S->turn_cv / tokens : 0;
     return fmax(se_bm, sqrt(turn));
 }
 
@@ -1320,6 +1323,7 @@ int sim_run(const sim_params *p, const sim_hooks *hooks, sim_result *res, char *
         batch_accdist_init(&S->acc, &p->acc, p->steps, p->topk, p->draft_tokens);
     S->gain_mean = p->spec ? 1 + accept_expected(&p->acc, p->steps, p->topk, p->draft_tokens) : 1;
     S->turn_m2 = p->spec ? batch_accdist_overshoot_m2(&S->acc) / batch_lendist_mean(&p->out_len) : 0;
+    S->turn_cv = p->spec ? batch_overshoot_floor(&S->acc, &p->out_len) : 0;
     bmeans_init(&S->bm);
     if (batch_init(&S->b, p->concurrency, p->requests, &p->out_len, p->prompt_tokens,
                    p->stagger, p->seed))
