@@ -131,3 +131,11 @@ $(BUILD)/tests/test_plite: private CPPFLAGS += -I$(CUDA_INC) -DPLITE_LIB='"$(abs
 $(BUILD)/tests/test_plite: private LDLIBS += -L$(BUILD)/tests -lfakecudart -Wl,-rpath,$(abspath $(BUILD))/tests -ldl
 $(BUILD)/tests/test_plite: $(BUILD)/tests/libfakecudart.so $(BIN)/libspecprof.so $(BIN)/specprof tests/fakecudart.h
 endif
+
+# What one kernel launch costs the host by the kind of kernel (parameters, distinct functions,
+# runtime calls around it), with and without CUPTI (profiler/demo/launch_probe.cu,
+# profiler/device/call26.sh).   make bin/launch_probe
+$(BIN)/launch_probe: profiler/demo/launch_probe.cu
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  NVCC    $@")
+	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -o $@ $<

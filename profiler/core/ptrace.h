@@ -76,7 +76,7 @@ typedef struct {
     char mode[16];               /* "windows" or "always" ("" in traces before windows: always) */
     int window_ms, period_ms, shape_replays, window_max_ms;
     char between[8];             /* between windows: "none" or "graph" (graph-level records) */
-    char records[8];             /* API records: "fit" (launches, copies, syncs) or "all"; "_api": on between windows too */
+    char records[16];            /* API records: "fit" (launches, copies, syncs) or "all"; "_api": on between windows too; "_driver": the driver API's only (SPECPROF_API_DOMAIN=driver) */
     int compressed;              /* 1: the file is gzip */
     char clock[48];              /* what t0_ns and every ts count: "CLOCK_REALTIME ns" ("" in older traces) */
     char interposed[512];        /* lite mode: the runtime entry points interposed ("" otherwise) */

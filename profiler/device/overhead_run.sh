@@ -30,7 +30,8 @@
 # none, the same); detach (--mode windows --between detach, experimental: crashed programs in
 # calls 3-4); winapi or apion (--mode windows with SPECPROF_API_BETWEEN=1: API records and
 # launch callbacks stay on between windows, experimental); nocal (--no-calibrate); always
-# (--mode always); lite (--mode lite: no CUPTI, runtime interposed, graph launches timed by
+# (--mode always); always_drv (the same with SPECPROF_API_DOMAIN=driver: the driver API only,
+# experimental, call 25); lite (--mode lite: no CUPTI, runtime interposed, graph launches timed by
 # CUDA events). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
 # apion nocal"). CALIB_ENV: environment for the windowed calibration capture (e.g.
 # SPECPROF_API_BETWEEN=1), CALIB_ARGS its specprof options (e.g. --mode windows); SAMPLES=0: no
@@ -110,6 +111,7 @@ run_one() {
     win) pre="$SP -o $tdir --quiet --mode windows --" ;;
     nocal) pre="$SP -o $tdir --quiet --no-calibrate --" ;;
     always) pre="$SP -o $tdir --quiet --mode always --" ;;
+    always_drv) pre="env SPECPROF_API_DOMAIN=driver $SP -o $tdir --quiet --mode always --" ;;
     lite) pre="$SP -o $tdir --quiet --mode lite --" ;;
   esac
   # PIN_<loop>=CPUS: the program runs under taskset -c CPUS (every mode alike; the profiler's

@@ -68,6 +68,8 @@ typedef struct {
     int between_graph;                       /* graph-level records between windows */
     int between_detach;                      /* CUPTI detached (cuptiFinalize) between windows */
     int records_all;                         /* every runtime and driver API record */
+    int api_driver_only;                     /* SPECPROF_API_DOMAIN=driver (experimental): no
+                                                runtime-API callback or record, the driver API's only */
     int api_between;                         /* API records and launch callbacks stay on between windows */
     int detach_any_exit;                     /* SPECPROF_DETACH_AT=any: finalize at any runtime API exit, not syncs only */
     int gz_level;                            /* 0: plain .json */
@@ -352,6 +354,8 @@ static void pinj_read_config(pinj_config *c) {
         fprintf(stderr, "specprof: SPECPROF_BETWEEN: value \"%s\": expected none, detach or graph, using none\n", b);
     const char *r = getenv("SPECPROF_RECORDS");
     c->records_all = r && !strcmp(r, "all");
+    const char *ad = getenv("SPECPROF_API_DOMAIN");
+    c->api_driver_only = ad && !strcmp(ad, "driver");
     /* windows: only the GPU activity kinds are switched per window; the API records and
      * launch callbacks, once on, stay on (switched off and on again, CUPTI 13.0.1 gave API
      * records of later windows old correlation ids: 450 records with 262 ids on specbench,
@@ -901,7 +905,8 @@ static void pinj_open_file(void) {
     snprintf(h.between, sizeof h.between, "%s", g.cfg.mode != PINJ_MODE_WINDOWS ? "none"
              : g.cfg.between_graph ? "graph" : g.cfg.between_detach ? "detach" : "none");
     if (lite) snprintf(h.records, sizeof h.records, "lite");
-    else snprintf(h.records, sizeof h.records, "%s%s", g.cfg.records_all ? "all" : "fit", g.cfg.api_between ? "_api" : "");
+    else snprintf(h.records, sizeof h.records, "%s%s%s", g.cfg.records_all ? "all" : "fit", g.cfg.api_between ? "_api" : "",
+                  g.cfg.api_driver_only ? "_driver" : "");
     h.compressed = g.cfg.gz_level > 0;
     h.calib = g.calib;
     int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -1691,6 +1696,7 @@ static void pinj_classify_apis(void) {
         CUpti_CallbackDomain d = dom ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
         int size = dom ? CUPTI_DRIVER_TRACE_CBID_SIZE : CUPTI_RUNTIME_TRACE_CBID_SIZE;
         unsigned char *tab = dom ? g.drv_cb : g.rt_cb;
+        if (!dom && g.cfg.api_driver_only) continue;   /* the runtime's calls reach the driver's */
         for (int cb = 1; cb < size; cb++) {
             const char *n = NULL;
             if (cuptiGetCallbackName(d, (uint32_t)cb, &n) != CUPTI_SUCCESS || !n) continue;
