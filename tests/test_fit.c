@@ -1777,10 +1777,11 @@ static void fit_host_level_between_windows(void)
 }
 
 /* specprof's launch-cost calibration (what CUPTI adds to an eager launch, written into the
- * trace) comes out of the fitted eager launch cost; FIT_LAUNCH_CALIB=0 keeps it in. */
+ * trace) comes out of the fitted eager launch cost; FIT_LAUNCH_CALIB=0 keeps it in;
+ * FIT_LAUNCH_CALIB_ADD_US adds to it (a what-if: the calibration's blind spot). */
 static void fit_takes_the_calibrated_cupti_launch_cost_out(void)
 {
-    fit_result r0, r1, r2;
+    fit_result r0, r1, r2, r3;
     host_grid_calib_us = 0;
     if (fit_host_grid(&r0, 1, 0))
         return;
@@ -1789,17 +1790,26 @@ static void fit_takes_the_calibrated_cupti_launch_cost_out(void)
     setenv("FIT_LAUNCH_CALIB", "0", 1);
     int rc2 = fit_host_grid(&r2, 1, 0);
     unsetenv("FIT_LAUNCH_CALIB");
+    setenv("FIT_LAUNCH_CALIB_ADD_US", "1", 1);
+    int rc3 = fit_host_grid(&r3, 1, 0);
+    unsetenv("FIT_LAUNCH_CALIB_ADD_US");
     host_grid_calib_us = 0;
-    if (rc1 || rc2) {
+    if (rc1 || rc2 || rc3) {
         fit_result_free(&r0);
         if (!rc1) fit_result_free(&r1);
         if (!rc2) fit_result_free(&r2);
+        if (!rc3) fit_result_free(&r3);
         return;
     }
     double e0 = r0.model.eager_launch_us, e1 = r1.model.eager_launch_us, e2 = r2.model.eager_launch_us;
-    printf("     eager launch: %.3f us uncalibrated, %.3f with 1.5 us calibrated, %.3f with it off\n", e0, e1, e2);
+    double e3 = r3.model.eager_launch_us;
+    printf("     eager launch: %.3f us uncalibrated, %.3f with 1.5 us calibrated, %.3f with it off, "
+           "%.3f with 1 us added\n", e0, e1, e2, e3);
     CHECK(fabs((e0 - e1) - 1.5) <= 0.05, "calibrated 1.5 us: eager launch %.3f -> %.3f", e0, e1);
     CHECK(fabs(e2 - e0) <= 1e-9, "FIT_LAUNCH_CALIB=0: %.3f, without a calibration %.3f", e2, e0);
+    CHECK(fabs((e0 - e3) - 2.5) <= 0.05, "calibrated 1.5 us + FIT_LAUNCH_CALIB_ADD_US 1: eager launch %.3f -> %.3f",
+          e0, e3);
+    fit_result_free(&r3);
     for (int p = 0; p < WM_NPHASE; p++)
         if (r0.model.phase[p].eager_launch_us > 0)
             CHECK(fabs((r0.model.phase[p].eager_launch_us - r1.model.phase[p].eager_launch_us) - 1.5) <= 0.05,
