@@ -787,10 +787,11 @@ static void sim_on_seg(sim_state *S, int s, long g, int64_t t)
 
 /* Standard error of a ratio r (tokens/us) over a window of `tokens` tokens: the batch means'
  * se_bm, or, where larger, the standard error of the tokens requests lose when they finish
- * (their last gain is capped: per token, what of the overshoot's variance the draws' control
- * variate leaves, over E[output length], Poisson request ends; batch_overshoot_floor). A window with many request ends holds their variance in its batches
- * already (adding the term counted it twice: the stated se came out 1.6-2x the spread of
- * 100 seeds' estimates, docs/simulator.md "Precision"); one with few ends does not show it,
+ * (their last gain is capped: per token E[overshoot^2] / E[output length], scaled by what of
+ * the overshoot's variance the draws' control variate leaves at these lengths; Poisson request
+ * ends; batch_overshoot_floor). A window with many request ends holds their variance in its
+ * batches already (adding the term counted it twice: the stated se came out 1.6-2x the spread
+ * of 100 seeds' estimates, docs/simulator.md "Precision"); one with few ends does not show it,
  * and the term is its floor. */
 static double sim_se(const sim_state *S, double se_bm, double r, double tokens)
 {
