@@ -55,11 +55,17 @@ static double fh_cupti_launch_us(const fr_run *R, int t)
         return 0;   /* no CUPTI in a lite capture: its host times are the unprofiled ones */
     if (fit_env_off("FIT_LAUNCH_CALIB") || !c->ok || !(c->kernel_launch_us > 0) || c->kernel_launch_us > 1000)
         return 0;
-    /* FIT_LAUNCH_CALIB_ADD_US: a what-if, microseconds added to the calibration (it compares
-     * launches inside the attached process and misses what an attached CUPTI costs its "off"
-     * arm: ~1.5-2 us a launch on the H100, docs/profiler.md "The calibration's blind spot") */
+    /* the in-process calibration compares launches inside the attached process and misses
+     * what an attached CUPTI costs its "off" arm (~1.5-2 us a launch on the H100, docs/profiler.md
+     * "The calibration's blind spot"); against the same launch in a process without CUPTI
+     * (launch_clean_us, the specprof command's clean arm) it does not, and the larger one is
+     * taken; FIT_LAUNCH_CLEAN=0: the in-process one alone. FIT_LAUNCH_CALIB_ADD_US: a what-if,
+     * microseconds added. */
+    double us = c->kernel_launch_us;
+    if (c->launch_clean_us > 0 && c->launch_on_us - c->launch_clean_us > us && !fit_env_off("FIT_LAUNCH_CLEAN"))
+        us = c->launch_on_us - c->launch_clean_us;
     const char *add = getenv("FIT_LAUNCH_CALIB_ADD_US");
-    return c->kernel_launch_us + (add && *add ? atof(add) : 0);
+    return us + (add && *add ? atof(add) : 0);
 }
 
 /* The host-speed statistics need this many pairs of consecutive instances (fewer say

@@ -27,7 +27,7 @@ PROF_CORE_OBJ := $(filter $(BUILD)/profiler/core/%,$(LIB_OBJ)) $(BUILD)/models/b
                  $(BUILD)/models/ofile.o
 
 # libc and zlib only (no GSL/cJSON), so that it builds on a GPU box that has nothing else
-$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(PROF_CORE_OBJ)
+$(BIN)/specprof: $(BUILD)/profiler/specprof.o $(BUILD)/profiler/pclean.o $(PROF_CORE_OBJ)
 	@mkdir -p $(BIN)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ -lz -lpthread -ldl -lm

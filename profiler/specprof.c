@@ -7,6 +7,7 @@
  *   specprof check [--json] FILE...       load traces, print a summary or a clear error
  * The launcher stays the parent of CMD so that it can forward signals and say, once CMD
  * has ended, what was written and, if nothing was, why. Plain C, libc only. */
+#include "pclean.h"
 #include "pkineto.h"
 #include "pnvtx.h"
 #include "ptrace_merge.h"
@@ -585,6 +586,21 @@ static int cmd_run(int argc, char **argv) {
     for (char **a = cmd; *a; a++) fprintf(stderr, " %s", *a);
     fprintf(stderr, "\n");
 
+    if (inject && !lite && calibrate) {
+        /* the calibration's clean arm: the empty kernel's launch in a process without CUPTI
+         * (pclean.h); the library writes it beside its in-process calibration */
+        char why[128], v[32];
+        double us = pclean_launch_us(30, why, sizeof why);
+        if (us > 0) {
+            snprintf(v, sizeof v, "%.3f", us);
+            setenv("SPECPROF_CLEAN_LAUNCH_US", v, 1);
+            fprintf(stderr, "# specprof: an empty kernel launch without CUPTI: %.3f us (the launch calibration's clean arm)\n", us);
+        } else {
+            unsetenv("SPECPROF_CLEAN_LAUNCH_US");
+            fprintf(stderr, "specprof: note: the launch calibration's clean arm did not run (%s): the trace holds the "
+                            "in-process calibration alone\n", why);
+        }
+    }
     if (inject) {
         char v[64];
         setenv("SPECPROF_DIR", dir, 1);

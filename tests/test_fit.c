@@ -1651,6 +1651,7 @@ static double sim_iter_ctx(const wm_model *m, int spec, int steps, int bs, doubl
 static int fit_host_grid_prof(fit_result *res, int blocking, double per_row, double prof_us,
                               int calib_in_header);
 static double host_grid_calib_us;   /* > 0: the traces say CUPTI adds this per eager launch */
+static double host_grid_clean_us;   /* > 0: and the launch costs this much less without CUPTI */
 static int host_grid_lite;          /* 1: the traces are unprofiled lite captures */
 
 static int fit_host_grid(fit_result *res, int blocking, double per_row)
@@ -1694,6 +1695,10 @@ static int fit_host_grid_prof(fit_result *res, int blocking, double per_row, dou
         } else if (host_grid_calib_us > 0) {
             tr[i].hdr.calib.ok = 1;
             tr[i].hdr.calib.kernel_launch_us = host_grid_calib_us;
+            tr[i].hdr.calib.launch_off_us = 4.0;
+            tr[i].hdr.calib.launch_on_us = 4.0 + host_grid_calib_us;
+            if (host_grid_clean_us > 0)   /* the clean arm: on - clean */
+                tr[i].hdr.calib.launch_clean_us = tr[i].hdr.calib.launch_on_us - host_grid_clean_us;
         }
     }
     free(s);
@@ -1810,6 +1815,26 @@ static void fit_takes_the_calibrated_cupti_launch_cost_out(void)
     CHECK(fabs((e0 - e3) - 2.5) <= 0.05, "calibrated 1.5 us + FIT_LAUNCH_CALIB_ADD_US 1: eager launch %.3f -> %.3f",
           e0, e3);
     fit_result_free(&r3);
+    /* the clean arm: the launch 2.2 us faster in a process without CUPTI (in-process 1.5 us)
+     * takes 2.2 out; FIT_LAUNCH_CLEAN=0 the in-process 1.5 */
+    fit_result r4, r5;
+    host_grid_calib_us = 1.5;
+    host_grid_clean_us = 2.2;
+    int rc4 = fit_host_grid(&r4, 1, 0);
+    setenv("FIT_LAUNCH_CLEAN", "0", 1);
+    int rc5 = fit_host_grid(&r5, 1, 0);
+    unsetenv("FIT_LAUNCH_CLEAN");
+    host_grid_calib_us = host_grid_clean_us = 0;
+    if (!rc4) {
+        CHECK(fabs((e0 - r4.model.eager_launch_us) - 2.2) <= 0.05, "clean arm 2.2 us: eager launch %.3f -> %.3f", e0,
+              r4.model.eager_launch_us);
+        fit_result_free(&r4);
+    }
+    if (!rc5) {
+        CHECK(fabs((e0 - r5.model.eager_launch_us) - 1.5) <= 0.05, "FIT_LAUNCH_CLEAN=0: eager launch %.3f -> %.3f", e0,
+              r5.model.eager_launch_us);
+        fit_result_free(&r5);
+    }
     for (int p = 0; p < WM_NPHASE; p++)
         if (r0.model.phase[p].eager_launch_us > 0)
             CHECK(fabs((r0.model.phase[p].eager_launch_us - r1.model.phase[p].eager_launch_us) - 1.5) <= 0.05,

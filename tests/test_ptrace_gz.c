@@ -33,6 +33,7 @@ static void header(ptrace_header *h) {
     h->calib.ok = 1; h->calib.launches = 200; h->calib.graph_nodes = 16;
     h->calib.launch_off_us = 5.317; h->calib.launch_on_us = 5.101; h->calib.graph_node_us = 0.623;
     h->calib.kernel_launch_us = -0.216; h->calib.graphn_after_us = 9.5;
+    h->calib.launch_clean_us = 3.031;   /* the clean arm (pclean.c) */
 }
 
 static int kernel_line(char *line, size_t cap, int i) {
@@ -174,9 +175,10 @@ static void ptrace_gz_header_windows_and_graph_records_roundtrip(void) {
     CHECK(!strcmp(h->mode, "windows") && h->window_ms == 50 && h->period_ms == 1000 && h->shape_replays == 3 &&
           !strcmp(h->between, "none") && !strcmp(h->records, "fit") && h->compressed, "capture fields");
     CHECK(h->calib.ok && h->calib.launches == 200 && h->calib.graph_nodes == 16 && h->calib.launch_off_us == 5.317 &&
-          h->calib.kernel_launch_us == -0.216 && h->calib.graph_node_us == 0.623 && h->calib.graphn_after_us == 9.5,
-          "calibration: ok %d off %g node %g after %g", h->calib.ok, h->calib.launch_off_us, h->calib.graph_node_us,
-          h->calib.graphn_after_us);
+          h->calib.kernel_launch_us == -0.216 && h->calib.graph_node_us == 0.623 && h->calib.graphn_after_us == 9.5 &&
+          h->calib.launch_clean_us == 3.031,
+          "calibration: ok %d off %g node %g after %g clean %g", h->calib.ok, h->calib.launch_off_us, h->calib.graph_node_us,
+          h->calib.graphn_after_us, h->calib.launch_clean_us);
     int w = 0, g = 0;
     for (size_t i = 0; i < f.n_ev; i++) {
         ptrace_window x;

@@ -48,6 +48,10 @@ typedef struct {
     /* the off configuration again after the window: whether what a window switched on
      * stays in a launch (docs/profiler.md) */
     double launch_after_us, graphn_after_us;
+    /* the empty kernel's launch timed the same way by the specprof command in a process
+     * without CUPTI (0: not measured): launch_on_us - launch_clean_us is what CUPTI costs a
+     * launch, its attachment included, which the off arm inside the process also pays */
+    double launch_clean_us;
 } ptrace_calib;
 
 typedef struct {

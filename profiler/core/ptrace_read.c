@@ -95,6 +95,7 @@ static void pr_calib(const pjson *k, ptrace_calib *c) {
     c->graph_nodes = (int)pjson_get_int(k, "graph_nodes", 0);
     c->launch_off_us = pjson_get_num(k, "launch_off_us", 0);
     c->launch_on_us = pjson_get_num(k, "launch_on_us", 0);
+    c->launch_clean_us = pjson_get_num(k, "launch_clean_us", 0);
     c->graph1_off_us = pjson_get_num(k, "graph1_off_us", 0);
     c->graph1_on_us = pjson_get_num(k, "graph1_on_us", 0);
     c->graphn_off_us = pjson_get_num(k, "graphn_off_us", 0);

@@ -218,6 +218,9 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
                 h->calib.has_between ? "" : "\n");
     if (h->calib.ok && h->calib.has_between)
         fprintf(f, ", %.3f us per graph launch between them\n", h->calib.graph_between_us);
+    if (h->calib.ok && h->calib.launch_clean_us > 0)
+        fprintf(f, "calibration: a kernel launch costs %.3f us here, %.3f us in a process without CUPTI: %.3f us of CUPTI\n",
+                h->calib.launch_on_us, h->calib.launch_clean_us, h->calib.launch_on_us - h->calib.launch_clean_us);
     if (!h->calib.ok && strcmp(h->mode, "lite")) fprintf(f, "calibration: none (%s)\n", h->calib.why);
     if (info->complete && info->end.records > 0 && info->end.bytes > 0)
         fprintf(f, "file: %" PRId64 " bytes on disk (%s) for %" PRId64 " records: %.1f bytes per record (%.1f uncompressed)\n",

@@ -111,6 +111,8 @@ static void ptrace_write_calib(ptrace_sb *b, const ptrace_calib *k) {
              k->launches, k->graph_nodes, k->launch_off_us, k->launch_on_us, k->graph1_off_us, k->graph1_on_us,
              k->graphn_off_us, k->graphn_on_us, k->kernel_launch_us, k->graph_launch_us, k->graph_node_us,
              k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
+    if (k->ok && k->launch_clean_us > 0)
+        sb_f(b, ",\"launch_clean_us\":%.3f", k->launch_clean_us);
     if (k->ok && k->has_between)
         sb_f(b, ",\"graph1_between_us\":%.3f,\"graphn_between_us\":%.3f,\"graph_between_us\":%.3f",
              k->graph1_between_us, k->graphn_between_us, k->graph_between_us);

@@ -12,6 +12,8 @@
 # Loops: torchbench dense, CUDA graphs off, 1 row, plain decode and spec steps 3 at alpha 0.7
 # (0.4 s repeats); processes alternating mode by mode, ROUNDS rounds; then specbench llama8b
 # decode at concurrency 1 (nvcc's static runtime) once per profiled mode, for the trace's health.
+# MODES (default "none always drv floor") and ROUNDS (4) choose the processes (call 27: MODES="none
+# always" ROUNDS=3, after the calibration's clean arm, pclean.h).
 # Results ($OUT): run.log; rows.csv (loop,mode,round,rep,tok_s); tbe_always.json.gz,
 # tbe_drv.json.gz (round 1's captures); checks.txt (specprof check of every capture).
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call25.sh   (RUN_LIMIT_S 480)
@@ -50,7 +52,7 @@ run_one() {   # mode round
 for r in $(seq 1 $ROUNDS); do
   [ $(left) -lt 90 ] && { echo "time: stopping before round $r" | tee -a "$LOG"; break; }
   step "round $r"
-  for m in none always drv floor; do run_one $m $r; done
+  for m in ${MODES:-none always drv floor}; do run_one $m $r; done
 done
 step "specbench decode c1 (static runtime): always and driver-only"
 for m in always drv; do

@@ -4,6 +4,7 @@
  * does nothing while the program captures a graph (a call of ours could invalidate a
  * global-mode capture of theirs), and stops at the first driver error. */
 #include "pcalib.h"
+#include "pcalib_ptx.h"
 #include "pinject.h"
 #include <cuda.h>
 #include <cupti.h>
@@ -13,10 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-/* An empty kernel; PTX ISA 7.0 (CUDA 11.0, every driver since) for sm_50 and up. */
-static const char pcalib_ptx[] =
-    ".version 7.0\n.target sm_50\n.address_size 64\n"
-    ".visible .entry " PCALIB_KERNEL_NAME "()\n{\n\tret;\n}\n";
+static const char pcalib_ptx[] = PCALIB_PTX(PCALIB_KERNEL_NAME);
 
 typedef struct {
     CUresult (*get_dev)(CUdevice *, int);
@@ -90,14 +88,14 @@ static double pcalib_time(pcalib_run_ctx *x, int kind) {
     static int64_t t[PCALIB_LAUNCHES];
     pcalib_api *a = x->a;
     CUresult r = CUDA_SUCCESS;
-    for (int i = -10; i < PCALIB_LAUNCHES && r == CUDA_SUCCESS; i++) {   /* 10 untimed first */
+    for (int i = -PCALIB_WARM; i < PCALIB_LAUNCHES && r == CUDA_SUCCESS; i++) {
         int64_t t0 = pcalib_now_ns();
         if (kind == 0) r = a->launch(x->fn, 1, 1, 1, 1, 1, 1, 0, x->st, NULL, NULL);
         else r = a->g_launch(kind == 1 ? x->g1 : x->gn, x->st);
         int64_t t1 = pcalib_now_ns();
         if (i >= 0) t[i] = t1 - t0;
         /* keep the queue short: the GPU runs each empty launch in a few us */
-        if (i % 50 == 49 && r == CUDA_SUCCESS) r = a->st_sync(x->st);
+        if (i % PCALIB_SYNC_EVERY == PCALIB_SYNC_EVERY - 1 && r == CUDA_SUCCESS) r = a->st_sync(x->st);
     }
     if (r == CUDA_SUCCESS) r = a->st_sync(x->st);
     if (r != CUDA_SUCCESS) {
@@ -197,6 +195,10 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     if (bad) goto done;
     /* per launch and per node, from the 1-node and the N-node graphs */
     c->kernel_launch_us = c->launch_on_us - c->launch_off_us;
+    /* the same launch timed by the specprof command in a process without CUPTI (pclean.c) */
+    const char *clean = getenv("SPECPROF_CLEAN_LAUNCH_US");
+    c->launch_clean_us = clean && *clean ? atof(clean) : 0;
+    if (!(c->launch_clean_us > 0 && c->launch_clean_us < 1e6)) c->launch_clean_us = 0;
     double d1 = c->graph1_on_us - c->graph1_off_us, dn = c->graphn_on_us - c->graphn_off_us;
     c->graph_node_us = (dn - d1) / (PCALIB_GRAPH_NODES - 1);
     c->graph_launch_us = d1 - c->graph_node_us;

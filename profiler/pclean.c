@@ -1,0 +1,120 @@
+/* pclean.c: see pclean.h. The child exits after writing one number; the parent never loads
+ * the driver (a CUDA-initialized process must not fork a CUDA program). */
+#include "pclean.h"
+#include "inject/pcalib.h"
+#include "inject/pcalib_ptx.h"
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The driver API's types as its ABI has them (cuda.h is not needed to build specprof) */
+typedef int pc_res;
+typedef void *pc_h;
+typedef struct {
+    pc_res (*init)(unsigned);
+    pc_res (*dev_get)(int *, int);
+    pc_res (*retain)(pc_h *, int);
+    pc_res (*release)(int);
+    pc_res (*push)(pc_h);
+    pc_res (*pop)(pc_h *);
+    pc_res (*mod_load)(pc_h *, const void *);
+    pc_res (*mod_fn)(pc_h *, pc_h, const char *);
+    pc_res (*mod_unload)(pc_h);
+    pc_res (*st_create)(pc_h *, unsigned);
+    pc_res (*st_destroy)(pc_h);
+    pc_res (*st_sync)(pc_h);
+    pc_res (*launch)(pc_h, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, pc_h, void **,
+                     void **);
+} pc_api;
+
+static int64_t pc_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static int pc_cmp(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* In the child: the median in us, or a negative CUresult-derived code. */
+static double pc_measure(void) {
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!cu) return -1;
+    pc_api a;
+    struct { void **slot; const char *name; } t[] = {
+        {(void **)&a.init, "cuInit"}, {(void **)&a.dev_get, "cuDeviceGet"},
+        {(void **)&a.retain, "cuDevicePrimaryCtxRetain"}, {(void **)&a.release, "cuDevicePrimaryCtxRelease_v2"},
+        {(void **)&a.push, "cuCtxPushCurrent_v2"}, {(void **)&a.pop, "cuCtxPopCurrent_v2"},
+        {(void **)&a.mod_load, "cuModuleLoadData"}, {(void **)&a.mod_fn, "cuModuleGetFunction"},
+        {(void **)&a.mod_unload, "cuModuleUnload"}, {(void **)&a.st_create, "cuStreamCreate"},
+        {(void **)&a.st_destroy, "cuStreamDestroy_v2"}, {(void **)&a.st_sync, "cuStreamSynchronize"},
+        {(void **)&a.launch, "cuLaunchKernel"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!(*t[i].slot = dlsym(cu, t[i].name))) return -2;
+    static const char ptx[] = PCALIB_PTX("specprof_clean_probe");
+    int dev = 0;
+    pc_h ctx = NULL, mod = NULL, fn = NULL, st = NULL, popped;
+    if (a.init(0) || a.dev_get(&dev, 0) || a.retain(&ctx, dev) || a.push(ctx)) return -3;
+    if (a.mod_load(&mod, ptx) || a.mod_fn(&fn, mod, "specprof_clean_probe") || a.st_create(&st, 1 /* non-blocking */))
+        return -4;
+    static int64_t v[PCALIB_LAUNCHES];
+    pc_res r = 0;
+    for (int i = -PCALIB_WARM; i < PCALIB_LAUNCHES && !r; i++) {   /* as pcalib_time */
+        int64_t t0 = pc_now_ns();
+        r = a.launch(fn, 1, 1, 1, 1, 1, 1, 0, st, NULL, NULL);
+        int64_t t1 = pc_now_ns();
+        if (i >= 0) v[i] = t1 - t0;
+        if (i % PCALIB_SYNC_EVERY == PCALIB_SYNC_EVERY - 1 && !r) r = a.st_sync(st);
+    }
+    if (!r) r = a.st_sync(st);
+    a.st_destroy(st);
+    a.mod_unload(mod);
+    a.pop(&popped);
+    a.release(dev);
+    if (r) return -5;
+    qsort(v, PCALIB_LAUNCHES, sizeof v[0], pc_cmp);
+    return (double)v[PCALIB_LAUNCHES / 2] / 1e3;
+}
+
+double pclean_launch_us(double timeout_s, char *why, size_t whylen) {
+    int fd[2];
+    if (pipe(fd)) { snprintf(why, whylen, "pipe: %s", strerror(errno)); return -1; }
+    pid_t pid = fork();
+    if (pid < 0) { snprintf(why, whylen, "fork: %s", strerror(errno)); close(fd[0]); close(fd[1]); return -1; }
+    if (pid == 0) {
+        close(fd[0]);
+        unsetenv("CUDA_INJECTION64_PATH");   /* a CUPTI-free process, whatever the caller's environment */
+        double us = pc_measure();
+        ssize_t w = write(fd[1], &us, sizeof us);
+        _exit(w == (ssize_t)sizeof us ? 0 : 1);
+    }
+    close(fd[1]);
+    double us = -1;
+    struct pollfd p = {fd[0], POLLIN, 0};
+    int ready;
+    while ((ready = poll(&p, 1, (int)(timeout_s * 1000))) < 0 && errno == EINTR) {}
+    ssize_t got = ready > 0 ? read(fd[0], &us, sizeof us) : 0;
+    close(fd[0]);
+    if (ready <= 0) kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    if (ready == 0) { snprintf(why, whylen, "no answer in %.0f s", timeout_s); return -1; }
+    if (got != (ssize_t)sizeof us || !(us > 0)) {
+        static const char *const step[] = {"", "libcuda.so.1 not found", "a driver entry point not found",
+                                           "no device 0 or context", "module or stream", "a launch failed"};
+        int k = got == (ssize_t)sizeof us && us < 0 && us >= -5 ? (int)-us : 0;
+        snprintf(why, whylen, "%s", k ? step[k] : "the probe process ended without a number");
+        return -1;
+    }
+    return us;
+}
