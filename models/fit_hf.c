@@ -20,6 +20,7 @@ typedef struct {
     double  tokens, ctx;
     long    win;              /* window index; -2: the trace has no windows */
     int     ok;               /* inside one window (or no windows) */
+    long    grp;              /* its run of the host: one generate inside one window */
 } fh_range;
 
 typedef struct {
@@ -29,6 +30,7 @@ typedef struct {
 
 typedef struct {
     double *host, *k, *gpu, *tok;
+    long   *grp;              /* the stretch's run of the host (fh_range.grp) */
     size_t  n, cap;
 } fh_arr;
 
@@ -38,7 +40,7 @@ static const char *const fh_what[FIT_HF_NSTAT] = {
     "verify -> catch-up (one rejected)", "draft forward", "draft -> draft",
 };
 
-static int fh_push(fh_arr *a, double host, double k, double gpu, double tok)
+static int fh_push(fh_arr *a, double host, double k, double gpu, double tok, long grp)
 {
     if (a->n == a->cap) {
         size_t c = a->cap ? 2 * a->cap : 64;
@@ -51,15 +53,19 @@ static int fh_push(fh_arr *a, double host, double k, double gpu, double tok)
         if (g)
             a->gpu = g;
         double *t = g ? realloc(a->tok, c * sizeof *t) : NULL;
-        if (!t)
+        if (t)
+            a->tok = t;
+        long *r = t ? realloc(a->grp, c * sizeof *r) : NULL;
+        if (!r)
             return -1;
-        a->tok = t;
+        a->grp = r;
         a->cap = c;
     }
     a->host[a->n] = host;
     a->k[a->n] = k;
     a->gpu[a->n] = gpu;
     a->tok[a->n] = tok;
+    a->grp[a->n] = grp;
     a->n++;
     return 0;
 }
@@ -142,8 +148,9 @@ static void fh_between(const fh_rec *r, const double *cum, size_t n, int64_t a, 
     *us = cum[lo] - cum[i];
 }
 
-/* One trace into the stretch arrays. */
-static int fh_trace(const fit_trace *t, fh_arr *A, fit_hf_report *rep)
+/* One trace into the stretch arrays. *ngrp counts the runs of the host over the traces: a
+ * run is one generate (from a prefill range to the next) inside one window. */
+static int fh_trace(const fit_trace *t, fh_arr *A, fit_hf_report *rep, long *ngrp)
 {
     int rc = -1;
     size_t nr = 0, nrec = t->nkern + t->nmem;
@@ -181,6 +188,15 @@ static int fh_trace(const fit_trace *t, fh_arr *A, fit_hf_report *rep)
         rep->skipped += !h->ok;
     }
     qsort(R, nr, sizeof *R, fh_cmp_range);
+    long gen = 0, last_gen = -1, last_win = -3;
+    for (size_t i = 0; i < nr; i++) {
+        gen += R[i].kind == HR_PREFILL;
+        if (gen != last_gen || R[i].win != last_win)
+            (*ngrp)++;
+        last_gen = gen;
+        last_win = R[i].win;
+        R[i].grp = *ngrp;
+    }
     for (size_t i = 0; i < nr; i++) {
         const fh_range *q = &R[i];
         double k, us;
@@ -188,10 +204,10 @@ static int fh_trace(const fit_trace *t, fh_arr *A, fit_hf_report *rep)
             continue;
         fh_between(G, cum, nrec, q->r0, q->r1, &k, &us);
         double host = (double)(q->r1 - q->r0) / 1e3;
-        if (q->kind == HR_DECODE && fh_push(&A[FIT_HF_DECODE], host, k, us, q->tokens))
+        if (q->kind == HR_DECODE && fh_push(&A[FIT_HF_DECODE], host, k, us, q->tokens, q->grp))
             goto out;
         if (q->kind == HR_VERIFY) {
-            if (fh_push(&A[FIT_HF_VERIFY], host, k, us, q->tokens))
+            if (fh_push(&A[FIT_HF_VERIFY], host, k, us, q->tokens, q->grp))
                 goto out;
             if (q->tokens > rep->verify_tokens_max)
                 rep->verify_tokens_max = q->tokens;
@@ -213,14 +229,14 @@ static int fh_trace(const fit_trace *t, fh_arr *A, fit_hf_report *rep)
              * fewer than all means a draft token was rejected */
             int rej = p->ctx >= 0 && q->ctx >= 0 && q->ctx - p->ctx + 1 < p->tokens;
             s = rej ? FIT_HF_REJECT_GAP : FIT_HF_ACCEPT_GAP;
-            if (fh_push(&A[FIT_HF_CATCHUP], host, k, us, q->tokens))
+            if (fh_push(&A[FIT_HF_CATCHUP], host, k, us, q->tokens, q->grp))
                 goto out;
         } else if (p->kind == HR_DRAFT && q->kind == HR_DRAFT) {
             s = FIT_HF_DRAFT_GAP;
-            if (fh_push(&A[FIT_HF_DRAFT], host, k, us, q->tokens))
+            if (fh_push(&A[FIT_HF_DRAFT], host, k, us, q->tokens, q->grp))
                 goto out;
         }
-        if (s >= 0 && fh_push(&A[s], gap, gk, gus, 0))
+        if (s >= 0 && fh_push(&A[s], gap, gk, gus, 0, q->grp))
             goto out;
     }
     rc = 0;
@@ -253,16 +269,89 @@ static void fh_phase(wm_model *m, int p, double host_us, double tokens_max)
     ph->fitted_q_max = tokens_max;
 }
 
+typedef struct {
+    long   g;                 /* run */
+    size_t i;                 /* order read (ties) */
+    double x;                 /* log(host / its kind's median) */
+} fh_gx;
+
+static int fh_cmp_gx(const void *a, const void *b)
+{
+    const fh_gx *x = a, *y = b;
+    if (x->g != y->g)
+        return x->g < y->g ? -1 : 1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The host's level between its runs (wm_model host_speed_level_sd; docs/fit.md 4b): every
+ * stretch as the log of its host time over its kind's median, and those logs as a one-way
+ * random-effects layout over the runs (one generate inside one window; fh_trace): with k runs
+ * of n_g stretches, N in all, MSB and MSW the mean squares between and within them and n0 =
+ * (N - sum n_g^2 / N) / (k - 1), the level's variance is (MSB - MSW) / n0, 0 when below.
+ * Taken where k - 1 >= FIT_LEVEL_MIN_DF and N > k; the sd within the runs (sqrt MSW) becomes
+ * the per-iteration host sd (no autocorrelation fitted). Why: transformers' eager generate on
+ * the H200 ran its decode forwards at 19.5-29.3 ms from window to window of one capture
+ * (traces/hf/hf_k2), and the unprofiled grid's per-round speedups spread 0.64-1.37x
+ * (traces/hf/hf_grid.csv), where the intervals without a level held 50% of the rounds. */
+static void fh_host_level(const fh_arr *A, fit_hf_report *rep, wm_model *m)
+{
+    size_t n = 0;
+    for (int s = 0; s < FIT_HF_NSTAT; s++)
+        n += A[s].n;
+    fh_gx *v = n ? malloc(n * sizeof *v) : NULL;
+    if (!v)
+        return;
+    size_t N = 0;
+    for (int s = 0; s < FIT_HF_NSTAT; s++) {
+        double med = rep->st[s].host_us;
+        for (size_t i = 0; i < A[s].n; i++)
+            if (med > 0 && A[s].host[i] > 0) {
+                v[N] = (fh_gx){A[s].grp[i], N, log(A[s].host[i] / med)};
+                N++;
+            }
+    }
+    qsort(v, N, sizeof *v, fh_cmp_gx);   /* the stretches of one run together */
+    double tot = 0, ssw = 0, ssb = 0, sn2 = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < N; i++)
+        tot += v[i].x;
+    double grand = N ? tot / (double)N : 0;
+    for (size_t a = 0, b; a < N; a = b) {
+        double sm = 0;
+        for (b = a; b < N && v[b].g == v[a].g; b++)
+            sm += v[b].x;
+        double ng = (double)(b - a), mg = sm / ng;
+        for (size_t i = a; i < b; i++)
+            ssw += (v[i].x - mg) * (v[i].x - mg);
+        ssb += ng * (mg - grand) * (mg - grand);
+        sn2 += ng * ng;
+        k++;
+    }
+    free(v);
+    rep->level_runs = (int)k;
+    if (k < FIT_LEVEL_MIN_DF + 1 || N <= k || fit_env_off("FIT_HOST_LEVEL"))
+        return;
+    double msb = ssb / (double)(k - 1), msw = ssw / (double)(N - k);
+    double n0 = ((double)N - sn2 / (double)N) / (double)(k - 1);
+    double l2 = n0 > 0 ? (msb - msw) / n0 : 0;
+    rep->level_sd = l2 > 0 ? sqrt(l2) : 0;
+    rep->within_sd = sqrt(msw);
+    m->host_speed_level_sd = rep->level_sd;
+    m->host_speed_sd_frac = rep->within_sd;
+    m->host_speed_rho = 0;
+}
+
 int fit_hf_run(const fit_trace *tr, int nt, const char *name, FILE *log, wm_model *m,
                fit_hf_report *rep, char *err, size_t errlen)
 {
     fh_arr A[FIT_HF_NSTAT];
     int rc = -1;
+    long ngrp = 0;
     memset(A, 0, sizeof A);
     memset(rep, 0, sizeof *rep);
     wm_init(m);
     for (int i = 0; i < nt; i++)
-        if (fh_trace(&tr[i], A, rep)) {
+        if (fh_trace(&tr[i], A, rep, &ngrp)) {
             snprintf(err, errlen, "%s: out of memory", tr[i].file);
             goto out;
         }
@@ -388,6 +477,7 @@ int fit_hf_run(const fit_trace *tr, int nt, const char *name, FILE *log, wm_mode
         kern += S[s].kernels * S[s].n;
     }
     m->eager_launch_us = kern > 0 ? host / kern : 0;
+    fh_host_level(A, rep, m);
     rc = 0;
 out:
     for (int s = 0; s < FIT_HF_NSTAT; s++) {
@@ -395,6 +485,7 @@ out:
         free(A[s].k);
         free(A[s].gpu);
         free(A[s].tok);
+        free(A[s].grp);
     }
     return rc;
 }
@@ -411,4 +502,12 @@ void fit_hf_print(FILE *f, const fit_hf_report *rep)
         fprintf(f, "  %-36s %5d %10.1f %10.1f %10.1f %8.0f %9.1f\n", st->what, st->n, st->host_us,
                 st->host_q1_us, st->host_q3_us, st->kernels, st->gpu_us);
     }
+    if (rep->within_sd > 0)
+        fprintf(f, "# host speed: level sd %.4f between %d runs (a generate inside a window), sd "
+                "%.4f within them (the prediction intervals' host part)\n", rep->level_sd,
+                rep->level_runs, rep->within_sd);
+    else
+        fprintf(f, "# host speed: %d runs (a generate inside a window): no level between them "
+                "fitted (it needs %d or more, and FIT_HOST_LEVEL not 0)\n", rep->level_runs,
+                FIT_LEVEL_MIN_DF + 1);
 }

@@ -33,6 +33,8 @@ typedef struct {
     fit_hf_stat st[FIT_HF_NSTAT];
     int    ranges, skipped;     /* helper ranges read; left out (outside a window, cut) */
     double verify_tokens_max;
+    int    level_runs;          /* runs of the host (a generate inside a window) */
+    double level_sd, within_sd; /* the host's log speed between and within them; 0: not fitted */
 } fit_hf_report;
 
 /* Fits the hf-assisted model from nt traces into *m (wm_init'ed here; name given or

@@ -370,7 +370,6 @@ static void fh_host_speed(int p, const double *h, const double *k, const double 
  * 69.2% with the within one). Measured on torchbench's eager loop captured in every repeat (verify's
  * launch rate): windows' means 0.16-0.23 sd apart in calls 17, 19 and 21 (their repeats'
  * tok/s 55-71% apart), 0.006-0.028 in calls 18 and 20. */
-#define FIT_LEVEL_MIN_DF 4
 /* The lag-1 autocorrelation of a speed: the pairs' mean product over the variance, in [0,
  * FIT_SPEED_RHO_MAX]. */
 static double fh_rho(double s1, double n1, double var)

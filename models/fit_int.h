@@ -240,6 +240,9 @@ double fit_group_median(double *v, size_t n);
 /* 1 when the environment variable name is "0": a fit rule turned off (FIT_GAP_GRAPH=0, ...)
  * for tests and experiments (fit_group.c). */
 int fit_env_off(const char *name);
+/* The degrees of freedom a host level between windows needs (sum over configurations of
+ * their windows less one; fit_host.c, fit_hf.c). */
+#define FIT_LEVEL_MIN_DF 4
 /* Mean and sd of v[0..n) without the points fit_group leaves out (FIT_OUTLIER_K robust sd
  * and margins from the median). v is reordered. Returns the points left out. */
 size_t fit_group_robust(double *v, size_t n, double *mean, double *sd);

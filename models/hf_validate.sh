@@ -21,6 +21,8 @@
 #   HF_VALIDATE_WORK  build/validate-hf (the fitted model, logs)
 #   HF_TARGET_MEDIAN, HF_TARGET_MAX   error targets in % (default 5 and 10: issue 21's)
 #   HF_TARGET_COST    the helper's cost target in % of a generate (default 1)
+#   HF_TARGET_COVERAGE_LO, _HI  the share of rounds inside their 80% interval, in % (default 70
+#                     and 90: issue 18's)
 # exit: 0 targets met; 1 inputs missing; 2 the fit or a simulation failed; 3 targets missed.
 set -u
 SPECSIM=${1:-bin/specsim}
@@ -30,6 +32,8 @@ WORK=${HF_VALIDATE_WORK:-build/validate-hf}
 TMED=${HF_TARGET_MEDIAN:-5}
 TMAX=${HF_TARGET_MAX:-10}
 TCOST=${HF_TARGET_COST:-1}
+TCOV_LO=${HF_TARGET_COVERAGE_LO:-70}
+TCOV_HI=${HF_TARGET_COVERAGE_HI:-90}
 die() { echo "make validate (hf): $1" >&2; exit "${2:-2}"; }
 
 [ -x "$SPECSIM" ] || die "$SPECSIM: not built (run make)" 1
@@ -42,11 +46,12 @@ M=$WORK/hf.json
 "$SPECSIM" fit --loop hf-assisted "$DIR/hf_k2.json.gz" "$DIR/hf_k6.json.gz" -o "$M" \
   > "$WORK/fit.log" 2>&1 || { cat "$WORK/fit.log" >&2; die "specsim fit --loop hf-assisted failed"; }
 
-# measured.tsv: level K rounds median min max a_tok accept_len new_tokens prompt
+# measured.tsv: level K rounds median min max a_tok accept_len new_tokens prompt wall_s ratios
+# (wall_s: the median wall time of the K generates; ratios: each round's, ";"-separated)
 awk -F, '
   NR == 1 { if (match($0, /prompt [0-9]+/)) prompt = substr($0, RSTART + 7, RLENGTH - 7) }
   /^#/ || $1 == "K" || NF < 8 { next }
-  { k = $1 + 0; a = $2; r = $7 + 0; tok[a, k, r] = $6; acc[a, k] = $4; atok[a] = $3; nw = $8
+  { k = $1 + 0; a = $2; r = $7 + 0; tok[a, k, r] = $6; acc[a, k] = $4; atok[a] = $3; nw = $8; wall[a, k, r] = $9
     if (!((a, k) in seen)) { seen[a, k] = 1; if (!(a in lv)) { lv[a] = 1; lvl[++nl] = a } ks[a] = ks[a] " " k }
     if (!((a, r) in rs)) { rs[a, r] = 1; rl[a] = rl[a] " " r } }
   function sort(v, n,    i, j, t) { for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t } }
@@ -56,27 +61,34 @@ awk -F, '
       for (ki = 1; ki <= nk; ki++) {
         k = K[ki]; if (k == 0) continue
         n = 0
+        rl_k = ""; nw_ = 0
         for (ri = 1; ri <= nr; ri++) { r = R[ri]
-          if (((a, k, r) in tok) && ((a, 0, r) in tok) && tok[a, 0, r] > 0) v[++n] = tok[a, k, r] / tok[a, 0, r] }
+          if (((a, k, r) in tok) && ((a, 0, r) in tok) && tok[a, 0, r] > 0) {
+            v[++n] = tok[a, k, r] / tok[a, 0, r]; rl_k = rl_k (n > 1 ? ";" : "") sprintf("%.4f", v[n])
+            w[++nw_] = wall[a, k, r] } }
         if (n == 0) continue
-        sort(v, n)
+        sort(v, n); sort(w, nw_)
+        wmed = nw_ % 2 ? w[(nw_ + 1) / 2] : (w[nw_ / 2] + w[nw_ / 2 + 1]) / 2
         med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        printf "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%s\t%s\t%d\t%d\n", a, k, n, med, v[1], v[n], atok[a], acc[a, k], nw, prompt
+        printf "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%s\t%s\t%d\t%d\t%.5f\t%s\n", a, k, n, med, v[1], v[n], atok[a], acc[a, k], nw, prompt, wmed, rl_k
       }
     }
   }' "$DIR/hf_grid.csv" > "$WORK/measured.tsv"
 [ -s "$WORK/measured.tsv" ] || die "$DIR/hf_grid.csv: no speculative rows with a plain-decode row of the same round" 1
 
-# The speedup column of specsim run --csv.
+# The speedup columns of specsim run --csv: speedup, its p10 and p90 (the 80% interval).
 speedup() {
   "$SPECSIM" run --model "$M" --quiet --csv "$@" 2>>"$WORK/run.log" | awk -F, '
-    NR == 1 { for (i = 1; i <= NF; i++) if ($i == "speedup") c = i; next }
-    NR == 2 && c { print $c }'
+    NR == 1 { for (i = 1; i <= NF; i++) { if ($i == "speedup") c = i; if ($i == "speedup_p10") l = i
+                                          if ($i == "speedup_p90") h = i }; next }
+    NR == 2 && c && l && h { print $c, $l, $h }'
 }
 : > "$WORK/pred.tsv"
-while IFS="$(printf '\t')" read -r lvl k n med mn mx atok acc nw prompt; do
-  common="--steps $k --output-len $nw --prompt-len ${prompt:-64} --seed 1"
-  nom=$(speedup $common --alpha "$atok") || die "specsim run failed at K=$k a=$atok"
+while IFS="$(printf '\t')" read -r lvl k n med mn mx atok acc nw prompt wall ratios; do
+  # --seconds: a benchmark as long as one generate of the grid (its interval's run part)
+  common="--steps $k --output-len $nw --prompt-len ${prompt:-64} --seed 1 --seconds $wall"
+  set -- $(speedup $common --alpha "$atok") || die "specsim run failed at K=$k a=$atok"
+  nom=${1:-}
   # the realized acceptance: the i.i.d. alpha whose generate of nw tokens, in rounds of
   # min(K, tokens left - 1) drafts (the cap the simulator's hf-assisted loop applies, as
   # transformers does), takes nw/acc target forwards on average: the run's own count (its
@@ -95,10 +107,13 @@ while IFS="$(printf '\t')" read -r lvl k n med mn mx atok acc nw prompt; do
       if (rounds(lo) < want || rounds(hi) > want) { print ""; exit }
       for (i = 0; i < 60; i++) { m = (lo + hi) / 2; if (rounds(m) > want) lo = m; else hi = m }
       printf "%.6f\n", (lo + hi) / 2 }')
-  if [ -n "$ar" ]; then rz=$(speedup $common --alpha "$ar") || die "specsim run failed at K=$k alpha $ar"
-  else rz=$nom; ar=$atok; fi
-  [ -n "$nom" ] && [ -n "$rz" ] || die "specsim run gave no speedup at K=$k (see $WORK/run.log)"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$lvl" "$k" "$n" "$med" "$mn" "$mx" "$atok" "$acc" "$nw" "$rz" "$nom" "$ar" >> "$WORK/pred.tsv"
+  [ -n "$ar" ] && { set -- $(speedup $common --alpha "$ar") || die "specsim run failed at K=$k alpha $ar"; }
+  [ -n "$ar" ] || ar=$atok
+  rz=${1:-}; p10=${2:-}; p90=${3:-}
+  [ -n "$nom" ] && [ -n "$rz" ] && [ -n "$p10" ] || die "specsim run gave no speedup at K=$k (see $WORK/run.log)"
+  # the rounds whose speedup lies inside the interval
+  ins=$(echo "$ratios" | awk -F';' -v lo="$p10" -v hi="$p90" '{ for (i = 1; i <= NF; i++) c += ($i >= lo && $i <= hi); print c + 0 }')
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$lvl" "$k" "$n" "$med" "$mn" "$mx" "$atok" "$acc" "$nw" "$rz" "$nom" "$ar" "$p10" "$p90" "$ins" >> "$WORK/pred.tsv"
 done < "$WORK/measured.tsv"
 
 # The helper's cost: per forward (a do-nothing module, hf_cost.csv's last line) times the
@@ -125,11 +140,13 @@ cost_rows=$(awk -F, -v us="${per_fwd:-0}" '
   echo "# same round, [min..max] = the spread of those ratios; predicted at the acceptance the run"
   echo "# realized (acc: new tokens per target forward; alpha: the i.i.d. rate whose capped rounds of"
   echo "# out_len tokens take as many target forwards; the verdict); nominal = predicted at the chain's"
-  echo "# per-position rate a_tok. Generated by models/hf_validate.sh."
-  printf "#%5s %3s %6s %7s %7s %7s %7s %6s %7s %9s %8s %9s %8s\n" level K rounds measured min max a_tok acc alpha predicted error nominal err_nom
-  printf "#%5s %3s %6s %7s %7s %7s %7s %6s %7s %9s %8s %9s %8s\n" - - - x x x - tokens - x % x %
+  echo "# per-position rate a_tok; p10 / p90: the predicted speedup's 80% interval at the realized"
+  echo "# acceptance for a benchmark of one generate (--seconds: the K generates' median wall time),"
+  echo "# inside: the rounds whose speedup lies in it. Generated by models/hf_validate.sh."
+  printf "#%5s %3s %6s %7s %7s %7s %7s %6s %7s %9s %8s %9s %8s %6s %6s %6s\n" level K rounds measured min max a_tok acc alpha predicted error nominal err_nom p10 p90 inside
+  printf "#%5s %3s %6s %7s %7s %7s %7s %6s %7s %9s %8s %9s %8s %6s %6s %6s\n" - - - x x x - tokens - x % x % x x rounds
   awk -F'\t' '{ e = 100 * ($10 / $4 - 1); en = 100 * ($11 / $4 - 1)
-    printf " %5s %3d %6d %7.3f %7.3f %7.3f %7.4f %6.3f %7.4f %9.3f %+8.1f %9.3f %+8.1f\n", $1, $2, $3, $4, $5, $6, $7, $8, $12, $10, e, $11, en }' "$WORK/pred.tsv"
+    printf " %5s %3d %6d %7.3f %7.3f %7.3f %7.4f %6.3f %7.4f %9.3f %+8.1f %9.3f %+8.1f %6.3f %6.3f %6d\n", $1, $2, $3, $4, $5, $6, $7, $8, $12, $10, e, $11, en, $13, $14, $15 }' "$WORK/pred.tsv"
   echo "#"
   echo "# best K per level (num_assistant_tokens): measured (by median), predicted (realized"
   echo "# acceptance), nominal (a_tok); ok: the predicted best's measured speedup lies within the"
@@ -157,21 +174,26 @@ cost_rows=$(awk -F, -v us="${per_fwd:-0}" '
 verdict=$(awk -F'\t' -v tmed="$TMED" -v tmax="$TMAX" '
   function sort(v, n,    i, j, t) { for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t } }
   { e = 100 * ($10 / $4 - 1); e = e < 0 ? -e : e; v[++n] = e; en = 100 * ($11 / $4 - 1); en = en < 0 ? -en : en; w[n] = en
-    a = $1; if (!(a in bm) || $4 > bm[a]) { bm[a] = $4; bmin[a] = $5 }; if (!(a in bp) || $10 > bp[a]) { bp[a] = $10; pk[a] = $2 }; ms[a, $2] = $4 }
+    a = $1; if (!(a in bm) || $4 > bm[a]) { bm[a] = $4; bmin[a] = $5 }; if (!(a in bp) || $10 > bp[a]) { bp[a] = $10; pk[a] = $2 }; ms[a, $2] = $4
+    ins += $15; rounds += $3; wd[n] = 100 * ($14 - $13) / $10 }
   END { sort(v, n); sort(w, n); med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
         medn = n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
         best = 1; for (a in bp) if (ms[a, pk[a]] < bmin[a]) best = 0
-        printf "%.2f %.2f %.2f %.2f %d %d\n", med, v[n], medn, w[n], n, best }' "$WORK/pred.tsv")
+        sort(wd, n); wmed = n % 2 ? wd[(n + 1) / 2] : (wd[n / 2] + wd[n / 2 + 1]) / 2
+        printf "%.2f %.2f %.2f %.2f %d %d %d %d %.1f\n", med, v[n], medn, w[n], n, best, ins, rounds, wmed }' "$WORK/pred.tsv")
 set -- $verdict
 costmax=$(echo "$cost_rows" | awk 'NF == 5 && $5 > m { m = $5 } END { printf "%.4f", m + 0 }')
+cov=$(awk -v i="$7" -v r="$8" 'BEGIN { printf "%.1f", (r > 0 ? 100 * i / r : 0) }')
 miss=$(awk -v a="$1" -v b="$2" -v tm="$TMED" -v tx="$TMAX" -v best="$6" -v c="$costmax" -v tc="$TCOST" \
-  'BEGIN { print (a <= tm && b <= tx && best == 1 && c <= tc) ? 0 : 1 }')
+  -v cv="$cov" -v clo="$TCOV_LO" -v chi="$TCOV_HI" \
+  'BEGIN { print (a <= tm && b <= tx && best == 1 && c <= tc && cv >= clo && cv <= chi) ? 0 : 1 }')
 {
   echo "#"
   printf "# %d configurations: median |error| %.2f%% (target <= %s%%), max %.2f%% (target <= %s%%) at the\n" "$5" "$1" "$TMED" "$2" "$TMAX"
   printf "# realized acceptance; at the nominal a_tok %.2f%% / %.2f%%. best K: %s. helper cost: at most %s%% of a\n" "$3" "$4" \
     "$([ "$6" = 1 ] && echo "within the measured spread at every level" || echo "MISSED at some level")" "$costmax"
-  printf "# generate (target <= %s%%). verdict: %s\n" "$TCOST" "$([ "$miss" = 0 ] && echo "targets met" || echo "TARGETS MISSED")"
+  printf "# generate (target <= %s%%). coverage of the 80%% intervals: %d of %d rounds inside (%s%%;\n" "$TCOST" "$7" "$8" "$cov"
+  printf "# target %s-%s%%), median width %s%% of the prediction (p90 - p10). verdict: %s\n" "$TCOV_LO" "$TCOV_HI" "$9" "$([ "$miss" = 0 ] && echo "targets met" || echo "TARGETS MISSED")"
 } >> "$OUT"
 cat "$OUT"
 [ "$miss" = 0 ] || exit 3

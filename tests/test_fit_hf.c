@@ -7,6 +7,8 @@
 #include "fit_hf.h"
 #include "sim.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +154,119 @@ out:
     fit_trace_free(&p.t);
 }
 
+/* Generates at a host level each: G generates (a prefill range starts each; even ones plain,
+ * odd ones assisted), every stretch scaled by exp(level_sd z_g) of its generate and by
+ * exp(within_sd e_i) of its own, z and e standard normal draws (a fixed LCG). */
+static double lcg_normal(uint64_t *st)
+{
+    double u[2];
+    for (int i = 0; i < 2; i++) {
+        *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+        u[i] = ((double)(*st >> 11) + 0.5) / 9007199254740992.0;
+    }
+    return sqrt(-2 * log(u[0])) * cos(6.283185307179586 * u[1]);
+}
+
+static void levels_program(prog *p, int gens, double level_sd, double within_sd, uint64_t seed)
+{
+    uint64_t st = seed;
+    for (int g = 0; g < gens; g++) {
+        double f = exp(level_sd * lcg_normal(&st));
+#define S(us) ((us) * f * exp(within_sd * lcg_normal(&st)))
+        forward(p, "prefill", 64, 0, S(30000.0), 200);
+        stretch(p, S(DGAP_US), DGAP_K);
+        int ctx = 64;
+        if (g % 2 == 0) {
+            for (int i = 0; i < 12; i++) {
+                forward(p, "decode", 1, ctx++, S(DEC_US), DEC_K);
+                stretch(p, S(DGAP_US), DGAP_K);
+            }
+        } else {
+            for (int r = 0; r < 6; r++) {
+                forward(p, "verify", 4, ctx, S(VER_US), VER_K);
+                int rej = r % 3 == 1, gained = rej ? 2 : 4;
+                stretch(p, S(rej ? REJ_US : ACC_US), rej ? REJ_K : ACC_K);
+                forward(p, "draft", 2, ctx + gained - 1, S(CAT_US), CAT_K);
+                ctx += gained;
+                for (int d = 0; d < 2; d++) {
+                    stretch(p, S(FGAP_US), FGAP_K);
+                    forward(p, "draft", 1, ctx + 1 + d, S(DRF_US), DRF_K);
+                }
+                stretch(p, S(VGAP_US), VGAP_K);
+            }
+        }
+#undef S
+        stretch(p, 20000, 0);
+    }
+}
+
+static int levels_fit(int gens, double level_sd, double within_sd, wm_model *m, fit_hf_report *rep)
+{
+    prog p;
+    memset(&p, 0, sizeof p);
+    CHECK(fit_trace_init(&p.t, "synthetic-hf-levels") == 0, "init");
+    p.now_ns = 1000000;
+    levels_program(&p, gens, level_sd, within_sd, 42);
+    char err[512];
+    int rc = fit_hf_run(&p.t, 1, NULL, NULL, m, rep, err, sizeof err);
+    CHECK(rc == 0, "fit_hf_run: %s", err);
+    fit_trace_free(&p.t);
+    return rc;
+}
+
+/* The host's level between generates (fit_hf.c fh_host_level) is recovered, and the
+ * simulator's interval of a one-generate benchmark carries it. */
+static void fit_hf_fits_the_hosts_level_between_generates(void)
+{
+    wm_model m;
+    fit_hf_report rep;
+    if (levels_fit(60, 0.10, 0.05, &m, &rep))
+        return;
+    CHECK(rep.level_runs == 60, "runs %d", rep.level_runs);
+    /* 60 runs: the sd of an sd estimate is ~0.1 / sqrt(118) = 0.009 */
+    CHECK_NEAR(m.host_speed_level_sd, 0.10, 0.025, 0);
+    CHECK_NEAR(m.host_speed_sd_frac, 0.05, 0.01, 0);
+    CHECK(m.host_speed_rho == 0, "rho %g", m.host_speed_rho);
+
+    sim_params sp;
+    sim_result r;
+    char err[256];
+    memset(&sp, 0, sizeof sp);
+    sp.model = &m;
+    sp.loop = m.loop;
+    CHECK(accept_parse(&sp.acc, "alpha:0.8", err, sizeof err) == 0, "%s", err);
+    CHECK(batch_lendist_parse(&sp.out_len, "64", err, sizeof err) == 0, "%s", err);
+    sp.spec = 0;
+    sp.concurrency = 1;
+    sp.iterations = 200;
+    sp.prompt_tokens = 64;
+    sp.ranks = 1;
+    sp.sync_segments = 4;
+    sp.seed = 1;
+    sp.intervals = 1;
+    sp.bench_s = 1.0;
+    sp.eager_launch_us = m.eager_launch_us;
+    int rc = sim_run(&sp, NULL, &r, err, sizeof err);
+    CHECK(rc == 0, "sim_run: %s", err);
+    /* a host-bound loop: its whole window follows the host's level */
+    if (rc == 0)
+        CHECK(r.host_share > 0.9 && r.unc_run > 0.9 * m.host_speed_level_sd &&
+              r.unc_run < 1.2 * m.host_speed_level_sd, "host share %g, run sd %g against level %g",
+              r.host_share, r.unc_run, m.host_speed_level_sd);
+
+    /* a steady host: no level; the rule off or too few runs: none fitted */
+    if (levels_fit(60, 0, 0.05, &m, &rep) == 0)
+        CHECK(m.host_speed_level_sd < 0.015, "steady host: level %g", m.host_speed_level_sd);
+    setenv("FIT_HOST_LEVEL", "0", 1);
+    if (levels_fit(60, 0.10, 0.05, &m, &rep) == 0)
+        CHECK(m.host_speed_level_sd == 0 && m.host_speed_sd_frac == 0, "rule off: level %g",
+              m.host_speed_level_sd);
+    unsetenv("FIT_HOST_LEVEL");
+    if (levels_fit(4, 0.10, 0.05, &m, &rep) == 0)
+        CHECK(rep.level_runs == 4 && m.host_speed_level_sd == 0, "4 runs: level %g",
+              m.host_speed_level_sd);
+}
+
 static void fit_hf_refuses_traces_without_drafts(void)
 {
     prog p;
@@ -171,5 +286,6 @@ int main(void)
 {
     RUN(fit_hf_recovers_host_stretches);
     RUN(fit_hf_refuses_traces_without_drafts);
+    RUN(fit_hf_fits_the_hosts_level_between_generates);
     return check_done();
 }
