@@ -87,6 +87,28 @@ static void program(prog *p, int with_drafts)
     }
 }
 
+/* The simulator's parameters for a fitted hf-assisted model: one request at a time, K=3
+ * (spec set by the caller), acceptance acc, output lengths len. */
+static void hf_sim_params(sim_params *sp, const wm_model *m, const char *acc, const char *len)
+{
+    char err[256];
+    memset(sp, 0, sizeof *sp);
+    sp->model = m;
+    sp->loop = m->loop;
+    CHECK(accept_parse(&sp->acc, acc, err, sizeof err) == 0, "%s", err);
+    CHECK(batch_lendist_parse(&sp->out_len, len, err, sizeof err) == 0, "%s", err);
+    sp->steps = 3;
+    sp->topk = 1;
+    sp->draft_tokens = 4;
+    sp->concurrency = 1;
+    sp->iterations = 200;
+    sp->prompt_tokens = 64;
+    sp->ranks = 1;
+    sp->sync_segments = 4;
+    sp->seed = 1;
+    sp->eager_launch_us = m->eager_launch_us;
+}
+
 static void fit_hf_recovers_host_stretches(void)
 {
     prog p;
@@ -124,22 +146,8 @@ static void fit_hf_recovers_host_stretches(void)
      * round rejects its first draft token), its round */
     sim_params sp;
     sim_result r;
-    memset(&sp, 0, sizeof sp);
-    sp.model = &m;
-    sp.loop = m.loop;
-    CHECK(accept_parse(&sp.acc, "alpha:0", err, sizeof err) == 0, "%s", err);
-    CHECK(batch_lendist_parse(&sp.out_len, "100000", err, sizeof err) == 0, "%s", err);
+    hf_sim_params(&sp, &m, "alpha:0", "100000");
     sp.spec = 1;
-    sp.steps = 3;
-    sp.topk = 1;
-    sp.draft_tokens = 4;
-    sp.concurrency = 1;
-    sp.iterations = 200;
-    sp.prompt_tokens = 64;
-    sp.ranks = 1;
-    sp.sync_segments = 4;
-    sp.seed = 1;
-    sp.eager_launch_us = m.eager_launch_us;
     rc = sim_run(&sp, NULL, &r, err, sizeof err);
     CHECK(rc == 0, "sim_run: %s", err);
     double round_us = VER_US + VGAP_US + REJ_US + CAT_US + 2 * (DRF_US + FGAP_US);
@@ -231,21 +239,9 @@ static void fit_hf_fits_the_hosts_level_between_generates(void)
     sim_params sp;
     sim_result r;
     char err[256];
-    memset(&sp, 0, sizeof sp);
-    sp.model = &m;
-    sp.loop = m.loop;
-    CHECK(accept_parse(&sp.acc, "alpha:0.8", err, sizeof err) == 0, "%s", err);
-    CHECK(batch_lendist_parse(&sp.out_len, "64", err, sizeof err) == 0, "%s", err);
-    sp.spec = 0;
-    sp.concurrency = 1;
-    sp.iterations = 200;
-    sp.prompt_tokens = 64;
-    sp.ranks = 1;
-    sp.sync_segments = 4;
-    sp.seed = 1;
+    hf_sim_params(&sp, &m, "alpha:0.8", "64");
     sp.intervals = 1;
     sp.bench_s = 1.0;
-    sp.eager_launch_us = m.eager_launch_us;
     int rc = sim_run(&sp, NULL, &r, err, sizeof err);
     CHECK(rc == 0, "sim_run: %s", err);
     /* a host-bound loop: its whole window follows the host's level */
