@@ -14,7 +14,14 @@
 //   distinct  64 distinct empty kernels in turn (template instances)
 //   runtime   k_empty() with cudaGetDevice and cudaGetLastError before each launch (as PyTorch
 //             makes other runtime calls around its launches)
-// usage: launch_probe [BATCHES [PER]]. Prints one line per kind: "kind NAME median_ns P10 P90" (per launch, over the batches).
+// and three kinds that time each launch on its own (a clock read before and after it), so that
+// what happens between launches stays out of the time (call 30):
+//   each      k_empty(), back to back (the control for the per-launch timing)
+//   spin      k_empty(), then GAP_US of CPU work that touches no memory before the next
+//   sweep     k_empty(), then GAP_US of CPU work that reads and writes an 8 MB buffer (as an
+//             interpreter between two launches evicts the caches the launch path used)
+// usage: launch_probe [BATCHES [PER [GAP_US]]] (GAP_US default 15: torchbench's eager loop launches
+// a kernel every ~15 us). Prints one line per kind: "kind NAME median_ns P10 P90" (per launch, over the batches).
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdio>
@@ -48,14 +55,44 @@ int main(int argc, char **argv) {
     int batches = argc > 1 ? atoi(argv[1]) : 200;
     int per = argc > 2 ? atoi(argv[2]) : 32;   /* under the launch queue's depth: the host's cost, not the GPU's */
     if (per < 1 || per > 4096) per = 32;
+    double gap_ns = 1000.0 * (argc > 3 ? atof(argv[3]) : 15.0);
+    if (!(gap_ns >= 0) || gap_ns > 1e6) gap_ns = 15000.0;
+    const size_t sweep_n = (size_t)8 << 20;
+    std::vector<unsigned char> buf(sweep_n, 1);
+    volatile unsigned sink = 0;
+    size_t pos = 0;
     cudaStream_t s;
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     Blob<256> b256; Blob<1024> b1k; Blob<4096> b4k;
     memset(&b256, 1, sizeof b256); memset(&b1k, 1, sizeof b1k); memset(&b4k, 1, sizeof b4k);
-    const char *kinds[] = {"empty", "p256", "p1k", "p4k", "distinct", "runtime"};
-    for (int k = 0; k < 6; k++) {
+    const char *kinds[] = {"empty", "p256", "p1k", "p4k", "distinct", "runtime", "each", "spin", "sweep"};
+    for (int k = 0; k < 9; k++) {
         std::vector<double> v;
         for (int b = 0; b < batches + 5; b++) {   // the first 5 batches warm up
+            if (k >= 6) {   // each launch timed on its own; the work between launches untimed
+                double sum = 0;
+                for (int i = 0; i < per; i++) {
+                    double t0 = now_ns();
+                    k_empty<<<1, 32, 0, s>>>();
+                    sum += now_ns() - t0;
+                    double until = now_ns() + (k == 6 ? 0 : gap_ns);
+                    unsigned acc = 0;
+                    while (now_ns() < until) {
+                        if (k == 8) {   // 64 cache lines a pass, walking the buffer
+                            for (int j = 0; j < 64; j++, pos = (pos + 4096 + 64) % sweep_n) {
+                                acc += buf[pos];
+                                buf[pos] = (unsigned char)acc;
+                            }
+                        } else {
+                            for (int j = 0; j < 64; j++) acc = acc * 1664525u + 1013904223u;
+                        }
+                    }
+                    sink = sink + acc;
+                }
+                CK(cudaStreamSynchronize(s));
+                if (b >= 5) v.push_back(sum / per);
+                continue;
+            }
             double t0 = now_ns();
             for (int i = 0; i < per; i++) {
                 switch (k) {
