@@ -20,9 +20,13 @@
 //   spin      k_empty(), then GAP_US of CPU work that touches no memory before the next
 //   sweep     k_empty(), then GAP_US of CPU work that reads and writes an 8 MB buffer (as an
 //             interpreter between two launches evicts the caches the launch path used)
+//   drv       k_empty() through the driver's cuLaunchKernel, back to back (as specprof's
+//             calibration launches: the runtime's launch path and its callbacks not taken)
+//   drvsweep  the same with the sweep between launches
 // usage: launch_probe [BATCHES [PER [GAP_US]]] (GAP_US default 15: torchbench's eager loop launches
 // a kernel every ~15 us). Prints one line per kind: "kind NAME median_ns P10 P90" (per launch, over the batches).
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -65,20 +69,35 @@ int main(int argc, char **argv) {
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     Blob<256> b256; Blob<1024> b1k; Blob<4096> b4k;
     memset(&b256, 1, sizeof b256); memset(&b1k, 1, sizeof b1k); memset(&b4k, 1, sizeof b4k);
-    const char *kinds[] = {"empty", "p256", "p1k", "p4k", "distinct", "runtime", "each", "spin", "sweep"};
-    for (int k = 0; k < 9; k++) {
+    typedef int (*cu_launch_t)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               void *, void **, void **);
+    void *libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    cu_launch_t cu_launch = libcuda ? (cu_launch_t)dlsym(libcuda, "cuLaunchKernel") : NULL;
+    if (!cu_launch) { fprintf(stderr, "cuLaunchKernel not found\n"); exit(1); }
+    cudaFunction_t f_empty;
+    CK(cudaGetFuncBySymbol(&f_empty, (const void *)k_empty));
+    const char *kinds[] = {"empty", "p256", "p1k", "p4k", "distinct", "runtime", "each", "spin", "sweep",
+                           "drv", "drvsweep"};
+    for (int k = 0; k < 11; k++) {
         std::vector<double> v;
         for (int b = 0; b < batches + 5; b++) {   // the first 5 batches warm up
             if (k >= 6) {   // each launch timed on its own; the work between launches untimed
                 double sum = 0;
                 for (int i = 0; i < per; i++) {
                     double t0 = now_ns();
-                    k_empty<<<1, 32, 0, s>>>();
+                    if (k >= 9) {
+                        if (cu_launch((void *)f_empty, 1, 1, 1, 32, 1, 1, 0, (void *)s, NULL, NULL)) {
+                            fprintf(stderr, "cuLaunchKernel failed\n");
+                            exit(1);
+                        }
+                    } else {
+                        k_empty<<<1, 32, 0, s>>>();
+                    }
                     sum += now_ns() - t0;
-                    double until = now_ns() + (k == 6 ? 0 : gap_ns);
+                    double until = now_ns() + (k == 6 || k == 9 ? 0 : gap_ns);
                     unsigned acc = 0;
                     while (now_ns() < until) {
-                        if (k == 8) {   // 64 cache lines a pass, walking the buffer
+                        if (k == 8 || k == 10) {   // 64 cache lines a pass, walking the buffer
                             for (int j = 0; j < 64; j++, pos = (pos + 4096 + 64) % sweep_n) {
                                 acc += buf[pos];
                                 buf[pos] = (unsigned char)acc;

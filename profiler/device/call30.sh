@@ -4,7 +4,8 @@
 # back to back and read 0.14-0.63 us of CUPTI a launch, where an eager PyTorch loop, which runs
 # ~15 us of Python between two launches, loses 2.8-3.2 us a kernel under specprof (calls 25, 29).
 # profiler/demo/launch_probe.cu's per-launch kinds: each (back to back), spin (15 us of CPU work
-# touching no memory between launches), sweep (15 us reading and writing an 8 MB buffer), beside
+# touching no memory between launches), sweep (15 us reading and writing an 8 MB buffer), drv and
+# drvsweep (the driver's cuLaunchKernel, as the calibration launches, back to back and swept), beside
 # the batch kinds of call 26; with no profiler, under the floor (kernel activity only) and under
 # specprof --mode always, processes alternating, ROUNDS rounds; the always captures' calibration
 # (in-process and clean arm) beside them.
