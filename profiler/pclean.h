@@ -11,7 +11,9 @@
 #include <stddef.h>
 
 /* The median launch time in us of an empty kernel on device 0 (as the program sees the devices)
- * in a child process without CUPTI, at most timeout_s; > 0, or -1 with why (a sentence). */
-double pclean_launch_us(double timeout_s, char *why, size_t whylen);
+ * in a child process without CUPTI, at most timeout_s; > 0, or -1 with why (a sentence).
+ * *swept_us: the same with host work between the launches (pcalib_ptx.h's swept arm; handed
+ * over as SPECPROF_CLEAN_SWEPT_US), 0 when not measured. */
+double pclean_launch_us(double timeout_s, double *swept_us, char *why, size_t whylen);
 
 #endif

@@ -590,13 +590,21 @@ static int cmd_run(int argc, char **argv) {
         /* the calibration's clean arm: the empty kernel's launch in a process without CUPTI
          * (pclean.h); the library writes it beside its in-process calibration */
         char why[128], v[32];
-        double us = pclean_launch_us(30, why, sizeof why);
+        double swept = 0, us = pclean_launch_us(30, &swept, why, sizeof why);
         if (us > 0) {
             snprintf(v, sizeof v, "%.3f", us);
             setenv("SPECPROF_CLEAN_LAUNCH_US", v, 1);
-            fprintf(stderr, "# specprof: an empty kernel launch without CUPTI: %.3f us (the launch calibration's clean arm)\n", us);
+            if (swept > 0) {
+                snprintf(v, sizeof v, "%.3f", swept);
+                setenv("SPECPROF_CLEAN_SWEPT_US", v, 1);
+            } else {
+                unsetenv("SPECPROF_CLEAN_SWEPT_US");
+            }
+            fprintf(stderr, "# specprof: an empty kernel launch without CUPTI: %.3f us, %.3f us with host work between "
+                            "launches (the launch calibration's clean arm)\n", us, swept);
         } else {
             unsetenv("SPECPROF_CLEAN_LAUNCH_US");
+            unsetenv("SPECPROF_CLEAN_SWEPT_US");
             fprintf(stderr, "specprof: note: the launch calibration's clean arm did not run (%s): the trace holds the "
                             "in-process calibration alone\n", why);
         }

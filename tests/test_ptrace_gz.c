@@ -34,6 +34,10 @@ static void header(ptrace_header *h) {
     h->calib.launch_off_us = 5.317; h->calib.launch_on_us = 5.101; h->calib.graph_node_us = 0.623;
     h->calib.kernel_launch_us = -0.216; h->calib.graphn_after_us = 9.5;
     h->calib.launch_clean_us = 3.031;   /* the clean arm (pclean.c) */
+    h->calib.sweep_gap_us = 15;          /* the swept arms (pcalib_ptx.h) */
+    h->calib.launch_off_swept_us = 4.25;
+    h->calib.launch_on_swept_us = 6.5;
+    h->calib.launch_clean_swept_us = 3.75;
 }
 
 static int kernel_line(char *line, size_t cap, int i) {
@@ -174,6 +178,9 @@ static void ptrace_gz_header_windows_and_graph_records_roundtrip(void) {
     const ptrace_header *h = &f.info.header;
     CHECK(!strcmp(h->mode, "windows") && h->window_ms == 50 && h->period_ms == 1000 && h->shape_replays == 3 &&
           !strcmp(h->between, "none") && !strcmp(h->records, "fit") && h->compressed, "capture fields");
+    CHECK(h->calib.sweep_gap_us == 15 && h->calib.launch_off_swept_us == 4.25 && h->calib.launch_on_swept_us == 6.5 &&
+          h->calib.launch_clean_swept_us == 3.75, "swept arms: gap %g off %g on %g clean %g", h->calib.sweep_gap_us,
+          h->calib.launch_off_swept_us, h->calib.launch_on_swept_us, h->calib.launch_clean_swept_us);
     CHECK(h->calib.ok && h->calib.launches == 200 && h->calib.graph_nodes == 16 && h->calib.launch_off_us == 5.317 &&
           h->calib.kernel_launch_us == -0.216 && h->calib.graph_node_us == 0.623 && h->calib.graphn_after_us == 9.5 &&
           h->calib.launch_clean_us == 3.031,

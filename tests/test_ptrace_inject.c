@@ -1112,8 +1112,27 @@ static void inject_api_records_stay_on_between_windows(void) {
     ptrace_file_free(&f);
 }
 
+/* The calibration's swept arms (pcalib_ptx.h): the work between two timed launches lasts its
+ * gap and walks the buffer, staying inside it. */
+static void calib_sweep_takes_its_gap_and_walks_the_buffer(void) {
+    unsigned char *b = malloc(PCALIB_SWEEP_BYTES);
+    if (!b) { CHECK(0, "no memory"); return; }
+    memset(b, 1, PCALIB_SWEEP_BYTES);
+    size_t pos = 0;
+    int64_t t0 = pcalib_now_ns();
+    for (int i = 0; i < 40; i++) {
+        (void)pcalib_sweep(b, &pos, 50000, pcalib_now_ns);
+        CHECK(pos < PCALIB_SWEEP_BYTES, "position %zu past the buffer", pos);
+    }
+    int64_t t1 = pcalib_now_ns();
+    CHECK(t1 - t0 >= 40 * 50000, "40 sweeps of 50 us took %lld ns", (long long)(t1 - t0));
+    CHECK(pos != 0, "the walk did not move");
+    free(b);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_ptrace_inject.%d", (int)getpid());
+    RUN(calib_sweep_takes_its_gap_and_walks_the_buffer);
     RUN(inject_exit_writes_complete_trace);
     RUN(inject_sigterm_finishes_file_then_dies);
     RUN(inject_sigkill_leaves_loadable_part);

@@ -52,6 +52,10 @@ typedef struct {
      * without CUPTI (0: not measured): launch_on_us - launch_clean_us is what CUPTI costs a
      * launch, its attachment included, which the off arm inside the process also pays */
     double launch_clean_us;
+    /* the same three with sweep_gap_us of host work between the timed launches (0: not
+     * measured; profiler/inject/pcalib_ptx.h): a launch path the host's other work has evicted
+     * from the caches, as in an interpreted program */
+    double launch_off_swept_us, launch_on_swept_us, launch_clean_swept_us, sweep_gap_us;
 } ptrace_calib;
 
 typedef struct {

@@ -96,6 +96,10 @@ static void pr_calib(const pjson *k, ptrace_calib *c) {
     c->launch_off_us = pjson_get_num(k, "launch_off_us", 0);
     c->launch_on_us = pjson_get_num(k, "launch_on_us", 0);
     c->launch_clean_us = pjson_get_num(k, "launch_clean_us", 0);
+    c->sweep_gap_us = pjson_get_num(k, "sweep_gap_us", 0);
+    c->launch_off_swept_us = pjson_get_num(k, "launch_off_swept_us", 0);
+    c->launch_on_swept_us = pjson_get_num(k, "launch_on_swept_us", 0);
+    c->launch_clean_swept_us = pjson_get_num(k, "launch_clean_swept_us", 0);
     c->graph1_off_us = pjson_get_num(k, "graph1_off_us", 0);
     c->graph1_on_us = pjson_get_num(k, "graph1_on_us", 0);
     c->graphn_off_us = pjson_get_num(k, "graphn_off_us", 0);

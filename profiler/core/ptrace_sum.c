@@ -221,6 +221,15 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
     if (h->calib.ok && h->calib.launch_clean_us > 0)
         fprintf(f, "calibration: a kernel launch costs %.3f us here, %.3f us in a process without CUPTI: %.3f us of CUPTI\n",
                 h->calib.launch_on_us, h->calib.launch_clean_us, h->calib.launch_on_us - h->calib.launch_clean_us);
+    if (h->calib.ok && h->calib.launch_on_swept_us > 0) {
+        fprintf(f, "calibration: with %.0f us of host work between launches: %.3f us a launch here, %.3f with "
+                   "records off", h->calib.sweep_gap_us, h->calib.launch_on_swept_us, h->calib.launch_off_swept_us);
+        if (h->calib.launch_clean_swept_us > 0)
+            fprintf(f, ", %.3f without CUPTI: %.3f us of CUPTI\n", h->calib.launch_clean_swept_us,
+                    h->calib.launch_on_swept_us - h->calib.launch_clean_swept_us);
+        else
+            fprintf(f, ": %.3f us of CUPTI\n", h->calib.launch_on_swept_us - h->calib.launch_off_swept_us);
+    }
     if (!h->calib.ok && strcmp(h->mode, "lite")) fprintf(f, "calibration: none (%s)\n", h->calib.why);
     if (info->complete && info->end.records > 0 && info->end.bytes > 0)
         fprintf(f, "file: %" PRId64 " bytes on disk (%s) for %" PRId64 " records: %.1f bytes per record (%.1f uncompressed)\n",

@@ -113,6 +113,11 @@ static void ptrace_write_calib(ptrace_sb *b, const ptrace_calib *k) {
              k->switch_on_us, k->switch_off_us, k->launch_after_us, k->graphn_after_us);
     if (k->ok && k->launch_clean_us > 0)
         sb_f(b, ",\"launch_clean_us\":%.3f", k->launch_clean_us);
+    if (k->ok && k->launch_on_swept_us > 0)
+        sb_f(b, ",\"sweep_gap_us\":%.1f,\"launch_off_swept_us\":%.3f,\"launch_on_swept_us\":%.3f",
+             k->sweep_gap_us, k->launch_off_swept_us, k->launch_on_swept_us);
+    if (k->ok && k->launch_on_swept_us > 0 && k->launch_clean_swept_us > 0)
+        sb_f(b, ",\"launch_clean_swept_us\":%.3f", k->launch_clean_swept_us);
     if (k->ok && k->has_between)
         sb_f(b, ",\"graph1_between_us\":%.3f,\"graphn_between_us\":%.3f,\"graph_between_us\":%.3f",
              k->graph1_between_us, k->graphn_between_us, k->graph_between_us);

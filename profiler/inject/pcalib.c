@@ -80,26 +80,33 @@ typedef struct {
     CUgraphExec g1, gn;
     const pcalib_hooks *h;
     ptrace_calib *c;
+    unsigned char *sweep;   /* the swept arms' buffer (PCALIB_SWEEP_BYTES; NULL: none) */
+    size_t sweep_pos;
 } pcalib_run_ctx;
 
+static volatile unsigned pcalib_sink;   /* keeps the sweep's work */
+
 /* Median host time (us) of PCALIB_LAUNCHES calls of one kind: 0 kernel, 1 graph of 1
- * node, 2 graph of PCALIB_GRAPH_NODES nodes. -1 on a driver error (c->why says which). */
+ * node, 2 graph of PCALIB_GRAPH_NODES nodes; 3 kernel with the sweep between launches
+ * (pcalib_ptx.h). -1 on a driver error (c->why says which). */
 static double pcalib_time(pcalib_run_ctx *x, int kind) {
     static int64_t t[PCALIB_LAUNCHES];
     pcalib_api *a = x->a;
     CUresult r = CUDA_SUCCESS;
     for (int i = -PCALIB_WARM; i < PCALIB_LAUNCHES && r == CUDA_SUCCESS; i++) {
         int64_t t0 = pcalib_now_ns();
-        if (kind == 0) r = a->launch(x->fn, 1, 1, 1, 1, 1, 1, 0, x->st, NULL, NULL);
+        if (kind == 0 || kind == 3) r = a->launch(x->fn, 1, 1, 1, 1, 1, 1, 0, x->st, NULL, NULL);
         else r = a->g_launch(kind == 1 ? x->g1 : x->gn, x->st);
         int64_t t1 = pcalib_now_ns();
         if (i >= 0) t[i] = t1 - t0;
+        if (kind == 3)
+            pcalib_sink += pcalib_sweep(x->sweep, &x->sweep_pos, (int64_t)(PCALIB_SWEEP_GAP_US * 1e3), pcalib_now_ns);
         /* keep the queue short: the GPU runs each empty launch in a few us */
         if (i % PCALIB_SYNC_EVERY == PCALIB_SYNC_EVERY - 1 && r == CUDA_SUCCESS) r = a->st_sync(x->st);
     }
     if (r == CUDA_SUCCESS) r = a->st_sync(x->st);
     if (r != CUDA_SUCCESS) {
-        snprintf(x->c->why, sizeof x->c->why, "%s failed (CUresult %d)", kind ? "cuGraphLaunch" : "cuLaunchKernel", (int)r);
+        snprintf(x->c->why, sizeof x->c->why, "%s failed (CUresult %d)", kind == 1 || kind == 2 ? "cuGraphLaunch" : "cuLaunchKernel", (int)r);
         return -1;
     }
     qsort(t, PCALIB_LAUNCHES, sizeof t[0], pcalib_cmp);
@@ -149,6 +156,7 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     CUgraph g1 = NULL, gn = NULL;
     CUgraphExec e1 = NULL, en = NULL;
     int pushed = 0, retained = 0;
+    unsigned char *sweep_buf = NULL;
     CUresult r = a.get_dev(&d, dev);
     if (r == CUDA_SUCCESS) r = a.pc_state(d, &flags, &active);
     /* only the primary context the program already uses: never create a context */
@@ -164,10 +172,13 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     if (r == CUDA_SUCCESS) r = pcalib_graph(&a, fn, st, 1, &g1, &e1);
     if (r == CUDA_SUCCESS) r = pcalib_graph(&a, fn, st, PCALIB_GRAPH_NODES, &gn, &en);
     if (r != CUDA_SUCCESS) { snprintf(c->why, sizeof c->why, "setting up (module, stream, graphs): CUresult %d", (int)r); goto done; }
-    pcalib_run_ctx x = { &a, fn, st, e1, en, h, c };
+    sweep_buf = malloc(PCALIB_SWEEP_BYTES);
+    if (sweep_buf) memset(sweep_buf, 1, PCALIB_SWEEP_BYTES);
+    pcalib_run_ctx x = { &a, fn, st, e1, en, h, c, sweep_buf, 0 };
     /* nothing of ours on (graph-level records too are off for this part) */
     if (h->graph_trace) h->graph_trace(0);
     int bad = pcalib_measure(&x, &c->launch_off_us, &c->graph1_off_us, &c->graphn_off_us);
+    double off_swept = !bad && x.sweep ? pcalib_time(&x, 3) : -1, on_swept = -1;
     if (h->graph_trace) {   /* back to the between-window configuration */
         h->graph_trace(1);
         double k;
@@ -180,6 +191,7 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     h->window_on();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     bad = pcalib_measure(&x, &c->launch_on_us, &c->graph1_on_us, &c->graphn_on_us);
+    if (!bad && off_swept > 0) on_swept = pcalib_time(&x, 3);
     clock_gettime(CLOCK_MONOTONIC, &t2);
     h->window_off();
     struct timespec t3;
@@ -199,12 +211,21 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     const char *clean = getenv("SPECPROF_CLEAN_LAUNCH_US");
     c->launch_clean_us = clean && *clean ? atof(clean) : 0;
     if (!(c->launch_clean_us > 0 && c->launch_clean_us < 1e6)) c->launch_clean_us = 0;
+    if (off_swept > 0 && on_swept > 0) {
+        c->sweep_gap_us = PCALIB_SWEEP_GAP_US;
+        c->launch_off_swept_us = off_swept;
+        c->launch_on_swept_us = on_swept;
+        const char *cs = getenv("SPECPROF_CLEAN_SWEPT_US");
+        c->launch_clean_swept_us = cs && *cs ? atof(cs) : 0;
+        if (!(c->launch_clean_swept_us > 0 && c->launch_clean_swept_us < 1e6)) c->launch_clean_swept_us = 0;
+    }
     double d1 = c->graph1_on_us - c->graph1_off_us, dn = c->graphn_on_us - c->graphn_off_us;
     c->graph_node_us = (dn - d1) / (PCALIB_GRAPH_NODES - 1);
     c->graph_launch_us = d1 - c->graph_node_us;
     if (c->has_between) c->graph_between_us = c->graphn_between_us - c->graphn_off_us;   /* per graph launch */
     c->ok = 1;
 done:
+    free(sweep_buf);
     if (en) a.ge_destroy(en);
     if (e1) a.ge_destroy(e1);
     if (gn) a.g_destroy(gn);

@@ -7,4 +7,28 @@
                          ".visible .entry " NAME "()\n{\n\tret;\n}\n"
 #define PCALIB_WARM 10       /* untimed launches first */
 #define PCALIB_SYNC_EVERY 50 /* the stream synchronized after so many: the queue stays short */
+
+/* The swept arms (ptrace_calib launch_*_swept_us): each timed launch followed, untimed, by
+ * PCALIB_SWEEP_GAP_US of host work that reads and writes a PCALIB_SWEEP_BYTES buffer, as an
+ * interpreter between two launches evicts what the launch path had in the caches (an eager
+ * PyTorch loop launches a kernel every ~15 us: torchbench, docs/profiler.md). The back-to-back
+ * arms keep the launch path in the caches and read a fraction of what such a program pays. */
+#include <stddef.h>
+#include <stdint.h>
+#define PCALIB_SWEEP_BYTES ((size_t)8 << 20)
+#define PCALIB_SWEEP_GAP_US 15.0
+/* gap_ns of that work on buf from *pos on (the walk carries over); now: the caller's clock in
+ * ns. Returns a value the caller keeps so that the work is not optimized away. */
+static inline unsigned pcalib_sweep(unsigned char *buf, size_t *pos, int64_t gap_ns, int64_t (*now)(void)) {
+    int64_t until = now() + gap_ns;
+    unsigned acc = 0;
+    size_t p = *pos;
+    while (now() < until)
+        for (int j = 0; j < 64; j++, p = (p + 4096 + 64) % PCALIB_SWEEP_BYTES) {
+            acc += buf[p];
+            buf[p] = (unsigned char)acc;
+        }
+    *pos = p;
+    return acc;
+}
 #endif
