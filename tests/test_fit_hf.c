@@ -6,6 +6,7 @@
 #include "check.h"
 #include "fit_hf.h"
 #include "sim.h"
+#include "simtest.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -87,26 +88,18 @@ static void program(prog *p, int with_drafts)
     }
 }
 
-/* The simulator's parameters for a fitted hf-assisted model: one request at a time, K=3
- * (spec set by the caller), acceptance acc, output lengths len. */
+/* The simulator's parameters for a fitted hf-assisted model (simtest.h's, then its loop, K=3,
+ * 200 iterations of 64-token prompts): spec set by the caller, acceptance acc, output lengths
+ * len. */
 static void hf_sim_params(sim_params *sp, const wm_model *m, const char *acc, const char *len)
 {
     char err[256];
-    memset(sp, 0, sizeof *sp);
-    sp->model = m;
+    simtest_params(sp, m, 0);
     sp->loop = m->loop;
     CHECK(accept_parse(&sp->acc, acc, err, sizeof err) == 0, "%s", err);
     CHECK(batch_lendist_parse(&sp->out_len, len, err, sizeof err) == 0, "%s", err);
-    sp->steps = 3;
-    sp->topk = 1;
-    sp->draft_tokens = 4;
-    sp->concurrency = 1;
     sp->iterations = 200;
     sp->prompt_tokens = 64;
-    sp->ranks = 1;
-    sp->sync_segments = 4;
-    sp->seed = 1;
-    sp->eager_launch_us = m->eager_launch_us;
 }
 
 static void fit_hf_recovers_host_stretches(void)
