@@ -46,10 +46,10 @@ static int pc_cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Median launch time (us) of PCALIB_LAUNCHES launches, or a negative CUresult-derived code;
- * sweep: the swept arm (pcalib_ptx.h), buf its buffer. */
 static volatile unsigned pc_sink;   /* keeps the sweep's work */
 
+/* Median launch time (us) of PCALIB_LAUNCHES launches, or -5 when a launch failed; buf: the
+ * swept arm's buffer (pcalib_ptx.h), NULL for launches back to back. */
 static double pc_time(const pc_api *a, pc_h fn, pc_h st, unsigned char *buf) {
     static int64_t v[PCALIB_LAUNCHES];
     size_t pos = 0;

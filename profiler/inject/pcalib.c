@@ -178,7 +178,9 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     /* nothing of ours on (graph-level records too are off for this part) */
     if (h->graph_trace) h->graph_trace(0);
     int bad = pcalib_measure(&x, &c->launch_off_us, &c->graph1_off_us, &c->graphn_off_us);
-    double off_swept = !bad && x.sweep ? pcalib_time(&x, 3) : -1, on_swept = -1;
+    /* the swept arms (pcalib_ptx.h), not while the program captures a graph (as pcalib_measure) */
+    int capturing = h->capture_active && h->capture_active();
+    double off_swept = !bad && x.sweep && !capturing ? pcalib_time(&x, 3) : -1, on_swept = -1;
     if (h->graph_trace) {   /* back to the between-window configuration */
         h->graph_trace(1);
         double k;
@@ -191,7 +193,7 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     h->window_on();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     bad = pcalib_measure(&x, &c->launch_on_us, &c->graph1_on_us, &c->graphn_on_us);
-    if (!bad && off_swept > 0) on_swept = pcalib_time(&x, 3);
+    if (!bad && off_swept > 0 && !(h->capture_active && h->capture_active())) on_swept = pcalib_time(&x, 3);
     clock_gettime(CLOCK_MONOTONIC, &t2);
     h->window_off();
     struct timespec t3;
