@@ -35,17 +35,6 @@ typedef struct {
                      void **);
 } pc_api;
 
-static int64_t pc_now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static int pc_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 static volatile unsigned pc_sink;   /* keeps the sweep's work */
 
 /* Median launch time (us) of PCALIB_LAUNCHES launches, or -5 when a launch failed; buf: the
@@ -55,17 +44,16 @@ static double pc_time(const pc_api *a, pc_h fn, pc_h st, unsigned char *buf) {
     size_t pos = 0;
     pc_res r = 0;
     for (int i = -PCALIB_WARM; i < PCALIB_LAUNCHES && !r; i++) {   /* as pcalib_time */
-        int64_t t0 = pc_now_ns();
+        int64_t t0 = pcalib_now_ns();
         r = a->launch(fn, 1, 1, 1, 1, 1, 1, 0, st, NULL, NULL);
-        int64_t t1 = pc_now_ns();
+        int64_t t1 = pcalib_now_ns();
         if (i >= 0) v[i] = t1 - t0;
-        if (buf) pc_sink += pcalib_sweep(buf, &pos, (int64_t)(PCALIB_SWEEP_GAP_US * 1e3), pc_now_ns);
+        if (buf) pc_sink += pcalib_sweep(buf, &pos, (int64_t)(PCALIB_SWEEP_GAP_US * 1e3), pcalib_now_ns);
         if (i % PCALIB_SYNC_EVERY == PCALIB_SYNC_EVERY - 1 && !r) r = a->st_sync(st);
     }
     if (!r) r = a->st_sync(st);
     if (r) return -5;
-    qsort(v, PCALIB_LAUNCHES, sizeof v[0], pc_cmp);
-    return (double)v[PCALIB_LAUNCHES / 2] / 1e3;
+    return pcalib_median_us(v, PCALIB_LAUNCHES);
 }
 
 /* In the child: the back-to-back and the swept medians in us (us[1] 0 when the buffer could not

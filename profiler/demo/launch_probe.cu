@@ -19,7 +19,8 @@
 //   each      k_empty(), back to back (the control for the per-launch timing)
 //   spin      k_empty(), then GAP_US of CPU work that touches no memory before the next
 //   sweep     k_empty(), then GAP_US of CPU work that reads and writes an 8 MB buffer (as an
-//             interpreter between two launches evicts the caches the launch path used)
+//             interpreter between two launches evicts the caches the launch path used): the
+//             calibration's swept arm, pcalib_sweep of profiler/inject/pcalib_ptx.h
 //   drv       k_empty() through the driver's cuLaunchKernel, back to back (as specprof's
 //             calibration launches: the runtime's launch path and its callbacks not taken)
 //   drvsweep  the same with the sweep between launches
@@ -27,6 +28,7 @@
 // a kernel every ~15 us). Prints one line per kind: "kind NAME median_ns P10 P90" (per launch, over the batches).
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include "../inject/pcalib_ptx.h"
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -61,8 +63,7 @@ int main(int argc, char **argv) {
     if (per < 1 || per > 4096) per = 32;
     double gap_ns = 1000.0 * (argc > 3 ? atof(argv[3]) : 15.0);
     if (!(gap_ns >= 0) || gap_ns > 1e6) gap_ns = 15000.0;
-    const size_t sweep_n = (size_t)8 << 20;
-    std::vector<unsigned char> buf(sweep_n, 1);
+    std::vector<unsigned char> buf(PCALIB_SWEEP_BYTES, 1);
     volatile unsigned sink = 0;
     size_t pos = 0;
     cudaStream_t s;
@@ -94,17 +95,13 @@ int main(int argc, char **argv) {
                         k_empty<<<1, 32, 0, s>>>();
                     }
                     sum += now_ns() - t0;
-                    double until = now_ns() + (k == 6 || k == 9 ? 0 : gap_ns);
                     unsigned acc = 0;
-                    while (now_ns() < until) {
-                        if (k == 8 || k == 10) {   // 64 cache lines a pass, walking the buffer
-                            for (int j = 0; j < 64; j++, pos = (pos + 4096 + 64) % sweep_n) {
-                                acc += buf[pos];
-                                buf[pos] = (unsigned char)acc;
-                            }
-                        } else {
+                    if (k == 8 || k == 10) {   // the calibration's swept arm (pcalib_ptx.h)
+                        acc = pcalib_sweep(buf.data(), &pos, (int64_t)gap_ns, pcalib_now_ns);
+                    } else if (k == 7) {
+                        double until = now_ns() + gap_ns;
+                        while (now_ns() < until)
                             for (int j = 0; j < 64; j++) acc = acc * 1664525u + 1013904223u;
-                        }
                     }
                     sink = sink + acc;
                 }

@@ -62,15 +62,18 @@ static int pcalib_find(pcalib_api *a) {
     return 0;
 }
 
-static int64_t pcalib_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+/* 1 while the program captures a CUDA graph: no call of ours then (a global-mode capture of
+ * theirs would be invalidated). */
+static int pcalib_capturing(const pcalib_hooks *h) {
+    return h->capture_active && h->capture_active();
 }
 
-static int pcalib_cmp(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+/* A launch time in us the specprof command hands over in the environment (pclean.c), 0 when
+ * absent or not a plausible one. */
+static double pcalib_env_us(const char *name) {
+    const char *v = getenv(name);
+    double us = v && *v ? atof(v) : 0;
+    return us > 0 && us < 1e6 ? us : 0;
 }
 
 typedef struct {
@@ -109,13 +112,12 @@ static double pcalib_time(pcalib_run_ctx *x, int kind) {
         snprintf(x->c->why, sizeof x->c->why, "%s failed (CUresult %d)", kind == 1 || kind == 2 ? "cuGraphLaunch" : "cuLaunchKernel", (int)r);
         return -1;
     }
-    qsort(t, PCALIB_LAUNCHES, sizeof t[0], pcalib_cmp);
-    return (double)t[PCALIB_LAUNCHES / 2] / 1e3;
+    return pcalib_median_us(t, PCALIB_LAUNCHES);
 }
 
 /* The three kinds of launch in the current configuration; 0 or -1. */
 static int pcalib_measure(pcalib_run_ctx *x, double *launch_us, double *g1_us, double *gn_us) {
-    if (x->h->capture_active && x->h->capture_active()) {
+    if (pcalib_capturing(x->h)) {
         snprintf(x->c->why, sizeof x->c->why, "the program began a CUDA graph capture");
         return -1;
     }
@@ -143,7 +145,7 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     pcalib_api a;
     memset(&a, 0, sizeof a);
     if (pcalib_find(&a)) { snprintf(c->why, sizeof c->why, "driver API entry points not found"); return; }
-    if (h->capture_active && h->capture_active()) {
+    if (pcalib_capturing(h)) {
         snprintf(c->why, sizeof c->why, "the program was capturing a CUDA graph");
         return;
     }
@@ -179,8 +181,7 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     if (h->graph_trace) h->graph_trace(0);
     int bad = pcalib_measure(&x, &c->launch_off_us, &c->graph1_off_us, &c->graphn_off_us);
     /* the swept arms (pcalib_ptx.h), not while the program captures a graph (as pcalib_measure) */
-    int capturing = h->capture_active && h->capture_active();
-    double off_swept = !bad && x.sweep && !capturing ? pcalib_time(&x, 3) : -1, on_swept = -1;
+    double off_swept = !bad && x.sweep && !pcalib_capturing(h) ? pcalib_time(&x, 3) : -1, on_swept = -1;
     if (h->graph_trace) {   /* back to the between-window configuration */
         h->graph_trace(1);
         double k;
@@ -193,7 +194,7 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     h->window_on();
     clock_gettime(CLOCK_MONOTONIC, &t1);
     bad = pcalib_measure(&x, &c->launch_on_us, &c->graph1_on_us, &c->graphn_on_us);
-    if (!bad && off_swept > 0 && !(h->capture_active && h->capture_active())) on_swept = pcalib_time(&x, 3);
+    if (!bad && off_swept > 0 && !pcalib_capturing(h)) on_swept = pcalib_time(&x, 3);
     clock_gettime(CLOCK_MONOTONIC, &t2);
     h->window_off();
     struct timespec t3;
@@ -210,16 +211,12 @@ void pcalib_run(int dev, const pcalib_hooks *h, ptrace_calib *c) {
     /* per launch and per node, from the 1-node and the N-node graphs */
     c->kernel_launch_us = c->launch_on_us - c->launch_off_us;
     /* the same launch timed by the specprof command in a process without CUPTI (pclean.c) */
-    const char *clean = getenv("SPECPROF_CLEAN_LAUNCH_US");
-    c->launch_clean_us = clean && *clean ? atof(clean) : 0;
-    if (!(c->launch_clean_us > 0 && c->launch_clean_us < 1e6)) c->launch_clean_us = 0;
+    c->launch_clean_us = pcalib_env_us("SPECPROF_CLEAN_LAUNCH_US");
     if (off_swept > 0 && on_swept > 0) {
         c->sweep_gap_us = PCALIB_SWEEP_GAP_US;
         c->launch_off_swept_us = off_swept;
         c->launch_on_swept_us = on_swept;
-        const char *cs = getenv("SPECPROF_CLEAN_SWEPT_US");
-        c->launch_clean_swept_us = cs && *cs ? atof(cs) : 0;
-        if (!(c->launch_clean_swept_us > 0 && c->launch_clean_swept_us < 1e6)) c->launch_clean_swept_us = 0;
+        c->launch_clean_swept_us = pcalib_env_us("SPECPROF_CLEAN_SWEPT_US");
     }
     double d1 = c->graph1_on_us - c->graph1_off_us, dn = c->graphn_on_us - c->graphn_off_us;
     c->graph_node_us = (dn - d1) / (PCALIB_GRAPH_NODES - 1);

@@ -7,14 +7,34 @@
                          ".visible .entry " NAME "()\n{\n\tret;\n}\n"
 #define PCALIB_WARM 10       /* untimed launches first */
 #define PCALIB_SYNC_EVERY 50 /* the stream synchronized after so many: the queue stays short */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* The clock both calibrations time launches with (ns). */
+static inline int64_t pcalib_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline int pcalib_cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of t[0..n) ns in us (t is sorted). */
+static inline double pcalib_median_us(int64_t *t, size_t n) {
+    qsort(t, n, sizeof t[0], pcalib_cmp_i64);
+    return (double)t[n / 2] / 1e3;
+}
 
 /* The swept arms (ptrace_calib launch_*_swept_us): each timed launch followed, untimed, by
  * PCALIB_SWEEP_GAP_US of host work that reads and writes a PCALIB_SWEEP_BYTES buffer, as an
  * interpreter between two launches evicts what the launch path had in the caches (an eager
  * PyTorch loop launches a kernel every ~15 us: torchbench, docs/profiler.md). The back-to-back
  * arms keep the launch path in the caches and read a fraction of what such a program pays. */
-#include <stddef.h>
-#include <stdint.h>
 #define PCALIB_SWEEP_BYTES ((size_t)8 << 20)
 #define PCALIB_SWEEP_GAP_US 15.0
 /* gap_ns of that work on buf from *pos on (the walk carries over); now: the caller's clock in
