@@ -55,6 +55,7 @@ awk -F, '
     if (!((a, k) in seen)) { seen[a, k] = 1; if (!(a in lv)) { lv[a] = 1; lvl[++nl] = a } ks[a] = ks[a] " " k }
     if (!((a, r) in rs)) { rs[a, r] = 1; rl[a] = rl[a] " " r } }
   function sort(v, n,    i, j, t) { for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t } }
+  function median(v, n) { sort(v, n); return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
   END {
     for (li = 1; li <= nl; li++) {
       a = lvl[li]; nk = split(ks[a], K, " "); nr = split(rl[a], R, " ")
@@ -67,9 +68,7 @@ awk -F, '
             v[++n] = tok[a, k, r] / tok[a, 0, r]; rl_k = rl_k (n > 1 ? ";" : "") sprintf("%.4f", v[n])
             w[++nw_] = wall[a, k, r] } }
         if (n == 0) continue
-        sort(v, n); sort(w, nw_)
-        wmed = nw_ % 2 ? w[(nw_ + 1) / 2] : (w[nw_ / 2] + w[nw_ / 2 + 1]) / 2
-        med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        wmed = median(w, nw_); med = median(v, n)
         printf "%s\t%d\t%d\t%.4f\t%.4f\t%.4f\t%s\t%s\t%d\t%d\t%.5f\t%s\n", a, k, n, med, v[1], v[n], atok[a], acc[a, k], nw, prompt, wmed, rl_k
       }
     }
@@ -173,13 +172,13 @@ cost_rows=$(awk -F, -v us="${per_fwd:-0}" '
 # verdict: median and max |error| at the realized acceptance, best K, the helper's cost
 verdict=$(awk -F'\t' -v tmed="$TMED" -v tmax="$TMAX" '
   function sort(v, n,    i, j, t) { for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] > t; j--) v[j + 1] = v[j]; v[j + 1] = t } }
+  function median(v, n) { sort(v, n); return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }
   { e = 100 * ($10 / $4 - 1); e = e < 0 ? -e : e; v[++n] = e; en = 100 * ($11 / $4 - 1); en = en < 0 ? -en : en; w[n] = en
     a = $1; if (!(a in bm) || $4 > bm[a]) { bm[a] = $4; bmin[a] = $5 }; if (!(a in bp) || $10 > bp[a]) { bp[a] = $10; pk[a] = $2 }; ms[a, $2] = $4
     ins += $15; rounds += $3; wd[n] = 100 * ($14 - $13) / $10 }
-  END { sort(v, n); sort(w, n); med = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        medn = n % 2 ? w[(n + 1) / 2] : (w[n / 2] + w[n / 2 + 1]) / 2
+  END { med = median(v, n); medn = median(w, n)
         best = 1; for (a in bp) if (ms[a, pk[a]] < bmin[a]) best = 0
-        sort(wd, n); wmed = n % 2 ? wd[(n + 1) / 2] : (wd[n / 2] + wd[n / 2 + 1]) / 2
+        wmed = median(wd, n)
         printf "%.2f %.2f %.2f %.2f %d %d %d %d %.1f\n", med, v[n], medn, w[n], n, best, ins, rounds, wmed }' "$WORK/pred.tsv")
 set -- $verdict
 costmax=$(echo "$cost_rows" | awk 'NF == 5 && $5 > m { m = $5 } END { printf "%.4f", m + 0 }')
