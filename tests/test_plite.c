@@ -220,24 +220,20 @@ static void plite_leaves_captures_alone(void) {
     CHECK(read_long("full", "capture_broken", n, 1) == 1 && n[0] == 0, "calls refused by a capturing stream: %ld", n[0]);
 }
 
-/* Graph spans: durations are the fake's GPU times; starts, relative to the first, are the
- * fake's within the two events' stated err_us. */
-static void plite_graph_spans_match_the_gpu_within_err(void) {
-    if (!full_ok) { CHECK(0, "no trace"); return; }
-    ptrace_graphlaunch g[64];
+/* Graph spans of the child run into dir/sub (its trace tr), sorted by correlation id into g;
+ * how many miss the fake's GPU span (1 us) or its start (the two events' stated err_us), each
+ * printed; -1 when the counts of launches disagree. */
+static int spans_off(const ptrace_file *tr, const char *sub, ptrace_graphlaunch *g, int *n_out) {
     int n = 0;
-    for (size_t i = 0; i < full.n_ev && n < 64; i++)
-        if (!ptrace_read_graphlaunch(&full.ev[i], full.info.header.t0_ns, &g[n])) n++;
-    CHECK(n == LOOP + 3, "%d graph_trace events, expected %d", n, LOOP + 3);
+    for (size_t i = 0; i < tr->n_ev && n < 64; i++)
+        if (!ptrace_read_graphlaunch(&tr->ev[i], tr->info.header.t0_ns, &g[n])) n++;
+    *n_out = n;
+    CHECK(n == LOOP + 3, "%s: %d graph_trace events, expected %d", sub, n, LOOP + 3);
     qsort(g, (size_t)n, sizeof g[0], cmp_corr);
     long fake[64];
-    long nf = read_long("full", "fake_starts", fake, 64);
-    CHECK(nf == LOOP + 3, "%ld replays in the fake", nf);
-    if (n != LOOP + 3 || nf != LOOP + 3) return;
-    /* A launch whose thread was descheduled between its first event record and the launch
-     * (an idle stream: the event takes the record's time) spans that delay too, on a real GPU
-     * as on the fake; a loaded test machine does that to a launch or two, so up to 2 of the 23
-     * may miss the 1 us; more is a defect. */
+    long nf = read_long(sub, "fake_starts", fake, 64);
+    CHECK(nf == LOOP + 3, "%s: %ld replays in the fake", sub, nf);
+    if (n != LOOP + 3 || nf != LOOP + 3) return -1;
     int off = 0;
     for (int i = 0; i < n; i++) {
         int64_t want = i == 1 ? B_NS : A_NS;
@@ -248,11 +244,42 @@ static void plite_graph_spans_match_the_gpu_within_err(void) {
         int bad_dur = llabs((g[i].end_ns - g[i].start_ns) - want) > 1000, bad_start = fabs(d_trace - d_gpu) > bound_ns;
         if (bad_dur || bad_start) {
             off++;
-            printf("     launch %d: dur %lld ns (GPU %lld), start +%.0f ns after the first (GPU +%.0f, bound %.0f)\n", i,
-                   (long long)(g[i].end_ns - g[i].start_ns), (long long)want, d_trace, d_gpu, bound_ns);
+            printf("     %s launch %d: dur %lld ns (GPU %lld), start +%.0f ns after the first (GPU +%.0f, bound %.0f)\n",
+                   sub, i, (long long)(g[i].end_ns - g[i].start_ns), (long long)want, d_trace, d_gpu, bound_ns);
         }
     }
-    CHECK(off <= 2, "%d of %d launches off their GPU span or start", off, n);
+    return off;
+}
+
+/* Graph spans: durations are the fake's GPU times; starts, relative to the first, are the
+ * fake's within the two events' stated err_us. A launch whose thread was descheduled between
+ * its first event record and the launch (an idle stream: the event takes the record's time)
+ * spans that delay too, on a real GPU as on the fake; a loaded test machine does that to a
+ * launch or two (CI once saw 3 of 23, by 1.5-16.5 us). So up to 2 of the 23 may miss, and a
+ * run with more is repeated, up to twice, in a fresh child: a defect misplaces spans in every
+ * run, a descheduled thread in one. */
+static void plite_graph_spans_match_the_gpu_within_err(void) {
+    if (!full_ok) { CHECK(0, "no trace"); return; }
+    ptrace_graphlaunch g[64];
+    int n = 0;
+    int off = spans_off(&full, "full", g, &n);
+    if (off < 0) return;
+    for (int again = 1; again <= 2 && off > 2; again++) {
+        char sub[32], path[800], err[512];
+        snprintf(sub, sizeof sub, "full_again%d", again);
+        printf("     %d of %d launches off: the child runs again (%s)\n", off, n, sub);
+        ptrace_file tr;
+        int rc = run_child(sub);
+        CHECK(rc == 0, "%s: child exit %d", sub, rc);
+        if (rc || trace_path(sub, path, sizeof path)) { CHECK(0, "no trace in %s/%s", dir, sub); return; }
+        if (ptrace_read_file(path, &tr, err, sizeof err)) { CHECK(0, "%s", err); return; }
+        ptrace_graphlaunch g2[64];
+        int n2 = 0;
+        off = spans_off(&tr, sub, g2, &n2);
+        ptrace_file_free(&tr);
+        if (off < 0) return;
+    }
+    CHECK(off <= 2, "%d of %d launches off their GPU span or start, in each of 3 runs", off, n);
     /* b then a back to back: a starts where b ends */
     CHECK(llabs(g[2].start_ns - g[1].end_ns) <= (int64_t)((g[1].err_us + g[2].err_us) * 1e3) + 1000,
           "second launch starts %lld ns after the first ends", (long long)(g[2].start_ns - g[1].end_ns));
