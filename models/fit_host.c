@@ -608,10 +608,10 @@ int fit_host_gaps(fr_run *R, double graph_us, double eager_us)
                 ref = pj->g1;
             in->busy = in->a1e < pj->g1;
             if (getenv("FIT_DEBUG"))
-                fprintf(stderr, "raw %s bs %d graph %d: host %.1f us, gpu start %.1f us after "
-                        "the call, %.1f after it returned%s\n", wm_phase_name[in->phase], in->bs,
-                        in->graph, fit_us(in->lb - ref), fit_us(in->g0 - in->lb),
-                        fit_us(in->g0 - in->a1e), in->busy ? " queued" : "");
+                fprintf(stderr, "raw %s bs %d graph %d (%d records, profiler %.1f us): host %.1f us, gpu "
+                        "start %.1f us after the call, %.1f after it returned%s\n", wm_phase_name[in->phase],
+                        in->bs, in->graph, in->nrec, fh_profiler_us(R, in), fit_us(in->lb - ref),
+                        fit_us(in->g0 - in->lb), fit_us(in->g0 - in->a1e), in->busy ? " queued" : "");
             if (!in->busy) {
                 /* the simulator then starts the GPU when the trace did */
                 in->gap_us = fit_us(in->lb - ref) + fh_start_latency(R, in, graph_us, eager_us);

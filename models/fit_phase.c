@@ -454,9 +454,9 @@ static void fph_host_gap(fr_run *R, int p, double *v, double *vx)
         if (mean < -0.5)
             fit_run_warn(R, "phase %s: host gap %.2f us on average (the GPU starts this phase "
                          "sooner after its first launch call than the launch cost the simulator "
-                         "charges): 0", wm_phase_name[p], mean);
+                         "charges): its host_gap_us is set to 0", wm_phase_name[p], mean);
     } else {
-        fit_run_warn(R, "phase %s: no host gap measured (no instance with a predecessor): 0",
+        fit_run_warn(R, "phase %s: no host gap measured (no instance with a predecessor): its host_gap_us is set to 0",
                      wm_phase_name[p]);
     }
     pr->ngaps = (int)m;
