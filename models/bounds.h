@@ -64,6 +64,11 @@
  * to 2 hours; specsim run says how long once it is 2 s in). */
 #define BND_ITERATIONS_MAX 1e9
 
+/* How a row's tokens share MoE experts (wm_phase_model.expert_row_exp): the tokens routed
+ * independently are rows x q^e; e in [0.05, 1] (1: every token alone; below 0.05 a row's
+ * tokens would be one token, which no measurement here came near: torchbench 0.5-0.7). */
+#define BND_ROW_EXP_MIN 0.05
+
 /* File sizes that readers accept (bytes), and the longest line of a line reader. */
 #define BND_MODEL_FILE_BYTES   (64L << 20)   /* a model is KBs (a GEMM sweep: ~100 KB) */
 #define BND_CONFIG_FILE_BYTES  (1L << 20)    /* a config is a few hundred bytes */
@@ -86,7 +91,8 @@ typedef struct {
 
 extern const bnd_kind bnd_cost_us, bnd_slope_us, bnd_tokens, bnd_rows, bnd_count,
     bnd_bytes, bnd_bw_gbps, bnd_q_tokens, bnd_blocks, bnd_frac, bnd_factor, bnd_experts,
-    bnd_ranks, bnd_clock_ns, bnd_ts_us, bnd_dur_us, bnd_records, bnd_iterations, bnd_prob;
+    bnd_ranks, bnd_clock_ns, bnd_ts_us, bnd_dur_us, bnd_records, bnd_iterations, bnd_prob,
+    bnd_row_exp;
 
 /* 1 when v is finite, in [k->lo, k->hi] and (if k->integer) whole. */
 int bnd_ok(const bnd_kind *k, double v);

@@ -211,11 +211,11 @@ void carry_split(const wm_model *m, const wm_group *g, double tokens, double kv,
                  double *mem, double *comp, double *lat)
 {
     double over = tokens - g->knee_tokens;
-    double e = wm_experts_touched(m, tokens);
+    double e = wm_group_experts(m, g, tokens, q);
     double base = g->base_us, slope = g->per_token_us * (over > 0 ? over : 0) +
                                       g->per_token_all_us * tokens;
     double rest = g->per_expert_us * e + wm_kv_per_ktoken(g, q) * kv / 1000.0 +
-                  g->per_wave_us * wm_waves(m, g, tokens) +
+                  g->per_wave_us * wm_waves(m, g, tokens, q) +
                   (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, q) : 0);
     if (g->latency_bound)
         *lat += base;

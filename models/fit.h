@@ -164,6 +164,9 @@ typedef struct {
     int    ntraces;
     const char *phase, *group;
     int    moe_experts, moe_topk;     /* 0: dense (no expert column) */
+    /* how a row's tokens share experts (wm_phase_model.expert_row_exp; 0 or 1: each token
+     * routed alone): the expert column counts wm_routed_tokens(tokens, q, this) */
+    double expert_row_exp;
     /* CUDA waves of the group's dominant kernel (fit_wave_geometry): blocks per launch =
      * wave_blocks0 + wave_blocks_per_token * tokens, wave_capacity blocks resident at once;
      * wave_capacity 0: no wave column */

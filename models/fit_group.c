@@ -48,7 +48,14 @@ enum { COL_BASE, COL_TOK, COL_EXP, COL_KV, COL_KVQ, COL_TOK0, COL_WAVE, COL_KVQ2
 typedef struct {
     int    E, k;
     double tknee;
+    double row_exp;   /* fit_group_ctx.expert_row_exp */
 } fg_par;
+
+/* The experts point p's forward touches (the context's routing of a row's tokens). */
+static double fg_experts(const fg_par *fp, const fit_point *p)
+{
+    return fit_experts(fp->E, fp->k, wm_routed_tokens(p->tokens, fit_point_q(p), fp->row_exp));
+}
 
 static int fg_cmp_double(const void *a, const void *b)
 {
@@ -75,7 +82,7 @@ static double fg_col(int col, const fit_point *p, double knee, const fg_par *fp)
     switch (col) {
     case COL_BASE: return 1.0;
     case COL_TOK:  return p->tokens > knee ? p->tokens - knee : 0.0;
-    case COL_EXP:  return fit_experts(fp->E, fp->k, p->tokens);
+    case COL_EXP:  return fg_experts(fp, p);
     case COL_KV:   return p->kv_tokens / 1000.0;
     case COL_KVQ:  return p->kv_tokens / 1000.0 * fit_point_q(p);
     case COL_KVQ2: return fp->tknee > 0 && fit_point_q(p) > fp->tknee ?
@@ -517,7 +524,7 @@ static void fg_avail(const fg_one *S, double tknee, int avail[NCOL])
             qmin = fmin(qmin, fit_point_q(&pts[i]));
             qmax = fmax(qmax, fit_point_q(&pts[i]));
         }
-        double e = fit_experts(c->moe_experts, c->moe_topk, pts[i].tokens);
+        double e = fg_experts(&S->fp, &pts[i]);
         emin = fmin(emin, e);
         emax = fmax(emax, e);
         kmin = fmin(kmin, pts[i].kv_tokens);
@@ -724,7 +731,7 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
                       wm_group *out, fit_group_stats *st, double *chisq_out, char *err,
                       size_t errlen)
 {
-    fg_one S = {.pts = pts, .n = n, .c = c, .fp = {c->moe_experts, c->moe_topk, tknee},
+    fg_one S = {.pts = pts, .n = n, .c = c, .fp = {c->moe_experts, c->moe_topk, tknee, c->expert_row_exp},
                 .ph = c->phase ? c->phase : "?", .gn = c->group ? c->group : "?"};
     int rc = -1;
     fit_point *kvp = NULL;
@@ -1047,8 +1054,8 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
     int measured = c->wave_capacity > 0 && n > 0;
     for (size_t i = 0; i < n; i++) {
         wp[i] = pts[i];
-        wp[i].waves = wm_waves_e(&geo, pts[i].tokens,
-                                 fit_experts(c->moe_experts, c->moe_topk, pts[i].tokens));
+        fg_par fp = {c->moe_experts, c->moe_topk, 0, c->expert_row_exp};
+        wp[i].waves = wm_waves_e(&geo, pts[i].tokens, fg_experts(&fp, &pts[i]));
         measured &= isfinite(pts[i].kernel_us) && pts[i].kernel_us > 0;
     }
     /* the wave kernel's own time measured: its cost per wave from it (the group's other

@@ -212,7 +212,8 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf 
     }
     fit_group_ctx c = {.trace_names = R->tnames, .ntraces = R->nt,
                        .phase = wm_phase_name[p], .group = P->name[g],
-                       .moe_experts = R->moe_E, .moe_topk = R->moe_k};
+                       .moe_experts = R->moe_E, .moe_topk = R->moe_k,
+                       .expert_row_exp = pm->expert_row_exp};
     if (!gap && P->by == FIT_BY_NAME && P->gcls[g] && strcmp(P->gcls[g], "gemm") == 0 &&
         wm_sweep_covers(&R->res->model, p))
         fph_sweep(R, p, pts, m, &c);
@@ -225,6 +226,7 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf 
     fph_launch_profile(P, g, wg);
     if (fit_group(pts, m, &c, wg, &pr->grp[g].st, R->err, R->errlen))
         return -1;
+    wg->expert_row_exp = pm->expert_row_exp;
     /* a KV x tiles term fitted at q >= its smallest q says nothing below it (torchbench's
      * attention, cuBLAS batched GEMMs over the KV, costs 6.5% less at q 2 than at 3 in verify
      * at 40 rows, most of it the GEMMs' tokens; q_tile 2 alone would halve its KV term) */
@@ -635,6 +637,105 @@ done:
     return rc;
 }
 
+/* Experts of a row (docs/fit.md, "Experts of a row"). The expert column counts the experts
+ * that a forward's tokens touch if each picked its top-k alone; a row's consecutive tokens (a
+ * draft chain in verify) may pick overlapping experts (torchbench's learned router: R rows of
+ * q tokens touch what ~R * q^0.65 independent tokens would, its unprofiled verify times say;
+ * specbench's hashed routing: every token alone). Verify only: the target's forward over the
+ * draft tokens (an EAGLE-3 draft is dense; in the other phases an expert column is a curve
+ * the groups borrow, and torchbench's accept, which runs no forward, took 0.85 from it). In an
+ * MoE model, where the phase's cells hold several query tokens per row at two q or more, the
+ * groups are fitted at the exponents of fit_row_exp_grid in turn (until the score rises past
+ * its minimum) and the one whose phase totals fit those cells best, each left out in turn,
+ * is kept; below 1 only when it lowers that rms error by FIT_ROW_EXP_GAIN or more (ties keep
+ * every token alone, the simulator's rule before). FIT_EXPERT_ROW_EXP=X in the environment
+ * forces X (1: off). */
+static const double fit_row_exp_grid[] = {1, 0.85, 0.7, 0.55, 0.4};
+#define FIT_ROW_EXP_GAIN 0.1
+#define FIT_ROW_EXP_MIN_CELLS 3
+
+static int fph_expert_row_exp(fr_run *R, int p, int skip_lb, fph_buf *b)
+{
+    wm_phase_model *pm = &R->res->model.phase[p];
+    int kv_rows = pm->kv_rows;
+    wm_phase_set_expert_row_exp(pm, 1);
+    if (R->moe_E <= 0 || p != WM_VERIFY)
+        return 0;
+    const char *env = getenv("FIT_EXPERT_ROW_EXP");
+    if (env && *env) {
+        double e = atof(env);
+        if (!(e >= BND_ROW_EXP_MIN && e <= 1))
+            return fit_run_fail(R, "FIT_EXPERT_ROW_EXP=%s: out of range: a routing exponent must be in "
+                                "[%g, 1]", env, BND_ROW_EXP_MIN);
+        wm_phase_set_expert_row_exp(pm, e);
+        return e < 1 ? fph_groups(R, p, skip_lb, kv_rows, b) : 0;
+    }
+    fit_cell *cells = NULL;
+    int nc = 0, rc = -1;
+    double *rel = NULL;
+    char *sc = NULL;
+    if (fph_totals(R, p, &cells, &nc))
+        return -1;
+    rel = malloc((size_t)(nc + 1) * sizeof *rel);
+    sc = malloc((size_t)(nc + 1));
+    if (!rel || !sc) {
+        fit_run_fail(R, "out of memory");
+        goto done;
+    }
+    /* scored: the cells of several query tokens a row, those whose experts saturate too (the
+     * exponent moves the groups' other terms there: scored on a few unsaturated cells alone,
+     * call 29's MoE verify chose 0.55 and its held-out rows of 7-24 requests came out 3% slower) */
+    int nsc = 0;
+    double q0 = 0, q1 = 0;
+    for (int j = 0; j < nc; j++) {
+        sc[j] = cells[j].q_per_row > 1;
+        if (!sc[j])
+            continue;
+        nsc++;
+        q0 = q0 == 0 || cells[j].q_per_row < q0 ? cells[j].q_per_row : q0;
+        q1 = cells[j].q_per_row > q1 ? cells[j].q_per_row : q1;
+    }
+    rc = 0;
+    if (nsc < FIT_ROW_EXP_MIN_CELLS || q1 <= q0)
+        goto done;
+    int ng = (int)(sizeof fit_row_exp_grid / sizeof fit_row_exp_grid[0]), best = 0;
+    double rms[sizeof fit_row_exp_grid / sizeof fit_row_exp_grid[0]];
+    for (int i = 0; i < ng; i++) {
+        wm_phase_set_expert_row_exp(pm, fit_row_exp_grid[i]);
+        fph_kv_loo(R, p, skip_lb, kv_rows, b, cells, nc, sc, rel);
+        double s2 = 0;
+        int k = 0;
+        for (int j = 0; j < nc; j++)
+            if (sc[j] && isfinite(rel[j])) {
+                s2 += rel[j] * rel[j];
+                k++;
+            }
+        rms[i] = k == nsc ? sqrt(s2 / k) : INFINITY;   /* every scored cell, or no say */
+        if (getenv("FIT_DEBUG"))
+            fprintf(stderr, "phase %s: expert row exponent %.2f: left-out rms %.4f\n", wm_phase_name[p],
+                    fit_row_exp_grid[i], rms[i]);
+        if (rms[i] < rms[best])
+            best = i;
+        if (i >= 2 && rms[i] > rms[i - 1])
+            break;   /* past the minimum */
+    }
+    if (!(rms[best] <= (1 - FIT_ROW_EXP_GAIN) * rms[0]))
+        best = 0;
+    wm_phase_set_expert_row_exp(pm, fit_row_exp_grid[best]);
+    if (R->o && R->o->log)
+        fprintf(R->o->log, "specsim fit: phase %s: a row's tokens route %s (exponent %.2f; left-out "
+                "cells' phase totals %.2f%% rms over %d cells of %g-%g query tokens a row, %.2f%% with "
+                "every token routed alone)\n", wm_phase_name[p],
+                best ? "to shared experts" : "alone", fit_row_exp_grid[best], 100 * rms[best], nsc, q0, q1,
+                100 * rms[0]);
+    rc = fph_groups(R, p, skip_lb, kv_rows, b);
+done:
+    free(cells);
+    free(rel);
+    free(sc);
+    return rc;
+}
+
 /* The cells of the points pts[0..n) (one trace, token count and query tokens per row, as
  * fit_group makes them) into cells (room for n): each one's robust mean and sd of its points'
  * us, its mean KV context and the points kept; fit_us left 0. Returns the number of cells,
@@ -847,7 +948,7 @@ int fit_phase_fit(fr_run *R, int p)
     P->gap_graph = fph_gap_graph_only(R, P);
     fph_present(R, P, p);
     int skip_lb = fph_skip_launch_bound(R, P, nlb);
-    if (fph_kv_rows(R, p, skip_lb, &b))
+    if (fph_kv_rows(R, p, skip_lb, &b) || fph_expert_row_exp(R, p, skip_lb, &b))
         goto out;
     double bias;
     if (fph_total_bias(R, p, skip_lb, &bias) && R->o && R->o->log)

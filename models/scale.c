@@ -519,8 +519,8 @@ static double scale_group_unc(const wm_model *m, const wm_phase_model *ph, const
     double q = ph->fitted_q_max > 0 ? ph->fitted_q_max : 1, kv = 1024 * t / q;
     double over = t - g->knee_tokens;
     double base = g->base_us, comp = g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * t;
-    double exp_ = g->per_expert_us * wm_experts_touched(m, t);
-    double wave = g->per_wave_us * wm_waves(m, g, t), kvc = wm_kv_per_ktoken(g, q) * kv / 1000;
+    double exp_ = g->per_expert_us * wm_group_experts(m, g, t, q);
+    double wave = g->per_wave_us * wm_waves(m, g, t, q), kvc = wm_kv_per_ktoken(g, q) * kv / 1000;
     double tot = base + comp + exp_ + wave + kvc;
     return tot > 0 ? (base * f->u_base + comp * f->u_comp + exp_ * f->u_expert + wave * f->u_wave +
                       kvc * f->u_kv) / tot : 0;

@@ -339,7 +339,8 @@ static int wm_parse_coll(const wm_ctx *c, const cJSON *j, const char *base, wm_c
 static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
     "fitted_tokens_max", "fitted_q_max", "fitted_kv_row_max", "host_gap_per_row_us", "eager_launch_us",
-    "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", "eager_gap_us", NULL,
+    "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", "eager_gap_us",
+    "expert_row_exponent", NULL,
 };
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
@@ -358,7 +359,8 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "host_gap_reject_us", base, 0, 0, &bnd_cost_us, &ph->host_gap_reject_us) != 0 ||
         wm_num(c, j, "eager_stall_per_launch", base, 0, 0, &bnd_prob, &ph->eager_stall_per_launch) != 0 ||
         wm_num(c, j, "eager_stall_us", base, 0, 0, &bnd_cost_us, &ph->eager_stall_us) != 0 ||
-        wm_num(c, j, "eager_gap_us", base, 0, 0, &bnd_cost_us, &ph->eager_gap_us) != 0)
+        wm_num(c, j, "eager_gap_us", base, 0, 0, &bnd_cost_us, &ph->eager_gap_us) != 0 ||
+        wm_num(c, j, "expert_row_exponent", base, 0, 1, &bnd_row_exp, &ph->expert_row_exp) != 0)
         return -1;
     if ((ph->eager_stall_per_launch > 0) != (ph->eager_stall_us > 0)) {
         wm_join(path, base, ph->eager_stall_us > 0 ? "eager_stall_per_launch" : "eager_stall_us");
@@ -406,6 +408,7 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
             return -1;
         ph->ngroups++;
     }
+    wm_phase_set_expert_row_exp(ph, ph->expert_row_exp);
 
     wm_join(path, base, "collectives");
     const cJSON *colls = cJSON_GetObjectItemCaseSensitive(j, "collectives");
@@ -846,6 +849,8 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "fitted_q_max", ph->fitted_q_max);
         if (ph->fitted_kv_row_max > 0)
             cJSON_AddNumberToObject(po, "fitted_kv_row_max", ph->fitted_kv_row_max);
+        if (ph->expert_row_exp > 0 && ph->expert_row_exp < 1)
+            cJSON_AddNumberToObject(po, "expert_row_exponent", ph->expert_row_exp);
         cJSON *ga = cJSON_AddArrayToObject(po, "groups");
         for (int i = 0; i < ph->ngroups; i++)
             cJSON_AddItemToArray(ga, wm_group_json(&ph->groups[i]));
@@ -914,6 +919,25 @@ double wm_experts_touched(const wm_model *m, double tokens)
     return e * (1.0 - pow(1.0 - k / e, tokens));
 }
 
+double wm_routed_tokens(double tokens, double q_per_row, double row_exp)
+{
+    if (!(row_exp > 0) || row_exp >= 1 || !(q_per_row > 1))
+        return tokens;
+    return tokens * pow(q_per_row, row_exp - 1);
+}
+
+double wm_experts_touched_q(const wm_model *m, double tokens, double q_per_row, double row_exp)
+{
+    return wm_experts_touched(m, wm_routed_tokens(tokens, q_per_row, row_exp));
+}
+
+void wm_phase_set_expert_row_exp(wm_phase_model *ph, double row_exp)
+{
+    ph->expert_row_exp = row_exp;
+    for (int i = 0; i < ph->ngroups; i++)
+        ph->groups[i].expert_row_exp = row_exp;
+}
+
 double wm_q_tiles(const wm_group *g, double q_per_row)
 {
     if (g->q_tile <= 1)
@@ -962,9 +986,14 @@ double wm_kv_per_ktoken(const wm_group *g, double q_per_row)
            g->per_kvq2_ktoken_us * (over > 0 ? over : 0);
 }
 
-double wm_waves(const wm_model *m, const wm_group *g, double tokens)
+double wm_group_experts(const wm_model *m, const wm_group *g, double tokens, double q_per_row)
 {
-    return wm_waves_e(g, tokens, g->wave_blocks_per_expert != 0 ? wm_experts_touched(m, tokens) : 0);
+    return wm_experts_touched_q(m, tokens, q_per_row, g->expert_row_exp);
+}
+
+double wm_waves(const wm_model *m, const wm_group *g, double tokens, double q_per_row)
+{
+    return wm_waves_e(g, tokens, g->wave_blocks_per_expert != 0 ? wm_group_experts(m, g, tokens, q_per_row) : 0);
 }
 
 double wm_waves_e(const wm_group *g, double tokens, double experts_touched)
@@ -1032,8 +1061,8 @@ double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double
 {
     double over = tokens - g->knee_tokens;
     return (g->sweep_scale > 0 ? g->sweep_scale * wm_sweep_us(m, g->sweep_phase, tokens, q_per_row) : 0) +
-           g->per_wave_us * wm_waves(m, g, tokens) + g->base_us + g->per_token_us * (over > 0 ? over : 0) + g->per_token_all_us * tokens +
-           g->per_expert_us * wm_experts_touched(m, tokens) +
+           g->per_wave_us * wm_waves(m, g, tokens, q_per_row) + g->base_us + g->per_token_us * (over > 0 ? over : 0) +
+           g->per_token_all_us * tokens + g->per_expert_us * wm_group_experts(m, g, tokens, q_per_row) +
            wm_kv_per_ktoken(g, q_per_row) * kv_tokens / 1000.0;
 }
 

@@ -98,6 +98,9 @@ typedef struct {
      * (a hand-written model, a phase only ever replayed from graphs): spread evenly */
     int    has_pos;
     double pos[WM_POS_BINS];
+    /* its phase's expert_row_exp (wm_phase_model), copied here by the reader and the fit so
+     * that a group prices its experts alone; not a key of the file's group objects */
+    double expert_row_exp;
 } wm_group;
 
 /* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):
@@ -177,6 +180,13 @@ typedef struct {
      * than a graph's nodes; the simulator adds kernels x this to an eager instance's GPU
      * time; 0 in files without it */
     double   eager_gap_us;
+    /* how the tokens of one row share MoE experts (docs/model-format.md
+     * "expert_row_exponent"): a forward of R rows of q tokens touches the experts that
+     * R * q^e independently routed tokens would (wm_experts_touched_q). 0 (files without
+     * the key) or 1: every token routed alone; below 1: a row's consecutive tokens (a draft
+     * chain) pick overlapping experts. Chosen by the fit (docs/fit.md, "Experts of a row").
+     * Set with wm_phase_set_expert_row_exp, which copies it into the groups. */
+    double   expert_row_exp;
 } wm_phase_model;
 
 enum { WM_KV_REAL, WM_KV_PADDED };   /* wm_phase_model.kv_rows */
@@ -240,16 +250,28 @@ int  wm_save(const wm_model *m, const char *path, char *err, size_t errlen);
 /* Expected distinct experts touched by `tokens` tokens, each routed to topk of E experts
  * uniformly at random: E * (1 - (1 - k/E)^tokens). 0 for a dense model. */
 double wm_experts_touched(const wm_model *m, double tokens);
+/* The tokens routed independently in a forward of `tokens` tokens, q_per_row a row, when a
+ * row's tokens share experts with exponent row_exp (wm_phase_model.expert_row_exp):
+ * tokens * q^(row_exp - 1) = rows * q^row_exp; tokens itself for row_exp 0 or 1 or q <= 1. */
+double wm_routed_tokens(double tokens, double q_per_row, double row_exp);
+/* wm_experts_touched of those routed tokens. */
+double wm_experts_touched_q(const wm_model *m, double tokens, double q_per_row, double row_exp);
+/* Sets phase ph's expert_row_exp and its groups' copies. */
+void wm_phase_set_expert_row_exp(wm_phase_model *ph, double row_exp);
 /* wm_group_us prices a group at one query token per row (decode); wm_group_us_q at
  * q_per_row = tokens / rows (verify: draft_tokens, extend: steps + 1). */
 double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double kv_tokens);
 double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double kv_tokens,
                      double q_per_row);
-/* CUDA waves of the group's dominant kernel at `tokens`: ceil(blocks / wave_capacity) with
- * blocks = round(min(wave_blocks0 + wave_blocks_per_token * tokens + wave_blocks_per_expert
- * * wm_experts_touched(tokens), wave_blocks_max)) (no min when wave_blocks_max is 0); 0 when
- * wave_capacity <= 0. wm_waves_e takes the experts touched as an argument. */
-double wm_waves(const wm_model *m, const wm_group *g, double tokens);
+/* The experts group g's forward of `tokens` tokens, q_per_row a row, touches: its phase's
+ * routing (wm_experts_touched_q with g->expert_row_exp). */
+double wm_group_experts(const wm_model *m, const wm_group *g, double tokens, double q_per_row);
+/* CUDA waves of the group's dominant kernel at `tokens` (q_per_row a row): ceil(blocks /
+ * wave_capacity) with blocks = round(min(wave_blocks0 + wave_blocks_per_token * tokens +
+ * wave_blocks_per_expert * wm_group_experts(tokens, q_per_row), wave_blocks_max)) (no min
+ * when wave_blocks_max is 0); 0 when wave_capacity <= 0. wm_waves_e takes the experts
+ * touched as an argument. */
+double wm_waves(const wm_model *m, const wm_group *g, double tokens, double q_per_row);
 double wm_waves_e(const wm_group *g, double tokens, double experts_touched);
 /* Whether phase p at `tokens` tokens of a forward and q query tokens per row lies beyond
  * what its model was fitted from (fitted_tokens_max, fitted_q_max); if so, 1 and a sentence

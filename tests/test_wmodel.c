@@ -346,23 +346,23 @@ static void wmodel_wave_term_follows_formula(void)
                   .wave_blocks_per_token = 256, .wave_capacity = 660, .per_wave_us = 100};
     const double want[] = {0, 1, 1, 2, 2, 2, 3, 3};
     for (int t = 1; t <= 7; t++) {
-        CHECK_NEAR(wm_waves(&m, &g, t), want[t], 0, 0);
+        CHECK_NEAR(wm_waves(&m, &g, t, 1), want[t], 0, 0);
         CHECK_NEAR(wm_group_us(&m, &g, t, 5000), 50 + t + 100 * want[t], 0, 1e-12);
     }
     g.wave_blocks_max = 12288;
-    CHECK_NEAR(wm_waves(&m, &g, 1000), 19, 0, 0);   /* 12288 / 660 = 18.6 */
+    CHECK_NEAR(wm_waves(&m, &g, 1000, 1), 19, 0, 0);   /* 12288 / 660 = 18.6 */
     g.wave_blocks_max = 0;
-    CHECK_NEAR(wm_waves(&m, &g, 1000), ceil(256000.0 / 660), 0, 0);
+    CHECK_NEAR(wm_waves(&m, &g, 1000, 1), ceil(256000.0 / 660), 0, 0);
     g.wave_blocks_per_token = 0;
     g.wave_blocks_per_expert = 32;
     m.moe_experts = 384;
     m.moe_topk = 8;
-    CHECK_NEAR(wm_waves(&m, &g, 2), 1, 0, 0);
-    CHECK_NEAR(wm_waves(&m, &g, 3), 2, 0, 0);
-    CHECK_NEAR(wm_waves(&m, &g, 1e6), 19, 0, 0);    /* all 384 experts: 12288 blocks */
+    CHECK_NEAR(wm_waves(&m, &g, 2, 1), 1, 0, 0);
+    CHECK_NEAR(wm_waves(&m, &g, 3, 1), 2, 0, 0);
+    CHECK_NEAR(wm_waves(&m, &g, 1e6, 1), 19, 0, 0);    /* all 384 experts: 12288 blocks */
     CHECK_NEAR(wm_waves_e(&g, 3, 10), 1, 0, 0);     /* 320 blocks */
     g.wave_capacity = 0;
-    CHECK_NEAR(wm_waves(&m, &g, 3), 0, 0, 0);
+    CHECK_NEAR(wm_waves(&m, &g, 3, 1), 0, 0, 0);
     CHECK_NEAR(wm_group_us(&m, &g, 3, 0), 53, 0, 1e-12);
     /* the keys in a file, defaults and refusals */
     char err[512] = "";
@@ -612,6 +612,53 @@ static void wmodel_host_level_round_trips_and_refuses(void)
     }
 }
 
+/* A phase's expert_row_exponent: read, copied into its groups, written back (and not written
+ * when 1); a group's experts are those of rows x q^e tokens routed alone, at one query token
+ * a row the same as before; out of [0.05, 1] or not a number it is refused with the field. */
+static void wmodel_expert_row_exponent_round_trips_and_prices(void)
+{
+    wm_model m, back;
+    char err[512] = "", text[1024];
+    const char *fmt =
+        "{\"specsim_model\": 1, \"name\": \"re\", \"moe\": {\"experts\": 64, \"topk\": 8}, \"phases\": {"
+        "\"verify\": {%s \"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10, \"per_expert_us\": 2}]},"
+        "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
+    snprintf(text, sizeof text, fmt, "\"expert_row_exponent\": 0.6,");
+    CHECK(wm_parse(&m, text, "re.json", err, sizeof err) == 0, "%s", err);
+    const wm_group *g = &m.phase[WM_VERIFY].groups[0];
+    CHECK(m.phase[WM_VERIFY].expert_row_exp == 0.6 && g->expert_row_exp == 0.6, "read %g, group %g",
+          m.phase[WM_VERIFY].expert_row_exp, g->expert_row_exp);
+    /* 4 rows of 6 tokens: the experts of 4 x 6^0.6 = 11.69 tokens routed alone */
+    double routed = 4 * pow(6, 0.6), want = 10 + 2 * 64 * (1 - pow(1 - 8.0 / 64, routed));
+    CHECK_NEAR(wm_routed_tokens(24, 6, 0.6), routed, 1e-9, 1e-12);
+    CHECK_NEAR(wm_group_us_q(&m, g, 24, 0, 6), want, 1e-9, 1e-12);
+    CHECK_NEAR(wm_group_us_q(&m, g, 24, 0, 1), 10 + 2 * wm_experts_touched(&m, 24), 1e-9, 1e-12);
+    CHECK(wm_routed_tokens(24, 6, 1) == 24 && wm_routed_tokens(24, 6, 0) == 24 && wm_routed_tokens(5, 0.5, 0.6) == 5,
+          "routed alone: tokens unchanged");
+    const char *path = "build/tests/wmodel_row_exp.json";
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+    CHECK(back.phase[WM_VERIFY].expert_row_exp == 0.6 && back.phase[WM_VERIFY].groups[0].expert_row_exp == 0.6,
+          "round trip %g", back.phase[WM_VERIFY].expert_row_exp);
+    snprintf(text, sizeof text, fmt, "");
+    CHECK(wm_parse(&m, text, "re.json", err, sizeof err) == 0 && m.phase[WM_VERIFY].expert_row_exp == 1,
+          "absent: %g (%s)", m.phase[WM_VERIFY].expert_row_exp, err);
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = 0;
+    if (f)
+        fclose(f);
+    CHECK(n > 0 && !strstr(text, "expert_row_exponent"), "exponent 1 written: %s", text);
+    const char *bad[] = {"\"expert_row_exponent\": 0.01,", "\"expert_row_exponent\": 1.5,",
+                         "\"expert_row_exponent\": \"x\","};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, fmt, bad[i]);
+        CHECK(wm_parse(&m, text, "re.json", err, sizeof err) == -1, "taken: %s", bad[i]);
+        CHECK(strstr(err, "re.json") && strstr(err, "phases.verify.expert_row_exponent"), "message \"%s\"", err);
+    }
+}
+
 /* A phase's host stalls (eager_stall_per_launch, eager_stall_us): read and written back;
  * refused with the field named when one comes without the other, the chance is not in
  * [0, 1], or their mean share exceeds eager_launch_us (which includes it). */
@@ -692,5 +739,6 @@ int main(void)
     RUN(wmodel_kv_rows_round_trips_and_prices);
     RUN(wmodel_launch_pos_round_trips_and_refuses);
     RUN(wmodel_host_level_round_trips_and_refuses);
+    RUN(wmodel_expert_row_exponent_round_trips_and_prices);
     return check_done();
 }
