@@ -520,6 +520,16 @@ static int fph_groups(fr_run *R, int p, int skip_lb, int kv_rows, fph_buf *b)
     return 0;
 }
 
+/* Frees the cell statistics of phase p's groups (fit_group allocates them at every fit). */
+static void fph_free_cells(fr_run *R, int p)
+{
+    fit_phase_res *pr = &R->res->phase[p];
+    for (int g = 0; g < R->ph[p].G + 1; g++) {
+        free(pr->grp[g].st.cell);
+        pr->grp[g].st.cell = NULL;
+    }
+}
+
 /* Leave-one-cell-out on the phase totals with the groups fitted on kv_rows: each cell j
  * with score[j] set, its measured total against the sum of the groups fitted without it
  * (quietly; a fit that fails without the cell leaves it unscored: rel[j] NAN, as are the
@@ -527,7 +537,6 @@ static int fph_groups(fr_run *R, int p, int skip_lb, int kv_rows, fph_buf *b)
 static int fph_kv_loo(fr_run *R, int p, int skip_lb, int kv_rows, fph_buf *b,
                       const fit_cell *cells, int nc, const char *score, double *rel)
 {
-    fit_phase_res *pr = &R->res->phase[p];
     const wm_model *m = &R->res->model;
     const fit_opts *o = R->o;
     fit_opts quiet = o ? *o : (fit_opts){0};
@@ -550,10 +559,7 @@ static int fph_kv_loo(fr_run *R, int p, int skip_lb, int kv_rows, fph_buf *b,
         }
         if (R->err && R->errlen)
             R->err[0] = '\0';
-        for (int g = 0; g < R->ph[p].G + 1; g++) {
-            free(pr->grp[g].st.cell);
-            pr->grp[g].st.cell = NULL;
-        }
+        fph_free_cells(R, p);
     }
     b->out_trace = -1;
     R->o = o;
@@ -668,7 +674,10 @@ static int fph_expert_row_exp(fr_run *R, int p, int skip_lb, fph_buf *b)
             return fit_run_fail(R, "FIT_EXPERT_ROW_EXP=%s: out of range: a routing exponent must be in "
                                 "[%g, 1]", env, BND_ROW_EXP_MIN);
         wm_phase_set_expert_row_exp(pm, e);
-        return e < 1 ? fph_groups(R, p, skip_lb, kv_rows, b) : 0;
+        if (e >= 1)
+            return 0;
+        fph_free_cells(R, p);
+        return fph_groups(R, p, skip_lb, kv_rows, b);
     }
     fit_cell *cells = NULL;
     int nc = 0, rc = -1;
@@ -698,6 +707,7 @@ static int fph_expert_row_exp(fr_run *R, int p, int skip_lb, fph_buf *b)
     rc = 0;
     if (nsc < FIT_ROW_EXP_MIN_CELLS || q1 <= q0)
         goto done;
+    fph_free_cells(R, p);   /* the groups are fitted again below */
     int ng = (int)(sizeof fit_row_exp_grid / sizeof fit_row_exp_grid[0]), best = 0;
     double rms[sizeof fit_row_exp_grid / sizeof fit_row_exp_grid[0]];
     for (int i = 0; i < ng; i++) {
