@@ -729,8 +729,8 @@ static int fph_expert_row_exp(fr_run *R, int p, int skip_lb, fph_buf *b)
         if (i >= 2 && rms[i] > rms[i - 1])
             break;   /* past the minimum */
     }
-    if (!(rms[best] <= (1 - FIT_ROW_EXP_GAIN) * rms[0]))
-        best = 0;
+    if (!isfinite(rms[0]) || !(rms[best] <= (1 - FIT_ROW_EXP_GAIN) * rms[0]))
+        best = 0;   /* a rule with nothing to compare with keeps every token alone */
     wm_phase_set_expert_row_exp(pm, fit_row_exp_grid[best]);
     if (R->o && R->o->log)
         fprintf(R->o->log, "specsim fit: phase %s: a row's tokens route %s (exponent %.2f; left-out "
