@@ -1052,9 +1052,9 @@ int fit_group(const fit_point *pts, size_t n, const fit_group_ctx *c, wm_group *
                     .wave_blocks_max = c->wave_blocks_max, .wave_capacity = c->wave_capacity,
                     .wave_blocks_per_expert = c->wave_blocks_per_expert};
     int measured = c->wave_capacity > 0 && n > 0;
+    fg_par fp = {c->moe_experts, c->moe_topk, 0, c->expert_row_exp};
     for (size_t i = 0; i < n; i++) {
         wp[i] = pts[i];
-        fg_par fp = {c->moe_experts, c->moe_topk, 0, c->expert_row_exp};
         wp[i].waves = wm_waves_e(&geo, pts[i].tokens, fg_experts(&fp, &pts[i]));
         measured &= isfinite(pts[i].kernel_us) && pts[i].kernel_us > 0;
     }

@@ -926,11 +926,6 @@ double wm_routed_tokens(double tokens, double q_per_row, double row_exp)
     return tokens * pow(q_per_row, row_exp - 1);
 }
 
-double wm_experts_touched_q(const wm_model *m, double tokens, double q_per_row, double row_exp)
-{
-    return wm_experts_touched(m, wm_routed_tokens(tokens, q_per_row, row_exp));
-}
-
 void wm_phase_set_expert_row_exp(wm_phase_model *ph, double row_exp)
 {
     ph->expert_row_exp = row_exp;
@@ -988,7 +983,7 @@ double wm_kv_per_ktoken(const wm_group *g, double q_per_row)
 
 double wm_group_experts(const wm_model *m, const wm_group *g, double tokens, double q_per_row)
 {
-    return wm_experts_touched_q(m, tokens, q_per_row, g->expert_row_exp);
+    return wm_experts_touched(m, wm_routed_tokens(tokens, q_per_row, g->expert_row_exp));
 }
 
 double wm_waves(const wm_model *m, const wm_group *g, double tokens, double q_per_row)

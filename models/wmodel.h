@@ -182,7 +182,7 @@ typedef struct {
     double   eager_gap_us;
     /* how the tokens of one row share MoE experts (docs/model-format.md
      * "expert_row_exponent"): a forward of R rows of q tokens touches the experts that
-     * R * q^e independently routed tokens would (wm_experts_touched_q). 0 (files without
+     * R * q^e independently routed tokens would (wm_routed_tokens). 0 (files without
      * the key) or 1: every token routed alone; below 1: a row's consecutive tokens (a draft
      * chain) pick overlapping experts. Chosen by the fit (docs/fit.md, "Experts of a row").
      * Set with wm_phase_set_expert_row_exp, which copies it into the groups. */
@@ -254,8 +254,6 @@ double wm_experts_touched(const wm_model *m, double tokens);
  * row's tokens share experts with exponent row_exp (wm_phase_model.expert_row_exp):
  * tokens * q^(row_exp - 1) = rows * q^row_exp; tokens itself for row_exp 0 or 1 or q <= 1. */
 double wm_routed_tokens(double tokens, double q_per_row, double row_exp);
-/* wm_experts_touched of those routed tokens. */
-double wm_experts_touched_q(const wm_model *m, double tokens, double q_per_row, double row_exp);
 /* Sets phase ph's expert_row_exp and its groups' copies. */
 void wm_phase_set_expert_row_exp(wm_phase_model *ph, double row_exp);
 /* wm_group_us prices a group at one query token per row (decode); wm_group_us_q at
@@ -264,7 +262,7 @@ double wm_group_us(const wm_model *m, const wm_group *g, double tokens, double k
 double wm_group_us_q(const wm_model *m, const wm_group *g, double tokens, double kv_tokens,
                      double q_per_row);
 /* The experts group g's forward of `tokens` tokens, q_per_row a row, touches: its phase's
- * routing (wm_experts_touched_q with g->expert_row_exp). */
+ * routing (wm_experts_touched of wm_routed_tokens with g->expert_row_exp). */
 double wm_group_experts(const wm_model *m, const wm_group *g, double tokens, double q_per_row);
 /* CUDA waves of the group's dominant kernel at `tokens` (q_per_row a row): ceil(blocks /
  * wave_capacity) with blocks = round(min(wave_blocks0 + wave_blocks_per_token * tokens +
