@@ -356,20 +356,6 @@ static void fh_host_speed(int p, const double *h, const double *k, const double 
     fh_speed_runs(p, h, k, tok, tr, t0, n, rate, med, lim, hs);
 }
 
-/* The host's level between windows (wmodel host_speed_level_sd): where configurations were
- * recorded in FIT_LEVEL_MIN_DF + 1 windows or more in all (sum over configurations of their
- * windows less one), the windows' means spread about their configuration's mean by more than
- * the AR(1) within the windows (sd_w, rho_w) gives a mean of their size: with k windows of
- * means m_r over sizes n_r, E sum (m_r - M)^2 = (k - 1) L^2 + (k - 1) / k sum v(n_r), v the
- * AR(1) variance of a mean of n_r (interval_host_var), so L^2 = (SS - sum_c (k_c - 1) / k_c
- * V_c) / sum_c (k_c - 1), 0 when below. Returns 1 with *level, *sd and *rho set, 0 when the
- * windows cannot say. Where the level is above 0 the within-window sd and autocorrelation
- * replace the pooled ones (the level is the rest); at 0 the pooled pair stays (it also holds
- * how the configurations' own rates differ: torchbench call 4's dense capture, 22 windows,
- * within 0.261 / 0.411 against pooled 0.289 / 0.527, its coverage 71.4% with the pooled pair,
- * 69.2% with the within one). Measured on torchbench's eager loop captured in every repeat (verify's
- * launch rate): windows' means 0.16-0.23 sd apart in calls 17, 19 and 21 (their repeats'
- * tok/s 55-71% apart), 0.006-0.028 in calls 18 and 20. */
 /* The lag-1 autocorrelation of a speed: the pairs' mean product over the variance, in [0,
  * FIT_SPEED_RHO_MAX]. */
 static double fh_rho(double s1, double n1, double var)
@@ -388,6 +374,20 @@ static int fh_run_cmp(const void *x, const void *y)
     return (a->tok > b->tok) - (a->tok < b->tok);
 }
 
+/* The host's level between windows (wmodel host_speed_level_sd): where configurations were
+ * recorded in FIT_LEVEL_MIN_DF + 1 windows or more in all (sum over configurations of their
+ * windows less one), the windows' means spread about their configuration's mean by more than
+ * the AR(1) within the windows (sd_w, rho_w) gives a mean of their size: with k windows of
+ * means m_r over sizes n_r, E sum (m_r - M)^2 = (k - 1) L^2 + (k - 1) / k sum v(n_r), v the
+ * AR(1) variance of a mean of n_r (interval_host_var), so L^2 = (SS - sum_c (k_c - 1) / k_c
+ * V_c) / sum_c (k_c - 1), 0 when below. Returns 1 with *level, *sd and *rho set, 0 when the
+ * windows cannot say. Where the level is above 0 the within-window sd and autocorrelation
+ * replace the pooled ones (the level is the rest); at 0 the pooled pair stays (it also holds
+ * how the configurations' own rates differ: torchbench call 4's dense capture, 22 windows,
+ * within 0.261 / 0.411 against pooled 0.289 / 0.527, its coverage 71.4% with the pooled pair,
+ * 69.2% with the within one). Measured on torchbench's eager loop captured in every repeat (verify's
+ * launch rate): windows' means 0.16-0.23 sd apart in calls 17, 19 and 21 (their repeats'
+ * tok/s 55-71% apart), 0.006-0.028 in calls 18 and 20. */
 static int fh_speed_level(fh_speed *hs, double *level, double *sd, double *rho)
 {
     if (hs->oom || hs->win.n < 3 || hs->win.n1 < FIT_SPEED_MIN_PAIRS)
