@@ -106,6 +106,9 @@ TORCH_VALIDATE_C7 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_
 # torchbench call 29 (H100, traces/torch/call29): call 4's design again, both presets, with the
 # calibration's clean arm and 7-8 grid repeats
 TORCH_VALIDATE_C29 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 VALIDATE_CALIB=traces/torch/call29/always
+# torchbench call 31 (H200, traces/torch/call31): call 29's design on an H200, each preset's
+# capture and grid in its own call, the captures carrying the calibration's swept arms
+TORCH_VALIDATE_C31 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6 VALIDATE_CALIB=traces/torch/call31/always
 # traces/validation/validation_0.3s.txt: the same fit against the first 2026-12-02 call's grid alone
 # (measured.csv takes concurrency 1 and 4 from a second call with a slower GPU; docs/validation.md).
 # specprof --mode lite (issues 15, 20): the fit from the lite captures of H200 lite_call.sh with
@@ -146,6 +149,9 @@ validate: $(BIN)/specsim
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	$(TORCH_VALIDATE_C29) VALIDATE_MEASURED=traces/torch/call29/measured.csv \
 	  VALIDATE_OUT=traces/torch/call29/validation.txt VALIDATE_WORK=build/validate-call29 \
+	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
+	$(TORCH_VALIDATE_C31) VALIDATE_MEASURED=traces/torch/call31/measured.csv \
+	  VALIDATE_OUT=traces/torch/call31/validation.txt VALIDATE_WORK=build/validate-call31 \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	for d in $(LITE_DIRS); do \
 	  sh models/lite_validate.sh $$d $(BIN)/specsim > /dev/null || rc=$$?; cat $$d/lite_vs_node.txt; done; \
