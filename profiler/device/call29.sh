@@ -9,12 +9,15 @@
 # $OUT (at most 8 files back): run.log, device.txt, calib_torch-{dense,moe}_always.json.gz,
 # calib_measured_torch-{dense,moe}_always.csv, measured.csv.
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call29.sh
-#   env: GRID_S (160): seconds of grid per preset; GRID_REPEATS (8)
+#   env: GRID_S (160): seconds of grid per preset; GRID_REPEATS (8); PRESETS (torch-dense torch-moe)
 set -u
 O=${OUT:-/tmp/call29}
 mkdir -p "$O"
 G=${GRID_S:-160}
-PLAN="check calib:torch-dense:always calib:torch-moe:always grid:torch-dense:$G grid:torch-moe:$G" \
+PLAN="check"
+for p in ${PRESETS:-torch-dense torch-moe}; do PLAN="$PLAN calib:$p:always"; done
+for p in ${PRESETS:-torch-dense torch-moe}; do PLAN="$PLAN grid:$p:$G"; done
+PLAN="$PLAN" \
   CALIB_SECONDS=0.04 CALIB_MIN_ITERS=8 GRID_SECONDS=0.08 GRID_MIN_ITERS=15 \
   GRID_REPEATS=${GRID_REPEATS:-8} OUT=$O bash profiler/device/torch_truth.sh > "$O/stdout.txt" 2>&1
 echo "torch_truth rc=$?"

@@ -24,15 +24,8 @@ OUT=$T/call30 RUN_LIMIT_S=${C30_S:-160} ROUNDS=${ROUNDS:-3} bash "$(dirname "$0"
 echo "call30 rc=$? ($SECONDS s)"
 tail -5 "$T/call30/stdout.txt"; rm -f "$T/call30/stdout.txt"
 tar -C "$T" -czf "$O/extra.tar.gz" call30   # again below with the sweep: this one survives a cut
-# call29.sh's design (its torch_truth.sh PLAN), PRESETS of them (default both)
-G=${GRID_S:-100}
-PLAN="check"
-for p in ${PRESETS:-torch-dense torch-moe}; do PLAN="$PLAN calib:$p:always"; done
-for p in ${PRESETS:-torch-dense torch-moe}; do PLAN="$PLAN grid:$p:$G"; done
-PLAN="$PLAN" CALIB_SECONDS=0.04 CALIB_MIN_ITERS=8 GRID_SECONDS=0.08 GRID_MIN_ITERS=15 \
-  GRID_REPEATS=${GRID_REPEATS:-8} OUT=$O bash "$(dirname "$0")/torch_truth.sh" > "$T/truth.out" 2>&1
-echo "call29 design ($PLAN) rc=$? ($SECONDS s)"
-grep -v '^  ' "$O/run.log" | grep -E "===|rc=|launch_clean|calibration|records|kept|repeats" | tail -30
+OUT=$O GRID_S=${GRID_S:-100} bash "$(dirname "$0")/call29.sh"   # PRESETS passes through
+echo "call29 design rc=$? ($SECONDS s)"
 if [ "$SECONDS" -lt "${GEMM_BY_S:-470}" ]; then
   OUT=$T/gemm timeout $((585 - SECONDS)) bash "$(dirname "$0")/torch_gemm_sweep.sh" > "$T/gemm.out" 2>&1
   echo "gemm sweep rc=$? ($SECONDS s)"; grep "rc=\|===" "$T/gemm/torch_gemm_sweep.log"
