@@ -14,17 +14,17 @@
 #define FAKE_KERNEL_NS 1000                /* GPU time of a launched kernel */
 #define FAKE_MAX_REPLAYS 4096
 
-typedef struct { int64_t busy_until_ns; int capturing; unsigned long long id; } fake_stream;
+typedef struct { int64_t busy_until_ns, last_event_ns; int capturing; unsigned long long id; } fake_stream;
 typedef struct { int64_t t_ns; int recorded; } fake_event;
 typedef struct { int64_t gpu_ns; } fake_exec;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static fake_stream legacy = { 0, 0, 7 };
+static fake_stream legacy = { 0, 0, 0, 7 };
 static unsigned long long next_stream_id = 13;
 static int64_t device_busy_ns;
 static void *pinned[64];
 static int n_pinned;
-static int64_t replay_start[FAKE_MAX_REPLAYS];
+static int64_t replay_start[FAKE_MAX_REPLAYS], replay_event[FAKE_MAX_REPLAYS];
 static int n_replays;
 static int cupti_calls;
 static int capture_broken;   /* calls a capturing stream refuses (and that end a real capture) */
@@ -59,6 +59,12 @@ int64_t fake_graph_start_ns(int i) {
     pthread_mutex_unlock(&mu);
     return t;
 }
+int64_t fake_graph_event_ns(int i) {
+    pthread_mutex_lock(&mu);
+    int64_t t = i >= 0 && i < n_replays ? replay_event[i] : -1;
+    pthread_mutex_unlock(&mu);
+    return t;
+}
 int fake_cupti_calls(void) { return __atomic_load_n(&cupti_calls, __ATOMIC_SEQ_CST); }
 int fake_capture_broken(void) { return __atomic_load_n(&capture_broken, __ATOMIC_SEQ_CST); }
 static int profiler_calls[2];   /* cudaProfilerStart, cudaProfilerStop that reached the runtime */
@@ -72,7 +78,10 @@ int cudaGraphLaunch(void *exec, void *stream) {
     fake_stream *s = S(stream);
     if (!s->capturing) {
         int64_t st = enqueue(s, exec ? ((fake_exec *)exec)->gpu_ns : 0);
-        if (n_replays < FAKE_MAX_REPLAYS) replay_start[n_replays++] = st;
+        if (n_replays < FAKE_MAX_REPLAYS) {
+            replay_event[n_replays] = s->last_event_ns;
+            replay_start[n_replays++] = st;
+        }
     }
     pthread_mutex_unlock(&mu);
     spin_until(t0 + FAKE_LAUNCH_HOST_NS);
@@ -96,7 +105,7 @@ int cudaEventRecord(void *ev, void *stream) {
     fake_event *e = ev;
     fake_stream *s = S(stream);
     e->t_ns = max64(now_ns(), s->busy_until_ns);
-    s->busy_until_ns = e->t_ns;
+    s->busy_until_ns = s->last_event_ns = e->t_ns;
     e->recorded = 1;
     pthread_mutex_unlock(&mu);
     return 0;

@@ -29,6 +29,9 @@ void fake_pin(void *ptr);
 /* GPU start (CLOCK_MONOTONIC ns) of the i-th graph replay the fake ran (capture excluded);
  * -1 when there is none. */
 int64_t fake_graph_start_ns(int i);
+/* The time of the last event recorded on that replay's stream before it (an event on an idle
+ * stream takes its record call's time: a span timed by events starts there); 0 when none. */
+int64_t fake_graph_event_ns(int i);
 /* Calls a capturing stream refused (cudaStreamGetId on it): each would end a real capture. */
 int fake_capture_broken(void);
 /* cudaProfilerStart (stop 0) or cudaProfilerStop (stop 1) calls that reached the runtime. */
