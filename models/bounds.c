@@ -31,6 +31,7 @@ const bnd_kind bnd_records    = {"a record count", "", 0, BND_RECORDS_MAX, 1};
 const bnd_kind bnd_iterations = {"an iteration count", "", 0, BND_ITERATIONS_MAX, 1};
 const bnd_kind bnd_prob       = {"a probability", "", 0, 1, 0};
 const bnd_kind bnd_row_exp    = {"a routing exponent", "", BND_ROW_EXP_MIN, 1, 0};
+const bnd_kind bnd_size_factor = {"a graph size's factor", "", BND_SIZE_FACTOR_MIN, BND_SIZE_FACTOR_MAX, 0};
 
 int bnd_ok(const bnd_kind *k, double v)
 {

@@ -69,6 +69,12 @@
  * tokens would be one token, which no measurement here came near: torchbench 0.5-0.7). */
 #define BND_ROW_EXP_MIN 0.05
 
+/* A captured graph size's GPU time against its phase's groups (wm_phase_model.graph_size_factor):
+ * [0.5, 2]. The fit's values: 0.97-1.05 (specbench llama8b, docs/fit.md "Captured graph sizes");
+ * a factor of 2 would mean the groups' form misses that size by half, which the fit refuses. */
+#define BND_SIZE_FACTOR_MIN 0.5
+#define BND_SIZE_FACTOR_MAX 2.0
+
 /* File sizes that readers accept (bytes), and the longest line of a line reader. */
 #define BND_MODEL_FILE_BYTES   (64L << 20)   /* a model is KBs (a GEMM sweep: ~100 KB) */
 #define BND_CONFIG_FILE_BYTES  (1L << 20)    /* a config is a few hundred bytes */
@@ -92,7 +98,7 @@ typedef struct {
 extern const bnd_kind bnd_cost_us, bnd_slope_us, bnd_tokens, bnd_rows, bnd_count,
     bnd_bytes, bnd_bw_gbps, bnd_q_tokens, bnd_blocks, bnd_frac, bnd_factor, bnd_experts,
     bnd_ranks, bnd_clock_ns, bnd_ts_us, bnd_dur_us, bnd_records, bnd_iterations, bnd_prob,
-    bnd_row_exp;
+    bnd_row_exp, bnd_size_factor;
 
 /* 1 when v is finite, in [k->lo, k->hi] and (if k->integer) whole. */
 int bnd_ok(const bnd_kind *k, double v);

@@ -942,6 +942,147 @@ static void fph_eager_gap(fr_run *R, int p)
                 nc, pm->eager_gap_us);
 }
 
+/* The model's GPU time of instance q of phase p (every group), us a forward. */
+static double fph_model_us(const fr_run *R, const fr_phase *P, int p, int q, double kv, double qr)
+{
+    const wm_phase_model *pm = &R->res->model.phase[p];
+    const fr_inst *in = &R->in[P->inst[q]];
+    double u = 0;
+    for (int g = 0; g <= P->G; g++)
+        u += wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
+    return u;
+}
+
+/* Captured graph sizes (docs/fit.md "Captured graph sizes"). A CUDA graph is captured at
+ * each size of its list and replayed for every batch padded to that size, so its kernels run
+ * with the launch geometry chosen at that size (an attention's KV splits, a GEMM's tiles)
+ * whatever the real rows: the groups' smooth forms across sizes miss some sizes as a whole
+ * (specbench llama8b's split-KV attention: 16 real rows in the 24-row graph 17% above its
+ * form, 40 in the 64-row graph 6% below, both calibration cells; its held-out rows at those
+ * sizes 2-4% off in opposite directions). Each graph replay's measured total against the
+ * model's, relative (r), robust mean per cell (trace, tokens, query tokens a row); a size's
+ * factor is 1 + its cells' median r less the median r over every graph cell (the phase's
+ * level is left as the groups and the gap group set it: a CUPTI trace's own cost is in every
+ * cell). Kept when the sizes holding two cells or more (two draft lengths) predict each
+ * cell from the others better with it than without (rms of the left-out relative errors);
+ * with no such size nothing says otherwise and it is kept. FIT_GRAPH_SIZES=0: off. */
+#define FIT_GRAPH_SIZES_MIN 2    /* sizes with cells: one size alone has nothing to differ from */
+static void fph_graph_sizes(fr_run *R, int p, int skip_lb)
+{
+    fr_phase *P = &R->ph[p];
+    wm_phase_model *pm = &R->res->model.phase[p];
+    pm->n_graph_sizes = 0;
+    if (fit_env_off("FIT_GRAPH_SIZES") || P->ninst < 2)
+        return;
+    int ni = P->ninst;
+    fit_point *pts = malloc((size_t)ni * sizeof *pts);
+    fit_cell *cells = malloc((size_t)(ni + 1) * sizeof *cells);
+    double *rows = malloc((size_t)(ni + 1) * sizeof *rows), *cr = malloc((size_t)(ni + 1) * sizeof *cr);
+    double *v = malloc((size_t)(ni + 1) * sizeof *v);
+    double sz[WM_GRAPH_SIZES], fac[WM_GRAPH_SIZES];
+    int nsz = 0, ncell = 0;
+    if (!pts || !cells || !rows || !cr || !v)
+        goto out;
+    /* the graph sizes, increasing */
+    for (int q = 0; q < ni; q++) {
+        const fr_inst *in = &R->in[P->inst[q]];
+        if (in->graph <= 0 || in->rows <= 0 || fph_gap_skips(P, in, skip_lb))
+            continue;
+        int k = 0;
+        while (k < nsz && sz[k] < in->rows)
+            k++;
+        if (k < nsz && sz[k] == in->rows)
+            continue;
+        if (nsz == WM_GRAPH_SIZES)
+            goto out;   /* more captured sizes than a model holds: none */
+        memmove(&sz[k + 1], &sz[k], (size_t)(nsz - k) * sizeof *sz);
+        sz[k] = in->rows;
+        nsz++;
+    }
+    if (nsz < FIT_GRAPH_SIZES_MIN)
+        goto out;
+    /* each size's cells and their r */
+    for (int k = 0; k < nsz; k++) {
+        size_t m = 0;
+        for (int q = 0; q < ni; q++) {
+            const fr_inst *in = &R->in[P->inst[q]];
+            if (in->graph <= 0 || in->rows != sz[k] || fph_gap_skips(P, in, skip_lb))
+                continue;
+            double kv = fit_inst_kv(in, pm->kv_rows), qr = fit_inst_q(in);
+            double mu = fph_model_us(R, P, p, q, kv, qr);
+            if (!(mu > 0))
+                continue;
+            pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .trace = in->trace,
+                                   .q_per_row = qr, .us = fph_resid(R, P, p, q, 0, kv, qr) / mu};
+        }
+        int nc = m ? fph_cells(pts, m, cells + ncell) : 0;
+        if (nc < 0)
+            goto out;
+        for (int c = 0; c < nc; c++) {
+            rows[ncell + c] = sz[k];
+            cr[ncell + c] = cells[ncell + c].us_mean;
+        }
+        ncell += nc;
+    }
+    for (int c = 0; c < ncell; c++)
+        v[c] = cr[c];
+    gsl_sort(v, 1, (size_t)ncell);
+    double rmed = fit_group_median(v, (size_t)ncell);
+    /* the factors, and the left-out check over the sizes with two cells or more */
+    double ss_with = 0, ss_without = 0;
+    int nloo = 0;
+    for (int k = 0; k < nsz; k++) {
+        int n = 0;
+        for (int c = 0; c < ncell; c++)
+            if (rows[c] == sz[k])
+                v[n++] = cr[c];
+        gsl_sort(v, 1, (size_t)n);
+        fac[k] = 1 + fit_group_median(v, (size_t)n) - rmed;
+        for (int c = 0; n >= 2 && c < ncell; c++) {
+            if (rows[c] != sz[k])
+                continue;
+            int o = 0;
+            for (int d = 0; d < ncell; d++)
+                if (d != c && rows[d] == sz[k])
+                    v[o++] = cr[d];
+            gsl_sort(v, 1, (size_t)o);
+            double adj = fit_group_median(v, (size_t)o) - rmed, e0 = cr[c] - rmed;
+            ss_without += e0 * e0;
+            ss_with += (e0 - adj) * (e0 - adj);
+            nloo++;
+        }
+    }
+    int keep = nloo == 0 || ss_with < ss_without;
+    for (int k = 0; keep && k < nsz; k++)
+        if (!bnd_ok(&bnd_size_factor, fac[k]))
+            keep = 0;   /* a size its groups miss by half or more: the form is wrong, not the size */
+    if (keep) {
+        pm->n_graph_sizes = nsz;
+        memcpy(pm->graph_size_rows, sz, (size_t)nsz * sizeof *sz);
+        memcpy(pm->graph_size_factor, fac, (size_t)nsz * sizeof *fac);
+    }
+    if (R->o && R->o->log) {
+        char list[1024] = "";
+        size_t len = 0;
+        for (int k = 0; k < nsz && len + 32 < sizeof list; k++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%g: %.4f", k ? ", " : "", sz[k], fac[k]);
+        fprintf(R->o->log, "specsim fit: phase %s: captured graph sizes (rows: factor) %s %s", wm_phase_name[p], list,
+                keep ? "kept" : "not kept");
+        if (nloo)
+            fprintf(R->o->log, " (left-out cells: %.2f%% rms with them, %.2f%% without)",
+                    100 * sqrt(ss_with / nloo), 100 * sqrt(ss_without / nloo));
+        else
+            fprintf(R->o->log, " (no size with two cells to leave one out)");
+        fputc('\n', R->o->log);
+    }
+out:
+    free(pts);
+    free(cells);
+    free(rows);
+    free(cr);
+    free(v);
+}
+
 int fit_phase_fit(fr_run *R, int p)
 {
     fr_phase *P = &R->ph[p];
@@ -966,6 +1107,7 @@ int fit_phase_fit(fr_run *R, int p)
                 "totals at the median configuration: into %s\n", wm_phase_name[p],
                 -bias, R->res->model.phase[p].groups[P->G].name);
     fph_eager_gap(R, p);
+    fph_graph_sizes(R, p, skip_lb);
     fph_host_gap(R, p, b.v, b.vx);
     fph_colls(R, p, b.v, b.bv);
     rc = 0;

@@ -340,8 +340,49 @@ static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
     "fitted_tokens_max", "fitted_q_max", "fitted_kv_row_max", "host_gap_per_row_us", "eager_launch_us",
     "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", "eager_gap_us",
-    "expert_row_exponent", NULL,
+    "expert_row_exponent", "graph_size_factors", NULL,
 };
+static const char *const wm_gsize_keys[] = {"rows", "factor", NULL};
+
+static int wm_numarr(const wm_ctx *c, const cJSON *a, const char *path, int max, int inc,
+                     const bnd_kind *k, double *out, int *len);
+
+/* "graph_size_factors": {"rows": [...], "factor": [...]}, one factor per captured size. */
+static int wm_parse_graph_sizes(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
+{
+    char path[WM_PATH_MAX], p2[WM_PATH_MAX];
+    ph->n_graph_sizes = 0;
+    const cJSON *gs = cJSON_GetObjectItemCaseSensitive(j, "graph_size_factors");
+    if (gs == NULL)
+        return 0;
+    wm_join(path, base, "graph_size_factors");
+    if (!cJSON_IsObject(gs))
+        return wm_fail(c, path, gs, "must be an object {\"rows\": [...], \"factor\": [...]}");
+    if (wm_check_keys(c, gs, path, wm_gsize_keys) != 0)
+        return -1;
+    const cJSON *rows = cJSON_GetObjectItemCaseSensitive(gs, "rows");
+    const cJSON *fac = cJSON_GetObjectItemCaseSensitive(gs, "factor");
+    wm_join(p2, path, rows ? "factor" : "rows");
+    if (rows == NULL || fac == NULL)
+        return wm_missing(c, p2, "required array (graph_size_factors has rows and factor, one each)");
+    int n = 0;
+    wm_join(p2, path, "rows");
+    if (wm_numarr(c, rows, p2, WM_GRAPH_SIZES, 1, &bnd_rows, ph->graph_size_rows, &n) != 0)
+        return -1;
+    wm_join(p2, path, "factor");
+    if (wm_numarr(c, fac, p2, WM_GRAPH_SIZES, 0, &bnd_size_factor, ph->graph_size_factor, &n) != 0)
+        return -1;
+    ph->n_graph_sizes = n;
+    return 0;
+}
+
+double wm_phase_graph_factor(const wm_phase_model *ph, int padded)
+{
+    for (int i = 0; ph && padded > 0 && i < ph->n_graph_sizes; i++)
+        if (ph->graph_size_rows[i] == (double)padded)
+            return ph->graph_size_factor[i];
+    return 1.0;
+}
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)
 {
@@ -360,7 +401,8 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "eager_stall_per_launch", base, 0, 0, &bnd_prob, &ph->eager_stall_per_launch) != 0 ||
         wm_num(c, j, "eager_stall_us", base, 0, 0, &bnd_cost_us, &ph->eager_stall_us) != 0 ||
         wm_num(c, j, "eager_gap_us", base, 0, 0, &bnd_cost_us, &ph->eager_gap_us) != 0 ||
-        wm_num(c, j, "expert_row_exponent", base, 0, 1, &bnd_row_exp, &ph->expert_row_exp) != 0)
+        wm_num(c, j, "expert_row_exponent", base, 0, 1, &bnd_row_exp, &ph->expert_row_exp) != 0 ||
+        wm_parse_graph_sizes(c, j, base, ph) != 0)
         return -1;
     if ((ph->eager_stall_per_launch > 0) != (ph->eager_stall_us > 0)) {
         wm_join(path, base, ph->eager_stall_us > 0 ? "eager_stall_per_launch" : "eager_stall_us");
@@ -851,6 +893,11 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "fitted_kv_row_max", ph->fitted_kv_row_max);
         if (ph->expert_row_exp > 0 && ph->expert_row_exp < 1)
             cJSON_AddNumberToObject(po, "expert_row_exponent", ph->expert_row_exp);
+        if (ph->n_graph_sizes >= 2) {
+            cJSON *gs = cJSON_AddObjectToObject(po, "graph_size_factors");
+            cJSON_AddItemToObject(gs, "rows", cJSON_CreateDoubleArray(ph->graph_size_rows, ph->n_graph_sizes));
+            cJSON_AddItemToObject(gs, "factor", cJSON_CreateDoubleArray(ph->graph_size_factor, ph->n_graph_sizes));
+        }
         cJSON *ga = cJSON_AddArrayToObject(po, "groups");
         for (int i = 0; i < ph->ngroups; i++)
             cJSON_AddItemToArray(ga, wm_group_json(&ph->groups[i]));

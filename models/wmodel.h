@@ -21,6 +21,7 @@ extern const char *const wm_phase_name[WM_NPHASE]; /* "draft", "verify", ... */
 #define WM_NAME_MAX 96
 #define WM_GROUPS_MAX 64
 #define WM_COLLS_MAX 8
+#define WM_GRAPH_SIZES 64   /* captured graph sizes with a factor, per phase */
 #define WM_GSRC_MAX 224  /* a group's source, with its terminating 0 */
 /* slices of an eager phase's launch time in a group's launch profile (wm_group.pos) */
 #define WM_POS_BINS 32
@@ -187,7 +188,18 @@ typedef struct {
      * chain) pick overlapping experts. Chosen by the fit (docs/fit.md, "Experts of a row").
      * Set with wm_phase_set_expert_row_exp, which copies it into the groups. */
     double   expert_row_exp;
+    /* the captured CUDA graph sizes (padded rows) whose replays the groups' smooth form
+     * misses: each size's measured GPU time against the groups' sum there, relative to the
+     * phase's typical cell (docs/model-format.md "graph_size_factors", docs/fit.md "Captured
+     * graph sizes"). The simulator multiplies a graph replay of a listed size by its factor;
+     * a size not listed, and an eager instance, by 1. 0 sizes in files without the key. */
+    int      n_graph_sizes;
+    double   graph_size_rows[WM_GRAPH_SIZES];     /* increasing */
+    double   graph_size_factor[WM_GRAPH_SIZES];
 } wm_phase_model;
+
+/* The factor of a graph replay of a phase at padded rows (1: not a listed size). */
+double wm_phase_graph_factor(const wm_phase_model *ph, int padded);
 
 enum { WM_KV_REAL, WM_KV_PADDED };   /* wm_phase_model.kv_rows */
 

@@ -436,6 +436,12 @@ static void sim_make_plan(sim_state *S, long it)
         } else {
             sim_cost_direct(S, ph, ph_key, kv, &ph->gpu_us, &sdw, want_pos ? bins : NULL);
         }
+        /* a graph replay at a captured size: that size's own factor (wm graph_size_factors) */
+        if (!ph_eager) {
+            double gf = wm_phase_graph_factor(wm_phase_get(p->model, ph->wm), padded);
+            ph->gpu_us *= gf;
+            sdw *= gf;
+        }
         /* eager kernels queue with longer gaps than a graph's nodes (wm eager_gap_us) */
         double egap = ph_eager ? ph->eager_gap_us * ph->kernels_fwd * ph->forwards : 0;
         ph->gpu_us += egap;

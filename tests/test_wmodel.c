@@ -659,6 +659,48 @@ static void wmodel_expert_row_exponent_round_trips_and_prices(void)
     }
 }
 
+/* A phase's graph_size_factors (docs/model-format.md): read, written back, a listed size's
+ * factor for its graph replays and 1 for any other size or eager (padded 0); refused with the
+ * field named when a factor is out of [0.5, 2], the rows do not increase, the two arrays
+ * differ in length, or one is missing. */
+static void wmodel_graph_size_factors_round_trip_and_refuse(void)
+{
+    wm_model m, back;
+    char err[512] = "", text[1024];
+    const char *fmt =
+        "{\"specsim_model\": 1, \"name\": \"gs\", \"phases\": {"
+        "\"verify\": {%s \"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10}]},"
+        "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
+    snprintf(text, sizeof text, fmt, "\"graph_size_factors\": {\"rows\": [1, 24, 64], \"factor\": [1.01, 1.032, 0.978]},");
+    CHECK(wm_parse(&m, text, "gs.json", err, sizeof err) == 0, "%s", err);
+    const wm_phase_model *v = &m.phase[WM_VERIFY];
+    CHECK(v->n_graph_sizes == 3 && wm_phase_graph_factor(v, 24) == 1.032 && wm_phase_graph_factor(v, 64) == 0.978 &&
+          wm_phase_graph_factor(v, 32) == 1 && wm_phase_graph_factor(v, 0) == 1 &&
+          wm_phase_graph_factor(&m.phase[WM_ACCEPT], 24) == 1, "factors %d: %g %g %g %g", v->n_graph_sizes,
+          wm_phase_graph_factor(v, 24), wm_phase_graph_factor(v, 64), wm_phase_graph_factor(v, 32),
+          wm_phase_graph_factor(v, 0));
+    const char *path = "build/tests/wmodel_graph_sizes.json";
+    CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
+    CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
+    CHECK(back.phase[WM_VERIFY].n_graph_sizes == 3 && wm_phase_graph_factor(&back.phase[WM_VERIFY], 1) == 1.01 &&
+          back.phase[WM_ACCEPT].n_graph_sizes == 0, "round trip: %d sizes", back.phase[WM_VERIFY].n_graph_sizes);
+    const struct { const char *keys, *want; } bad[] = {
+        {"\"graph_size_factors\": {\"rows\": [1, 24], \"factor\": [1.0, 2.5]},",
+         "gs.json: field phases.verify.graph_size_factors.factor[1]: value 2.5"},
+        {"\"graph_size_factors\": {\"rows\": [24, 8], \"factor\": [1.0, 1.0]},",
+         "phases.verify.graph_size_factors.rows[1]"},
+        {"\"graph_size_factors\": {\"rows\": [1, 8, 24], \"factor\": [1.0, 1.0]},",
+         "phases.verify.graph_size_factors.factor"},
+        {"\"graph_size_factors\": {\"rows\": [1, 8]},", "phases.verify.graph_size_factors.factor: missing"},
+        {"\"graph_size_factors\": [1, 2],", "phases.verify.graph_size_factors"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, fmt, bad[i].keys);
+        CHECK(wm_parse(&m, text, "gs.json", err, sizeof err) == -1, "taken: %s", bad[i].keys);
+        CHECK(strstr(err, bad[i].want) != NULL, "message \"%s\", want \"%s\"", err, bad[i].want);
+    }
+}
+
 /* A phase's host stalls (eager_stall_per_launch, eager_stall_us): read and written back;
  * refused with the field named when one comes without the other, the chance is not in
  * [0, 1], or their mean share exceeds eager_launch_us (which includes it). */
@@ -740,5 +782,6 @@ int main(void)
     RUN(wmodel_launch_pos_round_trips_and_refuses);
     RUN(wmodel_host_level_round_trips_and_refuses);
     RUN(wmodel_expert_row_exponent_round_trips_and_prices);
+    RUN(wmodel_graph_size_factors_round_trip_and_refuse);
     return check_done();
 }
