@@ -2217,6 +2217,36 @@ static void fit_launch_profile_prices_late_heavy_kernels(void)
     gen_tail_scale = 0;
 }
 
+/* fit_host_grid (blocking reads) twice: r[0] with every rule, r[1] with the rule the
+ * environment variable rule_env turns off set to 0. 0 when both fitted. */
+static int fit_host_grid_rule_off(fit_result r[2], const char *rule_env)
+{
+    int rc0 = fit_host_grid(&r[0], 1, 0);
+    setenv(rule_env, "0", 1);
+    int rc1 = fit_host_grid(&r[1], 1, 0);
+    unsetenv(rule_env);
+    if (rc0 == 0 && rc1 != 0)
+        fit_result_free(&r[0]);
+    if (rc1 == 0 && rc0 != 0)
+        fit_result_free(&r[1]);
+    return rc0 == 0 && rc1 == 0 ? 0 : -1;
+}
+
+/* The generator's iteration time of spec steps at bs rows (graphs up to 16 rows, blocking
+ * reads, the given seed) and the simulator's from models a and b: us[0..2] (generator, a, b),
+ * their relative errors into e[0] (a) and e[1] (b). */
+static void gen_against_two(const wm_model *a, const wm_model *b, int steps, int bs, unsigned seed,
+                            gen_sink *s, double us[3], double e[2])
+{
+    gen_cfg c = {1, steps, bs, 16, SIMTEST_CTX, 300, seed, 0.01, 1, 0, 0, 0, 1, 0, 0, 0};
+    gen_times(&c, s);
+    us[0] = gen_iter_us(s, 40, 200);
+    us[1] = sim_iter_of(a, 1, steps, bs);
+    us[2] = sim_iter_of(b, 1, steps, bs);
+    e[0] = (us[1] - us[0]) / us[0];
+    e[1] = (us[2] - us[0]) / us[0];
+}
+
 /* The gap group of graph and eager instances (docs/fit.md, "Kernel groups"): eager kernels
  * queued behind GPU work start 6 us after their predecessor (graph nodes 0.5 us), and the
  * calibration's graph replays stop at 8 rows while its eager instances are at 24: fitted
@@ -2231,12 +2261,9 @@ static void fit_gap_group_keeps_graph_and_eager_apart(void)
     fit_result r[2];
     gen_eager_gap_us = 6;
     host_grid_no16 = 1;
-    int rc0 = fit_host_grid(&r[0], 1, 0);
-    setenv("FIT_GAP_GRAPH", "0", 1);   /* the joint fit (docs/fit.md section 2) */
-    int rc1 = fit_host_grid(&r[1], 1, 0);
-    unsetenv("FIT_GAP_GRAPH");
+    int rc = fit_host_grid_rule_off(r, "FIT_GAP_GRAPH");   /* off: the joint fit (docs/fit.md section 2) */
     host_grid_no16 = 0;
-    if (rc0 == 0 && rc1 == 0) {
+    if (rc == 0) {
         printf("     verify eager_gap_us %.3f (rule off: %.3f)\n",
                r[0].model.phase[WM_VERIFY].eager_gap_us, r[1].model.phase[WM_VERIFY].eager_gap_us);
         CHECK(r[0].model.phase[WM_VERIFY].eager_gap_us > 2 &&
@@ -2245,16 +2272,12 @@ static void fit_gap_group_keeps_graph_and_eager_apart(void)
         const int bs[] = {16, 24};
         gen_sink *s = malloc(sizeof *s);
         for (int i = 0; s && i < 2; i++) {
-            gen_cfg c = {1, 3, bs[i], 16, SIMTEST_CTX, 300, 970u + (unsigned)i, 0.01, 1, 0, 0, 0, 1,
-                         0, 0, 0};
-            gen_times(&c, s);
-            double truth = gen_iter_us(s, 40, 200);
-            double with = sim_iter_of(&r[0].model, 1, 3, bs[i]);
-            double without = sim_iter_of(&r[1].model, 1, 3, bs[i]);
-            double e = (with - truth) / truth, e0 = (without - truth) / truth;
+            double us[3], ee[2];
+            gen_against_two(&r[0].model, &r[1].model, 3, bs[i], 970u + (unsigned)i, s, us, ee);
+            double e = ee[0], e0 = ee[1];
             printf("     spec 3 at %d rows (%s): generator %.1f us, sim %.1f us (%+.2f%%), gap group "
                    "of both %.1f us (%+.2f%%)\n", bs[i], bs[i] == 16 ? "graph, held out" : "eager",
-                   truth, with, 100 * e, without, 100 * e0);
+                   us[0], us[1], 100 * e, us[2], 100 * e0);
             CHECK(fabs(e) <= 0.03, "%d rows: %+.2f%%", bs[i], 100 * e);
             if (bs[i] == 16)
                 CHECK(e0 > 0.03, "the case shows nothing: %+.2f%% without the rule", 100 * e0);
@@ -2282,11 +2305,7 @@ static void fit_eager_term_takes_the_models_residual(void)
     gen_kv_wave_rows = 20;
     gen_kv_wave_us = 5;
     host_grid_twin = 1;
-    int rc0 = fit_host_grid(&r[0], 1, 0);
-    setenv("FIT_EAGER_TOTAL", "0", 1);
-    int rc1 = fit_host_grid(&r[1], 1, 0);
-    unsetenv("FIT_EAGER_TOTAL");
-    if (rc0 == 0 && rc1 == 0) {
+    if (fit_host_grid_rule_off(r, "FIT_EAGER_TOTAL") == 0) {
         printf("     verify eager_gap_us %.3f (idle alone: %.3f)\n",
                r[0].model.phase[WM_VERIFY].eager_gap_us, r[1].model.phase[WM_VERIFY].eager_gap_us);
         const struct { int steps, bs; double tol; const char *what; } val[] = {
@@ -2294,16 +2313,12 @@ static void fit_eager_term_takes_the_models_residual(void)
             {3, 32, 0.03, "eager, held out"}};
         gen_sink *s = malloc(sizeof *s);
         for (int i = 0; s && i < 3; i++) {
-            gen_cfg c = {1, val[i].steps, val[i].bs, 16, SIMTEST_CTX, 300, 990u + (unsigned)i, 0.01,
-                         1, 0, 0, 0, 1, 0, 0, 0};
-            gen_times(&c, s);
-            double truth = gen_iter_us(s, 40, 200);
-            double with = sim_iter_of(&r[0].model, 1, val[i].steps, val[i].bs);
-            double without = sim_iter_of(&r[1].model, 1, val[i].steps, val[i].bs);
-            double e = (with - truth) / truth, e0 = (without - truth) / truth;
+            double us[3], ee[2];
+            gen_against_two(&r[0].model, &r[1].model, val[i].steps, val[i].bs, 990u + (unsigned)i, s, us, ee);
+            double e = ee[0], e0 = ee[1];
             printf("     spec %d at %d rows (%s): generator %.1f us, sim %.1f us (%+.2f%%), idle "
-                   "alone %.1f us (%+.2f%%)\n", val[i].steps, val[i].bs, val[i].what, truth, with,
-                   100 * e, without, 100 * e0);
+                   "alone %.1f us (%+.2f%%)\n", val[i].steps, val[i].bs, val[i].what, us[0], us[1],
+                   100 * e, us[2], 100 * e0);
             CHECK(fabs(e) <= val[i].tol, "spec %d at %d rows: %+.2f%%", val[i].steps, val[i].bs,
                   100 * e);
             if (val[i].bs == 24)
@@ -2340,11 +2355,7 @@ static void fit_prices_a_captured_graph_size_of_its_own(void)
     gen_size_rows = 16;
     gen_size_scale = GEN_SIZE_SCALE;
     gen_kv_wave_rows = 0;
-    int rc0 = fit_host_grid(&r[0], 1, 0);
-    setenv("FIT_GRAPH_SIZES", "0", 1);
-    int rc1 = fit_host_grid(&r[1], 1, 0);
-    unsetenv("FIT_GRAPH_SIZES");
-    if (rc0 == 0 && rc1 == 0) {
+    if (fit_host_grid_rule_off(r, "FIT_GRAPH_SIZES") == 0) {
         const wm_phase_model *v = &r[0].model.phase[WM_VERIFY];
         double f16 = wm_phase_graph_factor(v, 16), fmax_other = 0;
         for (int i = 0; i < v->n_graph_sizes; i++)
@@ -2359,16 +2370,12 @@ static void fit_prices_a_captured_graph_size_of_its_own(void)
         const struct { int steps, bs; int held; } val[] = {{3, 12, 1}, {2, 16, 1}, {3, 8, 0}};
         gen_sink *s = malloc(sizeof *s);
         for (int i = 0; s && i < 3; i++) {
-            gen_cfg c = {1, val[i].steps, val[i].bs, 16, SIMTEST_CTX, 300, 1010u + (unsigned)i, 0.01,
-                         1, 0, 0, 0, 1, 0, 0, 0};
-            gen_times(&c, s);
-            double truth = gen_iter_us(s, 40, 200);
-            double with = sim_iter_of(&r[0].model, 1, val[i].steps, val[i].bs);
-            double without = sim_iter_of(&r[1].model, 1, val[i].steps, val[i].bs);
-            double e = (with - truth) / truth, e0 = (without - truth) / truth;
+            double us[3], ee[2];
+            gen_against_two(&r[0].model, &r[1].model, val[i].steps, val[i].bs, 1010u + (unsigned)i, s, us, ee);
+            double e = ee[0], e0 = ee[1];
             printf("     spec %d at %d rows (graph %s): generator %.1f us, sim %.1f us (%+.2f%%), rule "
                    "off %.1f us (%+.2f%%)\n", val[i].steps, val[i].bs, val[i].held ? "16, held out" : "8",
-                   truth, with, 100 * e, without, 100 * e0);
+                   us[0], us[1], 100 * e, us[2], 100 * e0);
             if (val[i].held)
                 CHECK(fabs(e) <= 0.03 && e0 < -0.06, "spec %d at %d rows: %+.2f%%, rule off %+.2f%%",
                       val[i].steps, val[i].bs, 100 * e, 100 * e0);

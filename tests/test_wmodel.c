@@ -612,6 +612,20 @@ static void wmodel_host_level_round_trips_and_refuses(void)
     }
 }
 
+/* Each bad[i].keys put into fmt (a model with one %s) is refused by wm_parse of file, the
+ * message holding bad[i].want (the file and the field named). */
+typedef struct { const char *keys, *want; } bad_keys;
+static void check_refused(const char *fmt, const char *file, const bad_keys *bad, size_t n)
+{
+    wm_model m;
+    char text[1024], err[512];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(text, sizeof text, fmt, bad[i].keys);
+        CHECK(wm_parse(&m, text, file, err, sizeof err) == -1, "taken: %s", bad[i].keys);
+        CHECK(strstr(err, bad[i].want) != NULL, "message \"%s\", want \"%s\"", err, bad[i].want);
+    }
+}
+
 /* A phase's expert_row_exponent: read, copied into its groups, written back (and not written
  * when 1); a group's experts are those of rows x q^e tokens routed alone, at one query token
  * a row the same as before; out of [0.05, 1] or not a number it is refused with the field. */
@@ -650,13 +664,11 @@ static void wmodel_expert_row_exponent_round_trips_and_prices(void)
     if (f)
         fclose(f);
     CHECK(n > 0 && !strstr(text, "expert_row_exponent"), "exponent 1 written: %s", text);
-    const char *bad[] = {"\"expert_row_exponent\": 0.01,", "\"expert_row_exponent\": 1.5,",
-                         "\"expert_row_exponent\": \"x\","};
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(text, sizeof text, fmt, bad[i]);
-        CHECK(wm_parse(&m, text, "re.json", err, sizeof err) == -1, "taken: %s", bad[i]);
-        CHECK(strstr(err, "re.json") && strstr(err, "phases.verify.expert_row_exponent"), "message \"%s\"", err);
-    }
+    const bad_keys bad[] = {
+        {"\"expert_row_exponent\": 0.01,", "re.json: field phases.verify.expert_row_exponent"},
+        {"\"expert_row_exponent\": 1.5,", "re.json: field phases.verify.expert_row_exponent"},
+        {"\"expert_row_exponent\": \"x\",", "re.json: field phases.verify.expert_row_exponent"}};
+    check_refused(fmt, "re.json", bad, sizeof bad / sizeof bad[0]);
 }
 
 /* A phase's graph_size_factors (docs/model-format.md): read, written back, a listed size's
@@ -684,7 +696,7 @@ static void wmodel_graph_size_factors_round_trip_and_refuse(void)
     CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
     CHECK(back.phase[WM_VERIFY].n_graph_sizes == 3 && wm_phase_graph_factor(&back.phase[WM_VERIFY], 1) == 1.01 &&
           back.phase[WM_ACCEPT].n_graph_sizes == 0, "round trip: %d sizes", back.phase[WM_VERIFY].n_graph_sizes);
-    const struct { const char *keys, *want; } bad[] = {
+    const bad_keys bad[] = {
         {"\"graph_size_factors\": {\"rows\": [1, 24], \"factor\": [1.0, 2.5]},",
          "gs.json: field phases.verify.graph_size_factors.factor[1]: value 2.5"},
         {"\"graph_size_factors\": {\"rows\": [24, 8], \"factor\": [1.0, 1.0]},",
@@ -694,11 +706,7 @@ static void wmodel_graph_size_factors_round_trip_and_refuse(void)
         {"\"graph_size_factors\": {\"rows\": [1, 8]},", "phases.verify.graph_size_factors.factor: missing"},
         {"\"graph_size_factors\": [1, 2],", "phases.verify.graph_size_factors"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(text, sizeof text, fmt, bad[i].keys);
-        CHECK(wm_parse(&m, text, "gs.json", err, sizeof err) == -1, "taken: %s", bad[i].keys);
-        CHECK(strstr(err, bad[i].want) != NULL, "message \"%s\", want \"%s\"", err, bad[i].want);
-    }
+    check_refused(fmt, "gs.json", bad, sizeof bad / sizeof bad[0]);
 }
 
 /* A phase's host stalls (eager_stall_per_launch, eager_stall_us): read and written back;
@@ -723,16 +731,12 @@ static void wmodel_eager_stalls_round_trip_and_refuse(void)
     CHECK(back.phase[WM_VERIFY].eager_stall_per_launch == 0.0002 &&
           back.phase[WM_VERIFY].eager_stall_us == 4000, "round trip: %g %g",
           back.phase[WM_VERIFY].eager_stall_per_launch, back.phase[WM_VERIFY].eager_stall_us);
-    const struct { const char *keys, *want; } bad[] = {
+    const bad_keys bad[] = {
         {"\"eager_stall_us\": 4000,", "st.json: field phases.verify.eager_stall_per_launch: missing"},
         {"\"eager_stall_per_launch\": 1.5, \"eager_stall_us\": 4,", "phases.verify.eager_stall_per_launch: value 1.5"},
         {"\"eager_stall_per_launch\": 0.01, \"eager_stall_us\": 4000,", "phases.verify.eager_stall_us: value 4000"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        snprintf(text, sizeof text, fmt, bad[i].keys);
-        CHECK(wm_parse(&m, text, "st.json", err, sizeof err) == -1, "taken: %s", bad[i].keys);
-        CHECK(strstr(err, bad[i].want) != NULL, "message \"%s\", want \"%s\"", err, bad[i].want);
-    }
+    check_refused(fmt, "st.json", bad, sizeof bad / sizeof bad[0]);
 }
 
 /* A model the reader would refuse (a fit gone wrong: -nan, 1e300 us) is not written: the
