@@ -972,6 +972,7 @@ static void fph_graph_sizes(fr_run *R, int p, int skip_lb)
     fr_phase *P = &R->ph[p];
     wm_phase_model *pm = &R->res->model.phase[p];
     pm->n_graph_sizes = 0;
+    pm->graph_size_sd = 0;
     if (fit_env_off("FIT_GRAPH_SIZES") || P->ninst < 2)
         return;
     int ni = P->ninst;
@@ -1052,6 +1053,11 @@ static void fph_graph_sizes(fr_run *R, int p, int skip_lb)
             nloo++;
         }
     }
+    /* the sizes' spread around the smooth form: a size without a factor is that far off */
+    double ss_f = 0;
+    for (int k = 0; k < nsz; k++)
+        ss_f += (fac[k] - 1) * (fac[k] - 1);
+    pm->graph_size_sd = fmin(sqrt(ss_f / nsz), BND_FRAC_MAX);
     int keep = nloo == 0 || ss_with < ss_without;
     for (int k = 0; keep && k < nsz; k++)
         if (!bnd_ok(&bnd_size_factor, fac[k]))
@@ -1066,8 +1072,8 @@ static void fph_graph_sizes(fr_run *R, int p, int skip_lb)
         size_t len = 0;
         for (int k = 0; k < nsz && len + 32 < sizeof list; k++)
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%g: %.4f", k ? ", " : "", sz[k], fac[k]);
-        fprintf(R->o->log, "specsim fit: phase %s: captured graph sizes (rows: factor) %s %s", wm_phase_name[p], list,
-                keep ? "kept" : "not kept");
+        fprintf(R->o->log, "specsim fit: phase %s: captured graph sizes (rows: factor) %s %s, %.2f%% rms apart",
+                wm_phase_name[p], list, keep ? "kept" : "not kept", 100 * pm->graph_size_sd);
         if (nloo)
             fprintf(R->o->log, " (left-out cells: %.2f%% rms with them, %.2f%% without)",
                     100 * sqrt(ss_with / nloo), 100 * sqrt(ss_without / nloo));

@@ -340,7 +340,7 @@ static const char *const wm_phase_keys[] = {
     "host_gap_us", "host_gap_sd_us", "always_eager", "groups", "collectives",
     "fitted_tokens_max", "fitted_q_max", "fitted_kv_row_max", "host_gap_per_row_us", "eager_launch_us",
     "host_gap_reject_us", "kv_rows", "eager_stall_per_launch", "eager_stall_us", "eager_gap_us",
-    "expert_row_exponent", "graph_size_factors", NULL,
+    "expert_row_exponent", "graph_size_factors", "graph_size_sd", NULL,
 };
 static const char *const wm_gsize_keys[] = {"rows", "factor", NULL};
 
@@ -402,7 +402,8 @@ static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_
         wm_num(c, j, "eager_stall_us", base, 0, 0, &bnd_cost_us, &ph->eager_stall_us) != 0 ||
         wm_num(c, j, "eager_gap_us", base, 0, 0, &bnd_cost_us, &ph->eager_gap_us) != 0 ||
         wm_num(c, j, "expert_row_exponent", base, 0, 1, &bnd_row_exp, &ph->expert_row_exp) != 0 ||
-        wm_parse_graph_sizes(c, j, base, ph) != 0)
+        wm_parse_graph_sizes(c, j, base, ph) != 0 ||
+        wm_num(c, j, "graph_size_sd", base, 0, 0, &bnd_frac, &ph->graph_size_sd) != 0)
         return -1;
     if ((ph->eager_stall_per_launch > 0) != (ph->eager_stall_us > 0)) {
         wm_join(path, base, ph->eager_stall_us > 0 ? "eager_stall_per_launch" : "eager_stall_us");
@@ -893,6 +894,8 @@ static cJSON *wm_to_json(const wm_model *m)
             cJSON_AddNumberToObject(po, "fitted_kv_row_max", ph->fitted_kv_row_max);
         if (ph->expert_row_exp > 0 && ph->expert_row_exp < 1)
             cJSON_AddNumberToObject(po, "expert_row_exponent", ph->expert_row_exp);
+        if (ph->graph_size_sd > 0)
+            cJSON_AddNumberToObject(po, "graph_size_sd", ph->graph_size_sd);
         if (ph->n_graph_sizes >= 2) {
             cJSON *gs = cJSON_AddObjectToObject(po, "graph_size_factors");
             cJSON_AddItemToObject(gs, "rows", cJSON_CreateDoubleArray(ph->graph_size_rows, ph->n_graph_sizes));

@@ -196,6 +196,12 @@ typedef struct {
     int      n_graph_sizes;
     double   graph_size_rows[WM_GRAPH_SIZES];     /* increasing */
     double   graph_size_factor[WM_GRAPH_SIZES];
+    /* how far a captured graph size's replays sat from the groups' smooth form: the rms of
+     * (factor - 1) over the captured sizes, relative (docs/fit.md "Captured graph sizes"),
+     * written whether the factors were kept or not; the prediction intervals take it as the
+     * error of a graph replay at a size without a factor (a size the capture never replayed)
+     * (docs/model-format.md "graph_size_sd"). 0 in files without it. */
+    double   graph_size_sd;
 } wm_phase_model;
 
 /* The factor of a graph replay of a phase at padded rows (1: not a listed size). */

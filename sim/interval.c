@@ -11,17 +11,27 @@
 #include <string.h>
 
 void interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
-                      double kv_tokens, double q_per_row, double weight)
+                      double kv_tokens, double q_per_row, double weight, int graph_size)
 {
     const wm_phase_model *pm = wm_phase_get(m, p);
     if (!pm || !(weight > 0))
         return;
     int rp = (int)(pm - m->phase);
-    double mem = 0, comp = 0, lat = 0;
+    double mem = 0, comp = 0, lat = 0, all = 0;
     for (int i = 0; i < pm->ngroups; i++) {
         const wm_group *g = &pm->groups[i];
-        a->group_us[rp][i] += weight * wm_group_us_q(m, g, tokens, kv_tokens, q_per_row);
+        double u = weight * wm_group_us_q(m, g, tokens, kv_tokens, q_per_row);
+        a->group_us[rp][i] += u;
+        all += u;
         carry_split(m, g, tokens, kv_tokens, q_per_row, &mem, &comp, &lat);
+    }
+    /* a graph size the capture gave no factor: as far off as the captured sizes were */
+    if (graph_size > 0 && pm->graph_size_sd > 0) {
+        int listed = 0;
+        for (int k = 0; k < pm->n_graph_sizes; k++)
+            listed |= pm->graph_size_rows[k] == (double)graph_size;
+        if (!listed)
+            a->size_us[rp] += all;
     }
     a->kind_us[INTERVAL_MEM] += weight * mem;
     a->kind_us[INTERVAL_COMP] += weight * comp;
@@ -38,13 +48,16 @@ void interval_model(const interval_acc *a, const wm_model *m, double window_us,
         out->kind_sd[k] = 0;
     if (!(window_us > 0))
         return;
-    for (int p = 0; p < WM_NPHASE; p++)
+    for (int p = 0; p < WM_NPHASE; p++) {
         for (int i = 0; i < m->phase[p].ngroups; i++) {
             double sd = m->phase[p].groups[i].resid_frac * a->group_us[p][i] / window_us;
             out->phase_var[p] += sd * sd;
             if (p == WM_VERIFY || p == WM_ACCEPT)
                 out->group_sd[p == WM_ACCEPT][i] = (float)sd;
         }
+        double ssd = m->phase[p].graph_size_sd * a->size_us[p] / window_us;
+        out->phase_var[p] += ssd * ssd;
+    }
     const double u[INTERVAL_NKIND] = {m->unc.memory_frac, m->unc.compute_frac,
                                       m->unc.latency_frac};
     for (int k = 0; k < INTERVAL_NKIND; k++)

@@ -39,12 +39,16 @@ typedef struct {
 typedef struct {
     double group_us[WM_NPHASE][WM_GROUPS_MAX];
     double kind_us[INTERVAL_NKIND];
+    /* per model phase: GPU time of graph replays at a size without a factor of its own
+     * (wm graph_size_factors), whose error is the phase's graph_size_sd */
+    double size_us[WM_NPHASE];
 } interval_acc;
 
 /* Adds `weight` forwards of phase p (wm_phase_get's fallback applies) at `tokens` tokens,
- * kv_tokens of KV context and q_per_row query tokens per row. */
+ * kv_tokens of KV context and q_per_row query tokens per row; graph_size > 0: replays of the
+ * graph captured at that many rows (0: eager). */
 void   interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
-                        double kv_tokens, double q_per_row, double weight);
+                        double kv_tokens, double q_per_row, double weight, int graph_size);
 /* The model parts of out (phase_var, kind_sd) for a window of window_us; run_var and
  * est_var are left as they are. */
 void   interval_model(const interval_acc *a, const wm_model *m, double window_us,

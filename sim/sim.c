@@ -1049,10 +1049,13 @@ static void sim_interval(sim_state *S, sim_result *res, const bmeans_est *e, dou
         const sim_phase *pr = &S->proto[s];
         for (int key = 0; key < S->ncache; key++) {
             const sim_cost *c = &pr->cache[key];
+            /* a graph replay's key is its captured size (an eager one's, its rows: above the
+             * largest size, or a phase that always runs eagerly) */
+            int gsize = !pr->always_eager && p->graphs.n && cg_bucket(&p->graphs, key) == key ? key : 0;
             if (c->n_meas > 0)
                 interval_acc_add(&S->ia, p->model, pr->wm, (double)key * pr->rows_per_req,
                                  c->kv_meas / (double)c->n_meas, pr->rows_per_req,
-                                 (double)c->n_meas * pr->forwards);
+                                 (double)c->n_meas * pr->forwards, gsize);
         }
     }
     interval_model(&S->ia, p->model, res->window_us, &res->iv);

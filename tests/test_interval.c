@@ -158,6 +158,48 @@ static void interval_model_part_is_the_groups_residuals(void)
     CHECK_NEAR(r.unc_model, hypot(0.1 * mem, 0.2 * comp) / it, 0, 1e-9);
 }
 
+/* A graph size the capture gave no factor (docs/fit.md "Captured graph sizes"): its replays
+ * carry the phase's graph_size_sd as their error, exactly graph_size_sd x the phase's GPU
+ * time / the iteration with constant costs; a size with a factor, and an eager run, none. */
+static void interval_unlisted_graph_size_carries_the_sizes_spread(void)
+{
+    wm_model m;
+    model_synth(&m, 0);
+    for (int p = 0; p < WM_NPHASE; p++) {
+        m.phase[p].host_gap_us = m.phase[p].host_gap_sd_us = 0;
+        for (int i = 0; i < m.phase[p].ngroups; i++) {
+            m.phase[p].groups[i].per_kv_ktoken_us = 0;
+            m.phase[p].groups[i].sd_frac = 0;
+        }
+    }
+    m.graph_launch_us = 0;
+    m.phase[WM_VERIFY].graph_size_sd = 0.05;
+    sim_params p;
+    sim_result r;
+    params(&p, &m, 1, 4);
+    p.jitter_scale = 0;
+    if (run(&p, &r))
+        return;
+    double d = 2 * (300 + 0.5 * 4), v = 4000 + 2 * 16 + 100, a = 40 + 0.1 * 16, e = 350 + 0.5 * 16;
+    double it = d + v + a + e;
+    CHECK_NEAR(r.iter_us, it, 1e-6, 1e-9);
+    CHECK_NEAR(r.unc_model, 0.05 * v / it, 0, 1e-9);
+    /* verify's factors list the size 4 pads to: no size error */
+    m.phase[WM_VERIFY].n_graph_sizes = 2;
+    m.phase[WM_VERIFY].graph_size_rows[0] = 4;
+    m.phase[WM_VERIFY].graph_size_rows[1] = 16;
+    m.phase[WM_VERIFY].graph_size_factor[0] = m.phase[WM_VERIFY].graph_size_factor[1] = 1;
+    if (run(&p, &r))
+        return;
+    CHECK(r.unc_model == 0, "listed size: %g", r.unc_model);
+    /* eager: no graph, no size error */
+    m.phase[WM_VERIFY].n_graph_sizes = 0;
+    p.graphs.n = 0;
+    if (run(&p, &r))
+        return;
+    CHECK(r.unc_model == 0, "eager: %g", r.unc_model);
+}
+
 /* Constant costs: a benchmark's part is the acceptance draws' alone, whose variance per
  * request-iteration the chain gives in closed form: var(tok/s)/tok/s^2 = var(gain) /
  * (mean gain^2 * request-iterations in the benchmark). Batch means estimate it within their
@@ -472,6 +514,7 @@ int main(void)
 {
     RUN(interval_quantiles_and_speedup_sharing);
     RUN(interval_model_part_is_the_groups_residuals);
+    RUN(interval_unlisted_graph_size_carries_the_sizes_spread);
     RUN(interval_run_part_is_the_acceptance_variance);
     RUN(bmeans_matches_brute_force);
     RUN(interval_host_share_is_the_windows_derivative);

@@ -671,7 +671,7 @@ static void wmodel_expert_row_exponent_round_trips_and_prices(void)
     check_refused(fmt, "re.json", bad, sizeof bad / sizeof bad[0]);
 }
 
-/* A phase's graph_size_factors (docs/model-format.md): read, written back, a listed size's
+/* A phase's graph_size_factors and graph_size_sd (docs/model-format.md): read, written back, a listed size's
  * factor for its graph replays and 1 for any other size or eager (padded 0); refused with the
  * field named when a factor is out of [0.5, 2], the rows do not increase, the two arrays
  * differ in length, or one is missing. */
@@ -683,7 +683,8 @@ static void wmodel_graph_size_factors_round_trip_and_refuse(void)
         "{\"specsim_model\": 1, \"name\": \"gs\", \"phases\": {"
         "\"verify\": {%s \"groups\": [{\"name\": \"v\", \"count\": 1, \"base_us\": 10}]},"
         "\"accept\": {\"groups\": [{\"name\": \"a\", \"count\": 1, \"base_us\": 7}]}}}";
-    snprintf(text, sizeof text, fmt, "\"graph_size_factors\": {\"rows\": [1, 24, 64], \"factor\": [1.01, 1.032, 0.978]},");
+    snprintf(text, sizeof text, fmt, "\"graph_size_factors\": {\"rows\": [1, 24, 64], \"factor\": [1.01, 1.032, 0.978]}, "
+             "\"graph_size_sd\": 0.0224,");
     CHECK(wm_parse(&m, text, "gs.json", err, sizeof err) == 0, "%s", err);
     const wm_phase_model *v = &m.phase[WM_VERIFY];
     CHECK(v->n_graph_sizes == 3 && wm_phase_graph_factor(v, 24) == 1.032 && wm_phase_graph_factor(v, 64) == 0.978 &&
@@ -695,7 +696,8 @@ static void wmodel_graph_size_factors_round_trip_and_refuse(void)
     CHECK(wm_save(&m, path, err, sizeof err) == 0, "%s", err);
     CHECK(wm_load(&back, path, err, sizeof err) == 0, "%s", err);
     CHECK(back.phase[WM_VERIFY].n_graph_sizes == 3 && wm_phase_graph_factor(&back.phase[WM_VERIFY], 1) == 1.01 &&
-          back.phase[WM_ACCEPT].n_graph_sizes == 0, "round trip: %d sizes", back.phase[WM_VERIFY].n_graph_sizes);
+          back.phase[WM_ACCEPT].n_graph_sizes == 0 && back.phase[WM_VERIFY].graph_size_sd == 0.0224,
+          "round trip: %d sizes, sd %g", back.phase[WM_VERIFY].n_graph_sizes, back.phase[WM_VERIFY].graph_size_sd);
     const bad_keys bad[] = {
         {"\"graph_size_factors\": {\"rows\": [1, 24], \"factor\": [1.0, 2.5]},",
          "gs.json: field phases.verify.graph_size_factors.factor[1]: value 2.5"},
@@ -705,6 +707,7 @@ static void wmodel_graph_size_factors_round_trip_and_refuse(void)
          "phases.verify.graph_size_factors.factor"},
         {"\"graph_size_factors\": {\"rows\": [1, 8]},", "phases.verify.graph_size_factors.factor: missing"},
         {"\"graph_size_factors\": [1, 2],", "phases.verify.graph_size_factors"},
+        {"\"graph_size_sd\": -0.1,", "gs.json: field phases.verify.graph_size_sd: value -0.1"},
     };
     check_refused(fmt, "gs.json", bad, sizeof bad / sizeof bad[0]);
 }
