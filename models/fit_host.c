@@ -348,7 +348,7 @@ static void fh_host_speed(int p, const double *h, const double *k, const double 
     for (size_t i = 0; i < n; i++)
         if (k[i] > 0)
             tmp[m++] = h[i] / k[i];
-    double med, lim = m ? fit_group_robust_lim(tmp, m, &med) : 0;
+    double med = 0, lim = m ? fit_group_robust_lim(tmp, m, &med) : 0;   /* m = 0: no rate kept, med unread */
     free(tmp);
     double mean;
     if (fh_deviations(h, k, tok, tr, 0, n, rate, med, lim, &hs->all, &mean) < 2)
