@@ -376,12 +376,18 @@ static int wm_parse_graph_sizes(const wm_ctx *c, const cJSON *j, const char *bas
     return 0;
 }
 
-double wm_phase_graph_factor(const wm_phase_model *ph, int padded)
+int wm_phase_graph_size(const wm_phase_model *ph, int padded)
 {
     for (int i = 0; ph && padded > 0 && i < ph->n_graph_sizes; i++)
         if (ph->graph_size_rows[i] == (double)padded)
-            return ph->graph_size_factor[i];
-    return 1.0;
+            return i;
+    return -1;
+}
+
+double wm_phase_graph_factor(const wm_phase_model *ph, int padded)
+{
+    int i = wm_phase_graph_size(ph, padded);
+    return i >= 0 ? ph->graph_size_factor[i] : 1.0;
 }
 
 static int wm_parse_phase(const wm_ctx *c, const cJSON *j, const char *base, wm_phase_model *ph)

@@ -204,7 +204,9 @@ typedef struct {
     double   graph_size_sd;
 } wm_phase_model;
 
-/* The factor of a graph replay of a phase at padded rows (1: not a listed size). */
+/* The index of a graph size (padded rows) among the phase's graph_size_factors, -1 when not
+ * listed; the factor of a graph replay at that size (1: not listed). */
+int    wm_phase_graph_size(const wm_phase_model *ph, int padded);
 double wm_phase_graph_factor(const wm_phase_model *ph, int padded);
 
 enum { WM_KV_REAL, WM_KV_PADDED };   /* wm_phase_model.kv_rows */

@@ -26,13 +26,8 @@ void interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
         carry_split(m, g, tokens, kv_tokens, q_per_row, &mem, &comp, &lat);
     }
     /* a graph size the capture gave no factor: as far off as the captured sizes were */
-    if (graph_size > 0 && pm->graph_size_sd > 0) {
-        int listed = 0;
-        for (int k = 0; k < pm->n_graph_sizes; k++)
-            listed |= pm->graph_size_rows[k] == (double)graph_size;
-        if (!listed)
-            a->size_us[rp] += all;
-    }
+    if (graph_size > 0 && pm->graph_size_sd > 0 && wm_phase_graph_size(pm, graph_size) < 0)
+        a->size_us[rp] += all;
     a->kind_us[INTERVAL_MEM] += weight * mem;
     a->kind_us[INTERVAL_COMP] += weight * comp;
     a->kind_us[INTERVAL_LAT] += weight * lat;
