@@ -53,6 +53,19 @@ static void model_synth(wm_model *m, double resid)
     group(&m->phase[WM_EXTEND], 0, "extend", 350, 0.5, 1, 0.03, 0.06 * resid);
 }
 
+/* Constant costs: no host gaps, no KV term (the KV would grow), no spread, no launch cost. */
+static void model_constant(wm_model *m)
+{
+    for (int p = 0; p < WM_NPHASE; p++) {
+        m->phase[p].host_gap_us = m->phase[p].host_gap_sd_us = 0;
+        for (int i = 0; i < m->phase[p].ngroups; i++) {
+            m->phase[p].groups[i].per_kv_ktoken_us = 0;
+            m->phase[p].groups[i].sd_frac = 0;
+        }
+    }
+    m->graph_launch_us = 0;
+}
+
 /* The model with every group's cost multiplied by (1 + resid_frac * z), z standard normal
  * from r: one draw of the truth the stated residuals describe. */
 static void model_truth(wm_model *t, const wm_model *m, gsl_rng *r)
@@ -123,14 +136,7 @@ static void interval_model_part_is_the_groups_residuals(void)
 {
     wm_model m;
     model_synth(&m, 1);
-    for (int p = 0; p < WM_NPHASE; p++) {
-        m.phase[p].host_gap_us = m.phase[p].host_gap_sd_us = 0;
-        for (int i = 0; i < m.phase[p].ngroups; i++) {
-            m.phase[p].groups[i].per_kv_ktoken_us = 0;   /* the KV would grow */
-            m.phase[p].groups[i].sd_frac = 0;
-        }
-    }
-    m.graph_launch_us = 0;
+    model_constant(&m);
     sim_params p;
     sim_result r;
     params(&p, &m, 1, 4);
@@ -165,14 +171,7 @@ static void interval_unlisted_graph_size_carries_the_sizes_spread(void)
 {
     wm_model m;
     model_synth(&m, 0);
-    for (int p = 0; p < WM_NPHASE; p++) {
-        m.phase[p].host_gap_us = m.phase[p].host_gap_sd_us = 0;
-        for (int i = 0; i < m.phase[p].ngroups; i++) {
-            m.phase[p].groups[i].per_kv_ktoken_us = 0;
-            m.phase[p].groups[i].sd_frac = 0;
-        }
-    }
-    m.graph_launch_us = 0;
+    model_constant(&m);
     m.phase[WM_VERIFY].graph_size_sd = 0.05;
     sim_params p;
     sim_result r;
