@@ -804,6 +804,16 @@ static int fph_cell_median(const fit_point *pts, size_t m, double *med)
     return nc;
 }
 
+/* The model's GPU time of phase p's first G1 groups (the gap group the last) at a shape, us a
+ * forward. */
+static double fph_groups_us(const wm_model *m, int p, int G1, double tokens, double kv, double qr)
+{
+    double u = 0;
+    for (int g = 0; g < G1; g++)
+        u += wm_group_us_q(m, &m->phase[p].groups[g], tokens, kv, qr);
+    return u;
+}
+
 /* Instance q of phase p: its measured time less the model's over groups g0.. and the gap
  * group (g0 = 0: the whole phase; P->G: the gap group alone), us a forward. */
 static double fph_resid(const fr_run *R, const fr_phase *P, int p, int q, int g0, double kv,
@@ -942,15 +952,20 @@ static void fph_eager_gap(fr_run *R, int p)
                 nc, pm->eager_gap_us);
 }
 
-/* The model's GPU time of instance q of phase p (every group), us a forward. */
-static double fph_model_us(const fr_run *R, const fr_phase *P, int p, int q, double kv, double qr)
+/* The median of the cells' r (cr) at graph size sz (every cell: sz < 0), cell skip left out
+ * (-1: none), sorted in v. Returns how many cells it took (0: none, *med untouched). */
+static int fph_size_median(const double *cr, const double *rows, int ncell, double sz, int skip,
+                           double *v, double *med)
 {
-    const wm_phase_model *pm = &R->res->model.phase[p];
-    const fr_inst *in = &R->in[P->inst[q]];
-    double u = 0;
-    for (int g = 0; g <= P->G; g++)
-        u += wm_group_us_q(&R->res->model, &pm->groups[g], in->tokens, kv, qr);
-    return u;
+    int n = 0;
+    for (int c = 0; c < ncell; c++)
+        if (c != skip && (sz < 0 || rows[c] == sz))
+            v[n++] = cr[c];
+    if (n == 0)
+        return 0;
+    gsl_sort(v, 1, (size_t)n);
+    *med = fit_group_median(v, (size_t)n);
+    return n;
 }
 
 /* Captured graph sizes (docs/fit.md "Captured graph sizes"). A CUDA graph is captured at
@@ -1010,7 +1025,7 @@ static void fph_graph_sizes(fr_run *R, int p, int skip_lb)
             if (in->graph <= 0 || in->rows != sz[k] || fph_gap_skips(P, in, skip_lb))
                 continue;
             double kv = fit_inst_kv(in, pm->kv_rows), qr = fit_inst_q(in);
-            double mu = fph_model_us(R, P, p, q, kv, qr);
+            double mu = fph_groups_us(&R->res->model, p, P->G + 1, in->tokens, kv, qr);
             if (!(mu > 0))
                 continue;
             pts[m++] = (fit_point){.tokens = in->tokens, .kv_tokens = kv, .trace = in->trace,
@@ -1025,29 +1040,19 @@ static void fph_graph_sizes(fr_run *R, int p, int skip_lb)
         }
         ncell += nc;
     }
-    for (int c = 0; c < ncell; c++)
-        v[c] = cr[c];
-    gsl_sort(v, 1, (size_t)ncell);
-    double rmed = fit_group_median(v, (size_t)ncell);
+    double rmed = 0, med = 0;
+    fph_size_median(cr, rows, ncell, -1, -1, v, &rmed);
     /* the factors, and the left-out check over the sizes with two cells or more */
     double ss_with = 0, ss_without = 0;
     int nloo = 0;
     for (int k = 0; k < nsz; k++) {
-        int n = 0;
-        for (int c = 0; c < ncell; c++)
-            if (rows[c] == sz[k])
-                v[n++] = cr[c];
-        gsl_sort(v, 1, (size_t)n);
-        fac[k] = 1 + fit_group_median(v, (size_t)n) - rmed;
+        int n = fph_size_median(cr, rows, ncell, sz[k], -1, v, &med);
+        fac[k] = 1 + med - rmed;
         for (int c = 0; n >= 2 && c < ncell; c++) {
             if (rows[c] != sz[k])
                 continue;
-            int o = 0;
-            for (int d = 0; d < ncell; d++)
-                if (d != c && rows[d] == sz[k])
-                    v[o++] = cr[d];
-            gsl_sort(v, 1, (size_t)o);
-            double adj = fit_group_median(v, (size_t)o) - rmed, e0 = cr[c] - rmed;
+            fph_size_median(cr, rows, ncell, sz[k], c, v, &med);
+            double adj = med - rmed, e0 = cr[c] - rmed;
             ss_without += e0 * e0;
             ss_with += (e0 - adj) * (e0 - adj);
             nloo++;
@@ -1153,9 +1158,8 @@ static int fph_totals(fr_run *R, int p, fit_cell **cells_out, int *nc_out)
         return fit_run_fail(R, "out of memory");
     }
     for (int c = 0; c < nc; c++)
-        for (int g = 0; g < G1; g++)
-            cells[c].fit_us += wm_group_us_q(m, &m->phase[p].groups[g], cells[c].tokens,
-                                             cells[c].kv_tokens, cells[c].q_per_row);
+        cells[c].fit_us = fph_groups_us(m, p, G1, cells[c].tokens, cells[c].kv_tokens,
+                                        cells[c].q_per_row);
     *cells_out = cells;
     *nc_out = nc;
     return 0;

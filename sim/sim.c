@@ -72,6 +72,10 @@ typedef struct {
      * time launched in each slice of the eager launch time, pa + pb * kv, as a and b above */
     int    has_pos;
     double pa_us[WM_POS_BINS], pb_us_per_kv[WM_POS_BINS];
+    /* a graph replay's size (the key; 0: eager) and its factor (wm graph_size_factors; 1:
+     * eager or a size without one) */
+    int    graph_size;
+    double graph_factor;
 } sim_cost;
 
 typedef struct {
@@ -267,6 +271,11 @@ static void sim_cost_fill(sim_state *S, const sim_phase *pr, sim_cost *c, int ro
     memset(c, 0, sizeof *c);
     c->valid = 1;
     c->linear = 1;
+    /* a key of a phase that is not always eager and is a captured size is a graph replay's
+     * (an eager batch's key is its rows, above the largest size) */
+    const cg_list *cg = &S->p->graphs;
+    c->graph_size = !pr->always_eager && cg->n && cg_bucket(cg, rows) == rows ? rows : 0;
+    c->graph_factor = wm_phase_graph_factor(pm, c->graph_size);
     for (int i = 0; i < pm->ngroups; i++) {
         const wm_group *g = &pm->groups[i];
         double q = pr->rows_per_req;    /* query tokens per row */
@@ -438,9 +447,8 @@ static void sim_make_plan(sim_state *S, long it)
         }
         /* a graph replay at a captured size: that size's own factor (wm graph_size_factors) */
         if (!ph_eager) {
-            double gf = wm_phase_graph_factor(wm_phase_get(p->model, ph->wm), padded);
-            ph->gpu_us *= gf;
-            sdw *= gf;
+            ph->gpu_us *= c->graph_factor;
+            sdw *= c->graph_factor;
         }
         /* eager kernels queue with longer gaps than a graph's nodes (wm eager_gap_us) */
         double egap = ph_eager ? ph->eager_gap_us * ph->kernels_fwd * ph->forwards : 0;
@@ -1049,13 +1057,10 @@ static void sim_interval(sim_state *S, sim_result *res, const bmeans_est *e, dou
         const sim_phase *pr = &S->proto[s];
         for (int key = 0; key < S->ncache; key++) {
             const sim_cost *c = &pr->cache[key];
-            /* a graph replay's key is its captured size (an eager one's, its rows: above the
-             * largest size, or a phase that always runs eagerly) */
-            int gsize = !pr->always_eager && p->graphs.n && cg_bucket(&p->graphs, key) == key ? key : 0;
             if (c->n_meas > 0)
                 interval_acc_add(&S->ia, p->model, pr->wm, (double)key * pr->rows_per_req,
                                  c->kv_meas / (double)c->n_meas, pr->rows_per_req,
-                                 (double)c->n_meas * pr->forwards, gsize);
+                                 (double)c->n_meas * pr->forwards, c->graph_size);
         }
     }
     interval_model(&S->ia, p->model, res->window_us, &res->iv);
