@@ -37,6 +37,16 @@ static void child_write(const char *name, const char *text) {
     if (f) { fputs(text, f); fclose(f); }
 }
 
+/* One line per graph replay the fake ran: what at(i) says of it. */
+static void child_write_replays(const char *name, int64_t (*at)(int)) {
+    static char buf[65536];
+    size_t n = 0;
+    buf[0] = 0;
+    for (int i = 0; fake_graph_start_ns(i) >= 0 && n + 32 < sizeof buf; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld\n", (long long)at(i));
+    child_write(name, buf);
+}
+
 /* The scripted program (runs with libspecprof.so preloaded, lite mode). */
 static int child(const char *scenario) {
     void *s1 = NULL;
@@ -121,14 +131,8 @@ static int child(const char *scenario) {
     }
     cudaDeviceSynchronize();
     char buf[65536];
-    size_t n = 0;
-    for (int i = 0; fake_graph_start_ns(i) >= 0 && n + 32 < sizeof buf; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld\n", (long long)fake_graph_start_ns(i));
-    child_write("fake_starts", buf);
-    n = 0;
-    for (int i = 0; fake_graph_start_ns(i) >= 0 && n + 32 < sizeof buf; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld\n", (long long)fake_graph_event_ns(i));
-    child_write("fake_events", buf);
+    child_write_replays("fake_starts", fake_graph_start_ns);
+    child_write_replays("fake_events", fake_graph_event_ns);
     snprintf(buf, sizeof buf, "%d\n", fake_cupti_calls());
     child_write("cupti_calls", buf);
     snprintf(buf, sizeof buf, "%d\n", fake_capture_broken());
