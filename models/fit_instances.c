@@ -25,8 +25,8 @@
 /* ---- stage 1: phase instances and their GPU records ----------------------------------------- */
 
 static const char *const fi_drop_why[] = {
-    "kept", "no kernels", "cut off at the end of the capture", "partial (kernel count differs "
-    "at the edge of the capture)", "started before the capture",
+    "kept", "no kernels", "cut off at the end of the capture",
+    "partial (kernel count differs at the edge of the capture)", "started before the capture",
     "not inside one node-level window (a windowed capture records only there)",
     "loaded as a kept instance's predecessor only (the cap on instances, docs/fit.md)",
 };
