@@ -384,6 +384,26 @@ static void log_bad_model_exits_2(void)
     remove(path);
 }
 
+/* The acceptance table in one pass over the intervals: it scanned every interval for every
+ * batch size up to the largest logged, and 1,000 lines at #running-req 999999999 (a count
+ * the reader accepts) ran past 20 s. */
+static void log_table_time_does_not_grow_with_the_batch_size(void)
+{
+    const char *path = "/tmp/test_sglog_bigbs.log";
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 1000; i++)
+        fprintf(f, "[t TP0] Decode batch, #running-req: %d, #token: 900, accept len: 2.90, cuda graph: True, "
+                "gen throughput (token/s): 780.00, #queue-req: 0\n", i % 2 ? 999999999 : 4);
+    fclose(f);
+    char *out, cmd[1024];
+    snprintf(cmd, sizeof cmd, "timeout 10 %s log %s --spec-shape 3,1,4 2>&1", specsim, path);
+    int rc = specsim_run_capture(cmd, &out);
+    CHECK(rc == 0 && out && strstr(out, "\n      4       500      2.900") &&
+          strstr(out, "\n  999999999       500      2.900"), "exit %d (124: timed out): %s", rc, out ? out : "");
+    free(out);
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -401,5 +421,6 @@ int main(int argc, char **argv)
     RUN(log_flags_idle_intervals);
     RUN(log_bad_model_exits_2);
     RUN(log_says_dp_ranks_once);
+    RUN(log_table_time_does_not_grow_with_the_batch_size);
     return check_done();
 }
