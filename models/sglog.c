@@ -153,6 +153,14 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
                      "[0, 1e9]", (int)kl, k, vb);
             return -1;
         }
+        /* the accepted tokens per verify count its bonus token (scheduler_metrics_mixin.py:
+         * accepted drafts + 1 per request, over the requests verified): 0.00 is a fork's
+         * guarded 0 / 0 for an interval without a speculative forward, not an acceptance */
+        if (KEY("accept len") && x < 1) {
+            snprintf(err, errlen, "field accept len: value \"%s\": below 1, but every verify keeps at "
+                     "least its bonus token (an interval without a speculative forward?)", vb);
+            return -1;
+        }
         if (KEY("#running-req"))
             iv->running_req = (int)x;
         else if (KEY("#token") || KEY("#full token"))

@@ -404,6 +404,28 @@ static void log_table_time_does_not_grow_with_the_batch_size(void)
     remove(path);
 }
 
+/* An accept length below 1 is no acceptance (every verify keeps its bonus token): the line
+ * is left out and named; "accept len: 0.50" was simulated at alpha 0 (a prediction for an
+ * interval that logged none) and the table suggested --accept-len 0.50, which run refuses. */
+static void sglog_refuses_an_accept_length_below_one(void)
+{
+    const char *bad[] = {"0.00", "0.50", "0.99"};
+    for (int i = 0; i < 3; i++) {
+        char line[300], err[200] = "";
+        sglog_interval iv;
+        snprintf(line, sizeof line, "[t TP0] Decode batch, #running-req: 4, #token: 900, accept len: %s, "
+                 "cuda graph: True, gen throughput (token/s): 780.00, #queue-req: 0", bad[i]);
+        int r = sglog_parse_line(line, strlen(line), &iv, err, sizeof err);
+        CHECK(r == -1 && strstr(err, "field accept len") && strstr(err, bad[i]), "accept len %s: %d, %s", bad[i],
+              r, err);
+    }
+    const char *ok = "[t TP0] Decode batch, #running-req: 4, #token: 900, accept len: 1.00, cuda graph: True, "
+                     "gen throughput (token/s): 780.00, #queue-req: 0";
+    sglog_interval iv;
+    char err[200] = "";
+    CHECK(sglog_parse_line(ok, strlen(ok), &iv, err, sizeof err) == 1 && iv.accept_len == 1, "1.00: %s", err);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -422,5 +444,6 @@ int main(int argc, char **argv)
     RUN(log_bad_model_exits_2);
     RUN(log_says_dp_ranks_once);
     RUN(log_table_time_does_not_grow_with_the_batch_size);
+    RUN(sglog_refuses_an_accept_length_below_one);
     return check_done();
 }
