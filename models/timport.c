@@ -616,6 +616,14 @@ static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err,
     snprintf(st->merged_rank, sizeof st->merged_rank, "%s", info.merged_rank);
     st->merged_ranks = info.merged_ranks;
     st->merged_skipped = info.merged_skipped;
+    if (info.kernels + info.mems == 0 && info.bad_events) {
+        /* not a CPU-only profile: its events did not read (times out of range, not numbers) */
+        snprintf(err, errlen, "%s: field traceEvents: value %zu events, no kernel, gpu_memcpy or "
+                 "gpu_memset read: %zu skipped as unreadable, the first: %s", t->file, info.events,
+                 info.bad_events, info.first_bad);
+        free(u.host);
+        return -1;
+    }
     if (info.kernels + info.mems == 0) {
         snprintf(err, errlen, "%s: field traceEvents: value %zu events, none of cat kernel, "
                  "gpu_memcpy or gpu_memset: a CPU-only profile (%zu cpu_op, %zu user_annotation): "

@@ -885,6 +885,29 @@ static int write_big(const char *path, double mb)
     return fclose(f);
 }
 
+/* A trace whose GPU events all fail to read is not a CPU-only profile: the refusal says how
+ * many events were skipped and names the first, field and value. It said "a CPU-only
+ * profile (0 cpu_op, 0 user_annotation): record with activities=[...CUDA]" for 800 kernels
+ * whose times lay past bounds.h's range. */
+static void timport_names_unreadable_events_when_no_kernel_reads(void)
+{
+    static const char doc[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": 1, \"tid\": 7, \"ts\": 10.0, \"dur\": 40.5},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 12.0, \"dur\": \"3 us\", \"args\": {\"correlation\": 1}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 16.0, \"dur\": \"3 us\", \"args\": {\"correlation\": 2}}"
+        "]}";
+    char path[300], err[1024] = "";
+    snprintf(path, sizeof path, "%s/unreadable.json", tmpdir);
+    CHECK(write_file(path, doc) == 0, "write %s", path);
+    fit_trace t;
+    int rc = timport_load(&t, path, NULL, NULL, err, sizeof err);
+    CHECK(rc != 0 && strstr(err, "unreadable.json") && strstr(err, "2 skipped") && strstr(err, "field dur") &&
+          strstr(err, "3 us") && !strstr(err, "CPU-only"), "rc %d: %s", rc, err);
+    if (rc == 0)
+        fit_trace_free(&t);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--write-big"))   /* sim/bench.sh */
@@ -906,6 +929,7 @@ int main(int argc, char **argv)
     RUN(pkineto_reads_times_written_as_strings);
     RUN(pkineto_keeps_hip_launches_and_sync_calls);
     RUN(pkineto_reads_kernels_with_inf_and_nan_args);
+    RUN(timport_names_unreadable_events_when_no_kernel_reads);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
