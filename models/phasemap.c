@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,6 +508,8 @@ typedef struct {
     int kind, phase;           /* phase: the instance's, -1 none */
     int64_t step_e;            /* a verify stage: the end of its TARGET_VERIFY step span */
     int bs, has_bs;
+    double bad_bs;             /* a bs= that is no batch size (not whole, < 0, over BND_ROWS_MAX) */
+    int has_bad_bs;
     double gsk;
     int has_gsk, gsk_own;      /* gsk_own: from its own step span, not borrowed */
     int drop;
@@ -546,7 +549,10 @@ static int sg_parse_step(const char *n, sg_span *x)
         char *end;
         double v = strtod(p + 1, &end);
         if (end != p + 1) {
-            if (kl == 2 && !strncmp(k, "bs", 2)) {
+            if (kl == 2 && !strncmp(k, "bs", 2) && !(v >= 0 && v <= BND_ROWS_MAX && v == floor(v))) {
+                x->bad_bs = v;             /* refused by the caller; (int)1e11 was undefined */
+                x->has_bad_bs = 1;
+            } else if (kl == 2 && !strncmp(k, "bs", 2)) {
                 x->bs = (int)v;
                 x->has_bs = 1;
             } else if (kl == 4 && !strncmp(k, "g_sk", 4)) {
@@ -601,6 +607,12 @@ static int pm_sglang(const phasemap *pm, fit_trace *t, pm_stats *st, pm_out *o, 
             stg[nstg++] = x;
         } else if (sg_parse_step(r->name, x)) {
             x->kind = SG_STEP;
+            if (x->has_bad_bs) {
+                snprintf(err, errlen, "%s: span \"%.80s\": field bs: value %.17g: out of range: a batch "
+                         "size must be a whole number in [0, %d] rows", t->file, r->name, x->bad_bs,
+                         (int)BND_ROWS_MAX);
+                goto out;
+            }
         } else {
             x->kind = SG_IGNORE;
         }

@@ -498,6 +498,31 @@ static void kineto_with_sglang_spans_fits_like_specprof_words(void)
     }
 }
 
+/* A step span's bs= that is no batch size (not whole, negative, past BND_ROWS_MAX) is refused
+ * naming the span, the field and the value. bs=99999999999 went through (int) (undefined;
+ * INT_MIN here), was taken for an IDLE batch and the trace was refused as "no span names a
+ * phase ... e.g. draft, verify"; bs=3.5 was read as 3. */
+static void sglang_step_batch_out_of_range_is_named(void)
+{
+    static const char *bad[] = {"99999999999", "3.5", "-3", "70000"};
+    for (int i = 0; i < 4; i++) {
+        char err[1024] = "", name[80];
+        fit_trace t;
+        phasemap pm;
+        fit_trace_init(&t, "bs.json");
+        ptrace_range stage = {1000, 9000, "verify", "", 1, 1, 0, 0, 0};
+        snprintf(name, sizeof name, "step[TARGET_VERIFY bs=%s]", bad[i]);
+        ptrace_range step = {2000, 8000, name, "", 1, 1, 0, 0, 0};
+        fit_trace_add_range(&t, &stage);
+        fit_trace_add_range(&t, &step);
+        phasemap_init(&pm);
+        CHECK(phasemap_shape_flag(&pm.shape, "3,1,4", err, sizeof err) == 0, "%s", err);
+        CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "bs.json") &&
+              strstr(err, "field bs") && strstr(err, bad[i]), "bs=%s: message '%s'", bad[i], err);
+        fit_trace_free(&t);
+    }
+}
+
 int main(void)
 {
     /* these tests compare times exactly: keep Kineto's times as they are (test_pkineto
@@ -513,6 +538,7 @@ int main(void)
     RUN(sglang_prefill_stage_trace_is_named);
     RUN(phase_map_rules_capture_shapes);
     RUN(kineto_with_sglang_spans_fits_like_specprof_words);
+    RUN(sglang_step_batch_out_of_range_is_named);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
