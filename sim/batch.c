@@ -337,6 +337,20 @@ void batch_open_window(batch *b, int64_t t_ns)
 
 static int batch_push_tpot(batch *b, double tpot_ns)
 {
+    size_t seen = b->tpot_seen++;
+    b->tpot_rate_sum += 1e9 / tpot_ns;
+    if (b->tpot_stride == 0)
+        b->tpot_stride = 1;
+    if (seen % b->tpot_stride)
+        return 0;
+    if (b->ntpot == BATCH_TPOT_MAX) {   /* keep every other one (BATCH_TPOT_MAX in batch.h) */
+        for (size_t i = 0; i < b->ntpot / 2; i++)
+            b->tpot_ns[i] = b->tpot_ns[2 * i];
+        b->ntpot /= 2;
+        b->tpot_stride *= 2;
+        if (seen % b->tpot_stride)
+            return 0;
+    }
     if (b->ntpot == b->captpot) {
         size_t cap = b->captpot ? 2 * b->captpot : 256;
         double *p = realloc(b->tpot_ns, cap * sizeof *p);

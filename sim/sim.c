@@ -851,7 +851,7 @@ static void sim_eta_note(sim_state *S, long it)
 static int sim_precise(const sim_state *S)
 {
     int reqs = S->p->concurrency < SIM_PREC_MIN_REQS ? S->p->concurrency : SIM_PREC_MIN_REQS;
-    if (S->iters_measured < SIM_PREC_MIN_ITERS || S->b.ntpot < (size_t)reqs)
+    if (S->iters_measured < SIM_PREC_MIN_ITERS || S->b.tpot_seen < (size_t)reqs)
         return 0;
     bmeans_est e;
     bmeans_estimate(&S->bm, &e);
@@ -1103,14 +1103,16 @@ static void sim_results(sim_state *S, sim_result *res)
     res->tokens_total = b->total_tokens;
     res->requests_done = b->finished;
     res->partial = batch_close(b, S->end_ns);
-    res->requests_measured = (long)b->ntpot;
+    res->requests_measured = (long)b->tpot_seen;
     res->tok_s = res->window_us > 0 ? b->win_tokens / res->window_us * 1e6 : 0;
     if (b->ntpot) {
         gsl_sort(b->tpot_ns, 1, b->ntpot);
         double sum = 0;
         for (size_t i = 0; i < b->ntpot; i++)
             sum += 1e9 / b->tpot_ns[i];
-        res->req_tok_s_mean = sum / (double)b->ntpot;
+        /* thinned (BATCH_TPOT_MAX): the mean over every request, the percentiles over those kept */
+        res->req_tok_s_mean = b->tpot_seen > b->ntpot ? b->tpot_rate_sum / (double)b->tpot_seen
+                                                       : sum / (double)b->ntpot;
         /* tok/s of a request is 1/TPOT: its median is 1/(TPOT median) when n is odd; take
          * the quantile of the reversed array so that even n interpolates in tok/s */
         double *rate = malloc(b->ntpot * sizeof *rate);

@@ -111,10 +111,34 @@ static void batch_replaces_finished_requests(void)
     batch_free(&b);
 }
 
+static void batch_tpot_memory_is_bounded(void)
+{
+    /* 1-token outputs at 65536 rows: every request finishes each step. 2.5 x BATCH_TPOT_MAX
+     * requests finish in the window; all of them are counted and in the mean, at most
+     * BATCH_TPOT_MAX TPOTs are kept (every TPOT was kept: ~100 MB a second of a run) */
+    batch b;
+    batch_lendist d;
+    char err[64];
+    CHECK(batch_lendist_parse(&d, "1", err, sizeof err) == 0, "%s", err);
+    CHECK(batch_init(&b, 65536, 0, &d, 0, 0, 1) == 0, "init");
+    batch_open_window(&b, 0);
+    long steps = (long)(5 * BATCH_TPOT_MAX / 2 / 65536);
+    for (long it = 1; it <= steps; it++)
+        batch_step(&b, NULL, it * 1000);
+    size_t want = (size_t)steps * 65536;
+    CHECK(b.tpot_seen == want, "counted %zu finished requests, want %zu", b.tpot_seen, want);
+    CHECK(b.ntpot <= BATCH_TPOT_MAX && b.captpot <= BATCH_TPOT_MAX && b.ntpot >= BATCH_TPOT_MAX / 2,
+          "kept %zu TPOTs (room for %zu), cap %zu", b.ntpot, b.captpot, BATCH_TPOT_MAX);
+    /* each request lived one step of 1000 ns for its one token: 1e6 tok/s each */
+    CHECK_NEAR(b.tpot_rate_sum / (double)b.tpot_seen, 1e6, 0, 1e-12);
+    batch_free(&b);
+}
+
 int main(void)
 {
     RUN(batch_accdist_matches_accept_draw);
     RUN(batch_lendist_parses_and_draws);
     RUN(batch_replaces_finished_requests);
+    RUN(batch_tpot_memory_is_bounded);
     return check_done();
 }
