@@ -387,6 +387,13 @@ static int cmd_sweep(simcfg_set_t *s, sweep_grid *g)
                 s->src[simcfg_index(simcfg_find("timeline"))], s->cfg.timeline);
         return EXIT_BAD_INPUT;
     }
+    if (s->cfg.json) {   /* once ignored in silence: the CSV came out, exit 0 */
+        const char *src = s->src[simcfg_index(simcfg_find("json"))];
+        fprintf(stderr, "%s: field %sjson: value 1: a sweep writes CSV (one row per "
+                "configuration); --json is for `specsim run`\n", src,
+                strcmp(src, "command line") ? "" : "--");
+        return EXIT_BAD_INPUT;
+    }
     if (g->naxes == 0) {
         fprintf(stderr, "command line: field --grid: value (none): a sweep needs at least one "
                 "--grid KNOB=VALUES\n");
@@ -485,8 +492,14 @@ int main(int argc, char **argv)
         printf("specsim %s\n", SPECSIM_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "presets") == 0)
+    if (strcmp(argv[1], "presets") == 0) {
+        if (argc > 2) {   /* once ignored in silence (exit 0) */
+            fprintf(stderr, "specsim presets: field %s: value (none): presets takes no "
+                    "arguments\n", argv[2]);
+            return EXIT_BAD_INPUT;
+        }
         return cmd_presets();
+    }
     if (strcmp(argv[1], "fit") == 0)          /* models/fitcmd.c (docs/fit.md) */
         return fitcmd_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "scale") == 0)        /* models/scalecmd.c (docs/scale.md) */

@@ -168,6 +168,9 @@ static void cli_bad_input_exits_2(void)
         {SPECSIM " sweep --model %M --grid steps=1..2 --shard 1", "--shard", "I/N"},
         /* a range of more values than an axis holds once said "expected seed=A..B" */
         {SPECSIM " sweep --model %M --grid seed=1..4000000", "seed=1..4000000", "4000000 values: at most 100000"},
+        /* ignored in silence once: a sweep wrote CSV for --json, presets took any arguments */
+        {SPECSIM " sweep --model %M --grid steps=1..2 --iterations 10 --json", "field --json", "writes CSV"},
+        {SPECSIM " presets --frob", "field --frob", "no arguments"},
     };
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) {
         char buf[1024];
