@@ -266,9 +266,26 @@ int simcfg_load_json(simcfg_set_t *s, const char *path, char *err, size_t errlen
                      "--help)", path, it->string, cJSON_IsString(it) ? it->valuestring : "...");
             goto out;
         }
+        /* the last of two once won in silence ("steps" twice, or "cuda-graph-bs" and
+         * "cuda_graph_bs") */
+        for (const cJSON *p = root->child; p != it; p = p->next)
+            if (simcfg_find(p->string) == k) {
+                char *v = cJSON_PrintUnformatted(it);
+                snprintf(err, errlen, "%s: field %s: value %.64s: given twice (also as %s)",
+                         path, it->string, v ? v : "...", p->string);
+                free(v);
+                goto out;
+            }
         char val[SIMCFG_STR + 64];
         if (cJSON_IsString(it)) {
             snprintf(val, sizeof val, "%s", it->valuestring);
+        } else if (cJSON_IsBool(it) && !(k->type == SK_FLAG || (k->type == SK_INT &&
+                                                                  k->min == 0 && k->max == 1))) {
+            /* true once read as 1: "steps": true ran steps 1 */
+            snprintf(err, errlen, "%s: field %s: value %s: a boolean for a %s (true/false are "
+                     "for on/off knobs)", path, it->string, cJSON_IsTrue(it) ? "true" : "false",
+                     k->type == SK_STR ? "string" : "number");
+            goto out;
         } else if (cJSON_IsBool(it)) {
             snprintf(val, sizeof val, "%d", cJSON_IsTrue(it) ? 1 : 0);
         } else if (cJSON_IsNumber(it)) {

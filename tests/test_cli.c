@@ -108,6 +108,10 @@ static void cli_bad_input_exits_2(void)
         {"--steps 3 --draft-tokens 5", "--draft-tokens", "value 5"},
         {"--steps 2 --topk 2 --draft-tokens 6", "--draft-tokens", "value 6"},
         {"--config %D/chain.json", "chain.json", "draft-tokens"},
+        /* a config's boolean for a number ("steps": true ran steps 1) and a knob given
+         * twice (the last won) were taken in silence */
+        {"--config %D/bool.json", "bool.json", "field steps: value true"},
+        {"--config %D/twice.json", "twice.json", "field cuda_graph_bs: value \"4\": given twice"},
         /* CUDA graphs, batch, ranks */
         {"--cuda-graph-bs ''", "--cuda-graph-bs", "empty"},
         {"--cuda-graph-bs 1,x,4", "--cuda-graph-bs", "\"x\""},
@@ -531,6 +535,8 @@ int main(int argc, char **argv)
     write_file("unknown.json", "{\"steps\": 2, \"speculation_depth\": 4}");
     write_file("alpha.json", "{\"alpha\": 1.5}");
     write_file("chain.json", "{\"steps\": 3, \"draft_tokens\": 7}");
+    write_file("bool.json", "{\"steps\": true, \"baseline\": true}");
+    write_file("twice.json", "{\"cuda-graph-bs\": \"1,2\", \"cuda_graph_bs\": \"4\"}");
     RUN(cli_bad_input_exits_2);
     RUN(cli_same_seed_same_bytes);
     RUN(cli_config_file_sets_knobs);
