@@ -163,7 +163,7 @@ typedef struct {
     double    tok_max[WM_NPHASE], q_max[WM_NPHASE], kvr_max[WM_NPHASE];   /* priced at (sim_result) */
     int       oom, win_open;
     double    eta_t0;              /* sim_eta_note: the clock (s) at iteration eta_it0 */
-    long      eta_it0;
+    long      eta_it0, eta_fin0;   /* ... and the requests finished then */
     int       eta_said;
     int       range;               /* a duration or a time passed the engine's limits */
     double    range_us;            /* the duration (us), or the time (us) when range == 2 */
@@ -820,9 +820,11 @@ double sim_now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* A fixed-length run (p->eta_note: specsim run) that will run past SIM_ETA_NOTE_S says so
+/* A run (p->eta_note: specsim run) whose known length will run past SIM_ETA_NOTE_S says so
  * once, 2 s in: --iterations 1e9 is minutes to hours of one core, and nothing else would
- * tell a user why the command has not returned. */
+ * tell a user why the command has not returned. Known: a fixed length; with --precision its
+ * warm-up (--warmup 1e9 once ran 10 min without a word); with --requests the requests left
+ * at the rate they finish (--requests 1e9: hours). */
 static void sim_eta_note(sim_state *S, long it)
 {
     const sim_params *p = S->p;
@@ -830,13 +832,32 @@ static void sim_eta_note(sim_state *S, long it)
     if (S->eta_t0 == 0) {
         S->eta_t0 = now;
         S->eta_it0 = it;
+        S->eta_fin0 = S->b.finished;
         return;
     }
-    if (S->eta_said || p->requests || p->precision > 0 || now - S->eta_t0 < 2)
+    if (S->eta_said || now - S->eta_t0 < 2)
         return;
     double per = (now - S->eta_t0) / (double)(it - S->eta_it0);
-    double left = per * (double)(p->warmup + p->iterations - it);
     S->eta_said = 1;
+    if (p->requests) {
+        long fin = S->b.finished - S->eta_fin0;
+        double per_req = fin > 0 ? (now - S->eta_t0) / (double)fin : 0;
+        double left = per_req * (double)(p->requests - S->b.finished);
+        if (fin > 0 && left >= SIM_ETA_NOTE_S)
+            fprintf(stderr, "specsim: note: --requests %ld will take about %.0f min more (%.2g "
+                    "ms of this machine a request); Ctrl-C stops it\n", p->requests,
+                    left / 60, 1e3 * per_req);
+        return;
+    }
+    if (p->precision > 0) {
+        double left = per * (double)(p->warmup - it);
+        if (left >= SIM_ETA_NOTE_S)
+            fprintf(stderr, "specsim: note: --warmup %ld will take about %.0f min more before "
+                    "the measured window (%.2g us of this machine an iteration); Ctrl-C stops "
+                    "it\n", p->warmup, left / 60, 1e6 * per);
+        return;
+    }
+    double left = per * (double)(p->warmup + p->iterations - it);
     if (left < SIM_ETA_NOTE_S)
         return;
     fprintf(stderr, "specsim: note: --iterations %ld will take about %.0f min more (%.2g us "

@@ -498,6 +498,26 @@ static void cli_help_lists_every_knob(void)
     free(out);
 }
 
+/* A run whose known part will take minutes says so 2 s in: a warm-up under --precision
+ * (--warmup 1e9: 10 min) and a finite --requests (1e9: hours) once ran without a word.
+ * Killed after 6 s (timeout exits 124). */
+static void cli_long_runs_say_so(void)
+{
+    struct { const char *args, *want; } cases[] = {
+        {"--warmup 1000000000", "note: --warmup 1000000000 will take about"},
+        {"--requests 1000000000 --precision 0", "note: --requests 1000000000 will take about"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char cmd[1024], *out;
+        snprintf(cmd, sizeof cmd, "timeout 6 " SPECSIM " run --model %s --quiet %s", model_path,
+                 cases[i].args);
+        int rc = sh(cmd, 1, &out);
+        CHECK(rc == 124 && out && strstr(out, cases[i].want), "`%s` exited %d (want 124, "
+              "killed) saying \"%s\" (want \"%s\")", cmd, rc, out ? out : "", cases[i].want);
+        free(out);
+    }
+}
+
 /* `specsim help` names every command main() dispatches (lite-from was missing from it). */
 static void cli_help_lists_every_command(void)
 {
@@ -549,6 +569,7 @@ int main(int argc, char **argv)
     RUN(cli_timeline_is_chrome_trace);
     RUN(cli_help_lists_every_knob);
     RUN(cli_help_lists_every_command);
+    RUN(cli_long_runs_say_so);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
