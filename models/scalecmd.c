@@ -398,9 +398,10 @@ int scalecmd_main(int argc, char **argv)
     if (sum.groups_unknown)
         fprintf(stderr, "specsim scale: warning: %d group(s) of no known kernel kind, scaled by "
                 "their layer scope only: %s\n", sum.groups_unknown, sum.unknown);
-    if (wm_save(&m, out, err, sizeof err)) {
+    int w = wm_save(&m, out, err, sizeof err);
+    if (w) {   /* -2: a value out of range (--layers 100000 once exited 1, a write error) */
         fprintf(stderr, "%s\n", err);
-        return SCALECMD_EXIT_IO;
+        return w == -2 ? SCALECMD_EXIT_BAD : SCALECMD_EXIT_IO;
     }
     /* read back as fit does: not a device or FIFO (-o /dev/stdout | jq once hung here reading
      * its own pipe, -o /dev/null exited 2) */

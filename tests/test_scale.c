@@ -546,6 +546,8 @@ static void scale_command_writes_and_refuses(void)
         {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --bound mid -o /dev/null", "field --bound"},
         {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --kind-x nrm=2 -o /dev/null", "field --kind-x"},
         {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --eager verfy -o /dev/null", "field --eager"},
+        /* a scaled value out of range: refused by the writer (once exit 1, a write error) */
+        {"scale models/example-llama8b.json --from llama-3.1-8b --llm llama-3.1-8b --layers 100000 -o /dev/null", "count: value"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rc = cli(bad[i][0], &out);
