@@ -179,6 +179,11 @@ int logcmd_main(int argc, char **argv)
             fprintf(stderr, "%s\n", err);
             goto out;
         }
+    if (g.n == 0) {     /* Decode batch lines, none of them read: nothing to report on */
+        fprintf(stderr, "specsim log: every one of the %zu \"Decode batch\" lines is unparsable; "
+                "the first: %s\n", g.decode_lines, g.first_bad);
+        goto out;
+    }
     /* the speculative shape */
     pm_shape sh;
     memset(&sh, 0, sizeof sh);

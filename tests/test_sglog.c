@@ -426,6 +426,26 @@ static void sglog_refuses_an_accept_length_below_one(void)
     CHECK(sglog_parse_line(ok, strlen(ok), &iv, err, sizeof err) == 1 && iv.accept_len == 1, "1.00: %s", err);
 }
 
+/* A log whose Decode batch lines all fail to parse is refused, naming the first: it was
+ * reported as "a server without speculative decoding" (exit 0). */
+static void log_with_no_readable_line_is_refused(void)
+{
+    const char *path = "/tmp/test_sglog_allbad.log";
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 3; i++)
+        fprintf(f, "[t TP0] Decode batch, #running-req: 4, #token: 1e400, accept len: 2.90, cuda graph: True, "
+                "gen throughput (token/s): 780.00, #queue-req: 0\n");
+    fclose(f);
+    char *out, cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s log %s --spec-shape 3,1,4 2>&1", specsim, path);
+    int rc = specsim_run_capture(cmd, &out);
+    CHECK(rc == 2 && out && strstr(out, "every one of the 3 \"Decode batch\" lines is unparsable") &&
+          strstr(out, "test_sglog_allbad.log: line 1") && !strstr(out, "without speculative decoding"),
+          "exit %d: %s", rc, out ? out : "");
+    free(out);
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -444,6 +464,7 @@ int main(int argc, char **argv)
     RUN(log_bad_model_exits_2);
     RUN(log_says_dp_ranks_once);
     RUN(log_table_time_does_not_grow_with_the_batch_size);
+    RUN(log_with_no_readable_line_is_refused);
     RUN(sglog_refuses_an_accept_length_below_one);
     return check_done();
 }
