@@ -108,14 +108,6 @@ static int pm_shape_check(double steps, double topk, double draft, const char *w
     return 0;
 }
 
-static int pm_int_field(const cJSON *j, const char *k, int *out)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, k);
-    if (!cJSON_IsNumber(v))
-        return 0;
-    *out = (int)v->valuedouble;
-    return 1;
-}
 
 /* The shape from server arguments as a JSON object (the file, or the log's dump turned into
  * one); path names where they came from in messages. 0 or -1. */
@@ -123,7 +115,12 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
 {
     int rc = -1;
     snprintf(s->source, sizeof s->source, "%s", path);
-    pm_int_field(j, "tp_size", &s->tp_size);
+    const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "tp_size");
+    if (cJSON_IsNumber(tp)) {
+        if (bnd_check(&bnd_ranks, tp->valuedouble, path, "tp_size", err, errlen))
+            goto out;
+        s->tp_size = (int)tp->valuedouble;
+    }
     const cJSON *dcg = cJSON_GetObjectItemCaseSensitive(j, "disable_cuda_graph");
     if (cJSON_IsTrue(dcg))
         s->cuda_graph = 0;

@@ -192,6 +192,12 @@ static void refusals_name_file_field_and_value(void)
     CHECK(phasemap_shape_flag(&pm.shape, "3,1,4", err, sizeof err) == 0 && pm.shape.known && !pm.shape.missing[0] &&
           phasemap_apply(&pm, &t, NULL, err, sizeof err) == 0, "with --spec-shape: %s", err);
     fit_trace_free(&t);
+    /* a tp_size that is no rank count (1e300 went through (int): undefined) is refused */
+    snprintf(path, sizeof path, "%s/args-tp.json", tmpdir);
+    write_file(path, "{\"tp_size\": 1e300, \"speculative_algorithm\": null}");
+    phasemap_init(&pm);
+    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == -1 && strstr(err, "args-tp.json") &&
+          strstr(err, "field tp_size") && strstr(err, "1e+300"), "message '%s'", err);
     /* a baseline server's args: the shape stays unknown, the trace is refused naming it */
     snprintf(path, sizeof path, "%s/args-base.json", tmpdir);
     write_file(path, "{\"tp_size\": 1, \"speculative_algorithm\": null, \"cuda_graph_max_bs\": 160}");
