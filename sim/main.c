@@ -298,11 +298,16 @@ static int cmd_run(simcfg_set_t *s)
     for (int m = 0; m < (s->cfg.baseline ? 2 : 1); m++) {   /* --precision not reached */
         const sim_params *pp = m ? &pb : &ps;
         const sim_result *rr = m ? &rb : &rs;
-        if (pp->precision > 0 && !rr->precise)
+        if (pp->precision > 0 && !rr->precise && rr->precision > 0)
             fprintf(stderr, "specsim run: warning: %s: tok/s known to +-%.3g%% after %ld "
                     "iterations, not the --precision %.3g%% asked (--iterations caps it)\n",
                     m ? "baseline" : "spec", 100 * rr->precision, rr->iterations,
                     100 * pp->precision);
+        else if (rr->precision == 0)   /* fewer than 3 batch means: no standard error */
+            fprintf(stderr, "specsim run: warning: %s: the measured window (%ld iterations) is too "
+                    "short to know its tok/s's precision (its precision column reads 0): "
+                    "raise --iterations\n", m ? "baseline" : "spec",
+                    rr->iterations);
     }
     if (use_tl && timeline_close(&tl, s->cfg.timeline, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);

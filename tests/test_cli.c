@@ -498,6 +498,24 @@ static void cli_help_lists_every_knob(void)
     free(out);
 }
 
+/* A window too short for 3 batch means has no standard error: its precision column reads 0,
+ * which looked like "known exactly"; the run says so once per mode. */
+static void cli_too_short_window_says_its_precision_is_unknown(void)
+{
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --quiet --iterations 2 --warmup 0 --precision 0", model_path);
+    int rc = sh(cmd, 1, &out);
+    const char *w = "is too short to know its tok/s's precision";
+    const char *a = out ? strstr(out, w) : NULL, *b = a ? strstr(a + 1, w) : NULL;
+    CHECK(rc == 0 && a && b && !strstr(b + 1, w) && strstr(out, "spec: the measured window (2 iterations)"),
+          "exit %d: %s", rc, out ? out : "");
+    free(out);
+    snprintf(cmd, sizeof cmd, SPECSIM " run --model %s --quiet", model_path);
+    rc = sh(cmd, 1, &out);
+    CHECK(rc == 0 && out && !strstr(out, w), "a default run warned: %s", out ? out : "");
+    free(out);
+}
+
 /* A run whose known part will take minutes says so 2 s in: a warm-up under --precision
  * (--warmup 1e9: 10 min) and a finite --requests (1e9: hours) once ran without a word.
  * Killed after 6 s (timeout exits 124). */
@@ -570,6 +588,7 @@ int main(int argc, char **argv)
     RUN(cli_help_lists_every_knob);
     RUN(cli_help_lists_every_command);
     RUN(cli_long_runs_say_so);
+    RUN(cli_too_short_window_says_its_precision_is_unknown);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
