@@ -761,6 +761,27 @@ static void pkineto_reads_times_written_as_strings(void)
           Ib.first_bad);
 }
 
+/* Counts and ids past their range are not cast: a correlation id of 1e30 saturated (every
+ * record shared one id), bytes of -4096 became 2^64 - 4096. The event is skipped and named. */
+static void pkineto_skips_counts_out_of_range(void)
+{
+    static const char doc[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 10, \"dur\": 3, \"args\": {\"correlation\": 1, \"stream\": 7}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"big_corr\", \"pid\": 0, \"tid\": 7, \"ts\": 20, \"dur\": 3, \"args\": {\"correlation\": 1e30}},"
+        "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoH (Device -> Pageable)\", \"pid\": 0, \"tid\": 7, \"ts\": 30, \"dur\": 3, \"args\": {\"correlation\": 3, \"bytes\": -4096}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclKernel\", \"pid\": 0, \"tid\": 7, \"ts\": 40, \"dur\": 3, \"args\": {\"correlation\": 4, \"Collective name\": \"allreduce\", \"In msg nelems\": 2.5, \"dtype\": \"Float\"}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 7, \"ts\": 50, \"dur\": 3, \"args\": {\"correlation\": \"5\"}}"
+        "]}";
+    seen a;
+    pkineto_info I;
+    char err[256] = "";
+    CHECK(scan_doc(doc, "counts", &a, &I, err, sizeof err) == 0, "%s", err);
+    CHECK(a.nk == 2 && I.bad_events == 3 && strstr(I.first_bad, "big_corr") &&
+          strstr(I.first_bad, "field args.correlation") && strstr(I.first_bad, "1e+30"),
+          "kernels %d bad %zu: %s", a.nk, I.bad_events, I.first_bad);
+}
+
 /* The calls the fit reads, by name: ROCm traces (Kineto's rocprofiler logger, cat
  * cuda_runtime) name them hipLaunchKernel, hipExtModuleLaunchKernel, hipMemcpyWithStream,
  * hipGraphLaunch: all were dropped (0 launch calls: no kernel reached a phase, nothing
@@ -927,6 +948,7 @@ int main(int argc, char **argv)
     RUN(timport_keeps_a_blocking_copy_after_its_wait);
     RUN(timport_keeps_relative_times_when_base_time_follows_the_events);
     RUN(pkineto_reads_times_written_as_strings);
+    RUN(pkineto_skips_counts_out_of_range);
     RUN(pkineto_keeps_hip_launches_and_sync_calls);
     RUN(pkineto_reads_kernels_with_inf_and_nan_args);
     RUN(timport_names_unreadable_events_when_no_kernel_reads);

@@ -9,6 +9,8 @@
 #include "pjstream.h"
 #include "bounds.h"
 #include <ctype.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,8 @@
 /* An event or member longer than this is not a trace event (a kernel name is cut at a few
  * KB by Kineto; Python stacks with_stack=True reach tens of KB). */
 #define PKINETO_MAX_VALUE_BYTES ((size_t)64 << 20)
+/* a byte or element count of one copy or collective: 2^50 (a petabyte) */
+#define PK_COUNT_MAX 1125899906842624.0
 
 typedef struct {
     const pkineto_cb *cb;
@@ -117,6 +121,39 @@ static int64_t pk_int(const pjson *o, const char *k, int64_t d)
         return e != v->str ? x : d;
     }
     return pjson_get_int(o, k, d);
+}
+
+/* A count or id among an activity's args, checked: 0 where absent; -1 where it is negative,
+ * not whole or above hi (a correlation id past 2^32 saturated, and every record shared one
+ * id; bytes of 1e30 went through a cast): the event is then skipped, the first one named. */
+static int pk_arg_ok(pk *P, const pjson *a, const char *cat, const char *name, const char *key, double hi)
+{
+    const pjson *v = pjson_get(a, key);
+    double x = 0;
+    int ok = 1;
+    if (!v || v->type == PJSON_NULL)
+        return 0;
+    if (v->type == PJSON_NUM)
+        x = v->num;
+    else if (v->type == PJSON_STR) {
+        char *e;
+        x = strtod(v->str, &e);
+        ok = e != v->str;
+    } else
+        ok = 0;
+    ok = ok && isfinite(x) && x >= 0 && x <= hi && x == floor(x);
+    if (ok)
+        return 0;
+    pkineto_info *I = P->info;
+    if (!I->bad_events) {
+        char val[48];
+        if (pjson_write(v, val, sizeof val) < 0)
+            snprintf(val, sizeof val, "(too long)");
+        snprintf(I->first_bad, sizeof I->first_bad, "event %zu (cat %.24s, name \"%.40s\"): field "
+                 "args.%s: value %s: not a whole number in [0, %.0f]", I->events, cat, name, key, val, hi);
+    }
+    I->bad_events++;
+    return -1;
 }
 
 static void pk_int3(const pjson *arr, int32_t out[3])
@@ -483,6 +520,9 @@ static int pk_event(void *user, const char *text, size_t len)
     int64_t tid = tidv && tidv->type == PJSON_NUM ? tidv->i : 0;
     int rc = 0;
     if (pk_is(cat, "kernel", "Kernel")) {
+        if (pk_arg_ok(P, a, cat, name, "correlation", UINT32_MAX) || pk_arg_ok(P, a, cat, name, "In msg nelems", PK_COUNT_MAX) ||
+            pk_arg_ok(P, a, cat, name, "Out msg nelems", PK_COUNT_MAX) || pk_arg_ok(P, a, cat, name, "Group size", 65536))
+            return 0;
         ptrace_kernel k;
         memset(&k, 0, sizeof k);
         k.start_ns = s;
@@ -527,6 +567,8 @@ static int pk_event(void *user, const char *text, size_t len)
         if (cb->kernel)
             rc = cb->kernel(cb->user, &k);
     } else if (pk_is(cat, "gpu_memcpy", "Memcpy") || pk_is(cat, "gpu_memset", "Memset")) {
+        if (pk_arg_ok(P, a, cat, name, "correlation", UINT32_MAX) || pk_arg_ok(P, a, cat, name, "bytes", PK_COUNT_MAX))
+            return 0;
         ptrace_mem m;
         char kind[16] = "";
         memset(&m, 0, sizeof m);
