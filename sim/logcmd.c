@@ -42,7 +42,7 @@ static void log_usage(FILE *f)
 }
 
 typedef struct {
-    int bs, graph, len_c;      /* len_c: accept length in 0.01 tokens (-1: baseline) */
+    int bs, graph, len_c;      /* len_c: accept length in 0.001 tokens (-1: baseline) */
     double tok_s;
     int done, failed;
 } log_key;
@@ -83,9 +83,25 @@ static int log_cmp_bs(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* SGLang logs accept len to 2 decimals, so a logged depth + 1 (every draft token accepted, to
+ * the log's rounding) is read as depth + 0.995, the largest length that rounds to it: the
+ * acceptance models reach depth + 1 only at alpha 1. Counted in *capped. */
+static double log_len_in_reach(double len, const pm_shape *sh, size_t *capped)
+{
+    if (!sh->known)
+        return len;
+    int width[ACC_MAX_POS];
+    double lim = accept_tree_widths(sh->steps, sh->topk, sh->draft_tokens, width) + 1 - 0.005;
+    if (len > lim) {
+        ++*capped;
+        return lim;
+    }
+    return len;
+}
+
 /* One row of the acceptance table: n intervals of one batch size. Returns their accept
  * lengths' sum. */
-static double log_acc_row(const sglog_interval *const *v, size_t n, const pm_shape *sh)
+static double log_acc_row(const sglog_interval *const *v, size_t n, const pm_shape *sh, size_t *capped)
 {
     double s = 0, s2 = 0, mn = 1e300, mx = -1;
     for (size_t i = 0; i < n; i++) {
@@ -99,8 +115,8 @@ static double log_acc_row(const sglog_interval *const *v, size_t n, const pm_sha
     char spec[64] = "", al[16] = "-";
     double alpha;
     char aerr[256];
-    if (sh->known && accept_alpha_for_len(mean, sh->steps, sh->topk, sh->draft_tokens, &alpha, aerr,
-                                          sizeof aerr) == 0) {
+    if (sh->known && accept_alpha_for_len(log_len_in_reach(mean, sh, capped), sh->steps, sh->topk,
+                                          sh->draft_tokens, &alpha, aerr, sizeof aerr) == 0) {
         snprintf(al, sizeof al, "%.4f", alpha);
         snprintf(spec, sizeof spec, "alpha:%.4f", alpha);
     } else {
@@ -266,7 +282,7 @@ int logcmd_main(int argc, char **argv)
            "alpha", "--acceptance");
     printf("# %5s %9s %10s %8s %8s %8s %8s  %s\n", "-", "-", "tokens", "tokens", "tokens", "tokens", "-", "-");
     double all_sum = 0;
-    size_t all_n = 0;
+    size_t all_n = 0, capped_rows = 0;
     acc = malloc((nacc + 1) * sizeof *acc);
     if (!acc) {
         fprintf(stderr, "specsim log: out of memory\n");
@@ -279,14 +295,14 @@ int logcmd_main(int argc, char **argv)
     for (size_t i = 0, j; i < nacc; i = j) {
         for (j = i + 1; j < nacc && acc[j]->running_req == acc[i]->running_req; j++)
             ;
-        all_sum += log_acc_row(acc + i, j - i, &sh);
+        all_sum += log_acc_row(acc + i, j - i, &sh, &capped_rows);
         all_n += j - i;
     }
     if (all_n) {
         double mean = all_sum / (double)all_n, alpha;
         char aerr[256];
-        if (sh.known && accept_alpha_for_len(mean, sh.steps, sh.topk, sh.draft_tokens, &alpha, aerr,
-                                             sizeof aerr) == 0)
+        if (sh.known && accept_alpha_for_len(log_len_in_reach(mean, &sh, &capped_rows), sh.steps, sh.topk,
+                                             sh.draft_tokens, &alpha, aerr, sizeof aerr) == 0)
             printf("# all batch sizes: accept len %.3f over %zu intervals -> --acceptance alpha:%.4f "
                    "(steps %d, topk %d, draft_tokens %d)\n", mean, all_n, alpha, sh.steps, sh.topk,
                    sh.draft_tokens);
@@ -295,6 +311,9 @@ int logcmd_main(int argc, char **argv)
                    mean, all_n, mean, sh.known ? "" : " (alpha: give the speculative shape)");
         printf("# (a per-request histogram of accepted lengths is not in the log: SGLang returns it "
                "per request as meta_info spec_accept_histogram)\n");
+        if (capped_rows)
+            printf("# %zu of these accept lengths at the draft's limit (every draft token accepted, to the "
+                   "log's 2 decimals): alpha from the limit - 0.005\n", capped_rows);
     } else {
         printf("# no accept len in the log: a server without speculative decoding\n");
     }
@@ -316,7 +335,7 @@ int logcmd_main(int argc, char **argv)
     }
     keys = calloc(g.n + 1, sizeof *keys);
     errs = calloc(g.n + 1, sizeof *errs);
-    size_t nkeys = 0, npred = 0, nidle = 0;
+    size_t nkeys = 0, npred = 0, nidle = 0, capped_iv = 0;
     static simcfg_model mc;
     if (!keys || !errs) {
         fprintf(stderr, "specsim log: out of memory\n");
@@ -338,7 +357,8 @@ int logcmd_main(int argc, char **argv)
         if (x->gen_tok_s <= 0 || x->running_req < 1)
             continue;
         int graph = x->cuda_graph != 0;
-        int len_c = x->accept_len >= 0 ? (int)lround(x->accept_len * 100) : -1;
+        /* the accept length in thousandths (a logged limit is read 0.005 below it) */
+        int len_c = x->accept_len >= 0 ? (int)lround(log_len_in_reach(x->accept_len, &sh, &capped_iv) * 1000) : -1;
         log_key *k = NULL;
         for (size_t q = 0; q < nkeys && !k; q++)
             if (keys[q].bs == x->running_req && keys[q].graph == graph && keys[q].len_c == len_c)
@@ -363,8 +383,8 @@ int logcmd_main(int argc, char **argv)
                 snprintf(v, sizeof v, "%d", sh.draft_tokens);
                 bad = bad || log_set(&s, "draft-tokens", v, err, sizeof err);
                 /* accept len >= 1 always: 1 is a verify that kept only the bonus token */
-                snprintf(v, sizeof v, "%.2f", len_c / 100.0 > 1.0 ? len_c / 100.0 : 1.0);
-                bad = bad || (len_c > 100 ? log_set(&s, "accept-len", v, err, sizeof err)
+                snprintf(v, sizeof v, "%.3f", len_c / 1000.0 > 1.0 ? len_c / 1000.0 : 1.0);
+                bad = bad || (len_c > 1000 ? log_set(&s, "accept-len", v, err, sizeof err)
                                           : log_set(&s, "acceptance", "alpha:0", err, sizeof err));
             }
             if (!bad)
@@ -397,6 +417,9 @@ int logcmd_main(int argc, char **argv)
             printf("  %-28s %5d %5d %10.2f %12.2f %12.2f %8.2f%s\n", fl, x->running_req, graph,
                    x->accept_len, x->gen_tok_s, k->tok_s, e, idle ? "  idle" : "");
     }
+    if (capped_iv)
+        fprintf(csv ? stderr : stdout, "# %zu intervals logged accept len at the draft's limit (every draft "
+                "token accepted, to the log's 2 decimals): predicted at the limit - 0.005\n", capped_iv);
     if (npred) {
         double *ab = malloc(npred * sizeof *ab), mean = 0;
         size_t within = 0;

@@ -338,6 +338,26 @@ static void log_flags_idle_intervals(void)
     remove(path);
 }
 
+/* An accept len at the draft's limit (4.00 at steps 3: every draft token accepted, to the
+ * log's 2 decimals) is read 0.005 below it: the table suggested --accept-len 4.00, which the
+ * simulator refuses, and --model exited 2. */
+static void log_accept_len_at_the_limit_is_read_below_it(void)
+{
+    const char *path = "/tmp/test_sglog_limit.log";
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 2; i++)
+        fprintf(f, "[t TP0] Decode batch, #running-req: 4, #token: 900, accept len: %s, cuda graph: True, "
+                "gen throughput (token/s): 780.00, #queue-req: 0\n", i ? "4.00" : "3.90");
+    fclose(f);
+    char *out, cmd[512];
+    snprintf(cmd, sizeof cmd, "log %s --spec-shape 3,1,4 --model models/example-llama8b.json --iterations 300", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "2 intervals predicted") &&
+          strstr(out, "# 1 intervals logged accept len at the draft's limit") && !strstr(out, "--accept-len 4.00"),
+          "output: %s", out ? out : "");
+    free(out);
+    remove(path);
+}
+
 /* DP attention: each DP rank logs its own batch ("[.. DP1 TP1 ..]"); the log says once how
  * many DP ranks it holds and that DP attention is not modelled; one DP rank's log says nothing. */
 static void log_says_dp_ranks_once(void)
@@ -465,6 +485,7 @@ int main(int argc, char **argv)
     RUN(log_says_dp_ranks_once);
     RUN(log_table_time_does_not_grow_with_the_batch_size);
     RUN(log_with_no_readable_line_is_refused);
+    RUN(log_accept_len_at_the_limit_is_read_below_it);
     RUN(sglog_refuses_an_accept_length_below_one);
     return check_done();
 }
