@@ -122,9 +122,17 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
         s->tp_size = (int)tp->valuedouble;
     }
     const cJSON *dcg = cJSON_GetObjectItemCaseSensitive(j, "disable_cuda_graph");
+    const cJSON *bsl = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs"), *mbs;
+    if ((dcg && !cJSON_IsBool(dcg) && !cJSON_IsNull(dcg)) || (bsl && !cJSON_IsArray(bsl) && !cJSON_IsNull(bsl))) {
+        int d = dcg && !cJSON_IsBool(dcg) && !cJSON_IsNull(dcg);
+        char *v = cJSON_PrintUnformatted(d ? dcg : bsl);
+        snprintf(err, errlen, "%s: field %s: value %.60s: not %s", path, d ? "disable_cuda_graph" : "cuda_graph_bs",
+                 v ? v : "?", d ? "true, false or null" : "a list of batch sizes or null");
+        free(v);
+        goto out;
+    }
     if (cJSON_IsTrue(dcg))
         s->cuda_graph = 0;
-    const cJSON *bsl = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs"), *mbs;
     if (cJSON_IsArray(bsl)) {
         const cJSON *e;
         cJSON_ArrayForEach(e, bsl) {
@@ -201,6 +209,20 @@ int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
     if (!j || !cJSON_IsObject(j)) {
         snprintf(err, errlen, "%s: not a JSON object (expected SGLang's server_args.json, the "
                  "/get_server_info reply)", path);
+        cJSON_Delete(j);
+        return -1;
+    }
+    /* an object with none of ServerArgs' fields is some other JSON (it was read as a baseline
+     * server with every default) */
+    static const char *const known[] = {"model_path", "tp_size", "speculative_algorithm", "cuda_graph_max_bs",
+                                        "cuda_graph_bs", "disable_cuda_graph", "served_model_name"};
+    int any = 0;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        any |= cJSON_GetObjectItemCaseSensitive(j, known[k]) != NULL;
+    if (!any) {
+        snprintf(err, errlen, "%s: no field of SGLang's ServerArgs (model_path, tp_size, speculative_algorithm, "
+                 "cuda_graph_max_bs, ...) at its top level (first field: %.40s): not a server_args.json",
+                 path, j->child && j->child->string ? j->child->string : "none");
         cJSON_Delete(j);
         return -1;
     }

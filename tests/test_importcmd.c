@@ -71,7 +71,8 @@ static void foreign_traces_are_refused_with_exit_2(void)
     snprintf(cmd, sizeof cmd, "fit %s -o %s/m.json --profile vllm", FIXTURE, tmpdir);
     expect_2(cmd, "--profile", "vllm");
     snprintf(cmd, sizeof cmd, "import %s --server-args %s", FIXTURE, cpu);
-    expect_2(cmd, "cpu-only.json", "speculative_num_steps");   /* a baseline server's args */
+    expect_2(cmd, "cpu-only.json", "not a server_args.json");   /* a trace, not server args (it was read
+                                                                    * as a baseline server's) */
 }
 
 /* --instances once went through atoi: -1, abc, 3x and 1e300 printed the report, exit 0 */

@@ -198,6 +198,18 @@ static void refusals_name_file_field_and_value(void)
     phasemap_init(&pm);
     CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == -1 && strstr(err, "args-tp.json") &&
           strstr(err, "field tp_size") && strstr(err, "1e+300"), "message '%s'", err);
+    /* disable_cuda_graph or cuda_graph_bs written as strings were ignored */
+    snprintf(path, sizeof path, "%s/args-types.json", tmpdir);
+    write_file(path, "{\"tp_size\": 1, \"disable_cuda_graph\": \"true\"}");
+    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == -1 && strstr(err, "field disable_cuda_graph") &&
+          strstr(err, "\"true\""), "message '%s'", err);
+    write_file(path, "{\"tp_size\": 1, \"cuda_graph_bs\": \"1,2,4\"}");
+    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == -1 && strstr(err, "field cuda_graph_bs") &&
+          strstr(err, "\"1,2,4\""), "message '%s'", err);
+    /* JSON of another kind (the object nested one level down) was read as a baseline server */
+    write_file(path, "{\"server_args\": {\"tp_size\": 1}}");
+    CHECK(phasemap_shape_load(&pm.shape, path, err, sizeof err) == -1 && strstr(err, "args-types.json") &&
+          strstr(err, "not a server_args.json") && strstr(err, "first field: server_args"), "message '%s'", err);
     /* a baseline server's args: the shape stays unknown, the trace is refused naming it */
     snprintf(path, sizeof path, "%s/args-base.json", tmpdir);
     write_file(path, "{\"tp_size\": 1, \"speculative_algorithm\": null, \"cuda_graph_max_bs\": 160}");
