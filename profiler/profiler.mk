@@ -99,6 +99,13 @@ $(BIN)/corr_probe: profiler/demo/corr_probe.cu
 	$(if $(Q),@echo "  NVCC    $@")
 	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti -ldl
 
+# Per-node times of a CUDA graph without CUPTI: an instrumented clone with event nodes, against
+# CUPTI's records (profiler/demo/node_probe.cu, docs/profiler.md).   make bin/node_probe
+$(BIN)/node_probe: profiler/demo/node_probe.cu
+	@mkdir -p $(BIN)
+	$(if $(Q),@echo "  NVCC    $@")
+	$(Q)$(NVCC) $(NVCCFLAGS) -cudart shared -I$(CUDA_INC) -o $@ $< -L$(CUDA_LIBD) -Xlinker -rpath,$(CUDA_LIBD) -lcupti -lcublas -L$(CUDA_LIBD)/stubs -lcuda
+
 # tests/test_ptrace_cupti.c feeds synthetic CUPTI records through the injection library's
 # record converter; it needs CUPTI's headers and library, else it only reports a skip.
 HAVE_CUPTI := $(shell test -f $(CUDA_INC)/cupti.h && test -e $(CUDA_LIBD)/libcupti.so && echo yes)
