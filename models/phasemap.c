@@ -1274,7 +1274,7 @@ int phasemap_apply(const phasemap *pm, fit_trace *t, pm_stats *stp, char *err, s
             snprintf(err, errlen, "%s: field ranges: value 0: no annotation spans (NVTX ranges or "
                      "user_annotation) name the phases; record SGLang with its profiler (it "
                      "emits record_function spans), or name them with --phase-map", t->file);
-        else if (prof == PM_SGLANG && st->prefill_steps == st->ignored)
+        else if (prof == PM_SGLANG && st->prefill_steps > 0 && st->prefill_steps == st->ignored)
             /* profile_by_stage writes a trace per stage, suffix f"-{stage.name}" (EXTEND,
              * DECODE: managers/scheduler_profiler_mixin.py, utils/profile_utils.py
              * _trace_filename) or f"-{stage}" (prefill, decode: the ProfileManager of

@@ -541,6 +541,26 @@ static void sglang_step_batch_out_of_range_is_named(void)
     }
 }
 
+/* A SGLang trace none of whose spans became a phase and none a prefill step (a step whose bs=
+ * is a full-width digit is read as no step) was refused as "only prefill forward spans (0,
+ * e.g. )": it says no span names a phase. */
+static void sglang_trace_without_phases_names_its_spans(void)
+{
+    char err[1024] = "";
+    fit_trace t;
+    phasemap pm;
+    fit_trace_init(&t, "idle.json");
+    ptrace_range stage = {1000, 9000, "verify", "", 1, 1, 0, 0, 0};
+    ptrace_range step = {2000, 8000, "step[TARGET_VERIFY bs=\xef\xbc\x93]", "", 1, 1, 0, 0, 0};
+    fit_trace_add_range(&t, &stage);
+    fit_trace_add_range(&t, &step);
+    phasemap_init(&pm);
+    CHECK(phasemap_shape_flag(&pm.shape, "3,1,4", err, sizeof err) == 0, "%s", err);
+    CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "idle.json") &&
+          !strstr(err, "only prefill") && !strstr(err, "e.g. )"), "message '%s'", err);
+    fit_trace_free(&t);
+}
+
 int main(void)
 {
     /* these tests compare times exactly: keep Kineto's times as they are (test_pkineto
@@ -557,6 +577,7 @@ int main(void)
     RUN(phase_map_rules_capture_shapes);
     RUN(kineto_with_sglang_spans_fits_like_specprof_words);
     RUN(sglang_step_batch_out_of_range_is_named);
+    RUN(sglang_trace_without_phases_names_its_spans);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
