@@ -380,6 +380,12 @@ int ar_link_from_text(const char *text, const char *path, ar_link *l, char *err,
                  at && !root ? at : "");
         goto done;
     }
+    for (const cJSON *it = root->child; it; it = it->next)   /* cJSON keeps the first of two */
+        for (const cJSON *p = root->child; p != it; p = p->next)
+            if (it->string && p->string && !strcmp(p->string, it->string)) {
+                snprintf(err, errlen, "%s: field %.40s: given twice", path, it->string);
+                goto done;
+            }
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "specsim_link");
     if (!cJSON_IsNumber(fmt) || fmt->valuedouble != AR_LINK_FORMAT) {
         char *t = fmt ? cJSON_PrintUnformatted(fmt) : NULL;

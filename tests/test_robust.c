@@ -97,6 +97,9 @@ static void robust_numbers_out_of_range_exit_2(void)
     write_file("thinlink.json", "{\"specsim_link\": 1, \"latency_us\": 5, \"bw_gbps\": 1e-300, "
                "\"floor_us\": 10}");
     write_file("explen.json", "{\"output_len\": \"exp:1e12\"}");
+    /* a key given twice: cJSON kept the first, silently (a model file refuses it) */
+    write_file("twicelink.json", "{\"specsim_link\": 1, \"latency_us\": 5, \"bw_gbps\": 40, "
+               "\"floor_us\": 10, \"bw_gbps\": 4}");
     const struct { const char *cmd, *w1, *w2; } c[] = {
         /* a verify costing 1e300 us once ran faster than the example (the ns sum wrapped) */
         {"%S run --model %D/cost1e300.json", "cost1e300.json: field phases.verify.groups[0].base_us: "
@@ -111,6 +114,8 @@ static void robust_numbers_out_of_range_exit_2(void)
          "out of range"},
         {"%S run --model %D/ok.json --ranks 4 --link %D/thinlink.json", "field bw_gbps: value 1e-300",
          "[0.001, 100000] GB/s"},
+        {"%S run --model %D/ok.json --ranks 4 --link %D/twicelink.json", "twicelink.json: field bw_gbps",
+         "given twice"},
         {"%S run --model %D/ok.json --graph-launch-us 1e300", "--graph-launch-us", "value 1e300"},
         /* pad + 1 overflowed the cost cache's size */
         {"%S run --model %D/ok.json --cuda-graph-bs 2147483647", "2147483647", "[1, 65536]"},
