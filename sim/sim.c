@@ -823,8 +823,9 @@ double sim_now_s(void)
 /* A run (p->eta_note: specsim run) whose known length will run past SIM_ETA_NOTE_S says so
  * once, 2 s in: --iterations 1e9 is minutes to hours of one core, and nothing else would
  * tell a user why the command has not returned. Known: a fixed length; with --precision its
- * warm-up (--warmup 1e9 once ran 10 min without a word); with --requests the requests left
- * at the rate they finish (--requests 1e9: hours). */
+ * warm-up (--warmup 1e9 once ran 10 min without a word), else the most it can take (its
+ * --iterations cap: --precision 1e-9 at concurrency 4096 ran 88 s silently); with --requests
+ * the requests left at the rate they finish (--requests 1e9: hours). */
 static void sim_eta_note(sim_state *S, long it)
 {
     const sim_params *p = S->p;
@@ -850,11 +851,16 @@ static void sim_eta_note(sim_state *S, long it)
         return;
     }
     if (p->precision > 0) {
-        double left = per * (double)(p->warmup - it);
+        double left = per * (double)(p->warmup - it), cap = per * (double)(p->warmup + p->iterations - it);
         if (left >= SIM_ETA_NOTE_S)
             fprintf(stderr, "specsim: note: --warmup %ld will take about %.0f min more before "
                     "the measured window (%.2g us of this machine an iteration); Ctrl-C stops "
                     "it\n", p->warmup, left / 60, 1e6 * per);
+        else if (cap >= SIM_ETA_NOTE_S)   /* where tok/s becomes known is not; the cap is */
+            fprintf(stderr, "specsim: note: --precision %g ends the run once tok/s is known to it, "
+                    "at the latest at --iterations %ld: up to about %.0f min more (%.2g us of this "
+                    "machine an iteration); Ctrl-C stops it\n", p->precision, p->iterations,
+                    cap / 60, 1e6 * per);
         return;
     }
     double left = per * (double)(p->warmup + p->iterations - it);

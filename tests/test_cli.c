@@ -524,6 +524,7 @@ static void cli_long_runs_say_so(void)
     struct { const char *args, *want; } cases[] = {
         {"--warmup 1000000000", "note: --warmup 1000000000 will take about"},
         {"--requests 1000000000 --precision 0", "note: --requests 1000000000 will take about"},
+        {"--precision 1e-9 --iterations 1000000000", "at the latest at --iterations 1000000000: up to about"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char cmd[1024], *out;
