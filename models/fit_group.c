@@ -177,8 +177,6 @@ static double fg_eval(const double coef[NCOL], double knee, const fg_par *fp, do
  * than 8 cells leave no more than a point or two per parameter (the synthetic 6-configuration
  * calibration of tests/test_fit.c drops its attention KV term at 4-5 cells). */
 #define FIT_CV_MIN_CELLS 8
-/* A left-out cell's relative error counts up to this in the group's out-of-sample residual. */
-#define FIT_LOO_REL_MAX 1.0
 
 /* Knee search over 0 and the distinct token counts of the points use[0..m) below the
  * largest, non-negative columns; ties go to the larger knee. Returns chisq or -1. */

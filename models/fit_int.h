@@ -120,6 +120,9 @@ typedef struct {
 /* The simulator's jitter truncates at 3 sd and needs (1 + sd*z) > 0: sd_frac < 1/3
  * (sim/jitter.h). Larger measured spreads are capped, with one warning for all groups. */
 #define FIT_SD_FRAC_MAX 0.3
+/* A left-out cell's relative error counts up to this in a group's out-of-sample residual
+ * (fit_group.c's cross-validation, fit_sweep.c's comparison of forms). */
+#define FIT_LOO_REL_MAX 1.0
 
 typedef struct {
     const fit_trace *tr;

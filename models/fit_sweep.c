@@ -91,6 +91,14 @@ static fit_point fs_residual(const fit_point *p)
     return r;
 }
 
+/* A left-out cell's squared relative error, each counted up to FIT_LOO_REL_MAX (as the
+ * smooth fit's own leave-one-out counts them) */
+static double fs_rel2(double pred, double y)
+{
+    double r = fmin(fabs(pred - y) / y, FIT_LOO_REL_MAX);
+    return r * r;
+}
+
 /* Leave-one-cell-out comparison of three forms of a GEMM group: the smooth fit alone
  * (fit_group without the sweep), the sweep alone (us = base + scale * sweep_us), and the
  * sweep at its measured cost plus the smooth fit of what it leaves (kernels of the group
@@ -134,12 +142,14 @@ void fit_sweep_try(const fit_point *pts, size_t n, const fit_group_ctx *c,
             (resid && fit_group(res, m, &c2, &r, NULL, e2, sizeof e2)))
             continue;   /* e.g. one token count left */
         double y = cl[j].us;
+        if (!(y > 0))
+            continue;   /* a cell of no cost has no relative error (it read inf, then NaN) */
         double ps = a + b * cl[j].x;
         double pm = wm_group_us_q(em, &g, cl[j].tokens, cl[j].kv, cl[j].q);
         double pr = wm_group_us_q(em, &r, cl[j].tokens, cl[j].kv, cl[j].q) + cl[j].x;
-        e_sw += (ps - y) * (ps - y) / (y * y);
-        e_sm += (pm - y) * (pm - y) / (y * y);
-        e_rs += (pr - y) * (pr - y) / (y * y);
+        e_sw += fs_rel2(ps, y);
+        e_sm += fs_rel2(pm, y);
+        e_rs += fs_rel2(pr, y);
         k++;
     }
     if (k < 3)

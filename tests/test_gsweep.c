@@ -245,6 +245,40 @@ static void fit_drops_sweep_that_does_not_explain_the_group(void)
     free(st.cell);
 }
 
+/* A cell of no cost (a group that ran nothing at one token count: a node-level reference of
+ * another shape filled it) gave the sweep's left-out comparison 0/0: "inf% rms", a NaN
+ * residual, and a model that would not load back. It has no relative error and is left out. */
+static void fit_sweep_comparison_leaves_out_a_cell_of_no_cost(void)
+{
+    static wm_model m;
+    wm_init(&m);
+    m.sweep.ntok = 2;
+    m.sweep.nsite = 1;
+    m.sweep.site[0].phases = 1u << WM_VERIFY;
+    m.sweep.site[0].per_forward = 1;
+    m.sweep.tok[0] = 1, m.sweep.tok[1] = 600;
+    m.sweep.site[0].us[0] = 50, m.sweep.site[0].us[1] = 290;
+    static const double cal[] = {8, 24, 48, 64, 128, 192, 256};
+    fit_point pts[64];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof cal / sizeof cal[0]; i++)
+        for (int r = 0; r < 3; r++)
+            pts[n++] = (fit_point){.tokens = cal[i], .us = i == 3 ? 0 : (100 + 0.4 * cal[i]) * (1 + 0.01 * (r - 1)),
+                                   .q_per_row = 1, .sweep_us = wm_sweep_us(&m, WM_VERIFY, cal[i], 1)};
+    const char *names[] = {"a"};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "gemm",
+                       .sweep = 1, .sweep_phase = WM_VERIFY};
+    wm_group g;
+    fit_group_stats st;
+    char err[512];
+    memset(&g, 0, sizeof g);
+    CHECK(fit_group(pts, n, &c, &g, &st, err, sizeof err) == 0, "%s", err);
+    double rf = fit_group_resid_frac(&st);
+    CHECK(isfinite(st.loo_sweep) && isfinite(st.loo_smooth) && isfinite(rf) && rf >= 0,
+          "loo sweep %g smooth %g resid_frac %g", st.loo_sweep, st.loo_smooth, rf);
+    free(st.cell);
+}
+
 int main(void)
 {
     snprintf(tmpdir, sizeof tmpdir, "/tmp/test_gsweep.XXXXXX");
@@ -258,6 +292,7 @@ int main(void)
     RUN(gsweep_model_round_trips_and_refuses);
     RUN(fit_keeps_sweep_that_predicts_an_unseen_step);
     RUN(fit_drops_sweep_that_does_not_explain_the_group);
+    RUN(fit_sweep_comparison_leaves_out_a_cell_of_no_cost);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
     if (check_tests_failed == 0 && system(cmd) != 0)
