@@ -211,19 +211,37 @@ static void fit_keeps_sweep_that_predicts_an_unseen_step(void)
     free(st2.cell);
 }
 
+/* m's sweep: one site of verify, one forward, n token counts tok[] timed us[]. */
+static void sweep_verify(wm_model *m, int n, const double *tok, const double *us)
+{
+    wm_init(m);
+    m->sweep.ntok = n;
+    m->sweep.nsite = 1;
+    m->sweep.site[0].phases = 1u << WM_VERIFY;
+    m->sweep.site[0].per_forward = 1;
+    for (int i = 0; i < n; i++) {
+        m->sweep.tok[i] = tok[i];
+        m->sweep.site[0].us[i] = us[i];
+    }
+}
+
+/* The verify GEMM group of one trace fitted with the sweep: fit_group's status. */
+static int fit_verify_gemm(const fit_point *pts, size_t n, wm_group *g, fit_group_stats *st, char *err,
+                           size_t errlen)
+{
+    static const char *const names[] = {"a"};
+    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "gemm",
+                       .sweep = 1, .sweep_phase = WM_VERIFY};
+    memset(g, 0, sizeof *g);
+    return fit_group(pts, n, &c, g, st, err, errlen);
+}
+
 static void fit_drops_sweep_that_does_not_explain_the_group(void)
 {
     static wm_model m;
-    wm_init(&m);
     /* a sweep curve that rises with the tokens but not like the group's cost: a step at
      * 100 tokens the group does not have */
-    m.sweep.ntok = 4;
-    m.sweep.nsite = 1;
-    m.sweep.site[0].phases = 1u << WM_VERIFY;
-    m.sweep.site[0].per_forward = 1;
-    m.sweep.tok[0] = 1, m.sweep.tok[1] = 99, m.sweep.tok[2] = 100, m.sweep.tok[3] = 600;
-    m.sweep.site[0].us[0] = 100, m.sweep.site[0].us[1] = 110;
-    m.sweep.site[0].us[2] = 400, m.sweep.site[0].us[3] = 420;
+    sweep_verify(&m, 4, (const double[]){1, 99, 100, 600}, (const double[]){100, 110, 400, 420});
     static const double cal[] = {8, 24, 48, 64, 128, 192, 256, 384, 512};
     fit_point pts[64];
     size_t n = 0;
@@ -232,14 +250,10 @@ static void fit_drops_sweep_that_does_not_explain_the_group(void)
             pts[n++] = (fit_point){.tokens = cal[i], .us = (100 + 0.4 * cal[i]) * (1 + 0.01 * (r - 1)),
                                    .q_per_row = 1,
                                    .sweep_us = wm_sweep_us(&m, WM_VERIFY, cal[i], 1)};
-    const char *names[] = {"a"};
-    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "gemm",
-                       .sweep = 1, .sweep_phase = WM_VERIFY};
     wm_group g;
     fit_group_stats st;
     char err[512];
-    memset(&g, 0, sizeof g);
-    CHECK(fit_group(pts, n, &c, &g, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(fit_verify_gemm(pts, n, &g, &st, err, sizeof err) == 0, "%s", err);
     CHECK(st.sweep_kept == 0 && g.sweep_scale == 0, "kept %d scale %g", st.sweep_kept, g.sweep_scale);
     CHECK_NEAR(wm_group_us_q(&m, &g, 300, 0, 1), 100 + 0.4 * 300, 0, 0.03);
     free(st.cell);
@@ -251,13 +265,7 @@ static void fit_drops_sweep_that_does_not_explain_the_group(void)
 static void fit_sweep_comparison_leaves_out_a_cell_of_no_cost(void)
 {
     static wm_model m;
-    wm_init(&m);
-    m.sweep.ntok = 2;
-    m.sweep.nsite = 1;
-    m.sweep.site[0].phases = 1u << WM_VERIFY;
-    m.sweep.site[0].per_forward = 1;
-    m.sweep.tok[0] = 1, m.sweep.tok[1] = 600;
-    m.sweep.site[0].us[0] = 50, m.sweep.site[0].us[1] = 290;
+    sweep_verify(&m, 2, (const double[]){1, 600}, (const double[]){50, 290});
     static const double cal[] = {8, 24, 48, 64, 128, 192, 256};
     fit_point pts[64];
     size_t n = 0;
@@ -265,14 +273,10 @@ static void fit_sweep_comparison_leaves_out_a_cell_of_no_cost(void)
         for (int r = 0; r < 3; r++)
             pts[n++] = (fit_point){.tokens = cal[i], .us = i == 3 ? 0 : (100 + 0.4 * cal[i]) * (1 + 0.01 * (r - 1)),
                                    .q_per_row = 1, .sweep_us = wm_sweep_us(&m, WM_VERIFY, cal[i], 1)};
-    const char *names[] = {"a"};
-    fit_group_ctx c = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "gemm",
-                       .sweep = 1, .sweep_phase = WM_VERIFY};
     wm_group g;
     fit_group_stats st;
     char err[512];
-    memset(&g, 0, sizeof g);
-    CHECK(fit_group(pts, n, &c, &g, &st, err, sizeof err) == 0, "%s", err);
+    CHECK(fit_verify_gemm(pts, n, &g, &st, err, sizeof err) == 0, "%s", err);
     double rf = fit_group_resid_frac(&st);
     CHECK(isfinite(st.loo_sweep) && isfinite(st.loo_smooth) && isfinite(rf) && rf >= 0,
           "loo sweep %g smooth %g resid_frac %g", st.loo_sweep, st.loo_smooth, rf);
