@@ -353,11 +353,13 @@ static size_t fn_mark_odd(fn_ix *x)
  * replay's extents; its counted launches a quarter of the way or more from the shape's median
  * to the odd instance's eager launches), nearest KV context, the least used (consecutive lite
  * instances of one shape take consecutive reference instances); else the same phase's nearest
- * shape by tokens then ctx (*nearest = 1). NULL: none of the phase. */
+ * shape by tokens then ctx (*nearest = 1), one of the same structure first (graph or eager,
+ * and the forwards it runs: a draft of steps 5 runs 4, whose kernels do not fit one forward's
+ * span); *nearest = 2 where the phase has none of that structure. NULL: none of the phase. */
 static fn_inst *fn_choose(fn_run *F, const fn_inst *li, double lspan, int *ri, int *nearest)
 {
     fn_inst *best = NULL;
-    int bexact = 0, bgood = 0;
+    int bexact = 0, bgood = 0, bstruct = 0;
     double bd0 = 0, bd1 = 0;
     for (int r = 0; r < F->nref; r++)
         for (size_t i = 0; i < F->ref[r].nin; i++) {
@@ -377,19 +379,22 @@ static fn_inst *fn_choose(fn_run *F, const fn_inst *li, double lspan, int *ri, i
             int good = !((c->odd & FN_ODD_IDLE_BIT) && !span_ok) && !((c->odd & FN_ODD_RECS_BIT) && !launch_ok);
             double d0 = exact ? 0 : fabs(c->sh.tokens - li->sh.tokens);
             double d1 = fabs(c->sh.kv - li->sh.kv);
-            int better = !best || exact > bexact || (exact == bexact && good > bgood) ||
-                         (exact == bexact && good == bgood && (d0 < bd0 || (d0 == bd0 && (d1 < bd1 ||
+            int same = c->sh.graph == li->sh.graph && c->sh.F == li->sh.F;
+            int better = !best || exact > bexact || (exact == bexact && same > bstruct) ||
+                         (exact == bexact && same == bstruct && good > bgood) ||
+                         (exact == bexact && same == bstruct && good == bgood && (d0 < bd0 || (d0 == bd0 && (d1 < bd1 ||
                           (d1 == bd1 && c->used < best->used)))));
             if (better) {
                 best = c;
                 *ri = r;
                 bexact = exact;
+                bstruct = same;
                 bgood = good;
                 bd0 = d0;
                 bd1 = d1;
             }
         }
-    *nearest = best && !bexact;
+    *nearest = best && !bexact ? (bstruct ? 1 : 2) : 0;
     return best;
 }
 
@@ -1063,6 +1068,14 @@ int fit_nodes_fill(fit_trace *t, const fit_trace *ref, int nref, FILE *log, fit_
                 snprintf(err, errlen, "%s: range \"%s\": phase %s: no instance of this phase "
                          "in the node-level reference traces (--nodes): its kernels are unknown",
                          t->file, t->rng[li->rng].name, wm_phase_name[li->phase]);
+                goto out;
+            }
+            if (near == 2) {   /* 4 draft forwards' kernels squeezed into one forward's span */
+                snprintf(err, errlen, "%s: range \"%s\": phase %s: no instance of this phase with its "
+                         "structure (graph=%d forwards=%d) in the node-level reference traces (--nodes), "
+                         "the nearest \"%s\": its kernels are unknown; give a reference that ran each "
+                         "draft length and graph mode the capture ran", t->file, t->rng[li->rng].name,
+                         wm_phase_name[li->phase], li->sh.graph, li->sh.F, F.ref[ri].t->rng[rin->rng].name);
                 goto out;
             }
             rin->used++;

@@ -161,6 +161,43 @@ static void fit_nodes_splits_graph_span_by_reference_shares(void)
     fit_trace_free(&lite);
 }
 
+/* The nearest-shape fill takes a reference of the lite instance's structure (graph or eager,
+ * forwards) before a nearer one of another, and refuses where the phase has none: a draft of
+ * steps 5 (4 forwards) squeezed into a one-forward draft's span gave a model one iteration
+ * 636 ms long (specbench's lite-equivalent against a reference of one configuration). */
+static void fit_nodes_nearest_fill_keeps_the_structure(void)
+{
+    static const char *const D1B = "draft tokens=24 bs=24 rows=24 ctx=100 graph=1 steps=2 topk=1 forwards=1";
+    static const char *const D4 = "draft tokens=8 bs=8 rows=8 ctx=100 graph=1 steps=5 topk=1 forwards=4";
+    static const char *const L = "draft tokens=4 bs=4 rows=4 ctx=100 graph=1 steps=2 topk=1 forwards=1";
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[1024] = "";
+    for (int with_d1 = 0; with_d1 < 2; with_d1++) {
+        fit_trace_init(&ref, "ref");
+        t_range(&ref, D4, 90, 210);            /* nearest by tokens: 4 forwards */
+        t_api(&ref, "cudaGraphLaunch", 91, 95, 10, 3);
+        t_kern(&ref, "k4", 100, 200, 10, 5);
+        if (with_d1) {                         /* further by tokens: one forward, as the lite */
+            t_range(&ref, D1B, 290, 410);
+            t_api(&ref, "cudaGraphLaunch", 291, 295, 11, 3);
+            t_kern(&ref, "k1", 300, 400, 11, 5);
+        }
+        t_lite(&lite, "lite");
+        t_range(&lite, L, 900, 1300);
+        t_api(&lite, "cudaGraphLaunch", 901, 903, 77, 1);
+        t_gl(&lite, 1000, 1200, 77, 1, L);
+        int rc = fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err);
+        if (with_d1)
+            CHECK(rc == 0 && find_k(&lite, "k1", 77) && !find_k(&lite, "k4", 77), "rc %d: %s", rc, err);
+        else
+            CHECK(rc == -1 && strstr(err, "lite") && strstr(err, "phase draft") &&
+                  strstr(err, "graph=1 forwards=1") && strstr(err, D4), "rc %d: %s", rc, err);
+        fit_trace_free(&ref);
+        fit_trace_free(&lite);
+    }
+}
+
 /* Four reference replays of one configuration: three run k1 then k2 back to back over 100 us
  * (ctx 100, 200, 300), the fourth (ctx 390, nearest the lite instance's 400) stalls 100 us
  * between them. The lite replay measured 100 us: filled from a normal replay its kernels keep
@@ -729,6 +766,7 @@ int main(void)
         return 1;
     }
     RUN(fit_nodes_splits_graph_span_by_reference_shares);
+    RUN(fit_nodes_nearest_fill_keeps_the_structure);
     RUN(fit_nodes_odd_reference_is_passed_over);
     RUN(fit_nodes_refuses_a_capture_range_never_opened);
     RUN(fit_nodes_capture_iteration_is_passed_over);
