@@ -94,7 +94,9 @@ bench: $(BIN)/specsim $(BUILD)/tests/test_pkineto $(BUILD)/tests/test_fit_sample
 # the held-out grid of the same call (traces/torch/call4), the scale check, then Hugging Face
 # assisted generation's (issue 21, models/hf_validate.sh); every table is written even when
 # an earlier one misses its targets. Last, the lite fit on the committed captures' lite
-# equivalents (models/lite_offline.sh: traces/validation/lite_offline.txt, docs/fit.md 1b).
+# equivalents (models/lite_offline.sh: traces/validation/lite_offline.txt, docs/fit.md 1b), and
+# the lite fit against references cut to some configurations (models/ref_cut_check.sh:
+# traces/validation/ref_cut.txt, docs/profiler.md "Not done").
 TORCH_VALIDATE = VALIDATE_CALIB=traces/torch/call4/always VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE_TARGET_MAX=6
 # torchbench again one session later (H200 call 6, traces/torch/call6): the dense preset's
 # always-mode capture and grid of one call (a replicate of call 4's procedure), and the eager
@@ -157,7 +159,8 @@ validate: $(BIN)/specsim
 	  sh models/lite_validate.sh $$d $(BIN)/specsim > /dev/null || rc=$$?; cat $$d/lite_vs_node.txt; done; \
 	sh models/scalecheck.sh $(BIN)/specsim || rc=$$?; \
 	sh models/hf_validate.sh $(BIN)/specsim || rc=$$?; \
-	sh models/lite_offline.sh $(BIN)/specsim > /dev/null || rc=$$?; exit $$rc
+	sh models/lite_offline.sh $(BIN)/specsim > /dev/null || rc=$$?; \
+	sh models/ref_cut_check.sh $(BIN)/specsim > /dev/null || rc=$$?; exit $$rc
 
 # The worked example of docs/examples/kimi-k25-pcie.md (Kimi K2.5, TP=8, RTX PRO 6000, PCIe).
 example: $(BIN)/specsim
