@@ -288,6 +288,12 @@ int simcfg_load_json(simcfg_set_t *s, const char *path, char *err, size_t errlen
             goto out;
         } else if (cJSON_IsBool(it)) {
             snprintf(val, sizeof val, "%d", cJSON_IsTrue(it) ? 1 : 0);
+        } else if (cJSON_IsNumber(it) && k->type == SK_STR &&
+                   (!strcmp(k->name, "model") || !strcmp(k->name, "timeline"))) {
+            /* a file name: "model": 3 was opened as a file named "3" ("3: cannot open") */
+            snprintf(err, errlen, "%s: field %s: value %.17g: a file name must be a string", path,
+                     it->string, it->valuedouble);
+            goto out;
         } else if (cJSON_IsNumber(it)) {
             snprintf(val, sizeof val, "%.17g", it->valuedouble);
         } else if (cJSON_IsArray(it) && k->type == SK_STR) {

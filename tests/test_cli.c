@@ -112,6 +112,8 @@ static void cli_bad_input_exits_2(void)
          * twice (the last won) were taken in silence */
         {"--config %D/bool.json", "bool.json", "field steps: value true"},
         {"--config %D/twice.json", "twice.json", "field cuda_graph_bs: value \"4\": given twice"},
+        /* a file name written as a number was opened as "3" ("3: cannot open") */
+        {"--config %D/modelnum.json", "modelnum.json", "field model: value 3: a file name"},
         /* CUDA graphs, batch, ranks */
         {"--cuda-graph-bs ''", "--cuda-graph-bs", "empty"},
         {"--cuda-graph-bs 1,x,4", "--cuda-graph-bs", "\"x\""},
@@ -575,6 +577,7 @@ int main(int argc, char **argv)
     write_file("alpha.json", "{\"alpha\": 1.5}");
     write_file("chain.json", "{\"steps\": 3, \"draft_tokens\": 7}");
     write_file("bool.json", "{\"steps\": true, \"baseline\": true}");
+    write_file("modelnum.json", "{\"model\": 3}");
     write_file("twice.json", "{\"cuda-graph-bs\": \"1,2\", \"cuda_graph_bs\": \"4\"}");
     RUN(cli_bad_input_exits_2);
     RUN(cli_same_seed_same_bytes);
