@@ -23,7 +23,7 @@
 #define SIMCFG_PREC_MAX_ITERS 1000000L
 
 const simcfg_knob simcfg_knobs[] = {
-    K("model", SK_STR, model, -1, -2, 0, "", "workload model JSON (docs/model-format.md)"),
+    K("model", SK_STR, model, -1, -2, SK_PATH, "", "workload model JSON (docs/model-format.md)"),
     K("acceptance", SK_STR, acceptance, -1, -2, SK_SPEC_ONLY, "", "acceptance model: alpha:A, "
       "positional:P1,P2,.. or histogram:W0,W1,.. (weights of accepting 0,1,.. tokens)"),
     K("alpha", SK_ALPHA, acceptance, 0, 1, SK_SPEC_ONLY, "", "shorthand for --acceptance "
@@ -88,7 +88,7 @@ const simcfg_knob simcfg_knobs[] = {
     K("sync-segments", SK_INT, sync_segments, 1, 1e6, 0, "", "collective segments per "
       "phase (events per phase; straggler waits inside are drawn directly)"),
     K("seed", SK_LONG, seed, 0, 4294967295.0, 0, "", "seed of every random stream"),
-    K("timeline", SK_STR, timeline, -1, -2, SK_OUTPUT, "", "write a Chrome-trace JSON "
+    K("timeline", SK_STR, timeline, -1, -2, SK_OUTPUT | SK_PATH, "", "write a Chrome-trace JSON "
       "timeline (Perfetto) to this file"),
     K("timeline-iterations", SK_LONG, timeline_iterations, 0, 1e9, SK_OUTPUT, "",
       "iterations (after warmup) in the timeline"),
@@ -288,8 +288,7 @@ int simcfg_load_json(simcfg_set_t *s, const char *path, char *err, size_t errlen
             goto out;
         } else if (cJSON_IsBool(it)) {
             snprintf(val, sizeof val, "%d", cJSON_IsTrue(it) ? 1 : 0);
-        } else if (cJSON_IsNumber(it) && k->type == SK_STR &&
-                   (!strcmp(k->name, "model") || !strcmp(k->name, "timeline"))) {
+        } else if (cJSON_IsNumber(it) && (k->flags & SK_PATH)) {
             /* a file name: "model": 3 was opened as a file named "3" ("3: cannot open") */
             snprintf(err, errlen, "%s: field %s: value %.17g: a file name must be a string", path,
                      it->string, it->valuedouble);

@@ -50,6 +50,7 @@ enum { SK_INT, SK_LONG, SK_DBL, SK_STR, SK_FLAG, SK_ALPHA };
 #define SK_OUTPUT    2   /* changes only the output, not the results */
 #define SK_NOJSON    4   /* command line only */
 #define SK_SWEEP     8   /* only `specsim sweep` reads it */
+#define SK_PATH     16   /* a file name: a config file must give it as a string */
 
 typedef struct {
     const char *name;     /* long option and JSON key ('_' and '-' both accepted) */
