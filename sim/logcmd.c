@@ -85,23 +85,28 @@ static int log_cmp_bs(const void *a, const void *b)
 
 /* SGLang logs accept len to 2 decimals, so a logged depth + 1 (every draft token accepted, to
  * the log's rounding) is read as depth + 0.995, the largest length that rounds to it: the
- * acceptance models reach depth + 1 only at alpha 1. Counted in *capped. */
-static double log_len_in_reach(double len, const pm_shape *sh, size_t *capped)
+ * acceptance models reach depth + 1 only at alpha 1. The limit of a shape (INFINITY when the
+ * shape is not known), and a length brought within it (counted in *capped). */
+static double log_len_limit(const pm_shape *sh)
 {
-    if (!sh->known)
-        return len;
     int width[ACC_MAX_POS];
-    double lim = accept_tree_widths(sh->steps, sh->topk, sh->draft_tokens, width) + 1 - 0.005;
-    if (len > lim) {
+    return sh->known ? accept_tree_widths(sh->steps, sh->topk, sh->draft_tokens, width) + 1 - 0.005
+                     : INFINITY;
+}
+
+static double log_len_in_reach(double len, double limit, size_t *capped)
+{
+    if (len > limit) {
         ++*capped;
-        return lim;
+        return limit;
     }
     return len;
 }
 
 /* One row of the acceptance table: n intervals of one batch size. Returns their accept
  * lengths' sum. */
-static double log_acc_row(const sglog_interval *const *v, size_t n, const pm_shape *sh, size_t *capped)
+static double log_acc_row(const sglog_interval *const *v, size_t n, const pm_shape *sh, double limit,
+                          size_t *capped)
 {
     double s = 0, s2 = 0, mn = 1e300, mx = -1;
     for (size_t i = 0; i < n; i++) {
@@ -115,7 +120,7 @@ static double log_acc_row(const sglog_interval *const *v, size_t n, const pm_sha
     char spec[64] = "", al[16] = "-";
     double alpha;
     char aerr[256];
-    if (sh->known && accept_alpha_for_len(log_len_in_reach(mean, sh, capped), sh->steps, sh->topk,
+    if (sh->known && accept_alpha_for_len(log_len_in_reach(mean, limit, capped), sh->steps, sh->topk,
                                           sh->draft_tokens, &alpha, aerr, sizeof aerr) == 0) {
         snprintf(al, sizeof al, "%.4f", alpha);
         snprintf(spec, sizeof spec, "alpha:%.4f", alpha);
@@ -283,6 +288,7 @@ int logcmd_main(int argc, char **argv)
     printf("# %5s %9s %10s %8s %8s %8s %8s  %s\n", "-", "-", "tokens", "tokens", "tokens", "tokens", "-", "-");
     double all_sum = 0;
     size_t all_n = 0, capped_rows = 0;
+    const double len_limit = log_len_limit(&sh);
     acc = malloc((nacc + 1) * sizeof *acc);
     if (!acc) {
         fprintf(stderr, "specsim log: out of memory\n");
@@ -295,13 +301,13 @@ int logcmd_main(int argc, char **argv)
     for (size_t i = 0, j; i < nacc; i = j) {
         for (j = i + 1; j < nacc && acc[j]->running_req == acc[i]->running_req; j++)
             ;
-        all_sum += log_acc_row(acc + i, j - i, &sh, &capped_rows);
+        all_sum += log_acc_row(acc + i, j - i, &sh, len_limit, &capped_rows);
         all_n += j - i;
     }
     if (all_n) {
         double mean = all_sum / (double)all_n, alpha;
         char aerr[256];
-        if (sh.known && accept_alpha_for_len(log_len_in_reach(mean, &sh, &capped_rows), sh.steps, sh.topk,
+        if (sh.known && accept_alpha_for_len(log_len_in_reach(mean, len_limit, &capped_rows), sh.steps, sh.topk,
                                              sh.draft_tokens, &alpha, aerr, sizeof aerr) == 0)
             printf("# all batch sizes: accept len %.3f over %zu intervals -> --acceptance alpha:%.4f "
                    "(steps %d, topk %d, draft_tokens %d)\n", mean, all_n, alpha, sh.steps, sh.topk,
@@ -358,7 +364,7 @@ int logcmd_main(int argc, char **argv)
             continue;
         int graph = x->cuda_graph != 0;
         /* the accept length in thousandths (a logged limit is read 0.005 below it) */
-        int len_c = x->accept_len >= 0 ? (int)lround(log_len_in_reach(x->accept_len, &sh, &capped_iv) * 1000) : -1;
+        int len_c = x->accept_len >= 0 ? (int)lround(log_len_in_reach(x->accept_len, len_limit, &capped_iv) * 1000) : -1;
         log_key *k = NULL;
         for (size_t q = 0; q < nkeys && !k; q++)
             if (keys[q].bs == x->running_req && keys[q].graph == graph && keys[q].len_c == len_c)
