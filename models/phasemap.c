@@ -10,7 +10,6 @@
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -568,7 +567,7 @@ static int sg_parse_step(const char *n, sg_span *x)
         char *end;
         double v = strtod(p + 1, &end);
         if (end != p + 1) {
-            if (kl == 2 && !strncmp(k, "bs", 2) && !(v >= 0 && v <= BND_ROWS_MAX && v == floor(v))) {
+            if (kl == 2 && !strncmp(k, "bs", 2) && !bnd_ok(&(bnd_kind){"a batch size", "rows", 0, BND_ROWS_MAX, 1}, v)) {
                 x->bad_bs = v;             /* refused by the caller; (int)1e11 was undefined */
                 x->has_bad_bs = 1;
             } else if (kl == 2 && !strncmp(k, "bs", 2)) {

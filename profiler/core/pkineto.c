@@ -9,7 +9,6 @@
 #include "pjstream.h"
 #include "bounds.h"
 #include <ctype.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,7 +140,7 @@ static int pk_arg_ok(pk *P, const pjson *a, const char *cat, const char *name, c
         ok = e != v->str;
     } else
         ok = 0;
-    ok = ok && isfinite(x) && x >= 0 && x <= hi && x == floor(x);
+    ok = ok && bnd_ok(&(bnd_kind){"a count", "", 0, hi, 1}, x);
     if (ok)
         return 0;
     pkineto_info *I = P->info;
