@@ -107,6 +107,18 @@ static int pm_shape_check(double steps, double topk, double draft, const char *w
     return 0;
 }
 
+/* A field that is absent, null or of the type is() accepts: 0; else -1 naming it ("true" as
+ * a string, "1,2,4" for a list, were ignored). */
+static int pm_type_check(const cJSON *v, cJSON_bool (*is)(const cJSON *const), const char *path,
+                         const char *key, const char *want, char *err, size_t errlen)
+{
+    if (!v || cJSON_IsNull(v) || is(v))
+        return 0;
+    char *t = cJSON_PrintUnformatted(v);
+    snprintf(err, errlen, "%s: field %s: value %.60s: not %s", path, key, t ? t : "?", want);
+    free(t);
+    return -1;
+}
 
 /* The shape from server arguments as a JSON object (the file, or the log's dump turned into
  * one); path names where they came from in messages. 0 or -1. */
@@ -122,14 +134,9 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
     }
     const cJSON *dcg = cJSON_GetObjectItemCaseSensitive(j, "disable_cuda_graph");
     const cJSON *bsl = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs"), *mbs;
-    if ((dcg && !cJSON_IsBool(dcg) && !cJSON_IsNull(dcg)) || (bsl && !cJSON_IsArray(bsl) && !cJSON_IsNull(bsl))) {
-        int d = dcg && !cJSON_IsBool(dcg) && !cJSON_IsNull(dcg);
-        char *v = cJSON_PrintUnformatted(d ? dcg : bsl);
-        snprintf(err, errlen, "%s: field %s: value %.60s: not %s", path, d ? "disable_cuda_graph" : "cuda_graph_bs",
-                 v ? v : "?", d ? "true, false or null" : "a list of batch sizes or null");
-        free(v);
+    if (pm_type_check(dcg, cJSON_IsBool, path, "disable_cuda_graph", "true, false or null", err, errlen) ||
+        pm_type_check(bsl, cJSON_IsArray, path, "cuda_graph_bs", "a list of batch sizes or null", err, errlen))
         goto out;
-    }
     if (cJSON_IsTrue(dcg))
         s->cuda_graph = 0;
     if (cJSON_IsArray(bsl)) {
