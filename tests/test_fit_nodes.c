@@ -128,6 +128,16 @@ static const ptrace_kernel *find_k(const fit_trace *t, const char *name, uint32_
     return NULL;
 }
 
+/* A lite capture "lite" of one range (900..1300 us) whose one graph launch (corr 77, exec 1)
+ * measured a 200 us replay (1000..1200). */
+static void lite_one_replay(fit_trace *lite, const char *range)
+{
+    t_lite(lite, "lite");
+    t_range(lite, range, 900, 1300);
+    t_api(lite, "cudaGraphLaunch", 901, 903, 77, 1);
+    t_gl(lite, 1000, 1200, 77, 1, range);
+}
+
 static const char *const VR = "verify tokens=4 bs=4 rows=4 ctx=100 graph=1";
 
 /* The reference replay: k1 [100,130] then k2 [140,200] (a 60 us span with a 10 us gap); the
@@ -142,10 +152,7 @@ static void fit_nodes_splits_graph_span_by_reference_shares(void)
     t_api(&ref, "cudaGraphLaunch", 91, 95, 10, 3);
     t_kern(&ref, "k1", 100, 130, 10, 5);
     t_kern(&ref, "k2", 140, 200, 10, 5);
-    t_lite(&lite, "lite");
-    t_range(&lite, VR, 900, 1300);
-    t_api(&lite, "cudaGraphLaunch", 901, 903, 77, 1);
-    t_gl(&lite, 1000, 1200, 77, 1, VR);
+    lite_one_replay(&lite, VR);
     CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
     const ptrace_kernel *a = find_k(&lite, "k1", 77), *b = find_k(&lite, "k2", 77);
     CHECK(a && b, "both kernels carry the lite launch's corr");
@@ -183,10 +190,7 @@ static void fit_nodes_nearest_fill_keeps_the_structure(void)
             t_api(&ref, "cudaGraphLaunch", 291, 295, 11, 3);
             t_kern(&ref, "k1", 300, 400, 11, 5);
         }
-        t_lite(&lite, "lite");
-        t_range(&lite, L, 900, 1300);
-        t_api(&lite, "cudaGraphLaunch", 901, 903, 77, 1);
-        t_gl(&lite, 1000, 1200, 77, 1, L);
+        lite_one_replay(&lite, L);
         int rc = fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err);
         if (with_d1)
             CHECK(rc == 0 && find_k(&lite, "k1", 77) && !find_k(&lite, "k4", 77), "rc %d: %s", rc, err);
