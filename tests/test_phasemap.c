@@ -516,6 +516,23 @@ static void kineto_with_sglang_spans_fits_like_specprof_words(void)
     }
 }
 
+/* phasemap_apply (profile auto, shape 3,1,4) on a trace FILE of a "verify" stage holding one
+ * step span named step: its status, err its message. */
+static int apply_verify_step(const char *file, const char *step_name, char *err, size_t errlen)
+{
+    fit_trace t;
+    phasemap pm;
+    fit_trace_init(&t, file);
+    ptrace_range stage = {1000, 9000, "verify", "", 1, 1, 0, 0, 0};
+    ptrace_range step = {2000, 8000, step_name, "", 1, 1, 0, 0, 0};
+    fit_trace_add_range(&t, &stage);
+    fit_trace_add_range(&t, &step);
+    phasemap_init(&pm);
+    int rc = phasemap_shape_flag(&pm.shape, "3,1,4", err, errlen) ? -2 : phasemap_apply(&pm, &t, NULL, err, errlen);
+    fit_trace_free(&t);
+    return rc;
+}
+
 /* A step span's bs= that is no batch size (not whole, negative, past BND_ROWS_MAX) is refused
  * naming the span, the field and the value. bs=99999999999 went through (int) (undefined;
  * INT_MIN here), was taken for an IDLE batch and the trace was refused as "no span names a
@@ -525,19 +542,9 @@ static void sglang_step_batch_out_of_range_is_named(void)
     static const char *bad[] = {"99999999999", "3.5", "-3", "70000"};
     for (int i = 0; i < 4; i++) {
         char err[1024] = "", name[80];
-        fit_trace t;
-        phasemap pm;
-        fit_trace_init(&t, "bs.json");
-        ptrace_range stage = {1000, 9000, "verify", "", 1, 1, 0, 0, 0};
         snprintf(name, sizeof name, "step[TARGET_VERIFY bs=%s]", bad[i]);
-        ptrace_range step = {2000, 8000, name, "", 1, 1, 0, 0, 0};
-        fit_trace_add_range(&t, &stage);
-        fit_trace_add_range(&t, &step);
-        phasemap_init(&pm);
-        CHECK(phasemap_shape_flag(&pm.shape, "3,1,4", err, sizeof err) == 0, "%s", err);
-        CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "bs.json") &&
+        CHECK(apply_verify_step("bs.json", name, err, sizeof err) == -1 && strstr(err, "bs.json") &&
               strstr(err, "field bs") && strstr(err, bad[i]), "bs=%s: message '%s'", bad[i], err);
-        fit_trace_free(&t);
     }
 }
 
@@ -547,18 +554,8 @@ static void sglang_step_batch_out_of_range_is_named(void)
 static void sglang_trace_without_phases_names_its_spans(void)
 {
     char err[1024] = "";
-    fit_trace t;
-    phasemap pm;
-    fit_trace_init(&t, "idle.json");
-    ptrace_range stage = {1000, 9000, "verify", "", 1, 1, 0, 0, 0};
-    ptrace_range step = {2000, 8000, "step[TARGET_VERIFY bs=\xef\xbc\x93]", "", 1, 1, 0, 0, 0};
-    fit_trace_add_range(&t, &stage);
-    fit_trace_add_range(&t, &step);
-    phasemap_init(&pm);
-    CHECK(phasemap_shape_flag(&pm.shape, "3,1,4", err, sizeof err) == 0, "%s", err);
-    CHECK(phasemap_apply(&pm, &t, NULL, err, sizeof err) == -1 && strstr(err, "idle.json") &&
-          !strstr(err, "only prefill") && !strstr(err, "e.g. )"), "message '%s'", err);
-    fit_trace_free(&t);
+    CHECK(apply_verify_step("idle.json", "step[TARGET_VERIFY bs=\xef\xbc\x93]", err, sizeof err) == -1 &&
+          strstr(err, "idle.json") && !strstr(err, "only prefill") && !strstr(err, "e.g. )"), "message '%s'", err);
 }
 
 int main(void)
