@@ -41,11 +41,10 @@
 #define CKU(x) do { CUptiResult r_ = (x); if (r_ != CUPTI_SUCCESS) { const char *s_ = "?"; \
     cuptiGetResultString(r_, &s_); fprintf(stderr, "node_probe: %s: %s\n", #x, s_); exit(1); } } while (0)
 
-__global__ void spin(long long ns, float *sink)
+__global__ void spin(long long cycles, float *sink)
 {
-    long long t0 = clock64();
-    /* clock64 counts SM cycles; ~1.7-2 GHz: the caller passes cycles, not ns */
-    while (clock64() - t0 < ns) { }
+    long long t0 = clock64();   /* SM cycles: the caller converts us at the SM clock */
+    while (clock64() - t0 < cycles) { }
     if (threadIdx.x == 0 && sink) sink[blockIdx.x] += 1.0f;
 }
 
