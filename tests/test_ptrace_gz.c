@@ -286,6 +286,23 @@ static void ptrace_gz_line_writes_compress_as_one_stream(void) {
     rmdir(d);
 }
 
+/* A gzip file that holds no data (gzip of an empty file) is named for what it is, not "empty". */
+static void ptrace_gz_without_data_is_named_so(void) {
+    char path[400], err[256];
+    snprintf(path, sizeof path, "%s/nodata.json.gz", dir);
+    static const unsigned char gz_of_nothing[20] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0 };
+    FILE *fp = fopen(path, "wb");
+    if (!fp) { CHECK(0, "cannot write %s", path); return; }
+    fwrite(gz_of_nothing, 1, sizeof gz_of_nothing, fp);
+    fclose(fp);
+    ptrace_info info;
+    err[0] = 0;
+    int rc = ptrace_scan_file(path, NULL, NULL, &info, err, sizeof err);
+    CHECK(rc != 0, "a gzip of nothing was read as a trace");
+    CHECK(strstr(err, "gzip stream that holds no data") != NULL, "message: %s", err);
+    unlink(path);
+}
+
 int main(void) {
     snprintf(dir, sizeof dir, "/tmp/test_ptrace_gz.%d", (int)getpid());
     mkdir(dir, 0755);
@@ -293,6 +310,7 @@ int main(void) {
     RUN(ptrace_gz_header_windows_and_graph_records_roundtrip);
     RUN(ptrace_gz_stream_memory_stays_bounded);
     RUN(ptrace_gz_line_writes_compress_as_one_stream);
+    RUN(ptrace_gz_without_data_is_named_so);
     char sub[400];
     const char *subs[] = { "cut", "rt", "big" };
     for (int i = 0; i < 3; i++) { snprintf(sub, sizeof sub, "%s/%s", dir, subs[i]); rmdir(sub); }

@@ -209,6 +209,7 @@ typedef struct {
     size_t line_no;
     size_t header_line;        /* the line of specprof_header (0: none yet) */
     int pending_bad;           /* the last non-blank line did not parse: cut, or bad if more follows */
+    int gz;                    /* the input was gzip (its messages say so when it holds nothing) */
     size_t pending_line;
     char pending_err[160];
 } pr_state;
@@ -370,7 +371,8 @@ static int pr_state_end(pr_state *st, size_t len_seen) {
             snprintf(st->err, st->errlen, "%s: not a specprof trace: no line is a JSON event (line %zu: %s)", st->label, l, why);
         } else
             snprintf(st->err, st->errlen, "%s: not a specprof trace: no specprof_header line%s", st->label,
-                     len_seen ? " (empty or cut off before its header was written)" : " (empty file)");
+                     len_seen ? " (empty or cut off before its header was written)"
+                     : st->gz ? " (a gzip stream that holds no data)" : " (empty file)");
         st->rc = -1;
     }
     if (!st->keep) pjson_arena_destroy(st->a);
@@ -462,6 +464,7 @@ static int pr_scan_fp(FILE *fp, int detect, const char *path, pjson_arena *keep,
     if (detect) {
         int c1 = getc(r.fp), c2 = c1 == EOF ? EOF : getc(r.fp);
         r.gz = c1 == 0x1f && c2 == 0x8b;
+        st.gz = r.gz;
         rewind(r.fp);
     }
     size_t cap = 4 * PR_CHUNK_BYTES, have = 0, seen = 0;
