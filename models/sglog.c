@@ -43,10 +43,10 @@ static int sg_int(const char *p, const char *end, long long *v, const char **aft
     return 1;
 }
 
-/* "[2025-06-01 12:00:00 DP6 TP6 EP6] ..." -> dp, tp (the last bracket before pos). */
-static void sg_ranks(const char *line, const char *pos, int *dp, int *tp)
+/* "[2025-06-01 12:00:00 DP6 PP1 TP6 EP6] ..." -> dp, pp, tp (the last bracket before pos). */
+static void sg_ranks(const char *line, const char *pos, int *dp, int *pp, int *tp)
 {
-    *dp = *tp = -1;
+    *dp = *pp = *tp = -1;
     const char *open = NULL;
     for (const char *p = line; p < pos; p++)
         if (*p == '[')
@@ -54,16 +54,13 @@ static void sg_ranks(const char *line, const char *pos, int *dp, int *tp)
     if (!open)
         return;
     for (const char *p = open; p < pos && *p != ']'; p++) {
-        if ((p[0] == 'D' && p[1] == 'P') || (p[0] == 'T' && p[1] == 'P')) {
+        if ((p[0] == 'D' || p[0] == 'P' || p[0] == 'T') && p[1] == 'P') {
             if (p > open && p[-1] != ' ' && p[-1] != '[')
                 continue;
             long long v;
             const char *e;
             if (p + 2 < pos && sg_int(p + 2, pos, &v, &e) && e < pos && v <= 1000000 && (*e == ' ' || *e == ']')) {
-                if (p[0] == 'D')
-                    *dp = (int)v;
-                else
-                    *tp = (int)v;
+                *(p[0] == 'D' ? dp : p[0] == 'P' ? pp : tp) = (int)v;
             }
         }
     }
@@ -80,7 +77,7 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
     iv->running_req = iv->cuda_graph = iv->queue_req = -1;
     iv->kv_tokens = iv->token_usage = iv->accept_len = iv->accept_rate = iv->gen_tok_s = -1;
     iv->iter = -1;
-    sg_ranks(line, m, &iv->dp, &iv->tp);
+    sg_ranks(line, m, &iv->dp, &iv->pp, &iv->tp);
     if (p < end && *p == ' ' && p + 1 < end && p[1] == '[') {   /* Decode batch [123], */
         const char *e;
         long long it;
@@ -277,4 +274,56 @@ out:
     psrc_lines_free(&L);
     pgz_close(z);
     return rc;
+}
+
+/* The (PP, TP) rank of an interval as one number, PP first; -1 for a line with neither. */
+static long long sg_rank_key(const sglog_interval *x)
+{
+    if (x->pp < 0 && x->tp < 0)
+        return -1;
+    return (long long)(x->pp > 0 ? x->pp : 0) * 2000000 + (x->tp > 0 ? x->tp : 0);
+}
+
+size_t sglog_drop_rank_copies(sglog *g)
+{
+    /* the lowest rank key of each DP rank seen: a few to a few hundred DP ranks, searched
+     * linearly (10^6 intervals x 256 DP ranks stays well under a second) */
+    typedef struct { int dp; long long low; } sg_low;
+    sg_low *low = NULL;
+    size_t nlow = 0, cap = 0, kept = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        long long k = sg_rank_key(&g->iv[i]);
+        if (k < 0)
+            continue;
+        size_t j = 0;
+        while (j < nlow && low[j].dp != g->iv[i].dp)
+            j++;
+        if (j < nlow) {
+            if (k < low[j].low)
+                low[j].low = k;
+            continue;
+        }
+        if (nlow == cap) {
+            sg_low *nl = realloc(low, (cap = cap ? 2 * cap : 16) * sizeof *low);
+            if (!nl) {
+                free(low);
+                return 0;        /* nothing left out: the copies stay */
+            }
+            low = nl;
+        }
+        low[nlow++] = (sg_low){g->iv[i].dp, k};
+    }
+    for (size_t i = 0; i < g->n; i++) {
+        long long k = sg_rank_key(&g->iv[i]);
+        size_t j = 0;
+        while (k >= 0 && low[j].dp != g->iv[i].dp)
+            j++;
+        if (k < 0 || k == low[j].low)
+            g->iv[kept++] = g->iv[i];
+    }
+    free(low);
+    size_t dropped = g->n - kept;
+    g->n = kept;
+    g->rank_copies += dropped;
+    return dropped;
 }

@@ -25,7 +25,7 @@ typedef struct {
     int     cuda_graph;           /* cuda (cpu, npu) graph: 1 True, 0 False, -1 absent */
     double  gen_tok_s;            /* gen throughput (token/s) over the interval */
     int     queue_req;            /* #queue-req */
-    int     dp, tp;               /* from the [... DPn TPn] prefix; -1 absent */
+    int     dp, pp, tp;           /* from the [... DPn PPn TPn] prefix; -1 absent */
     int64_t iter;                 /* Decode batch [iter]; -1 absent */
 } sglog_interval;
 
@@ -36,6 +36,7 @@ typedef struct {
     size_t lines, decode_lines, other_lines;
     size_t bad_lines;             /* "Decode batch" lines whose fields do not parse, or cut */
     size_t cut_lines;             /* lines over 1 MiB (sglog.c), cut and read as other lines */
+    size_t rank_copies;           /* intervals left out by sglog_drop_rank_copies */
     size_t first_bad_line;
     char   first_bad[400];
     /* the `server_args=ServerArgs(...)` line the server logs at start-up (entrypoints/
@@ -59,4 +60,13 @@ int  sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *er
  * 0, or -1 with err: unreadable, or a file with no Decode batch line at all (naming the
  * file, the lines read and what a Decode batch line looks like). */
 int  sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen);
+
+/* Leaves out the copies of one batch that several ranks log, once every file is read. SGLang
+ * logs a batch from its DP rank's attention-TP rank 0 (is_stats_logging_rank), but every TP rank
+ * logs it too where log_decode_stats was gated on current_scheduler_metrics_enabled() (late-2025
+ * releases, with --enable-metrics-for-all-schedulers), and every PP stage processes each batch
+ * result (PP > 1). Per DP rank (DPn, or none) the intervals of its lowest (PPn, TPn) are kept;
+ * intervals without PPn and TPn (a TP 1 server) are always kept. Returns how many were left out
+ * (added to g->rank_copies). */
+size_t sglog_drop_rank_copies(sglog *g);
 #endif

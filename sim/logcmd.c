@@ -200,6 +200,7 @@ int logcmd_main(int argc, char **argv)
             fprintf(stderr, "%s\n", err);
             goto out;
         }
+    sglog_drop_rank_copies(&g);
     if (g.n == 0) {     /* Decode batch lines, none of them read: nothing to report on */
         fprintf(stderr, "specsim log: every one of the %zu \"Decode batch\" lines is unparsable; "
                 "the first: %s\n", g.decode_lines, g.first_bad);
@@ -250,6 +251,10 @@ int logcmd_main(int argc, char **argv)
            g.v_engine_prefix, g.v_rank_prefix);
     if (g.bad_lines)
         printf("# first unparsable: %s\n", g.first_bad);
+    if (g.rank_copies)
+        printf("# rank copies  %zu lines left out: the same batches logged again by TP or PP ranks above "
+               "the lowest of their DP rank (--enable-metrics-for-all-schedulers, PP > 1); SGLang logs "
+               "each batch from one rank\n", g.rank_copies);
     /* DP attention (--enable-dp-attention): each DP rank's scheduler logs its own batch and
      * throughput, "[.. DP3 TP3 ..]"; an interval is then one DP rank's share */
     {

@@ -466,6 +466,47 @@ static void log_with_no_readable_line_is_refused(void)
     remove(path);
 }
 
+/* Every TP rank logs the batch of its DP rank with --enable-metrics-for-all-schedulers (late-2025
+ * releases gate log_decode_stats on current_scheduler_metrics_enabled()), every PP stage logs
+ * each batch: one interval per DP rank and log interval is kept, that of its lowest (PP, TP)
+ * rank; DP ranks stay apart, and lines without a rank (a TP 1 server) all stay. */
+static void log_keeps_one_rank_of_each_dp_rank(void)
+{
+    const char *path = "/tmp/test_sglog_ranks.log";
+    FILE *f = fopen(path, "w");
+    for (int t = 0; t < 8; t++)          /* DP attention, dp 2, tp 8: DP0 on TP0..3, DP1 on TP4..7 */
+        fprintf(f, "[t DP%d TP%d EP%d] Decode batch, #running-req: %d, #token: 400, token usage: 0.00, "
+                "accept len: %s, cuda graph: True, gen throughput (token/s): 90%d.00, #queue-req: 0\n",
+                t / 4, t, t, t < 4 ? 4 : 6, t < 4 ? "2.50" : "3.00", t);
+    for (int pp = 1; pp >= 0; pp--)      /* PP 2, TP 2: PP0 TP0 kept */
+        for (int t = 0; t < 2; t++)
+            fprintf(f, "[t PP%d TP%d] Decode batch, #running-req: 2, #token: 400, token usage: 0.00, "
+                    "accept len: 2.00, cuda graph: True, gen throughput (token/s): 500.00, #queue-req: 0\n", pp, t);
+    for (int i = 0; i < 2; i++)          /* TP 1: no rank in the prefix */
+        fprintf(f, "[t] Decode batch, #running-req: 1, #token: 400, token usage: 0.00, accept len: 2.00, "
+                "cuda graph: True, gen throughput (token/s): 200.00, #queue-req: 0\n");
+    fclose(f);
+    sglog g;
+    char err[300] = "";
+    sglog_init(&g);
+    CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0 && g.n == 14, "%s: %zu intervals", err, g.n);
+    CHECK(sglog_drop_rank_copies(&g) == 9 && g.n == 5 && g.rank_copies == 9, "%zu kept, %zu left out", g.n,
+          g.rank_copies);
+    int seen = 0;
+    for (size_t i = 0; i < g.n; i++)
+        seen |= g.iv[i].dp == 0 && g.iv[i].tp == 0 ? 1 : g.iv[i].dp == 1 && g.iv[i].tp == 4 ? 2 :
+                g.iv[i].pp == 0 && g.iv[i].tp == 0 ? 4 : g.iv[i].tp < 0 && g.iv[i].pp < 0 ? 8 : 16;
+    CHECK(seen == 15, "kept ranks mask %d (want DP0 TP0, DP1 TP4, PP0 TP0 and the rank-less lines)", seen);
+    sglog_free(&g);
+    char *out, cmd[512];
+    snprintf(cmd, sizeof cmd, "log %s --spec-shape 3,1,4", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "# rank copies  9 lines left out") &&
+          strstr(out, "over 5 intervals") && strstr(out, "\n      4         1      2.500") &&
+          strstr(out, "\n      6         1      3.000"), "output: %s", out ? out : "");
+    free(out);
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -487,5 +528,6 @@ int main(int argc, char **argv)
     RUN(log_with_no_readable_line_is_refused);
     RUN(log_accept_len_at_the_limit_is_read_below_it);
     RUN(sglog_refuses_an_accept_length_below_one);
+    RUN(log_keeps_one_rank_of_each_dp_rank);
     return check_done();
 }
