@@ -73,6 +73,11 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
     if (!m)
         return 0;
     const char *end = line + len, *p = m + sizeof tag - 1;
+    /* a Decode batch line holds no backslash: one after the tag is the escaped line end of a
+     * log stored as JSON (Docker's json-file driver: {"log":"... #queue-req: 0\n","stream":..}) */
+    const char *bs = memchr(p, '\\', (size_t)(end - p));
+    if (bs)
+        end = bs;
     memset(iv, 0, sizeof *iv);
     iv->running_req = iv->cuda_graph = iv->queue_req = -1;
     iv->kv_tokens = iv->token_usage = iv->accept_len = iv->accept_rate = iv->gen_tok_s = -1;
@@ -110,10 +115,16 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
         size_t kl = (size_t)(colon - k);
         const char *v = colon + 2;
         char vb[64];
-        size_t vl = (size_t)(p - v);
-        if (vl >= sizeof vb)
-            vl = sizeof vb - 1;
-        memcpy(vb, v, vl);
+        size_t vl = 0;
+        for (const char *q = v; q < p && vl < sizeof vb - 1; q++) {
+            /* colour codes (ESC [ ... letter) around a value: a coloured log or terminal copy */
+            if (*q == 0x1b && q + 1 < p && q[1] == '[') {
+                for (q += 2; q < p && !(*q >= 0x40 && *q <= 0x7e); q++)
+                    ;
+                continue;
+            }
+            vb[vl++] = *q;
+        }
         vb[vl] = 0;
         while (vl && (vb[vl - 1] == ' ' || vb[vl - 1] == '\r'))
             vb[--vl] = 0;

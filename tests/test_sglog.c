@@ -507,6 +507,34 @@ static void log_keeps_one_rank_of_each_dp_rank(void)
     remove(path);
 }
 
+/* Lines as log collectors store them: Ray's coloured "(SGLangEngine pid=..)" prefix, a line
+ * coloured whole (ESC [ .. m around the message), Docker's json-file driver ({"log":"..\n",..}:
+ * the newline escaped, the value followed by a quote), kubelet's CRI prefix, journald's
+ * prefix and Windows line ends: the same fields as the bare line. */
+static void sglog_reads_coloured_and_collected_lines(void)
+{
+#define BARE "[2025-10-10 12:00:00 TP0] Decode batch, #running-req: 8, #token: 3000, token usage: 0.02, " \
+             "accept len: 2.84, accept rate: 0.71, cuda graph: True, gen throughput (token/s): 630.00, #queue-req: 5"
+    static const char *lines[] = {
+        "\033[36m(SGLangEngine pid=4711, ip=10.0.0.1)\033[0m " BARE,
+        "\033[32m" BARE "\033[0m",
+        "{\"log\":\"" BARE "\\n\",\"stream\":\"stdout\",\"time\":\"2025-10-10T12:00:00.1Z\"}",
+        "2025-10-10T12:00:00.123456789Z stdout F " BARE,
+        "Oct 10 12:00:00 gpu7 python3[4711]: " BARE,
+        BARE "\r",
+    };
+#undef BARE
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        sglog_interval iv;
+        char err[200] = "";
+        int r = sglog_parse_line(lines[i], strlen(lines[i]), &iv, err, sizeof err);
+        CHECK(r == 1 && iv.running_req == 8 && iv.kv_tokens == 3000 && fabs(iv.accept_len - 2.84) < 1e-9 &&
+              iv.cuda_graph == 1 && fabs(iv.gen_tok_s - 630) < 1e-9 && iv.queue_req == 5 && iv.tp == 0,
+              "line %zu: %d %s: bs %d len %g tok/s %g queue %d tp %d", i, r, err, iv.running_req, iv.accept_len,
+              iv.gen_tok_s, iv.queue_req, iv.tp);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -529,5 +557,6 @@ int main(int argc, char **argv)
     RUN(log_accept_len_at_the_limit_is_read_below_it);
     RUN(sglog_refuses_an_accept_length_below_one);
     RUN(log_keeps_one_rank_of_each_dp_rank);
+    RUN(sglog_reads_coloured_and_collected_lines);
     return check_done();
 }
