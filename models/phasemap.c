@@ -237,19 +237,234 @@ int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
     return rc;
 }
 
+/* ---- the server_args=ServerArgs(...) line: a Python repr read as JSON ------------------------ */
+
+/* Brackets nested deeper than this in one repr are read as text (ServerArgs nests two or
+ * three: lora_paths=[LoRARef(...)], cuda_graph_config=CudaGraphConfig(decode=PhaseConfig(..))). */
+#define PM_REPR_DEPTH 32
+
+static const char *pm_py_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+        p++;
+    return p;
+}
+
+/* Text that is no literal (an enum's <Alg.EAGLE: 1>, inf, a bare name) up to the next ',' or
+ * closing bracket of its level: *pp moved past it; 0, or -1 where the text ends inside it. */
+static int pm_py_skip(const char **pp, const char *end)
+{
+    int depth = 0;
+    for (const char *p = *pp; p < end; p++) {
+        if (*p == '\'' || *p == '"') {
+            const char *q = p + 1;
+            while (q < end && *q != *p)
+                q += *q == '\\' && q + 1 < end ? 2 : 1;
+            if (q >= end)
+                return -1;
+            p = q;
+        } else if (*p == '(' || *p == '[' || *p == '{' || *p == '<') {
+            depth++;
+        } else if (*p == ')' || *p == ']' || *p == '}' || *p == '>') {
+            if (depth-- == 0) {
+                *pp = p;
+                return 0;
+            }
+        } else if (*p == ',' && depth == 0) {
+            *pp = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* One Python literal at *pp (never read past end) as cJSON, *pp moved past it: 'str' and "str"
+ * (a backslash takes the next character as it is), None/True/False, numbers, [..] and (..) as
+ * arrays, {k: v} as an object (keys as their text), Name(k=v, ..) (a dataclass repr) as an
+ * object of its fields (positional arguments dropped). NULL with *cut 1 where the text ends
+ * inside the value (a line cut short); NULL with *cut 0 for other text or no memory. */
+static cJSON *pm_py_literal(const char **pp, const char *end, int depth, int *cut);
+
+/* Other text (an enum's <Alg.EAGLE: 1>, inf, a set, anything nested deeper than PM_REPR_DEPTH)
+ * as a string of itself, to the next ',' or closing bracket of its level. */
+static cJSON *pm_py_text(const char **pp, const char *end, int *cut)
+{
+    const char *p = pm_py_ws(*pp, end), *q = p;
+    if (pm_py_skip(&q, end)) {
+        *cut = 1;
+        return NULL;
+    }
+    while (q > p && (q[-1] == ' ' || q[-1] == '\r'))
+        q--;
+    char *b = malloc((size_t)(q - p) + 1);
+    if (!b)
+        return NULL;
+    memcpy(b, p, (size_t)(q - p));
+    b[q - p] = 0;
+    cJSON *x = cJSON_CreateString(b);
+    free(b);
+    *pp = q;
+    return x;
+}
+
+/* One value: a literal, else (a set, a literal that does not read, nesting past the depth)
+ * its text; NULL only where the text ends inside it (*cut 1) or memory runs out. */
+static cJSON *pm_py_value(const char **pp, const char *end, int depth, int *cut)
+{
+    const char *p = *pp;
+    *cut = 0;
+    cJSON *x = depth <= PM_REPR_DEPTH ? pm_py_literal(&p, end, depth, cut) : NULL;
+    if (x) {
+        *pp = p;
+        return x;
+    }
+    return *cut ? NULL : pm_py_text(pp, end, cut);
+}
+
+static cJSON *pm_py_literal(const char **pp, const char *end, int depth, int *cut)
+{
+    const char *p = pm_py_ws(*pp, end);
+    cJSON *x = NULL;
+    *cut = 0;
+    if (p >= end) {
+        *cut = 1;
+        return NULL;
+    }
+    if (*p == '\'' || *p == '"') {
+        const char *q = p + 1;
+        size_t n = 0;
+        while (q < end && *q != *p) {
+            q += *q == '\\' && q + 1 < end ? 2 : 1;
+            n++;
+        }
+        if (q >= end) {
+            *cut = 1;
+            return NULL;
+        }
+        char *b = malloc(n + 1);
+        if (!b)
+            return NULL;
+        n = 0;
+        for (const char *r = p + 1; r < q; r++)
+            b[n++] = *r == '\\' ? *++r : *r;
+        b[n] = 0;
+        x = cJSON_CreateString(b);
+        free(b);
+        *pp = q + 1;
+        return x;
+    }
+    if (*p == '[' || *p == '(' || *p == '{') {
+        char close = *p == '[' ? ']' : *p == '(' ? ')' : '}';
+        int dict = *p == '{';
+        x = dict ? cJSON_CreateObject() : cJSON_CreateArray();
+        for (p++; x;) {
+            p = pm_py_ws(p, end);
+            if (p < end && *p == close) {
+                *pp = p + 1;
+                return x;
+            }
+            cJSON *k = NULL, *v = pm_py_value(&p, end, depth + 1, cut);
+            if (v && dict) {           /* {key: value}: the key as its text */
+                k = v;
+                p = pm_py_ws(p, end);
+                v = p < end && *p == ':' ? (p++, pm_py_value(&p, end, depth + 1, cut)) : NULL;
+                if (!v && p >= end)
+                    *cut = 1;
+            }
+            if (!v) {
+                cJSON_Delete(k);
+                break;
+            }
+            if (dict) {
+                char num[32], *ks = cJSON_IsString(k) ? k->valuestring : num;
+                snprintf(num, sizeof num, "%g", cJSON_IsNumber(k) ? k->valuedouble : 0.0);
+                cJSON_AddItemToObject(x, ks, v);
+                cJSON_Delete(k);
+            } else {
+                cJSON_AddItemToArray(x, v);
+            }
+            p = pm_py_ws(p, end);
+            if (p < end && *p == ',')
+                p++;
+            else if (p >= end || *p != close) {
+                *cut = p >= end;
+                break;
+            }
+        }
+        cJSON_Delete(x);
+        return NULL;
+    }
+    const char *w = p;
+    while (w < end && (isalnum((unsigned char)*w) || *w == '_' || *w == '.' || *w == '-' || *w == '+'))
+        w++;
+    if (w < end && *w == '(' && w > p && (isalpha((unsigned char)*p) || *p == '_')) {
+        /* Name(field=value, ...) */
+        x = cJSON_CreateObject();
+        for (p = w + 1; x;) {
+            p = pm_py_ws(p, end);
+            if (p < end && *p == ')') {
+                *pp = p + 1;
+                return x;
+            }
+            const char *k = p;
+            while (p < end && (isalnum((unsigned char)*p) || *p == '_'))
+                p++;
+            size_t kl = (size_t)(p - k);
+            const char *eq = pm_py_ws(p, end);
+            if (kl && eq < end && *eq == '=')
+                p = eq + 1;
+            else
+                p = k;                  /* a positional argument: read and dropped */
+            cJSON *v = pm_py_value(&p, end, depth + 1, cut);
+            if (!v)
+                break;
+            if (kl && p != k && eq < end && *eq == '=') {
+                char key[128];
+                snprintf(key, sizeof key, "%.*s", (int)(kl < sizeof key ? kl : sizeof key - 1), k);
+                cJSON_AddItemToObject(x, key, v);
+            } else {
+                cJSON_Delete(v);
+            }
+            p = pm_py_ws(p, end);
+            if (p < end && *p == ',')
+                p++;
+            else if (p >= end || *p != ')') {
+                *cut = p >= end;
+                break;
+            }
+        }
+        cJSON_Delete(x);
+        return NULL;
+    }
+    char tok[64];
+    snprintf(tok, sizeof tok, "%.*s", (int)(w - p < 63 ? w - p : 63), p);
+    char *e;
+    double d = strtod(tok, &e);
+    if (w > p && !strcmp(tok, "None"))
+        x = cJSON_CreateNull();
+    else if (w > p && (!strcmp(tok, "True") || !strcmp(tok, "False")))
+        x = cJSON_CreateBool(tok[0] == 'T');
+    else if (w > p && w - p < 63 && e != tok && *e == 0)
+        x = cJSON_CreateNumber(d);
+    else
+        return NULL;            /* not a literal: pm_py_value takes its text */
+    if (x)
+        *pp = w;
+    return x;
+}
+
 /* The fields of pm_shape_from_json, read from the dataclass repr that the server logs at
  * start-up: `server_args=ServerArgs(model_path='...', tp_size=8, ..., cuda_graph_max_bs=160,
  * cuda_graph_bs=[1, 2, 4], disable_cuda_graph=False, ..., speculative_algorithm='EAGLE3',
  * ..., speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4, ...)`
- * (logger.info(f"{server_args=}") in entrypoints/engine.py, _launch_subprocesses). Values
- * are ints, None, True/False, 'strings' and lists of ints. */
+ * (logger.info(f"{server_args=}") in entrypoints/engine.py, _launch_subprocesses), read whole
+ * as a Python literal: strings may hold commas, parentheses and '=' (json_model_override_args=
+ * '{"a": 1}'), fields may be reprs themselves (lora_paths=[LoRARef(...)]). A repr without its
+ * closing parenthesis is refused: a line cut by a collector (kubelet and Docker split lines over
+ * 16 KiB) once gave the digits before the cut (cuda_graph_max_bs=16 of 160). */
 int phasemap_shape_repr(pm_shape *s, const char *text, size_t len, const char *label, char *err,
                         size_t errlen)
 {
-    static const char *keys[] = {"tp_size", "disable_cuda_graph", "cuda_graph_bs",
-                                 "cuda_graph_max_bs", "speculative_algorithm",
-                                 "speculative_num_steps", "speculative_eagle_topk",
-                                 "speculative_num_draft_tokens"};
     memset(s, 0, sizeof *s);
     s->cuda_graph = 1;
     const char *end = text + len, *open = memmem(text, len, "ServerArgs(", 11);
@@ -257,69 +472,22 @@ int phasemap_shape_repr(pm_shape *s, const char *text, size_t len, const char *l
         snprintf(err, errlen, "%s: no \"ServerArgs(\" in the server_args line", label);
         return -1;
     }
-    cJSON *j = cJSON_CreateObject();
-    int rc = -1;
-    if (!j) {
-        snprintf(err, errlen, "%s: out of memory", label);
+    const char *p = open;
+    int cut = 0;
+    cJSON *j = pm_py_literal(&p, end, 0, &cut);
+    if (!cJSON_IsObject(j)) {
+        if (cut)
+            snprintf(err, errlen, "%s: the line ends inside ServerArgs(...) (%zu bytes, no closing "
+                     "parenthesis): cut by a log collector (kubelet and Docker split lines over 16 KiB)? "
+                     "Give --server-args server_args.json (GET /get_server_info) or --spec-shape", label,
+                     (size_t)(end - open));
+        else
+            snprintf(err, errlen, "%s: ServerArgs(...) not readable as a dataclass repr (unbalanced "
+                     "brackets, or out of memory)", label);
+        cJSON_Delete(j);
         return -1;
     }
-    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-        size_t kl = strlen(keys[k]);
-        const char *v = NULL;
-        /* "(key=" or ", key=": a key, never the tail of a longer one */
-        for (const char *p = open + 10; p + kl + 1 < end && !v; p++) {
-            p = memmem(p, (size_t)(end - p), keys[k], kl);
-            if (!p)
-                break;
-            if ((p[-1] == '(' || (p[-1] == ' ' && p[-2] == ',')) && p + kl < end && p[kl] == '=')
-                v = p + kl + 1;
-        }
-        if (!v)
-            continue;
-        size_t vl = 0;
-        cJSON *x = NULL;
-        if (*v == '\'' || *v == '"') {
-            const char *q = memchr(v + 1, *v, (size_t)(end - v - 1));
-            char sb[64];
-            snprintf(sb, sizeof sb, "%.*s", q ? (int)(q - v - 1) : 0, v + 1);
-            x = cJSON_CreateString(sb);
-        } else if (*v == '[') {
-            x = cJSON_CreateArray();
-            const char *p = v + 1;
-            while (x && p < end && *p != ']') {
-                char *e;
-                double b = strtod(p, &e);
-                if (e == p || e >= end)
-                    break;
-                cJSON_AddItemToArray(x, cJSON_CreateNumber(b));
-                p = e;
-                while (p < end && (*p == ',' || *p == ' '))
-                    p++;
-            }
-            if (x && (p >= end || *p != ']')) {
-                cJSON_Delete(x);
-                snprintf(err, errlen, "%s: field %s: value \"%.40s\": not a list of batch sizes",
-                         label, keys[k], v);
-                goto out;
-            }
-        } else {
-            while (v + vl < end && v[vl] != ',' && v[vl] != ')')
-                vl++;
-            char vb[64], *e;
-            snprintf(vb, sizeof vb, "%.*s", (int)vl, v);
-            double d = strtod(vb, &e);
-            x = !strcmp(vb, "None") ? cJSON_CreateNull() : !strcmp(vb, "True") ? cJSON_CreateTrue() :
-                !strcmp(vb, "False") ? cJSON_CreateFalse() : e != vb && *e == 0 ? cJSON_CreateNumber(d) :
-                cJSON_CreateString(vb);
-        }
-        if (!x) {
-            snprintf(err, errlen, "%s: field %s: value not readable", label, keys[k]);
-            goto out;
-        }
-        cJSON_AddItemToObject(j, keys[k], x);
-    }
-    rc = pm_shape_from_json(s, j, label, err, errlen);
-out:
+    int rc = pm_shape_from_json(s, j, label, err, errlen);
     cJSON_Delete(j);
     return rc;
 }

@@ -535,6 +535,52 @@ static void sglog_reads_coloured_and_collected_lines(void)
     }
 }
 
+/* The ServerArgs repr is read as a Python literal: strings holding commas, parentheses, quotes
+ * and '=' (json_model_override_args), reprs in fields (lora_paths=[LoRARef(..)] of 0.5.4,
+ * sglang issue 12726), enums and sets do not move the fields; a line cut inside the repr (a
+ * collector splitting a long line) is refused, naming the line, where it once read
+ * cuda_graph_max_bs=16 of 160. */
+static void server_args_repr_is_read_whole_and_a_cut_line_refused(void)
+{
+    const char *line = "[2025-11-03 10:00:00] server_args=ServerArgs(model_path='m', "
+        "json_model_override_args='{\"note\": \"x, tp_size=1, (y)\", \"it\\'s\": [1, 2]}', "
+        "served_model_name=\"it's, cuda_graph_max_bs=8\", lora_paths=[LoRARef(lora_id='a', "
+        "lora_name='fr, tp_size=2', lora_path='/x(1)', pinned=False)], mode=<Mode.EAGLE: 2>, "
+        "locked={('decode', 'max_bs')}, tp_size=8, speculative_algorithm='EAGLE3', speculative_num_steps=3, "
+        "speculative_eagle_topk=1, speculative_num_draft_tokens=4, cuda_graph_max_bs=160, cuda_graph_bs=None, "
+        "disable_cuda_graph=False, hicache_ratio=2.0, extra={'a': {'b': (1, 2)}, 3: None})";
+    pm_shape sp;
+    char err[400] = "";
+    CHECK(phasemap_shape_repr(&sp, line, strlen(line), "server.log: line 1", err, sizeof err) == 0 &&
+          sp.known && sp.steps == 3 && sp.topk == 1 && sp.draft_tokens == 4 && sp.tp_size == 8 &&
+          sp.ngraph_bs > 0 && sp.graph_bs[sp.ngraph_bs - 1] == 160 && sp.cuda_graph == 1,
+          "%s: known %d steps %d tp %d graphs %d (last %d)", err, sp.known, sp.steps, sp.tp_size, sp.ngraph_bs,
+          sp.ngraph_bs ? sp.graph_bs[sp.ngraph_bs - 1] : 0);
+    /* cut after "cuda_graph_max_bs=16" */
+    const char *cutp = strstr(line, "cuda_graph_max_bs=160") + strlen("cuda_graph_max_bs=16");
+    err[0] = 0;
+    CHECK(phasemap_shape_repr(&sp, line, (size_t)(cutp - line), "server.log: line 1", err, sizeof err) == -1 &&
+          strstr(err, "server.log: line 1") && strstr(err, "ends inside ServerArgs") &&
+          strstr(err, "--server-args"), "cut line: %s", err);
+    /* cut inside a string value */
+    cutp = strstr(line, "fr, tp_size");
+    err[0] = 0;
+    CHECK(phasemap_shape_repr(&sp, line, (size_t)(cutp - line), "x", err, sizeof err) == -1 &&
+          strstr(err, "ends inside ServerArgs"), "cut in a string: %s", err);
+    /* specsim log says the shape was not read, and why */
+    const char *path = "/tmp/test_sglog_cut.log";
+    FILE *f = fopen(path, "w");
+    fprintf(f, "%.*s\n" DECODE_LINE "\n", (int)(strstr(line, "cuda_graph_max_bs=160") + 20 - line), line);
+    fclose(f);
+    char *out, cmd[512];
+    snprintf(cmd, sizeof cmd, "log %s", path);
+    CHECK(sh(cmd, &out) == 0 && out && strstr(out, "# shape        not read from the log") &&
+          strstr(out, "test_sglog_cut.log: line 1") && strstr(out, "ends inside ServerArgs"), "output: %s",
+          out ? out : "");
+    free(out);
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -558,5 +604,6 @@ int main(int argc, char **argv)
     RUN(sglog_refuses_an_accept_length_below_one);
     RUN(log_keeps_one_rank_of_each_dp_rank);
     RUN(sglog_reads_coloured_and_collected_lines);
+    RUN(server_args_repr_is_read_whole_and_a_cut_line_refused);
     return check_done();
 }
