@@ -132,30 +132,62 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
             goto out;
         s->tp_size = (int)tp->valuedouble;
     }
-    const cJSON *dcg = cJSON_GetObjectItemCaseSensitive(j, "disable_cuda_graph");
-    const cJSON *bsl = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs"), *mbs;
-    if (pm_type_check(dcg, cJSON_IsBool, path, "disable_cuda_graph", "true, false or null", err, errlen) ||
-        pm_type_check(bsl, cJSON_IsArray, path, "cuda_graph_bs", "a list of batch sizes or null", err, errlen))
+    /* The decode graphs: 2026 releases keep them in cuda_graph_config.decode {backend, max_bs, bs}
+     * (model_executor/cuda_graph_config.py; --cuda-graph-bs and --cuda-graph-max-bs became
+     * aliases of --cuda-graph-bs-decode and --cuda-graph-max-bs-decode, --disable-cuda-graph of
+     * --cuda-graph-backend-decode=disabled), older ones in cuda_graph_bs, cuda_graph_max_bs and
+     * disable_cuda_graph. Of each, the first field given (not null) in this order counts. */
+    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_config"),
+                                                        "decode");
+    static const char *const list_keys[] = {"cuda_graph_config.decode.bs", "cuda_graph_bs_decode", "cuda_graph_bs"};
+    static const char *const max_keys[] = {"cuda_graph_config.decode.max_bs", "cuda_graph_max_bs_decode",
+                                           "cuda_graph_max_bs"};
+    static const char *const off_keys[] = {"disable_decode_cuda_graph", "disable_cuda_graph"};
+    const cJSON *lists[3] = {cJSON_GetObjectItemCaseSensitive(dec, "bs"),
+                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs_decode"),
+                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs")};
+    const cJSON *maxes[3] = {cJSON_GetObjectItemCaseSensitive(dec, "max_bs"),
+                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_max_bs_decode"),
+                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_max_bs")};
+    const cJSON *offs[2] = {cJSON_GetObjectItemCaseSensitive(j, "disable_decode_cuda_graph"),
+                            cJSON_GetObjectItemCaseSensitive(j, "disable_cuda_graph")};
+    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(dec, "backend"), *bsl = NULL, *mbs = NULL;
+    const char *bsl_key = "", *mbs_key = "";
+    for (int k = 0; k < 3; k++) {
+        if (pm_type_check(lists[k], cJSON_IsArray, path, list_keys[k], "a list of batch sizes or null", err, errlen) ||
+            pm_type_check(maxes[k], cJSON_IsNumber, path, max_keys[k], "a batch size or null", err, errlen))
+            goto out;
+        if (!bsl && cJSON_IsArray(lists[k]))
+            bsl = lists[k], bsl_key = list_keys[k];
+        if (!mbs && cJSON_IsNumber(maxes[k]))
+            mbs = maxes[k], mbs_key = max_keys[k];
+    }
+    for (int k = 0; k < 2; k++) {
+        if (pm_type_check(offs[k], cJSON_IsBool, path, off_keys[k], "true, false or null", err, errlen))
+            goto out;
+        if (cJSON_IsTrue(offs[k]))
+            s->cuda_graph = 0;
+    }
+    if (pm_type_check(backend, cJSON_IsString, path, "cuda_graph_config.decode.backend", "a string or null", err,
+                      errlen))
         goto out;
-    if (cJSON_IsTrue(dcg))
+    if (cJSON_IsString(backend) && !strcmp(backend->valuestring, "disabled"))
         s->cuda_graph = 0;
-    if (cJSON_IsArray(bsl)) {
+    if (bsl) {
         const cJSON *e;
         cJSON_ArrayForEach(e, bsl) {
             if (!cJSON_IsNumber(e)) {
-                snprintf(err, errlen, "%s: field cuda_graph_bs: an entry is not a batch size >= 1",
-                         path);
+                snprintf(err, errlen, "%s: field %s: an entry is not a batch size >= 1", path, bsl_key);
                 goto out;
             }
-            if (bnd_check(&bnd_rows, e->valuedouble, path, "cuda_graph_bs", err, errlen))
+            if (bnd_check(&bnd_rows, e->valuedouble, path, bsl_key, err, errlen))
                 goto out;
             if (s->ngraph_bs < PM_GRAPH_BS_MAX)
                 s->graph_bs[s->ngraph_bs++] = (int)e->valuedouble;
         }
         qsort(s->graph_bs, (size_t)s->ngraph_bs, sizeof s->graph_bs[0], pm_cmp_int);
-    } else if (cJSON_IsNumber(mbs = cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_max_bs")) &&
-               mbs->valuedouble > 0) {   /* 0 or less: SGLang picks it */
-        if (bnd_check(&bnd_rows, mbs->valuedouble, path, "cuda_graph_max_bs", err, errlen))
+    } else if (mbs && mbs->valuedouble > 0) {   /* 0 or less: SGLang picks it */
+        if (bnd_check(&bnd_rows, mbs->valuedouble, path, mbs_key, err, errlen))
             goto out;
         phasemap_sglang_graph_bs(s, (int)mbs->valuedouble);
     }
@@ -221,7 +253,8 @@ int phasemap_shape_load(pm_shape *s, const char *path, char *err, size_t errlen)
     /* an object with none of ServerArgs' fields is some other JSON (it was read as a baseline
      * server with every default) */
     static const char *const known[] = {"model_path", "tp_size", "speculative_algorithm", "cuda_graph_max_bs",
-                                        "cuda_graph_bs", "disable_cuda_graph", "served_model_name"};
+                                        "cuda_graph_bs", "disable_cuda_graph", "served_model_name",
+                                        "cuda_graph_config"};
     int any = 0;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
         any |= cJSON_GetObjectItemCaseSensitive(j, known[k]) != NULL;

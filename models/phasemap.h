@@ -106,8 +106,10 @@ int  phasemap_load_map(phasemap *pm, const char *spec, char *err, size_t errlen)
 
 /* Reads the speculative shape from an SGLang server_args.json (the /get_server_info reply
  * that `python -m sglang.profiler` saves beside the traces): speculative_num_steps,
- * speculative_eagle_topk, speculative_num_draft_tokens, cuda_graph_bs (or SGLang's default
- * list up to cuda_graph_max_bs), disable_cuda_graph, tp_size. A file without
+ * speculative_eagle_topk, speculative_num_draft_tokens, the decode graphs' batch sizes
+ * (cuda_graph_config.decode's bs or max_bs in 2026 releases, else cuda_graph_bs_decode /
+ * cuda_graph_max_bs_decode, else cuda_graph_bs / cuda_graph_max_bs: a list, or SGLang's
+ * default list up to the max) and whether they are off, tp_size. A file without
  * speculative_algorithm (or with null) is a baseline server: known stays 0. A speculative
  * server with a shape field missing or null (NGRAM: speculative_num_steps None): known stays
  * 0 and missing names the field; the trace that needs the shape is refused with it. 0, or -1

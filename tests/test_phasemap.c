@@ -558,6 +558,47 @@ static void sglang_trace_without_phases_names_its_spans(void)
           strstr(err, "idle.json") && !strstr(err, "only prefill") && !strstr(err, "e.g. )"), "message '%s'", err);
 }
 
+/* 2026 releases keep the decode graphs in cuda_graph_config.decode {backend, max_bs, bs}
+ * (model_executor/cuda_graph_config.py; --cuda-graph-max-bs became an alias of
+ * --cuda-graph-max-bs-decode): server_args.json (dataclasses.asdict, nested) and the logged
+ * repr (CudaGraphConfig(decode=PhaseConfig(..))) give the captured list, a decode max, or
+ * graphs off. They were ignored: SGLang's default list (to 512) stood for --cuda-graph-max-bs
+ * 128, and a disabled decode graph read as on. */
+static void server_args_reads_the_decode_cuda_graph_config(void)
+{
+    char err[512] = "", path[200];
+    pm_shape sh;
+    snprintf(path, sizeof path, "%s/args-2026.json", tmpdir);
+    write_file(path, "{\"model_path\": \"m\", \"tp_size\": 8, \"speculative_algorithm\": null, "
+               "\"cuda_graph_config\": {\"decode\": {\"backend\": \"full\", \"max_bs\": 128, \"bs\": null, "
+               "\"tc_compiler\": \"eager\", \"full_prefill_max_req\": null}, \"prefill\": {\"backend\": "
+               "\"breakable\", \"max_bs\": null, \"bs\": [1, 2], \"tc_compiler\": \"eager\", "
+               "\"full_prefill_max_req\": null}}, \"cuda_graph_max_bs_decode\": null, \"disable_cuda_graph\": false}");
+    CHECK(phasemap_shape_load(&sh, path, err, sizeof err) == 0 && sh.cuda_graph == 1 && sh.ngraph_bs > 0 &&
+          sh.graph_bs[sh.ngraph_bs - 1] == 128, "%s: graph %d, %d sizes, last %d", err, sh.cuda_graph, sh.ngraph_bs,
+          sh.ngraph_bs ? sh.graph_bs[sh.ngraph_bs - 1] : 0);
+    write_file(path, "{\"model_path\": \"m\", \"cuda_graph_config\": {\"decode\": {\"backend\": \"disabled\", "
+               "\"max_bs\": 64, \"bs\": [1, 2, 4, 8]}}}");
+    CHECK(phasemap_shape_load(&sh, path, err, sizeof err) == 0 && sh.cuda_graph == 0 && sh.ngraph_bs == 4 &&
+          sh.graph_bs[3] == 8, "%s: graph %d, %d sizes", err, sh.cuda_graph, sh.ngraph_bs);
+    write_file(path, "{\"model_path\": \"m\", \"cuda_graph_max_bs_decode\": 48, \"disable_decode_cuda_graph\": true}");
+    CHECK(phasemap_shape_load(&sh, path, err, sizeof err) == 0 && sh.cuda_graph == 0 && sh.ngraph_bs > 0 &&
+          sh.graph_bs[sh.ngraph_bs - 1] == 48, "%s: graph %d, last %d", err, sh.cuda_graph,
+          sh.ngraph_bs ? sh.graph_bs[sh.ngraph_bs - 1] : 0);
+    write_file(path, "{\"model_path\": \"m\", \"cuda_graph_config\": {\"decode\": {\"max_bs\": \"128\"}}}");
+    CHECK(phasemap_shape_load(&sh, path, err, sizeof err) == -1 && strstr(err, "args-2026.json") &&
+          strstr(err, "field cuda_graph_config.decode.max_bs") && strstr(err, "\"128\""), "message '%s'", err);
+    const char *line = "[2026-03-01 10:00:00] server_args=ServerArgs(model_path='m', tp_size=8, "
+        "cuda_graph_config=CudaGraphConfig(decode=PhaseConfig(backend='full', max_bs=128, bs=[1, 2, 4, 8, 16, 24, "
+        "32, 64, 96, 128], tc_compiler='eager', full_prefill_max_req=None), prefill=PhaseConfig(backend='breakable', "
+        "max_bs=None, bs=[1], tc_compiler='eager', full_prefill_max_req=None)), cuda_graph_max_bs_decode=128, "
+        "speculative_algorithm='EAGLE3', speculative_num_steps=3, speculative_eagle_topk=1, "
+        "speculative_num_draft_tokens=4)";
+    CHECK(phasemap_shape_repr(&sh, line, strlen(line), "server.log: line 1", err, sizeof err) == 0 && sh.known &&
+          sh.cuda_graph == 1 && sh.ngraph_bs == 10 && sh.graph_bs[9] == 128 && sh.graph_bs[6] == 32,
+          "%s: %d sizes", err, sh.ngraph_bs);
+}
+
 int main(void)
 {
     /* these tests compare times exactly: keep Kineto's times as they are (test_pkineto
@@ -575,6 +616,7 @@ int main(void)
     RUN(kineto_with_sglang_spans_fits_like_specprof_words);
     RUN(sglang_step_batch_out_of_range_is_named);
     RUN(sglang_trace_without_phases_names_its_spans);
+    RUN(server_args_reads_the_decode_cuda_graph_config);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
