@@ -367,7 +367,9 @@ int logcmd_main(int argc, char **argv)
         const sglog_interval *x = &g.iv[i];
         if (x->gen_tok_s <= 0 || x->running_req < 1)
             continue;
-        int graph = x->cuda_graph != 0;
+        /* releases before mid-2025 log no "cuda graph:" (scheduler.py log_decode_stats): the
+         * server's arguments say whether it captured graphs (--disable-cuda-graph) */
+        int graph = x->cuda_graph >= 0 ? x->cuda_graph : sh.cuda_graph;
         /* the accept length in thousandths (a logged limit is read 0.005 below it) */
         int len_c = x->accept_len >= 0 ? (int)lround(log_len_in_reach(x->accept_len, len_limit, &capped_iv) * 1000) : -1;
         log_key *k = NULL;

@@ -581,6 +581,32 @@ static void server_args_repr_is_read_whole_and_a_cut_line_refused(void)
     remove(path);
 }
 
+/* Releases before mid-2025 log no "cuda graph:" field (scheduler.py log_decode_stats,
+ * "Decode batch. #running-req: N, #token: T, token usage: U, accept len: A, gen throughput
+ * (token/s): G, #queue-req: Q, "): such an interval takes the server's graph state from its
+ * arguments; a --disable-cuda-graph server's intervals were predicted with graphs. */
+static void log_lines_without_a_graph_field_follow_the_server_args(void)
+{
+    const char *path = "/tmp/test_sglog_v1.log";
+    for (int off = 0; off < 2; off++) {
+        FILE *f = fopen(path, "w");
+        fprintf(f, "[2025-02-10 11:59:00] server_args=ServerArgs(model_path='m', tp_size=1, "
+                "speculative_algorithm='EAGLE', speculative_num_steps=3, speculative_eagle_topk=1, "
+                "speculative_num_draft_tokens=4, cuda_graph_max_bs=160, disable_cuda_graph=%s)\n"
+                "[2025-02-10 12:00:00] Decode batch. #running-req: 4, #token: 3000, token usage: 0.02, "
+                "accept len: 2.81, gen throughput (token/s): 600.12, #queue-req: 0, \n", off ? "True" : "False");
+        fclose(f);
+        char *out, cmd[512];
+        snprintf(cmd, sizeof cmd, "log %s --model models/example-llama8b.json --iterations 100 --csv", path);
+        char want[64];
+        snprintf(want, sizeof want, "%s,2,4,%d,2.81,600.12,", path, !off);
+        CHECK(sh(cmd, &out) == 0 && out && strstr(out, want), "disable_cuda_graph %d: want %s in: %s", off, want,
+              out ? out : "");
+        free(out);
+    }
+    remove(path);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -605,5 +631,6 @@ int main(int argc, char **argv)
     RUN(log_keeps_one_rank_of_each_dp_rank);
     RUN(sglog_reads_coloured_and_collected_lines);
     RUN(server_args_repr_is_read_whole_and_a_cut_line_refused);
+    RUN(log_lines_without_a_graph_field_follow_the_server_args);
     return check_done();
 }
