@@ -2,8 +2,9 @@
  * decode_log_interval decode steps (managers/scheduler_metrics_mixin.py,
  * report_decode_stats): running requests, KV tokens, accept length, CUDA graph, generation
  * throughput. Every variant seen in releases is read: `Decode batch,` / `Decode batch.` /
- * `Decode batch [iter],`, `#token:` or `#full token:`, with or without accept rate,
- * `cuda graph:` or `cpu graph:` / `npu graph:`,
+ * `Decode batch [iter],`, `#token:` or `#full token:` (HiSparse's `#gpu token:` gives no KV
+ * count), with or without accept rate, `cuda graph:` or `cpu graph:` / `npu graph:` or none
+ * (before mid-2025), fields added before or after them (`#cached-token:`, `fwd occupancy:`),
  * prefixes such as `(SGLangEngine pid=..)` and `[time DP6 TP6 EP6]`; other lines are
  * counted and ignored. Why: the log is what every production server already has; it gives
  * acceptance per batch size and a check of a model against production, without a GPU.

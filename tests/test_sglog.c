@@ -46,6 +46,19 @@ static void sglog_reads_every_release_variant(void)
         {"[2025-11-03 10:01:10 DP0 TP0] Decode batch, #running-req: 8, #token: 4000, token usage: 0.40, "
          "pre-allocated usage: 0.10, #prealloc-req: 0, #transfer-req: 0, #retracted-req: 0, cuda graph: True, "
          "gen throughput (token/s): 1000.00, #queue-req: 0, est. decode TFLOPS/s (per GPU): 1.20", 8, 1, 0, 0, 4000, -1, -1, 1000, -1},
+        /* early 2025 (scheduler.py log_decode_stats): no graph field, a trailing ", " */
+        {"[2025-02-10 12:00:00 TP0] Decode batch. #running-req: 8, #token: 3000, token usage: 0.02, accept len: 2.81, "
+         "gen throughput (token/s): 600.12, #queue-req: 0, ", 8, -1, -1, 0, 3000, 2.81, -1, 600.12, -1},
+        /* 2026 (scheduler_components/metrics_reporter.py report_decode_stats): #cached-token, no
+         * trailing ", ", MFU and device-timer fields after #queue-req */
+        {"[2026-03-10 12:00:00 TP0] Decode batch, #running-req: 8, #cached-token: 0, #token: 3000, token usage: 0.02, "
+         "accept len: 2.85, accept rate: 0.61, waiting-image-req: 0, cuda graph: True, gen throughput (token/s): "
+         "640.00, #queue-req: 0, est. decode TFLOPS/s (per GPU): 1.20, est. read BW (GB/s per GPU): 800.00, "
+         "est. write BW (GB/s per GPU): 10.00, fwd occupancy: 93.50%", 8, 1, -1, 0, 3000, 2.85, 0.61, 640, -1},
+        /* 2026 HiSparse pool (PoolStats.get_decode_usage_msg_parts): no #token */
+        {"[2026-03-10 12:00:01 TP0] Decode batch, #running-req: 8, #cached-token: 0, #gpu token: 2000, gpu token "
+         "usage: 0.02, #cpu token: 1000, cpu token usage: 0.01, accept len: 2.86, accept rate: 0.62, npu graph: False, "
+         "gen throughput (token/s): 650.00, #queue-req: 3", 8, 0, -1, 0, -1, 2.86, 0.62, 650, -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sglog_interval iv;
