@@ -24,6 +24,7 @@
 #include "timport.h"
 #include "pkineto.h"
 #include "sglog.h"
+#include "phasemap.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -349,7 +350,13 @@ int fz_sglog(const uint8_t *data, size_t n)
         a = b + 1;
     }
     sglog_init(&g);
-    (void)sglog_read(&g, fz_file(data, n), 0, err, sizeof err);
+    if (sglog_read(&g, fz_file(data, n), 0, err, sizeof err) == 0) {
+        sglog_drop_rank_copies(&g);
+        if (g.server_args) {    /* the logged ServerArgs(...) repr, read as a Python literal */
+            pm_shape sh;
+            (void)phasemap_shape_repr(&sh, g.server_args, g.server_args_len, "fuzz", err, sizeof err);
+        }
+    }
     sglog_free(&g);
     return 0;
 }
