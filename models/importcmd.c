@@ -47,6 +47,29 @@ static double import_now_s(clockid_t c)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The device line's first part: the name, SM count and compute capability, or which field of
+ * the file holds none (a Kineto deviceProperties entry without numSms or computeMajor, or
+ * with 0: Kineto's XPU and child-profiler entries; it printed "0 SMs, cc 0.0"). */
+static void import_device(const char *path, const char *importer, const ptrace_header *h)
+{
+    int kineto = !strcmp(importer, "kineto");
+    if (!h->device.name[0]) {
+        printf("# device not recorded (%s: no %s); ", path,
+               kineto ? "deviceProperties entry for the kernels' device" : "device.name in the header");
+        return;
+    }
+    printf("# device %s", h->device.name);
+    if (h->device.sms > 0)
+        printf(", %d SMs", h->device.sms);
+    if (h->device.cc_major > 0)
+        printf(", cc %d.%d", h->device.cc_major, h->device.cc_minor);
+    if (h->device.sms <= 0 || h->device.cc_major <= 0)
+        printf(" (%s: field %s%s%s%s missing or 0)", path, kineto ? "deviceProperties " : "device.",
+               h->device.sms > 0 ? "" : kineto ? "numSms" : "sms", h->device.sms > 0 || h->device.cc_major > 0 ?
+               "" : ", ", h->device.cc_major > 0 ? "" : kineto ? "computeMajor" : "cc_major");
+    printf("; ");
+}
+
 int importcmd_main(int argc, char **argv)
 {
     phasemap pm;
@@ -143,8 +166,7 @@ int importcmd_main(int argc, char **argv)
         if (st.nonfinite_events)
             printf("# %zu events carry inf or NaN values (Kineto's blocks per SM without the "
                    "device's SM count): read as null\n", st.nonfinite_events);
-        printf("# device %s, %d SMs, cc %d.%d; ", t.hdr.device.name[0] ? t.hdr.device.name :
-               "(not recorded)", t.hdr.device.sms, t.hdr.device.cc_major, t.hdr.device.cc_minor);
+        import_device(path, st.importer, &t.hdr);
         if (t.hdr.world_size > 0)
             printf("rank %d of %d\n", t.hdr.rank, t.hdr.world_size);
         else

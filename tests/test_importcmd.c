@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #define FIXTURE "tests/data/kineto/sglang-eagle-tiny.trace.json"
@@ -119,6 +120,26 @@ static void import_refuses_an_impossible_spec_shape(void)
     expect_2("log tests/data/sglang/server-eagle.log --spec-shape 2,2,9", "--spec-shape", "value 9");
 }
 
+/* A deviceProperties entry without numSms and computeMajor (or with 0) printed "0 SMs, cc 0.0"
+ * as if measured: the line says which field of which file is missing or 0 */
+static void import_names_a_device_field_it_lacks(void)
+{
+    char path[128], *out;
+    snprintf(path, sizeof path, "%s/dev", tmpdir);   /* no server_args.json beside it */
+    CHECK(mkdir(path, 0755) == 0, "mkdir %s", path);
+    snprintf(path, sizeof path, "%s/dev/nosms.json", tmpdir);
+    write_file(path, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\", "
+               "\"numSms\": 0}], \"traceEvents\": [\n"
+               "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": 4.000, \"dur\": 2.000, "
+               "\"args\": {\"device\": 0, \"correlation\": 1}}\n]}\n");
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "import %s", path);
+    sh(cmd, &out);
+    CHECK(out && strstr(out, "NVIDIA H200") && strstr(out, "nosms.json: field deviceProperties numSms, computeMajor missing or 0") && !strstr(out, "0 SMs") &&
+          !strstr(out, "cc 0.0"), "output: %s", out ? out : "");
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -130,6 +151,7 @@ int main(int argc, char **argv)
     RUN(foreign_traces_are_refused_with_exit_2);
     RUN(import_instances_must_be_a_count);
     RUN(import_refuses_an_impossible_spec_shape);
+    RUN(import_names_a_device_field_it_lacks);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
