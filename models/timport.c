@@ -624,6 +624,24 @@ static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err,
         free(u.host);
         return -1;
     }
+    if (info.kernels + info.mems == 0 && !info.complete) {
+        /* Kineto writes every host event before the GPU events (CuptiActivityProfiler): a cut
+         * there is no CPU-only profile (the advice to record CUDA activity was wrong) */
+        snprintf(err, errlen, "%s: field traceEvents: value %zu events, then the document is cut off "
+                 "(after %llu bytes of JSON) before any event of cat kernel, gpu_memcpy or gpu_memset: "
+                 "Kineto writes the GPU events after the host events, so the file is incomplete (a copy "
+                 "or an export that did not finish?)", t->file, info.events, info.json_bytes);
+        free(u.host);
+        return -1;
+    }
+    if (info.kernels + info.mems == 0 && info.cpu_ops + info.python_functions + info.ranges +
+        info.apis + info.apis_other == 0) {
+        snprintf(err, errlen, "%s: field traceEvents: value %zu events, none of them activity "
+                 "(%zu metadata, %zu other): the profiler recorded nothing (no step ran while it "
+                 "was on?)", t->file, info.events, info.metadata, info.other + info.flows);
+        free(u.host);
+        return -1;
+    }
     if (info.kernels + info.mems == 0) {
         snprintf(err, errlen, "%s: field traceEvents: value %zu events, none of cat kernel, "
                  "gpu_memcpy or gpu_memset: a CPU-only profile (%zu cpu_op, %zu user_annotation): "

@@ -929,6 +929,37 @@ static void timport_names_unreadable_events_when_no_kernel_reads(void)
         fit_trace_free(&t);
 }
 
+/* Kineto writes the host events first and the GPU events after them: a file cut before the GPU
+ * events, an empty traceEvents and one of metadata only were all refused as "a CPU-only
+ * profile ... record with activities=[..CUDA]", which they are not */
+static void timport_tells_a_cut_or_empty_trace_from_a_cpu_only_one(void)
+{
+    static const struct { const char *name, *doc, *w1, *w2; } c[] = {
+        {"cut.json", "{\"schemaVersion\": 1, \"traceEvents\": [\n"
+         "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": 1, \"tid\": 1, \"ts\": 1.0, \"dur\": 9.0},\n"
+         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 2.0, \"dur\": 2.0},\n"
+         "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 3.0, \"dur\": 1.0, "
+         "\"args\": {\"correlation\": 1}},\n{\"ph\": \"X\", \"cat\": \"ker", "3 events, then the document is cut off",
+         "the file is incomplete"},
+        {"empty.json", "{\"schemaVersion\": 1, \"traceEvents\": []}", "0 events, none of them activity",
+         "recorded nothing"},
+        {"meta.json", "{\"schemaVersion\": 1, \"traceEvents\": [{\"name\": \"process_name\", \"ph\": \"M\", "
+         "\"ts\": 0.0, \"pid\": 1, \"tid\": 0, \"args\": {\"name\": \"python3\"}}]}", "1 events, none of them activity",
+         "(1 metadata, 0 other)"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char path[300], err[1024] = "";
+        snprintf(path, sizeof path, "%s/%s", tmpdir, c[i].name);
+        CHECK(write_file(path, c[i].doc) == 0, "write %s", path);
+        fit_trace t;
+        int rc = timport_load(&t, path, NULL, NULL, err, sizeof err);
+        CHECK(rc != 0 && strstr(err, c[i].name) && strstr(err, "field traceEvents") && strstr(err, c[i].w1) &&
+              strstr(err, c[i].w2) && !strstr(err, "CPU-only"), "%s: rc %d: %s", c[i].name, rc, err);
+        if (rc == 0)
+            fit_trace_free(&t);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && !strcmp(argv[1], "--write-big"))   /* sim/bench.sh */
@@ -952,6 +983,7 @@ int main(int argc, char **argv)
     RUN(pkineto_keeps_hip_launches_and_sync_calls);
     RUN(pkineto_reads_kernels_with_inf_and_nan_args);
     RUN(timport_names_unreadable_events_when_no_kernel_reads);
+    RUN(timport_tells_a_cut_or_empty_trace_from_a_cpu_only_one);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
