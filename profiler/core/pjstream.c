@@ -172,6 +172,16 @@ int pjstream_run(psrc *src, const char *array_key, const pjstream_cb *cb,
         char c = *p;
         switch (state) {
         case PJS_START:
+            if (s.base + s.pos == 0 && c == '\xef') {
+                /* a UTF-8 byte order mark: RFC 8259 8.1 lets a parser ignore it (an editor or
+                 * a Windows tool that re-saved the trace wrote it) */
+                if (end - p < 3)
+                    break;   /* more input */
+                if (memcmp(p, "\xef\xbb\xbf", 3) == 0) {
+                    s.pos += 3;
+                    continue;
+                }
+            }
             if (c == '[') {
                 info->doc_array = 1;
                 split = 1;

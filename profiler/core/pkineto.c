@@ -80,7 +80,7 @@ const char *pkineto_op(const char *c, char *buf, size_t cap)
 
 int pkineto_probe(const char *head, size_t len)
 {
-    size_t i = 0;
+    size_t i = len >= 3 && memcmp(head, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;   /* a UTF-8 BOM (pjstream) */
     while (i < len && (head[i] == ' ' || head[i] == '\n' || head[i] == '\r' || head[i] == '\t'))
         i++;
     if (i >= len || head[i] != '{')
