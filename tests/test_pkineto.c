@@ -843,6 +843,45 @@ static void pkineto_reads_kernels_with_inf_and_nan_args(void)
           "bad %zu: %s", I.bad_events, I.first_bad);
 }
 
+/* Kineto before pytorch/kineto#1459 writes event names without escaping '"': with_stack=True
+ * (SGLang's default) names Python frames after dynamo co_filenames such as {"device": "cpu"}.
+ * An odd number of such quotes made the splitter lose its place: 0 events, refused as "a
+ * CPU-only profile"; an even number split by luck. Both layouts Kineto wrote (name on its own
+ * line; ph, cat, name, pid on one line), every read size; the kernel after them is read, a
+ * user_annotation with a quote is skipped and named. */
+static void pkineto_reads_names_with_unescaped_quotes(void)
+{
+    static const char doc[] =
+        "{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n"
+        "  {\n    \"ph\": \"X\",\n    \"cat\": \"python_function\",\n"
+        "    \"name\": \"{\"device\": \"cpu\", \"dtype\": \"float32\"}(12): run\",\n"
+        "    \"pid\": 1,\n    \"tid\": 1,\n    \"ts\": 1.000,\n    \"dur\": 2.000\n  },\n"
+        "  {\n    \"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"x.py(3): <module> \"\"\"Doc\", \"pid\": 1, "
+        "\"tid\": 1,\n    \"ts\": 3.000, \"dur\": 1.000\n  },\n"
+        "  {\n    \"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"say \"hi\", \"pid\": 1, \"tid\": 1,\n"
+        "    \"ts\": 4.000, \"dur\": 1.000\n  },\n"
+        "  {\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7,\n"
+        "    \"ts\": 5.000, \"dur\": 2.000,\n    \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 1}\n  },\n"
+        "  {\n    \"ph\": \"i\", \"s\": \"g\", \"name\": \"Record Window End\", \"pid\": \"\", \"tid\": \"\", \"ts\": 9.000\n  }\n"
+        "  ],\n  \"traceName\": \"/tmp/t.json\"\n}\n";
+    for (int seed = 0; seed <= 3; seed++) {
+        drip d = {{drip_read, "quotes", 0}, doc, sizeof doc - 1, 0, 0x9e3779b97f4a7c15ull * (uint64_t)seed};
+        psrc_mem m;
+        psrc_mem_init(&m, doc, sizeof doc - 1, "quotes");
+        seen s;
+        memset(&s, 0, sizeof s);
+        pkineto_cb cb = {s_kernel, s_mem, s_api, s_range, s_grange, NULL, &s};
+        pkineto_info I;
+        char err[256] = "";
+        int rc = pkineto_scan(seed ? &d.base : &m.base, &cb, &I, err, sizeof err);
+        CHECK(rc == 0 && I.complete && I.events == 5 && I.python_functions == 2 && I.kernels == 1 && s.nk == 1 &&
+              s.k_first.start_ns == 5000 && I.window_end, "seed %d: rc %d %s: events %zu python %zu kernels %zu "
+              "complete %d", seed, rc, err, I.events, I.python_functions, I.kernels, I.complete);
+        CHECK(I.bad_events == 1 && strstr(I.first_bad, "event 3") && strstr(I.first_bad, "say"), "seed %d: bad %zu: %s",
+              seed, I.bad_events, I.first_bad);
+    }
+}
+
 /* ---- a large synthetic Kineto trace for make bench ------------------------------------------ */
 
 /* Writes about mb megabytes of Kineto JSON in Kineto's own layout (one key per line pair, as
@@ -1011,6 +1050,7 @@ int main(int argc, char **argv)
     RUN(timport_names_unreadable_events_when_no_kernel_reads);
     RUN(timport_tells_a_cut_or_empty_trace_from_a_cpu_only_one);
     RUN(pkineto_reads_a_trace_with_a_utf8_bom);
+    RUN(pkineto_reads_names_with_unescaped_quotes);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}

@@ -10,6 +10,7 @@
 
 #define PJS_CHUNK_BYTES ((size_t)1 << 20)   /* one read (1 MiB: reads cost nothing) */
 #define PJS_KEY_MAX 256
+#define PJS_NAME_MAX ((size_t)1 << 16)   /* how far a name with an unescaped quote is followed */
 
 enum { PJS_START, PJS_KEY, PJS_COLON, PJS_VALUE, PJS_OBJ_NEXT, PJS_ELEM, PJS_ELEM_NEXT, PJS_DONE };
 
@@ -40,8 +41,94 @@ static const char *pjs_string_end(const char *p, const char *end)
     }
 }
 
+static const char *pjs_blank(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* What follows a quote at p (just after it), as the end of an event's "name": 1 when it is
+ * blank, then ',' and another member of a trace event ("pid", "ph", ...), or '}' and then ',',
+ * ']' or '}' (the event's end); with any_comma, a ',' followed by anything is enough. 0: the
+ * buffer ends before that is decided; -1: something else (the quote is inside the name). */
+static int pjs_name_follow(const char *p, const char *end, int any_comma)
+{
+    static const char *const keys[] = {"\"ph\"", "\"cat\"", "\"name\"", "\"pid\"", "\"tid\"", "\"ts\"",
+                                       "\"dur\"", "\"args\"", "\"id\"", "\"bp\"", "\"s\"", "\"tts\"",
+                                       "\"cname\""};
+    p = pjs_blank(p, end);
+    if (p == end)
+        return 0;
+    if (*p == '}') {
+        p = pjs_blank(p + 1, end);
+        return p == end ? 0 : *p == ',' || *p == ']' || *p == '}' ? 1 : -1;
+    }
+    if (*p != ',')
+        return -1;
+    if (any_comma)
+        return 1;
+    p = pjs_blank(p + 1, end);
+    int more = 0;
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        size_t n = strlen(keys[k]), have = (size_t)(end - p);
+        if (have < n) {
+            more |= memcmp(p, keys[k], have) == 0;
+            continue;
+        }
+        if (memcmp(p, keys[k], n) == 0) {
+            const char *c = pjs_blank(p + n, end);
+            return c == end ? 0 : *c == ':' ? 1 : -1;
+        }
+    }
+    return more ? 0 : -1;
+}
+
+/* The end of an event's "name" value starting at p (its opening quote), as pjs_value_end.
+ * Kineto before pytorch/kineto#1459 (June 2026) writes names without escaping '"': a Python
+ * frame of with_stack=True (SGLang's default) named after a dynamo co_filename such as
+ * {"device": "cpu"}(12): run, or a line holding a quote. Such a quote does not end the
+ * string when what follows cannot follow a name: the name then ends at the first later quote
+ * (on the same line: Kineto strips newlines from names) followed by another member of the
+ * event or by its end. Before, the splitter lost its place in the document and read 0 events
+ * (an odd number of quotes) or none after the name. */
+static int pjs_name_end(const char *p, const char *end, int at_eof, const char **out)
+{
+    const char *q = pjs_string_end(p, end);
+    if (!q)
+        return 0;
+    int f = pjs_name_follow(q, end, 1);
+    if (f > 0 || (f == 0 && at_eof)) {
+        *out = q;
+        return 1;
+    }
+    if (f == 0)
+        return 0;
+    const char *lim = (size_t)(end - p) > PJS_NAME_MAX ? p + PJS_NAME_MAX : end;
+    for (const char *r = q; r < lim && *r != '\n'; r++) {
+        if (*r == '\\') {
+            r++;
+            continue;
+        }
+        if (*r != '"')
+            continue;
+        f = pjs_name_follow(r + 1, end, 0);
+        if (f > 0) {
+            *out = r + 1;
+            return 1;
+        }
+        if (f == 0 && !at_eof)
+            return 0;
+    }
+    if (lim == end && !at_eof && (size_t)(end - p) < PJS_NAME_MAX)
+        return 0;   /* the line goes on past the buffer */
+    *out = q;       /* no such quote: the string as written */
+    return 1;
+}
+
 /* Scans one value starting at p (no leading blank). 1: *out is the position after it;
- * 0: the buffer ends inside it (at_eof: a scalar may end at the end); -1: not a value. */
+ * 0: the buffer ends inside it (at_eof: a scalar may end at the end); -1: not a value. An
+ * object's "name" member is scanned by pjs_name_end. */
 static int pjs_value_end(const char *p, const char *end, int at_eof, const char **out)
 {
     char c = *p;
@@ -53,13 +140,25 @@ static int pjs_value_end(const char *p, const char *end, int at_eof, const char 
         return 1;
     }
     if (c == '{' || c == '[') {
-        int depth = 0;
+        int depth = 0, obj = c == '{';
         while (p < end) {
             c = *p;
             if (c == '"') {
                 const char *q = pjs_string_end(p, end);
                 if (!q)
                     return 0;
+                if (depth == 1 && obj && q - p == 6 && memcmp(p, "\"name\"", 6) == 0) {
+                    const char *v = pjs_blank(q, end);
+                    if (v < end && *v == ':')   /* the key "name": its value */
+                        v = pjs_blank(v + 1, end);
+                    if (v == end)
+                        return 0;
+                    if (v > q && *v == '"') {
+                        int r = pjs_name_end(v, end, at_eof, &q);
+                        if (r <= 0)
+                            return r;
+                    }
+                }
                 p = q;
                 continue;
             }
