@@ -666,10 +666,11 @@ static void fi_drops(fi_trace_st *S)
             !(d == FR_NOKERNELS && ndrop[d] <= 2 * WM_NPHASE) && d != FR_WINDOW && d != FR_CONTEXT)
             fit_run_warn(R, "%s: %d phase instances left out: %s", t->file, ndrop[d],
                          fi_drop_why[d]);
-    if (t->truncated)
-        fit_run_warn(R, "%s: cut off (no specprof_end)%s: %d instances at its end left out",
-                     t->file, t->cut_last_line ? ", last line cut mid-write and dropped" : "",
-                     ndrop[FR_CUT]);
+    if (t->truncated)   /* a Kineto document has no specprof_end: its traceEvents stayed open */
+        fit_run_warn(R, "%s: cut off (%s)%s: %d instances at its end left out", t->file,
+                     t->has_header && !strcmp(t->hdr.tool_version, "kineto") ?
+                     "the Kineto document ends inside traceEvents" : "no specprof_end",
+                     t->cut_last_line ? ", last line cut mid-write and dropped" : "", ndrop[FR_CUT]);
     if (t->bad_lines)
         fit_run_warn(R, "%s: %zu lines did not parse and were skipped%s%s", t->file, t->bad_lines,
                      t->bad_first[0] ? "; the first: " : "", t->bad_first);

@@ -140,6 +140,39 @@ static void import_names_a_device_field_it_lacks(void)
     free(out);
 }
 
+/* A Kineto trace cut off inside traceEvents was reported by the fit as "cut off (no
+ * specprof_end)", a marker no Kineto file has */
+static void fit_says_how_a_kineto_trace_was_cut(void)
+{
+    char path[128], cmd[512], *out = NULL;
+    size_t n = 0;
+    FILE *f = fopen(FIXTURE, "rb");
+    char *text = NULL;
+    if (f) {
+        text = malloc(1 << 20);
+        n = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+        fclose(f);
+    }
+    CHECK(text && n > 0, "read %s", FIXTURE);
+    if (!text)
+        return;
+    text[n] = 0;
+    char *end = strstr(text, "Record Window End");   /* cut inside the last event */
+    CHECK(end != NULL, "fixture has no Record Window End");
+    if (end)
+        *end = 0;
+    snprintf(path, sizeof path, "%s/cut", tmpdir);   /* no server_args.json beside it */
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/cut/cut.trace.json", tmpdir);
+    write_file(path, text);
+    free(text);
+    snprintf(cmd, sizeof cmd, "fit %s -o %s/m.json --spec-shape 3,1,4 --cuda-graph-bs 1,2,4,8", path, tmpdir);
+    sh(cmd, &out);
+    CHECK(out && strstr(out, "cut.trace.json: cut off (the Kineto document ends inside traceEvents)") &&
+          !strstr(out, "specprof_end"), "output: %s", out ? out : "");
+    free(out);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -152,6 +185,7 @@ int main(int argc, char **argv)
     RUN(import_instances_must_be_a_count);
     RUN(import_refuses_an_impossible_spec_shape);
     RUN(import_names_a_device_field_it_lacks);
+    RUN(fit_says_how_a_kineto_trace_was_cut);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
