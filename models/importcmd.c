@@ -163,6 +163,11 @@ int importcmd_main(int argc, char **argv)
         if (st.bad_events)
             fprintf(stderr, "specsim import: warning: %s: %zu events skipped; the first: %s\n", path,
                     st.bad_events, st.bad_first);
+        if (st.gpu_before_call)
+            fprintf(stderr, "specsim import: warning: %s: %zu of %zu GPU records start before their "
+                    "launch call does (by up to %.3f us): the trace's GPU and CPU clocks disagree, and "
+                    "phase times that mix them are off by about that much\n", path, st.gpu_before_call,
+                    st.gpu_with_call, st.gpu_lead_max_ns / 1000.0);
         if (st.nonfinite_events)
             printf("# %zu events carry inf or NaN values (Kineto's blocks per SM without the "
                    "device's SM count): read as null\n", st.nonfinite_events);

@@ -149,6 +149,43 @@ static size_t ti_kn_graphs(fit_trace *t)
     return marked;
 }
 
+/* A launch call's correlation id and start, for ti_kn_clocks. */
+typedef struct { uint32_t corr; int64_t start_ns; } ti_call;
+static int ti_cmp_call(const void *a, const void *b)
+{
+    return ti_cmp_u32(&((const ti_call *)a)->corr, &((const ti_call *)b)->corr);
+}
+
+/* GPU records that start before their launch call starts: impossible on one clock (in the
+ * Kineto traces of traces/torch/kineto and call4, every kernel starts 4.9 us or more after its
+ * call), so the trace's GPU and CPU timestamps disagree (CUPTI's clock against the host's
+ * converted one). Counted with the largest lead, on the file's times (before the host cost is
+ * taken out). Before, nothing said so and phase instances mixed both clocks silently. */
+static void ti_kn_clocks(const fit_trace *t, timport_stats *st)
+{
+    ti_call *c = malloc((t->napi + 1) * sizeof *c);
+    if (!c)
+        return;
+    for (size_t i = 0; i < t->napi; i++)
+        c[i] = (ti_call){t->api[i].corr, t->api[i].start_ns};
+    qsort(c, t->napi, sizeof *c, ti_cmp_call);
+    for (size_t i = 0; i < t->nkern + t->nmem; i++) {
+        int k = i < t->nkern;
+        ti_call key = {k ? t->kern[i].corr : t->mem[i - t->nkern].corr, 0};
+        int64_t s = k ? t->kern[i].start_ns : t->mem[i - t->nkern].start_ns;
+        const ti_call *x = key.corr ? bsearch(&key, c, t->napi, sizeof *c, ti_cmp_call) : NULL;
+        if (!x)
+            continue;
+        st->gpu_with_call++;
+        if (s < x->start_ns) {
+            st->gpu_before_call++;
+            if (x->start_ns - s > st->gpu_lead_max_ns)
+                st->gpu_lead_max_ns = x->start_ns - s;
+        }
+    }
+    free(c);
+}
+
 /* Host time that torch.profiler/Kineto adds per host event it records (a cpu_op, a runtime
  * or driver call, a user_annotation), beyond specprof's: measured on the H200 from the same
  * torchbench configurations captured both ways, over the eager (host-bound) phase spans at
@@ -664,6 +701,7 @@ static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err,
     st->nonfinite_events = info.nonfinite_events;
     st->base_time_late = info.base_time_late;
     st->graph_inferred = info.graph_kernels ? 0 : ti_kn_graphs(t);
+    ti_kn_clocks(t, st);
     st->host_events = u.nhost;
     int rc = 0;
     if (u.nhost && ti_kn_unprofile(t, u.host, u.nhost, cost_us, st)) {

@@ -39,6 +39,10 @@ typedef struct {
     size_t nonfinite_events;       /* Kineto: events read with inf/NaN values taken as null */
     int    base_time_late;         /* Kineto: baseTimeNanoseconds after the events (relative
                                       times kept) */
+    size_t gpu_with_call;          /* Kineto: GPU records whose launch call is in the file */
+    size_t gpu_before_call;        /* of which start before the call starts: the GPU and CPU
+                                      clocks disagree (by at least gpu_lead_max_ns) */
+    int64_t gpu_lead_max_ns;
 } timport_stats;
 
 /* An importer: probe looks at the first bytes of the (decompressed) file; load initialises t

@@ -882,6 +882,41 @@ static void pkineto_reads_names_with_unescaped_quotes(void)
     }
 }
 
+/* A kernel that starts before its launch call is impossible on one clock (the traces of
+ * traces/torch start every kernel 4.9 us or more after its call): the GPU and CPU clocks of
+ * the trace disagree. That is counted with the largest lead (it went unsaid, and phase
+ * instances mixed both clocks); a trace whose kernels follow their calls counts none. */
+static void timport_counts_gpu_records_before_their_launch(void)
+{
+    static const char fmt[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"step[DECODE bs=2]\", \"pid\": 1, \"tid\": 1, \"ts\": 90.0, \"dur\": 60.0},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, \"ts\": 100.0, \"dur\": 4.0, \"args\": {\"correlation\": 1}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaMemcpyAsync\", \"pid\": 1, \"tid\": 1, \"ts\": 110.0, \"dur\": 4.0, \"args\": {\"correlation\": 2}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, \"ts\": %s, \"dur\": 5.0, \"args\": {\"correlation\": 1}},"
+        "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy DtoH (Device -> Pinned)\", \"pid\": 0, \"tid\": 7, \"ts\": %s, \"dur\": 2.0, "
+        "\"args\": {\"correlation\": 2, \"bytes\": 8}}]}";
+    static const struct { const char *k, *m; size_t before; int64_t lead_ns; } c[] = {
+        {"108.5", "121.0", 0, 0},       /* 8.5 and 11 us after their calls */
+        {"90.0", "97.75", 2, 12250},    /* the GPU clock 20 us early: 10 and 12.25 us before */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char doc[2048], path[300], err[1024] = "";
+        snprintf(doc, sizeof doc, fmt, c[i].k, c[i].m);
+        snprintf(path, sizeof path, "%s/clock%zu.json", tmpdir, i);
+        CHECK(write_file(path, doc) == 0, "write %s", path);
+        fit_trace t;
+        timport_stats st;
+        memset(&st, 0, sizeof st);
+        int rc = timport_load(&t, path, NULL, &st, err, sizeof err);
+        CHECK(rc == 0 && st.gpu_with_call == 2 && st.gpu_before_call == c[i].before && st.gpu_lead_max_ns == c[i].lead_ns,
+              "case %zu: rc %d %s: %zu of %zu before their call, lead %lld ns (want %zu, %lld)", i, rc, err,
+              st.gpu_before_call, st.gpu_with_call, (long long)st.gpu_lead_max_ns, c[i].before, (long long)c[i].lead_ns);
+        if (rc == 0)
+            fit_trace_free(&t);
+    }
+}
+
 /* ---- a large synthetic Kineto trace for make bench ------------------------------------------ */
 
 /* Writes about mb megabytes of Kineto JSON in Kineto's own layout (one key per line pair, as
@@ -1051,6 +1086,7 @@ int main(int argc, char **argv)
     RUN(timport_tells_a_cut_or_empty_trace_from_a_cpu_only_one);
     RUN(pkineto_reads_a_trace_with_a_utf8_bom);
     RUN(pkineto_reads_names_with_unescaped_quotes);
+    RUN(timport_counts_gpu_records_before_their_launch);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}
