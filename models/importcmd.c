@@ -169,8 +169,8 @@ int importcmd_main(int argc, char **argv)
                     "phase times that mix them are off by about that much\n", path, st.gpu_before_call,
                     st.gpu_with_call, st.gpu_lead_max_ns / 1000.0);
         if (st.nonfinite_events)
-            printf("# %zu events carry inf or NaN values (Kineto's blocks per SM without the "
-                   "device's SM count): read as null\n", st.nonfinite_events);
+            printf("# %zu events carry inf, NaN or out-of-range values (Kineto's blocks per SM without "
+                   "the device's SM count, json.dump's NaN, 1e400): read as null\n", st.nonfinite_events);
         import_device(path, st.importer, &t.hdr);
         if (t.hdr.world_size > 0)
             printf("rank %d of %d\n", t.hdr.rank, t.hdr.world_size);

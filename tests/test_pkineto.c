@@ -828,13 +828,16 @@ static void pkineto_reads_kernels_with_inf_and_nan_args(void)
         "\"args\": {\"correlation\": 1, \"stream\": 7, \"blocks per SM\": inf, \"warps per SM\": -inf, \"grid\": [4, 1, 1]}},"
         "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"nan: inf, NaN\", \"pid\": 0, \"tid\": 7, \"ts\": 20.0, \"dur\": 3.0, "
         "\"args\": {\"correlation\": 2, \"stream\": 7, \"blocks per SM\": NaN, \"warps per SM\":Infinity, \"x\": [nan, -Infinity]}},"
-        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"broken\", \"pid\": 0, \"tid\": 7, \"ts\": 30.0, \"dur\": 3.0, \"args\": {\"q\": infinite}}"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"broken\", \"pid\": 0, \"tid\": 7, \"ts\": 30.0, \"dur\": 3.0, \"args\": {\"q\": infinite}},"
+        /* past a double's range: inf as strtod (and Python's json) reads it; the kernel was dropped */
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"huge\", \"pid\": 0, \"tid\": 7, \"ts\": 40.0, \"dur\": 3.0, "
+        "\"args\": {\"correlation\": 4, \"est. achieved occupancy %\": 1e400, \"x\": [-2E+999, 1e-400, 7]}}"
         "]}";
     seen s;
     pkineto_info I;
     char err[256] = "";
     CHECK(scan_doc(doc, "inf", &s, &I, err, sizeof err) == 0, "%s", err);
-    CHECK(I.kernels == 2 && s.nk == 2 && I.nonfinite_events == 2, "kernels %zu (want 2), with inf/NaN %zu",
+    CHECK(I.kernels == 3 && s.nk == 3 && I.nonfinite_events == 3, "kernels %zu (want 3), with inf/NaN %zu",
           I.kernels, I.nonfinite_events);
     CHECK(s.k_first.corr == 1 && s.k_first.grid[0] == 4 && s.k_first.start_ns == 10000 &&
           !strcmp(s.k_first_name, "inf_kernel"), "first kernel %s corr %u grid %d", s.k_first_name,

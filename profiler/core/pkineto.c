@@ -9,6 +9,7 @@
 #include "pjstream.h"
 #include "bounds.h"
 #include <ctype.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -348,9 +349,15 @@ static int pk_other_rank(pk *P, const char *text, size_t len)
     return 1;
 }
 
+static int pk_numch(char c)
+{
+    return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
+}
+
 /* Copies an event's text with the non-JSON numbers inf, -inf, nan, -nan, NaN, Infinity and
- * -Infinity outside strings replaced by null, into *out (malloc'ed, caller frees). Returns how
- * many were replaced (0: *out NULL), -1 out of memory. */
+ * -Infinity, and numbers past a double's range (1e400: as strtod reads them, inf), outside
+ * strings replaced by null, into *out (malloc'ed, caller frees). Returns how many were
+ * replaced (0: *out NULL), -1 out of memory. */
 static int pk_nonfinite_to_null(const char *t, size_t len, char **out, size_t *olen)
 {
     static const char *tok[] = {"-Infinity", "Infinity", "-inf", "inf", "-nan", "nan", "-NaN", "NaN"};
@@ -369,28 +376,41 @@ static int pk_nonfinite_to_null(const char *t, size_t len, char **out, size_t *o
             instr = c != '"';
         } else if (c == '"') {
             instr = 1;
-        } else if (c == '-' || c == 'i' || c == 'n' || c == 'N' || c == 'I') {
-            size_t j = i;     /* a value starts after ':', ',' or '[' and blanks */
+        } else if (c == '-' || c == 'i' || c == 'n' || c == 'N' || c == 'I' || (c >= '0' && c <= '9')) {
+            size_t j = i, kl = 0;     /* a value starts after ':', ',' or '[' and blanks */
             while (j > 0 && (t[j - 1] == ' ' || t[j - 1] == '\n' || t[j - 1] == '\t' || t[j - 1] == '\r'))
                 j--;
             int at_value = j > 0 && (t[j - 1] == ':' || t[j - 1] == ',' || t[j - 1] == '[');
-            for (size_t k = 0; at_value && k < sizeof tok / sizeof tok[0]; k++) {
-                size_t kl = strlen(tok[k]);
-                if (i + kl <= len && memcmp(t + i, tok[k], kl) == 0 &&
-                    (i + kl == len || !isalnum((unsigned char)t[i + kl]))) {
-                    if (!o) {
-                        o = malloc(len * 2 + 8);
-                        if (!o)
-                            return -1;
-                        memcpy(o, t, i);
-                        n = i;
-                    }
-                    memcpy(o + n, "null", 4);
-                    n += 4;
-                    i += kl - 1;
-                    reps++;
-                    goto next;
+            for (size_t k = 0; at_value && !kl && k < sizeof tok / sizeof tok[0]; k++) {
+                size_t l = strlen(tok[k]);
+                if (i + l <= len && memcmp(t + i, tok[k], l) == 0 &&
+                    (i + l == len || !isalnum((unsigned char)t[i + l])))
+                    kl = l;
+            }
+            if (at_value && !kl) {
+                char num[64];
+                size_t e = i;
+                while (e < len && pk_numch(t[e]))
+                    e++;
+                if (e > i && e - i < sizeof num) {
+                    memcpy(num, t + i, e - i);
+                    num[e - i] = 0;
+                    kl = isinf(strtod(num, NULL)) ? e - i : 0;
                 }
+            }
+            if (kl) {
+                if (!o) {
+                    o = malloc(len * 2 + 8);
+                    if (!o)
+                        return -1;
+                    memcpy(o, t, i);
+                    n = i;
+                }
+                memcpy(o + n, "null", 4);
+                n += 4;
+                i += kl - 1;
+                reps++;
+                goto next;
             }
         }
         if (o)
