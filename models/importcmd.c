@@ -168,6 +168,11 @@ int importcmd_main(int argc, char **argv)
                     "launch call does (by up to %.3f us): the trace's GPU and CPU clocks disagree, and "
                     "phase times that mix them are off by about that much\n", path, st.gpu_before_call,
                     st.gpu_with_call, st.gpu_lead_max_ns / 1000.0);
+        if (st.python_functions)
+            printf("# %zu python_function events (with_stack=True): counted; the profiler cost taken "
+                   "out per host event does not cover them (measured without stacks), so the Python "
+                   "tracer's own cost stays in the host times (record with with_stack=False for the "
+                   "fit)\n", st.python_functions);
         if (st.nonfinite_events)
             printf("# %zu events carry inf, NaN or out-of-range values (Kineto's blocks per SM without "
                    "the device's SM count, json.dump's NaN, 1e400): read as null\n", st.nonfinite_events);

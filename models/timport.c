@@ -703,6 +703,7 @@ static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err,
     st->graph_inferred = info.graph_kernels ? 0 : ti_kn_graphs(t);
     ti_kn_clocks(t, st);
     st->host_events = u.nhost;
+    st->python_functions = info.python_functions;
     int rc = 0;
     if (u.nhost && ti_kn_unprofile(t, u.host, u.nhost, cost_us, st)) {
         snprintf(err, errlen, "%s: out of memory taking the profiler's host cost out", t->file);

@@ -28,6 +28,8 @@ typedef struct {
     size_t nccl_kernels;
     size_t kernels, mems, apis, ranges;   /* records read (also when discarded) */
     size_t host_events;            /* Kineto: host events it recorded (cpu_op, runtime, ...) */
+    size_t python_functions;       /* Kineto: python_function events (with_stack=True): not
+                                      host events above, their cost stays in (not measured) */
     double host_cost_per_event_us; /* the profiler's host cost taken out per event (0: none) */
     double host_cost_us;           /* of which on the busiest thread, in all */
     int    complete;               /* the file ended as its writer ends it */

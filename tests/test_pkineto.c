@@ -615,6 +615,45 @@ static void timport_takes_the_profiler_host_cost_out(void)
         fit_trace_free(&t);
 }
 
+/* with_stack=True (SGLang's default) adds a python_function event per Python call. Each was
+ * charged the cost per host event measured without stacks (4 us, for cpu_op and runtime
+ * calls): one every 5 us on the main thread shrank a 2939 us draft to 565 us and an extend
+ * to 11. They are counted, not charged: the trace of timport_takes_the_profiler_host_cost_out
+ * with 10 of them between its events maps to the same times. */
+static void timport_charges_python_functions_no_profiler_cost(void)
+{
+    char path[160], err[512], doc[4096];
+    int n = snprintf(doc, sizeof doc, "{\"schemaVersion\": 1, \"baseTimeNanoseconds\": 0, \"traceEvents\": [\n"
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"verify\", \"pid\": 1, \"tid\": 7, \"ts\": 0.000, \"dur\": 100.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, \"ts\": 10.000, \"dur\": 2.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 20.000, \"dur\": 4.000, \"args\": {\"correlation\": 1}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 5, \"ts\": 30.000, \"dur\": 10.000, \"args\": {\"correlation\": 1, \"stream\": 5}},\n"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, \"ts\": 50.000, \"dur\": 2.000},\n"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 7, \"ts\": 60.000, \"dur\": 4.000, \"args\": {\"correlation\": 2}},\n"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 5, \"ts\": 66.000, \"dur\": 10.000, \"args\": {\"correlation\": 2, \"stream\": 5}}");
+    for (int i = 0; i < 10; i++)
+        n += snprintf(doc + n, sizeof doc - (size_t)n, ",\n{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": "
+                      "\"scheduler.py(%d): step\", \"pid\": 1, \"tid\": 7, \"ts\": %d.000, \"dur\": 0.500, "
+                      "\"args\": {\"Python id\": %d}}", 100 + i, 25 + 3 * i, i);
+    snprintf(doc + n, sizeof doc - (size_t)n, "\n]}\n");
+    snprintf(path, sizeof path, "%s/pyfn.json", tmpdir);
+    write_file(path, doc);
+    fit_trace t;
+    timport_stats st = {0};
+    int rc = load_host_cost(&t, &st, path, "3", err, sizeof err);
+    CHECK(rc == 0, "%s", err);
+    if (rc)
+        return;
+    CHECK(st.host_events == 5 && st.python_functions == 10, "host events %zu (want 5), python_function %zu",
+          st.host_events, st.python_functions);
+    CHECK(t.napi == 2 && t.api[0].start_ns == 14000 && t.api[1].start_ns == 48000 && t.nkern == 2 &&
+          t.kern[1].start_ns == 54000 && t.nrng == 1 && t.rng[0].end_ns == 85000, "launches at %lld, %lld; "
+          "kernel 2 at %lld; annotation ends %lld (as without the python_function events: 14000, 48000, 54000, "
+          "85000)", (long long)t.api[0].start_ns, (long long)t.api[1].start_ns, (long long)t.kern[1].start_ns,
+          (long long)t.rng[0].end_ns);
+    fit_trace_free(&t);
+}
+
 /* A call that waits for the GPU (a copy to pageable host memory: its call ends after its copy,
  * as torch's .tolist()) still returns when the copy is done once the profiler's host cost is
  * out: 8 events x 3 us moved the call's end to 241 us while the copy behind the long kernel
@@ -1079,6 +1118,7 @@ int main(int argc, char **argv)
     RUN(pkineto_maps_torch_dtypes_and_collectives);
     RUN(timport_chooses_the_importer_by_content);
     RUN(timport_takes_the_profiler_host_cost_out);
+    RUN(timport_charges_python_functions_no_profiler_cost);
     RUN(timport_keeps_a_blocking_copy_after_its_wait);
     RUN(timport_keeps_relative_times_when_base_time_follows_the_events);
     RUN(pkineto_reads_times_written_as_strings);

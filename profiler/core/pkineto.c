@@ -456,9 +456,9 @@ static int pk_event(void *user, const char *text, size_t len)
                 I->cpu_ops++;
                 return pk_host(P, text, len);
             }
-            if (!strcmp(qcat, "python_function")) {
+            if (!strcmp(qcat, "python_function")) {   /* counted only: pkineto.h host */
                 I->python_functions++;
-                return pk_host(P, text, len);
+                return 0;
             }
         }
     }
@@ -666,8 +666,6 @@ static int pk_event(void *user, const char *text, size_t len)
             rc = cb->host(cb->user, tid, s, s + d);
     } else if (pk_is(cat, "python_function", NULL)) {
         I->python_functions++;
-        if (cb->host)
-            rc = cb->host(cb->user, tid, s, s + d);
     } else {
         I->other++;
     }

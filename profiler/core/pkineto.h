@@ -20,9 +20,12 @@ typedef struct {
     int (*range)(void *user, const ptrace_range *r);  /* user_annotation: domain "", thread */
     int (*gpu_range)(void *user, const ptrace_range *r); /* gpu_user_annotation: domain
                                                          "gpu", thread = the stream */
-    /* Every host-side event Kineto recorded (cpu_op, python_function, every cuda_runtime and
-     * cuda_driver call, user_annotation): its thread and times, for taking the profiler's
-     * own host cost out (timport.c). NULL: not reported (and cpu_op events stay unparsed). */
+    /* Every host-side event Kineto recorded (cpu_op, every cuda_runtime and cuda_driver call,
+     * user_annotation): its thread and times, for taking the profiler's own host cost out
+     * (timport.c). Not python_function (with_stack=True): the cost per event was measured
+     * without them and does not apply (the Python tracer logs a two-word record per call,
+     * pytorch/pytorch#67407); they are counted only. NULL: not reported (and cpu_op events
+     * stay unparsed). */
     int (*host)(void *user, int64_t thread, int64_t start_ns, int64_t end_ns);
     void *user;
 } pkineto_cb;
