@@ -160,7 +160,11 @@ validate: $(BIN)/specsim
 	sh models/scalecheck.sh $(BIN)/specsim || rc=$$?; \
 	sh models/hf_validate.sh $(BIN)/specsim || rc=$$?; \
 	sh models/lite_offline.sh $(BIN)/specsim > /dev/null || rc=$$?; \
-	sh models/ref_cut_check.sh $(BIN)/specsim > /dev/null || rc=$$?; exit $$rc
+	sh models/ref_cut_check.sh $(BIN)/specsim > /dev/null || rc=$$?; \
+	mkdir -p $(BUILD); sh models/kineto_validate.sh $(BIN)/specsim > $(BUILD)/kineto_validate.out || rc=$$?; \
+	tail -2 $(BUILD)/kineto_validate.out; \
+	sh models/cycle_validate.sh $(BIN)/specsim > $(BUILD)/cycle_validate.out || rc=$$?; \
+	grep '^# held-out grid' $(BUILD)/cycle_validate.out; exit $$rc
 
 # The worked example of docs/examples/kimi-k25-pcie.md (Kimi K2.5, TP=8, RTX PRO 6000, PCIe).
 example: $(BIN)/specsim
