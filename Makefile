@@ -134,6 +134,16 @@ validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	VALIDATE_MEASURED=traces/validation/measured_0.3s.csv VALIDATE_OUT=traces/validation/validation_0.3s.txt \
 	  VALIDATE_WORK=build/validate-0.3s sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; \
+	VALIDATE_MEASURED=traces/validation/beyond/measured.csv VALIDATE_OUT=traces/validation/beyond/validation.txt \
+	  VALIDATE_WORK=build/validate-beyond sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; \
+	VALIDATE_CALIB=traces/calib-steps136 VALIDATE_SWEEP=traces/calib VALIDATE_OUT=traces/calib-steps136/validation.txt \
+	  VALIDATE_WORK=build/validate-steps136 sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; \
+	VALIDATE_PRESETS=llama8b VALIDATE_CALIB=traces/calib-steps258 VALIDATE_SWEEP=traces/calib \
+	  VALIDATE_OUT=traces/calib-steps258/validation.txt VALIDATE_WORK=build/validate-steps258 \
+	  sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; \
+	VALIDATE_PRESETS=llama8b VALIDATE_CALIB=traces/calib-steps258 VALIDATE_SWEEP=traces/calib \
+	  VALIDATE_MEASURED=traces/validation/beyond/measured.csv VALIDATE_OUT=traces/calib-steps258/validation_beyond.txt \
+	  VALIDATE_WORK=build/validate-steps258-beyond sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; \
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/call4/measured.csv \
 	  VALIDATE_OUT=traces/torch/validation.txt VALIDATE_WORK=build/validate-torch \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \
