@@ -271,6 +271,7 @@ int sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen)
         g->iv[g->n++] = iv;
     }
     g->lines += lines;
+    g->nul_bytes += L.nul_bytes;
     if (got < 0)
         goto out;
     if (decode == 0) {

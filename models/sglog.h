@@ -37,6 +37,7 @@ typedef struct {
     size_t lines, decode_lines, other_lines;
     size_t bad_lines;             /* "Decode batch" lines whose fields do not parse, or cut */
     size_t cut_lines;             /* lines over 1 MiB (sglog.c), cut and read as other lines */
+    size_t nul_bytes;             /* NUL bytes skipped before lines (a log truncated in place) */
     size_t rank_copies;           /* intervals left out by sglog_drop_rank_copies */
     size_t first_bad_line;
     char   first_bad[400];

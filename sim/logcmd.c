@@ -282,6 +282,10 @@ int logcmd_main(int argc, char **argv)
     if (g.cut_lines)
         printf("# long lines   %zu lines over 1 MiB (--log-requests prompts?) read to 1 MiB and "
                "ignored\n", g.cut_lines);
+    if (g.nul_bytes)
+        printf("# NUL bytes    %zu skipped before lines: a log truncated in place while the server "
+               "kept writing at its old offset (logrotate copytruncate); the lines after them are read\n",
+               g.nul_bytes);
     printf("# shape        %s%s%s\n", sh.known ? (snprintf(v, sizeof v, "steps %d, topk %d, draft_tokens %d",
            sh.steps, sh.topk, sh.draft_tokens), v) : "unknown (alpha needs --server-args or --spec-shape)",
            sh.missing[0] ? ": " : "", sh.missing);

@@ -174,6 +174,29 @@ static void sglog_reads_past_a_line_over_the_limit(void)
     remove(path);
 }
 
+/* logrotate's copytruncate empties the file while the server keeps its write offset: the
+ * next line lands after a hole of NULs as long as the old file (here 2 MiB, past the 1 MiB
+ * line limit). The line after the hole is read, not cut as a 2 MiB line and lost. */
+static void sglog_reads_the_line_after_a_hole_of_nuls(void)
+{
+    const char *path = "/tmp/test_sglog_nul.log";
+    FILE *f = fopen(path, "w");
+    for (int i = 0; i < 2 << 20; i++)
+        fputc(0, f);
+    fputs(DECODE_LINE "\n" DECODE_LINE "\n", f);
+    fclose(f);
+    sglog g;
+    char err[600] = "";
+    sglog_init(&g);
+    CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0, "%s", err);
+    CHECK(g.n == 2 && g.lines == 2 && g.cut_lines == 0 && g.nul_bytes == (size_t)2 << 20,
+          "intervals %zu lines %zu cut %zu nul %zu", g.n, g.lines, g.cut_lines, g.nul_bytes);
+    CHECK(g.n >= 1 && g.iv[0].line == 1 && fabs(g.iv[0].gen_tok_s - 780) < 1e-9, "line %zu tok/s %g",
+          g.n ? g.iv[0].line : 0, g.n ? g.iv[0].gen_tok_s : 0);
+    sglog_free(&g);
+    remove(path);
+}
+
 /* A log copied while the server writes it ends inside a line: "gen throughput (token/s): 78"
  * of 780.00 must not count. A complete last line without a newline still does. */
 static void sglog_leaves_out_a_last_line_cut_short(void)
@@ -629,6 +652,7 @@ int main(int argc, char **argv)
     RUN(sglog_refuses_nan_and_inf);
     RUN(sglog_reads_cpu_and_npu_graph);
     RUN(sglog_reads_past_a_line_over_the_limit);
+    RUN(sglog_reads_the_line_after_a_hole_of_nuls);
     RUN(sglog_leaves_out_a_last_line_cut_short);
     RUN(log_reads_the_shape_from_the_logged_server_args);
     RUN(log_reads_a_log_beside_an_ngram_server_args);

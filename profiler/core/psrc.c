@@ -57,6 +57,15 @@ int psrc_lines_next(psrc_lines *l, const char **line, size_t *len, char *err, si
     size_t scanned = l->start;
     l->cut = l->unterminated = 0;
     for (;;) {
+        if (l->cut_long && !l->skipping) {   /* a run of NULs before a line is no part of it */
+            size_t z = l->start;
+            while (z < l->end && l->buf[z] == 0)
+                z++;
+            l->nul_bytes += z - l->start;
+            l->start = z;
+            if (scanned < z)
+                scanned = z;
+        }
         char *nl = memchr(l->buf + scanned, '\n', l->end - scanned);
         if (nl && l->skipping) {            /* the end of a cut line: drop it */
             l->skipping = 0;

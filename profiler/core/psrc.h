@@ -44,6 +44,10 @@ typedef struct {
     int    unterminated;        /* the input ended inside it: no '\n' after it (not set
                                  * on a cut line) */
     size_t cut_lines;           /* lines cut so far */
+    size_t nul_bytes;           /* with cut_long: NUL bytes skipped at the start of lines so far
+                                 * (a log truncated in place while its writer kept its offset:
+                                 * logrotate's copytruncate without O_APPEND leaves a hole of
+                                 * NULs as long as the old file) */
 } psrc_lines;
 int  psrc_lines_init(psrc_lines *l, psrc *src, size_t max_line);
 /* Next line without its '\n': 1 and *line, *len (valid until the next call), 0 at the end,
