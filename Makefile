@@ -144,6 +144,10 @@ validate: $(BIN)/specsim
 	VALIDATE_PRESETS=llama8b VALIDATE_CALIB=traces/calib-steps258 VALIDATE_SWEEP=traces/calib \
 	  VALIDATE_MEASURED=traces/validation/beyond/measured.csv VALIDATE_OUT=traces/calib-steps258/validation_beyond.txt \
 	  VALIDATE_WORK=build/validate-steps258-beyond sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; \
+	mkdir -p build/nosweep; for g in 1 0; do out=validation; [ $$g = 0 ] && out=validation_no_graph_sizes; \
+	  FIT_GRAPH_SIZES=$$g VALIDATE_PRESETS=llama8b VALIDATE_CALIB=traces/validation/call32/calib VALIDATE_SWEEP=build/nosweep \
+	  VALIDATE_MEASURED=traces/validation/call32/measured.csv VALIDATE_OUT=traces/validation/call32/$$out.txt \
+	  VALIDATE_WORK=build/call32 sh models/validate.sh $(BIN)/specsim > /dev/null || rc=$$?; done; \
 	$(TORCH_VALIDATE) VALIDATE_MEASURED=traces/torch/call4/measured.csv \
 	  VALIDATE_OUT=traces/torch/validation.txt VALIDATE_WORK=build/validate-torch \
 	  sh models/validate.sh $(BIN)/specsim || rc=$$?; \

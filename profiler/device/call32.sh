@@ -9,7 +9,7 @@
 # 16 and 40 again (the calibration's own rows), steps 1..6 at alpha 0.7 and the baseline.
 # Locally afterwards: fit the capture, predict the grid with and without the rule
 # (FIT_GRAPH_SIZES=0), into traces/validation/call32/ with a README there.
-# Not run yet: on 2026-12-07 ten requests for an H200 or an H100 found no machine.
+# Run 2026-12-07 on an H100 (traces/validation/call32/, README there).
 # Time (estimated from capture_run.sh's and grid.sh's earlier calls): build ~1-2 min, the
 # capture ~1 min, the grid (5-7 concurrencies x 7 points x 3 repeats of 0.3 s) ~1.5 min.
 # Files to $OUT (4): calib_llama8b.json.gz, calib_measured.csv, run.log (capture_run.sh),
