@@ -9,9 +9,11 @@
  * This probe measures, on one GPU, what that design needs to hold:
  *   1. the instrumented replay's GPU span against the original's (the events' own cost, per
  *      node) and the host cost of launching each;
- *   2. each node's time from the events against CUPTI's kernel records of the original graph
- *      (taken last, CUPTI initialized only then): per node and as shares of the replay, the
- *      way specsim fit uses a reference's node shares (docs/fit.md 1b);
+ *   2. each node's time from the events against CUPTI's kernel records of the original graph,
+ *      in a second process (mode `cupti`) that initializes CUPTI before building the same graph
+ *      (attached late, in the first process, its node ids matched no node: H100 call 32):
+ *      per node and as shares of the replay, the way specsim fit uses a reference's node shares
+ *      (docs/fit.md 1b); node_probe.sh joins the two by node index;
  *   3. whether every kernel node can be named without CUPTI: cudaFuncGetName for kernels of
  *      this program, cuFuncGetName on the driver node's CUfunction for library kernels
  *      (cuBLAS launches through its own static runtime, not through the shared one).
@@ -19,8 +21,9 @@
  * of 64 KB-16 MB, a cuBLAS SGEMM every 40th node (a library kernel), and every 25th node a
  * fork into a second stream (two kernels side by side, joined after), as PyTorch's multi-stream
  * captures have.
- *   usage: node_probe [nodes=400] [replays=200]            (build: make bin/node_probe)
- * Output: a per-node table ("node ...") and summary lines ("sum ..."), parsed by
+ *   usage: node_probe [nodes=400] [replays=200] [events|cupti]   (build: make bin/node_probe)
+ * Output: per-node lines ("nodee ..." from the events, "nodec ..." from CUPTI) and summary
+ * lines ("sum ..."), joined and parsed by
  * profiler/device/node_probe.sh. */
 #include <cuda_runtime.h>
 #include <cuda.h>
@@ -244,9 +247,21 @@ int main(int argc, char **argv)
 {
     int n = argc > 1 ? atoi(argv[1]) : 400;
     int reps = argc > 2 ? atoi(argv[2]) : 200;
-    if (n < 4 || n > 20000 || reps < 10 || reps > 100000) {
-        fprintf(stderr, "usage: node_probe [nodes 4..20000] [replays 10..100000]\n");
+    /* mode "events" (no CUPTI at all) or "cupti" (CUPTI's kernel and copy records of the
+     * original graph, CUPTI initialized before the graph exists: its graph node ids are only
+     * those of nodes created after it initialized; attached late, as this probe first did on
+     * 2026-12-07, no record matched a node). The graph is the same in both processes (built
+     * in the same order), so node i of one is node i of the other: node_probe.sh joins them. */
+    const char *mode = argc > 3 ? argv[3] : "events";
+    int cupti_mode = !strcmp(mode, "cupti");
+    if (n < 4 || n > 20000 || reps < 10 || reps > 100000 || (!cupti_mode && strcmp(mode, "events"))) {
+        fprintf(stderr, "usage: node_probe [nodes 4..20000] [replays 10..100000] [events|cupti]\n");
         return 2;
+    }
+    if (cupti_mode) {
+        CKU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
+        CKU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+        CKU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     }
     CK(cudaSetDevice(0));
     cudaDeviceProp prop;
@@ -302,6 +317,33 @@ int main(int argc, char **argv)
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
+    if (cupti_mode) {   /* the original graph under CUPTI, per node by graph node id */
+        std::vector<double> span_c;
+        for (int r = 0; r < reps + 10; r++) {
+            CK(cudaEventRecord(e0, s));
+            CK(cudaGraphLaunch(ex, s));
+            CK(cudaEventRecord(e1, s));
+            CK(cudaEventSynchronize(e1));
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            if (r >= 10) span_c.push_back(ms * 1e3);
+        }
+        CK(cudaDeviceSynchronize());
+        CKU(cuptiActivityFlushAll(1));
+        int matched = 0;
+        for (size_t i = 0; i < in.work.size(); i++) {
+            uint64_t id = 0;
+            if (cuptiGetGraphNodeId((CUgraphNode)in.work[i], &id) != CUPTI_SUCCESS || !g_cupti_us.count(id))
+                continue;
+            std::vector<double> &v = g_cupti_us[id];
+            if (v.size() > 10) v.erase(v.begin(), v.begin() + 10);   /* the warm-up replays */
+            matched++;
+            printf("nodec %zu %s cupti_us %.3f\n", i, names[i].empty() ? "-" : names[i].substr(0, 60).c_str(), median(v));
+        }
+        printf("sum cupti span_us %.2f records %zu matched %d of %zu\n", median(span_c), g_cupti_records, matched,
+               in.work.size());
+        return 0;
+    }
     std::vector<double> span_o, span_i, host_o, host_i;
     std::vector<std::vector<double>> node_us(in.work.size());
     for (int w8 = 0; w8 < 10; w8++) { CK(cudaGraphLaunch(ex, s)); CK(cudaGraphLaunch(exi, s)); }
@@ -336,7 +378,14 @@ int main(int argc, char **argv)
     double so = median(span_o), si = median(span_i);
     printf("sum span_us original %.2f instrumented %.2f per_node_us %.3f host_launch_us original %.2f instrumented %.2f\n",
            so, si, (si - so) / in.work.size(), median(host_o), median(host_i));
-    /* CUPTI last: the original graph's replays, kernel and copy records */
+    /* per node from the events (node_probe.sh joins them with the cupti mode's nodec lines) */
+    for (size_t i = 0; i < in.work.size(); i++)
+        printf("nodee %zu %s events_us %.3f preds %zu\n", i, names[i].empty() ? "-" : names[i].substr(0, 60).c_str(),
+               median(node_us[i]), in.preds[i].size());
+    if (!getenv("NODE_PROBE_LATE_CUPTI"))
+        return 0;
+    /* CUPTI last (NODE_PROBE_LATE_CUPTI=1): the original graph's replays, kernel and copy
+     * records; their node ids do not match nodes created before CUPTI initialized */
     CKU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
     CKU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CKU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
