@@ -217,6 +217,7 @@ static instr instrument(cudaGraph_t g)
 
 /* CUPTI: kernel records of the original graph's replays, by graph node id. */
 static std::map<uint64_t, std::vector<double>> g_cupti_us;
+static std::map<uint64_t, std::string> g_cupti_name;   /* kernel name by graph node id */
 static size_t g_cupti_records;
 static void CUPTIAPI buf_req(uint8_t **b, size_t *sz, size_t *maxr)
 {
@@ -232,6 +233,7 @@ static void CUPTIAPI buf_done(CUcontext, uint32_t, uint8_t *b, size_t, size_t va
             CUpti_ActivityKernel10 *k = (CUpti_ActivityKernel10 *)rec;
             if (!k->start || k->end < k->start) continue;
             g_cupti_us[k->graphNodeId].push_back((k->end - k->start) / 1e3);
+            if (k->graphNodeId && k->name && !g_cupti_name.count(k->graphNodeId)) g_cupti_name[k->graphNodeId] = k->name;
             g_cupti_records++;
         } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
             CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
@@ -330,18 +332,34 @@ int main(int argc, char **argv)
         }
         CK(cudaDeviceSynchronize());
         CKU(cuptiActivityFlushAll(1));
-        int matched = 0;
+        /* the records' node ids: those of the executable's nodes, not the graph's (H100 call
+         * 32: cuptiGetGraphNodeId of the graph's nodes matched none, CUPTI initialized first
+         * or not). Nodes are numbered as they are made, and instantiation makes the
+         * executable's in the graph's order, so the k-th smallest id seen is work node k when
+         * there are as many ids as work nodes; the kernel names say whether that holds. */
+        std::vector<uint64_t> ids;
+        for (auto &kv : g_cupti_us)
+            if (kv.first) ids.push_back(kv.first);
+        int by_id = 0, by_order = 0, name_ok = 0, named = 0;
         for (size_t i = 0; i < in.work.size(); i++) {
             uint64_t id = 0;
-            if (cuptiGetGraphNodeId((CUgraphNode)in.work[i], &id) != CUPTI_SUCCESS || !g_cupti_us.count(id))
+            if (cuptiGetGraphNodeId((CUgraphNode)in.work[i], &id) == CUPTI_SUCCESS && id && g_cupti_us.count(id))
+                by_id++;
+            else if (ids.size() == in.work.size())
+                id = ids[i], by_order++;
+            else
                 continue;
             std::vector<double> &v = g_cupti_us[id];
             if (v.size() > 10) v.erase(v.begin(), v.begin() + 10);   /* the warm-up replays */
-            matched++;
+            if (!names[i].empty() && g_cupti_name.count(id)) {
+                named++;
+                name_ok += g_cupti_name[id] == names[i] || g_cupti_name[id].find(names[i]) != std::string::npos ||
+                           names[i].find(g_cupti_name[id]) != std::string::npos;
+            }
             printf("nodec %zu %s cupti_us %.3f\n", i, names[i].empty() ? "-" : names[i].substr(0, 60).c_str(), median(v));
         }
-        printf("sum cupti span_us %.2f records %zu matched %d of %zu\n", median(span_c), g_cupti_records, matched,
-               in.work.size());
+        printf("sum cupti span_us %.2f records %zu ids %zu matched by_id %d by_order %d of %zu names_agree %d of %d\n",
+               median(span_c), g_cupti_records, ids.size(), by_id, by_order, in.work.size(), name_ok, named);
         return 0;
     }
     std::vector<double> span_o, span_i, host_o, host_i;
