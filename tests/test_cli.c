@@ -3,6 +3,7 @@
  * seed gives the same bytes; a sweep's CSV does not depend on the number of workers or on
  * baseline sharing; the timeline is Chrome-trace JSON. Runs from the repository root. */
 #include "check.h"
+#include "tp4_model.h"
 #include "specsim_bin.h"
 
 #include <stdlib.h>
@@ -39,27 +40,7 @@ static void write_file(const char *name, const char *text)
     CHECK(specsim_write_text(path, text) == 0, "cannot write %s", path);
 }
 
-/* A small 4-rank model with all-reduces (independent of the shipped example). */
-static const char *model_json =
-    "{\"specsim_model\": 1, \"name\": \"cli-tp4\", \"source\": \"test_cli\", \"ranks\": 4,\n"
-    " \"launch\": {\"graph_launch_us\": 7, \"eager_launch_us\": 4},\n"
-    " \"phases\": {\n"
-    "  \"draft\": {\"host_gap_us\": 5, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"d\", \"count\": 10,"
-    " \"base_us\": 40, \"per_token_us\": 0.1, \"knee_tokens\": 0, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0.1, \"sd_frac\": 0.03}], \"collectives\": [{\"op\": \"allreduce\","
-    " \"count\": 2, \"bytes_per_token\": 8192}]},\n"
-    "  \"verify\": {\"host_gap_us\": 20, \"host_gap_sd_us\": 3, \"groups\": [{\"name\": \"v\", \"count\": 200,"
-    " \"base_us\": 900, \"per_token_us\": 1.0, \"knee_tokens\": 32, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0.5, \"sd_frac\": 0.02}], \"collectives\": [{\"op\": \"allreduce\","
-    " \"count\": 64, \"bytes_per_token\": 8192}]},\n"
-    "  \"accept\": {\"host_gap_us\": 8, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"a\", \"count\": 5,"
-    " \"base_us\": 15, \"per_token_us\": 0.01, \"knee_tokens\": 0, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0, \"sd_frac\": 0.05}], \"collectives\": []},\n"
-    "  \"extend\": {\"host_gap_us\": 8, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"e\", \"count\": 10,"
-    " \"base_us\": 50, \"per_token_us\": 0.1, \"knee_tokens\": 0, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0.1, \"sd_frac\": 0.03}], \"collectives\": [{\"op\": \"allreduce\","
-    " \"count\": 2, \"bytes_per_token\": 8192}]}\n"
-    " }}\n";
+
 
 static char model_path[128];
 
@@ -245,7 +226,7 @@ static void cli_accept_len_sets_alpha(void)
  * the same numbers); a run within it says nothing; a sweep warns once with the count. */
 static void cli_warns_beyond_fitted_range(void)
 {
-    char *m = strdup(model_json), *v = m ? strstr(m, "\"verify\": {") : NULL;
+    char *m = strdup(tp4_model_json), *v = m ? strstr(m, "\"verify\": {") : NULL;
     CHECK(v != NULL, "verify phase in the test model");
     if (!v) {
         free(m);
@@ -292,7 +273,7 @@ static void cli_warns_once_beyond_fitted_kv(void)
 {
     char text[8192];
     size_t n = 0;
-    for (const char *s = model_json; *s && n + 64 < sizeof text; s++) {
+    for (const char *s = tp4_model_json; *s && n + 64 < sizeof text; s++) {
         const char *ph[] = {"\"draft\": {", "\"verify\": {", "\"accept\": {", "\"extend\": {"};
         int hit = 0;
         for (int i = 0; i < 4; i++)
@@ -568,7 +549,7 @@ int main(int argc, char **argv)
         CHECK(0, "mkdtemp failed");
         return check_done();
     }
-    write_file("model.json", model_json);
+    write_file("model.json", tp4_model_json);
     snprintf(model_path, sizeof model_path, "%s/model.json", dir);
     write_file("broken.json", "{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {");
     write_file("noverify.json", "{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"accept\":"

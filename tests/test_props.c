@@ -9,6 +9,7 @@
  * factors (docs/fit.md "Captured graph sizes") make a graph at one size dearer than padding
  * to the next or than eager: kimi-tp8 at 8 rows, a graph 0.76% slower than eager. */
 #include "check.h"
+#include "tp4_model.h"
 #include "specsim_bin.h"
 
 #include <math.h>
@@ -18,30 +19,9 @@
 
 static char specsim[512] = "bin/specsim";
 static char dir[64];
+/* tp4_model.h's 4-rank model, written here: all-reduces in every forward phase, no graph-size
+ * factors (a fit's per-size factors may legitimately break graph monotonicity) */
 static char tp4_path[128];
-
-/* A 4-rank model with all-reduces in every forward phase (as test_cli's), no graph-size
- * factors: a fit's per-size factors may legitimately break graph monotonicity. */
-static const char *tp4_json =
-    "{\"specsim_model\": 1, \"name\": \"props-tp4\", \"source\": \"test_props\", \"ranks\": 4,\n"
-    " \"launch\": {\"graph_launch_us\": 7, \"eager_launch_us\": 4},\n"
-    " \"phases\": {\n"
-    "  \"draft\": {\"host_gap_us\": 5, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"d\", \"count\": 10,"
-    " \"base_us\": 40, \"per_token_us\": 0.1, \"knee_tokens\": 0, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0.1, \"sd_frac\": 0.03}], \"collectives\": [{\"op\": \"allreduce\","
-    " \"count\": 2, \"bytes_per_token\": 8192}]},\n"
-    "  \"verify\": {\"host_gap_us\": 20, \"host_gap_sd_us\": 3, \"groups\": [{\"name\": \"v\", \"count\": 200,"
-    " \"base_us\": 900, \"per_token_us\": 1.0, \"knee_tokens\": 32, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0.5, \"sd_frac\": 0.02}], \"collectives\": [{\"op\": \"allreduce\","
-    " \"count\": 64, \"bytes_per_token\": 8192}]},\n"
-    "  \"accept\": {\"host_gap_us\": 8, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"a\", \"count\": 5,"
-    " \"base_us\": 15, \"per_token_us\": 0.01, \"knee_tokens\": 0, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0, \"sd_frac\": 0.05}], \"collectives\": []},\n"
-    "  \"extend\": {\"host_gap_us\": 8, \"host_gap_sd_us\": 1, \"groups\": [{\"name\": \"e\", \"count\": 10,"
-    " \"base_us\": 50, \"per_token_us\": 0.1, \"knee_tokens\": 0, \"per_expert_us\": 0,"
-    " \"per_kv_ktoken_us\": 0.1, \"sd_frac\": 0.03}], \"collectives\": [{\"op\": \"allreduce\","
-    " \"count\": 2, \"bytes_per_token\": 8192}]}\n"
-    " }}\n";
 
 /* A sweep's CSV, parsed: ncol named columns, nrow rows of numbers (NAN: not a number). */
 #define PROPS_MAX_COLS 128
@@ -251,7 +231,7 @@ int main(int argc, char **argv)
         return check_done();
     }
     snprintf(tp4_path, sizeof tp4_path, "%s/tp4.json", dir);
-    CHECK(specsim_write_text(tp4_path, tp4_json) == 0, "cannot write %s", tp4_path);
+    CHECK(specsim_write_text(tp4_path, tp4_model_json) == 0, "cannot write %s", tp4_path);
     RUN(props_alpha_never_lowers_tok_s);
     RUN(props_longer_prompts_never_speed_decode);
     RUN(props_concurrency_total_up_per_request_down);
