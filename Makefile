@@ -46,7 +46,7 @@ $(BIN)/specsim: $(BUILD)/sim/main.o $(LIB)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c $(LIB) tests/check.h tests/specsim_bin.h tests/simtest.h
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/check.h tests/specsim_bin.h tests/simtest.h tests/tp4_model.h
 	@mkdir -p $(dir $@)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDLIBS)
