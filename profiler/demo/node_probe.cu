@@ -400,56 +400,5 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < in.work.size(); i++)
         printf("nodee %zu %s events_us %.3f preds %zu\n", i, names[i].empty() ? "-" : names[i].substr(0, 60).c_str(),
                median(node_us[i]), in.preds[i].size());
-    if (!getenv("NODE_PROBE_LATE_CUPTI"))
-        return 0;
-    /* CUPTI last (NODE_PROBE_LATE_CUPTI=1): the original graph's replays, kernel and copy
-     * records; their node ids do not match nodes created before CUPTI initialized */
-    CKU(cuptiActivityRegisterCallbacks(buf_req, buf_done));
-    CKU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
-    CKU(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
-    std::vector<double> span_c;
-    for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(e0, s));
-        CK(cudaGraphLaunch(ex, s));
-        CK(cudaEventRecord(e1, s));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        span_c.push_back(ms * 1e3);
-    }
-    CK(cudaDeviceSynchronize());
-    CKU(cuptiActivityFlushAll(1));
-    printf("sum span_us under_cupti %.2f cupti_records %zu\n", median(span_c), g_cupti_records);
-    /* per node: CUPTI's median against the events' median; shares of the summed node time */
-    double sum_c = 0, sum_e = 0;
-    std::vector<double> mc(in.work.size(), NAN), me(in.work.size());
-    for (size_t i = 0; i < in.work.size(); i++) {
-        uint64_t id = 0;
-        if (cuptiGetGraphNodeId((CUgraphNode)in.work[i], &id) == CUPTI_SUCCESS && g_cupti_us.count(id))
-            mc[i] = median(g_cupti_us[id]);
-        me[i] = median(node_us[i]);
-        if (!std::isnan(mc[i])) { sum_c += mc[i]; sum_e += me[i]; }
-    }
-    double share_err = 0, max_rel = 0, off_sum = 0;
-    int matched = 0;
-    std::map<std::string, std::pair<double, double>> by_kind;   /* kind -> (cupti, events) */
-    for (size_t i = 0; i < in.work.size(); i++) {
-        if (std::isnan(mc[i])) continue;
-        matched++;
-        share_err += fabs(me[i] / sum_e - mc[i] / sum_c);
-        off_sum += me[i] - mc[i];
-        if (mc[i] > 5) max_rel = std::max(max_rel, fabs(me[i] / mc[i] - 1));
-        std::string k = names[i].find("spin") != std::string::npos ? "spin" :
-                        names[i].find("copy") != std::string::npos ? "copy" :
-                        names[i].empty() ? "(unnamed)" : "library";
-        by_kind[k].first += mc[i];
-        by_kind[k].second += me[i];
-        printf("node %zu %s cupti_us %.3f events_us %.3f preds %zu\n", i, names[i].empty() ? "-" : names[i].substr(0, 60).c_str(),
-               mc[i], me[i], in.preds[i].size());
-    }
-    printf("sum matched %d of %zu node_sum_us cupti %.1f events %.1f mean_offset_us %.3f share_abs_err_total %.4f max_rel_err_over_5us %.3f\n",
-           matched, in.work.size(), sum_c, sum_e, matched ? off_sum / matched : NAN, share_err / 2, max_rel);
-    for (auto &kv : by_kind)
-        printf("sum kind %s share cupti %.4f events %.4f\n", kv.first.c_str(), kv.second.first / sum_c, kv.second.second / sum_e);
     return 0;
 }
