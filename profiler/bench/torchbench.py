@@ -837,7 +837,8 @@ class Server:
             sp.sgl_pop()
 
     def profile_window(self, one_iteration, mode, steps, alpha, C, rep, rows, graph, pdir):
-        """--profile-steps iterations under torch.profiler (CPU+CUDA, no stacks, no shapes),
+        """--profile-steps iterations under torch.profiler (CPU+CUDA, no shapes; stacks with
+        --profile-stack),
         exported as SGLang's profiler does: DIR/{profile_id}-TP-0-DECODE.trace.json.gz."""
         a = self.a
         os.makedirs(pdir, exist_ok=True)
@@ -845,7 +846,7 @@ class Server:
         if self.m.dev == "cuda":
             acts.append(torch.profiler.ProfilerActivity.CUDA)
             torch.cuda.synchronize()
-        prof = torch.profiler.profile(activities=acts, with_stack=False, record_shapes=False)
+        prof = torch.profiler.profile(activities=acts, with_stack=a.profile_stack, record_shapes=False)
         prof.start()
         stats = new_stats()
         t0 = time.perf_counter()
@@ -1111,6 +1112,8 @@ def main(argv=None):
     ap.add_argument("--torch-profile", default="", help="DIR: per point, --profile-steps "
                     "iterations under torch.profiler into DIR/<point>/")
     ap.add_argument("--profile-steps", type=int, default=8)
+    ap.add_argument("--profile-stack", action="store_true", help="--torch-profile with "
+                    "with_stack=True (SGLang's default: python_function events)")
     ap.add_argument("--server-log", default="", help="SGLang-format Decode batch lines "
                     "(with --torch-profile: one server.log per point directory)")
     ap.add_argument("--decode-log-interval", type=int, default=40)
