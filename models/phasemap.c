@@ -120,6 +120,38 @@ static int pm_type_check(const cJSON *v, cJSON_bool (*is)(const cJSON *const), c
     return -1;
 }
 
+/* A field by its dotted path ("cuda_graph_config.decode.bs"); NULL where a part is missing. */
+static const cJSON *pm_field(const cJSON *j, const char *dotted)
+{
+    char part[64];
+    for (const char *p = dotted; j && *p;) {
+        size_t n = strcspn(p, ".");
+        snprintf(part, sizeof part, "%.*s", (int)n, p);
+        j = cJSON_GetObjectItemCaseSensitive(j, part);
+        p += n + (p[n] == '.');
+    }
+    return j;
+}
+
+/* Of the fields keys[0..n) (dotted paths), in that order, the first that holds a value of
+ * type is; each must hold that type or null (pm_type_check). 0 with *out (NULL: none) and
+ * *key, or -1 with err. */
+static int pm_first_of(const cJSON *j, const char *const *keys, int n, cJSON_bool (*is)(const cJSON *const),
+                       const char *want, const char *path, const cJSON **out, const char **key, char *err,
+                       size_t errlen)
+{
+    *out = NULL;
+    *key = "";
+    for (int k = 0; k < n; k++) {
+        const cJSON *x = pm_field(j, keys[k]);
+        if (pm_type_check(x, is, path, keys[k], want, err, errlen))
+            return -1;
+        if (!*out && x && is(x))
+            *out = x, *key = keys[k];
+    }
+    return 0;
+}
+
 /* The shape from server arguments as a JSON object (the file, or the log's dump turned into
  * one); path names where they came from in messages. 0 or -1. */
 static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, char *err, size_t errlen)
@@ -137,40 +169,25 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
      * aliases of --cuda-graph-bs-decode and --cuda-graph-max-bs-decode, --disable-cuda-graph of
      * --cuda-graph-backend-decode=disabled), older ones in cuda_graph_bs, cuda_graph_max_bs and
      * disable_cuda_graph. Of each, the first field given (not null) in this order counts. */
-    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_config"),
-                                                        "decode");
     static const char *const list_keys[] = {"cuda_graph_config.decode.bs", "cuda_graph_bs_decode", "cuda_graph_bs"};
     static const char *const max_keys[] = {"cuda_graph_config.decode.max_bs", "cuda_graph_max_bs_decode",
                                            "cuda_graph_max_bs"};
     static const char *const off_keys[] = {"disable_decode_cuda_graph", "disable_cuda_graph"};
-    const cJSON *lists[3] = {cJSON_GetObjectItemCaseSensitive(dec, "bs"),
-                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs_decode"),
-                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_bs")};
-    const cJSON *maxes[3] = {cJSON_GetObjectItemCaseSensitive(dec, "max_bs"),
-                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_max_bs_decode"),
-                             cJSON_GetObjectItemCaseSensitive(j, "cuda_graph_max_bs")};
-    const cJSON *offs[2] = {cJSON_GetObjectItemCaseSensitive(j, "disable_decode_cuda_graph"),
-                            cJSON_GetObjectItemCaseSensitive(j, "disable_cuda_graph")};
-    const cJSON *backend = cJSON_GetObjectItemCaseSensitive(dec, "backend"), *bsl = NULL, *mbs = NULL;
-    const char *bsl_key = "", *mbs_key = "";
-    for (int k = 0; k < 3; k++) {
-        if (pm_type_check(lists[k], cJSON_IsArray, path, list_keys[k], "a list of batch sizes or null", err, errlen) ||
-            pm_type_check(maxes[k], cJSON_IsNumber, path, max_keys[k], "a batch size or null", err, errlen))
+    static const char *const backend_key[] = {"cuda_graph_config.decode.backend"};
+    const cJSON *bsl, *mbs, *backend;
+    const char *bsl_key, *mbs_key, *key;
+    if (pm_first_of(j, list_keys, 3, cJSON_IsArray, "a list of batch sizes or null", path, &bsl, &bsl_key, err,
+                    errlen) ||
+        pm_first_of(j, max_keys, 3, cJSON_IsNumber, "a batch size or null", path, &mbs, &mbs_key, err, errlen) ||
+        pm_first_of(j, backend_key, 1, cJSON_IsString, "a string or null", path, &backend, &key, err, errlen))
+        goto out;
+    for (int k = 0; k < 2; k++) {   /* either one true turns the graphs off */
+        const cJSON *off = pm_field(j, off_keys[k]);
+        if (pm_type_check(off, cJSON_IsBool, path, off_keys[k], "true, false or null", err, errlen))
             goto out;
-        if (!bsl && cJSON_IsArray(lists[k]))
-            bsl = lists[k], bsl_key = list_keys[k];
-        if (!mbs && cJSON_IsNumber(maxes[k]))
-            mbs = maxes[k], mbs_key = max_keys[k];
-    }
-    for (int k = 0; k < 2; k++) {
-        if (pm_type_check(offs[k], cJSON_IsBool, path, off_keys[k], "true, false or null", err, errlen))
-            goto out;
-        if (cJSON_IsTrue(offs[k]))
+        if (cJSON_IsTrue(off))
             s->cuda_graph = 0;
     }
-    if (pm_type_check(backend, cJSON_IsString, path, "cuda_graph_config.decode.backend", "a string or null", err,
-                      errlen))
-        goto out;
     if (cJSON_IsString(backend) && !strcmp(backend->valuestring, "disabled"))
         s->cuda_graph = 0;
     if (bsl) {
