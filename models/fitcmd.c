@@ -469,11 +469,7 @@ int fitcmd_main(int argc, char **argv)
             goto out;
         }
         loaded++;
-        if (st.gpu_before_call)
-            fprintf(stderr, "specsim fit: warning: %s: %zu of %zu GPU records start before their "
-                    "launch call does (by up to %.3f us): the trace's GPU and CPU clocks disagree, and "
-                    "phase times that mix them are off by about that much\n", path, st.gpu_before_call,
-                    st.gpu_with_call, st.gpu_lead_max_ns / 1000.0);
+        timport_warn_clocks("specsim fit", path, &st);
         if (!quiet)
             printf("# trace         %s: %s%s, %zu kernels, %zu memcpy/memset, %zu launch calls, %zu "
                    "ranges%s\n", path, st.importer, st.compressed ? " (gzip)" : "", tr[i].nkern,

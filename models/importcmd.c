@@ -58,15 +58,19 @@ static void import_device(const char *path, const char *importer, const ptrace_h
                kineto ? "deviceProperties entry for the kernels' device" : "device.name in the header");
         return;
     }
+    char missing[64] = "";   /* the fields without a value, as the file names them */
     printf("# device %s", h->device.name);
     if (h->device.sms > 0)
         printf(", %d SMs", h->device.sms);
+    else
+        snprintf(missing, sizeof missing, "%s", kineto ? "numSms" : "sms");
     if (h->device.cc_major > 0)
         printf(", cc %d.%d", h->device.cc_major, h->device.cc_minor);
-    if (h->device.sms <= 0 || h->device.cc_major <= 0)
-        printf(" (%s: field %s%s%s%s missing or 0)", path, kineto ? "deviceProperties " : "device.",
-               h->device.sms > 0 ? "" : kineto ? "numSms" : "sms", h->device.sms > 0 || h->device.cc_major > 0 ?
-               "" : ", ", h->device.cc_major > 0 ? "" : kineto ? "computeMajor" : "cc_major");
+    else
+        snprintf(missing + strlen(missing), sizeof missing - strlen(missing), "%s%s", missing[0] ? ", " : "",
+                 kineto ? "computeMajor" : "cc_major");
+    if (missing[0])
+        printf(" (%s: field %s%s missing or 0)", path, kineto ? "deviceProperties " : "device.", missing);
     printf("; ");
 }
 
@@ -163,11 +167,7 @@ int importcmd_main(int argc, char **argv)
         if (st.bad_events)
             fprintf(stderr, "specsim import: warning: %s: %zu events skipped; the first: %s\n", path,
                     st.bad_events, st.bad_first);
-        if (st.gpu_before_call)
-            fprintf(stderr, "specsim import: warning: %s: %zu of %zu GPU records start before their "
-                    "launch call does (by up to %.3f us): the trace's GPU and CPU clocks disagree, and "
-                    "phase times that mix them are off by about that much\n", path, st.gpu_before_call,
-                    st.gpu_with_call, st.gpu_lead_max_ns / 1000.0);
+        timport_warn_clocks("specsim import", path, &st);
         if (st.python_functions)
             printf("# %zu python_function events (with_stack=True): counted; the profiler cost taken "
                    "out per host event does not cover them (measured without stacks), so the Python "

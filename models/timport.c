@@ -186,6 +186,15 @@ static void ti_kn_clocks(const fit_trace *t, timport_stats *st)
     free(c);
 }
 
+void timport_warn_clocks(const char *cmd, const char *path, const timport_stats *st)
+{
+    if (st->gpu_before_call)
+        fprintf(stderr, "%s: warning: %s: %zu of %zu GPU records start before their launch call does "
+                "(by up to %.3f us): the trace's GPU and CPU clocks disagree, and phase times that mix "
+                "them are off by about that much\n", cmd, path, st->gpu_before_call, st->gpu_with_call,
+                st->gpu_lead_max_ns / 1000.0);
+}
+
 /* Host time that torch.profiler/Kineto adds per host event it records (a cpu_op, a runtime
  * or driver call, a user_annotation), beyond specprof's: measured on the H200 from the same
  * torchbench configurations captured both ways, over the eager (host-bound) phase spans at

@@ -29,7 +29,8 @@ typedef struct {
     size_t kernels, mems, apis, ranges;   /* records read (also when discarded) */
     size_t host_events;            /* Kineto: host events it recorded (cpu_op, runtime, ...) */
     size_t python_functions;       /* Kineto: python_function events (with_stack=True): not
-                                      host events above, their cost stays in (not measured) */
+                                      host events above, their cost (~0.1 us an event,
+                                      traces/torch/pyfunc) stays in */
     double host_cost_per_event_us; /* the profiler's host cost taken out per event (0: none) */
     double host_cost_us;           /* of which on the busiest thread, in all */
     int    complete;               /* the file ended as its writer ends it */
@@ -74,4 +75,8 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
  * several batch sizes). src's correlation ids are shifted past dst's, and its times past
  * dst's last record when they overlap. dst keeps its header. 0, or -1 when out of memory. */
 int timport_append(fit_trace *dst, const fit_trace *src, char *err, size_t errlen);
+
+/* Says on stderr, as `cmd: warning: path: ...`, that st counted GPU records starting before
+ * their launch call (the trace's GPU and CPU clocks disagree); nothing when none did. */
+void timport_warn_clocks(const char *cmd, const char *path, const timport_stats *st);
 #endif
