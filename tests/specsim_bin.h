@@ -25,6 +25,15 @@ static inline void specsim_bin_find(const char *argv0, char *out, size_t len)
     }
 }
 
+/* 1, said on stderr, when the binary at path is not there to run (make test builds it). */
+static inline int specsim_bin_missing(const char *path)
+{
+    if (access(path, X_OK) == 0)
+        return 0;
+    fprintf(stderr, "  %s not built: run make first (make test builds it)\n", path);
+    return 1;
+}
+
 /* Runs `full` through the shell (the caller adds redirections); its output in *out (malloc'd,
  * NUL-terminated; NULL when popen fails) and its exit status, 128 + N after signal N. */
 static inline int specsim_run_capture(const char *full, char **out)

@@ -220,8 +220,7 @@ int main(int argc, char **argv)
 {
     (void)argc;
     specsim_bin_find(argv[0], specsim, sizeof specsim);
-    if (access(specsim, X_OK) != 0) {
-        fprintf(stderr, "  %s not built: run make first (make test builds it)\n", specsim);
+    if (specsim_bin_missing(specsim)) {
         CHECK(0, "no %s", specsim);
         return check_done();
     }
