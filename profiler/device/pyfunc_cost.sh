@@ -58,6 +58,6 @@ for key in sorted(s):
         "%s s%s bs%s" % key, n[key]["none"], n[key]["kineto"], s[key]["none"], s[key]["kineto"],
         host / it, pf / it, per, size, e0[3] if e0 else -1))
 PY
-cat "$W/nostack.csv" > "$OUT/pyfunc_measured.csv"; tail -n +2 "$W/stack.csv" | sed 's/$//' >> "$OUT/pyfunc_measured.csv"
+cat "$W/nostack.csv" > "$OUT/pyfunc_measured.csv"; tail -n +2 "$W/stack.csv" >> "$OUT/pyfunc_measured.csv"
 cat "$OUT/pyfunc_cost.txt"
 rm -rf "$W"
