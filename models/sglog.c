@@ -1,7 +1,8 @@
-/* sglog.c: the Decode batch line parser of sglog.h. A line is found by its "Decode batch"
- * text wherever it starts (prefixes vary), then read as "key: value" pairs separated by
- * ", "; unknown keys (pre-allocated usage, #prealloc-req, est. decode TFLOPS/s, ...) are
- * skipped, so lines of releases with more fields still parse. */
+/* sglog.c: the Decode batch line parser of sglog.h. A line is one whose message starts with
+ * "Decode batch": right after SGLang's "[time ...] " prefix (whatever a collector put before
+ * it), or at the line's start; then it is read as "key: value" pairs separated by ", ";
+ * unknown keys (pre-allocated usage, #prealloc-req, est. decode TFLOPS/s, ...) are skipped,
+ * so lines of releases with more fields still parse. */
 #include "sglog.h"
 #include "bounds.h"
 #include "pgz.h"
@@ -43,14 +44,11 @@ static int sg_int(const char *p, const char *end, long long *v, const char **aft
     return 1;
 }
 
-/* "[2025-06-01 12:00:00 DP6 PP1 TP6 EP6] ..." -> dp, pp, tp (the last bracket before pos). */
-static void sg_ranks(const char *line, const char *pos, int *dp, int *pp, int *tp)
+/* "[2025-06-01 12:00:00 DP6 PP1 TP6 EP6] ..." -> dp, pp, tp (open: that bracket's '[', or
+ * NULL for a line without it). */
+static void sg_ranks(const char *open, const char *pos, int *dp, int *pp, int *tp)
 {
     *dp = *pp = *tp = -1;
-    const char *open = NULL;
-    for (const char *p = line; p < pos; p++)
-        if (*p == '[')
-            open = p;
     if (!open)
         return;
     for (const char *p = open; p < pos && *p != ']'; p++) {
@@ -66,11 +64,44 @@ static void sg_ranks(const char *line, const char *pos, int *dp, int *pp, int *t
     }
 }
 
+/* Whether the text before tag (the first "Decode batch" of the line) is a prefix, so that the
+ * line's message starts with the tag: what comes last before it, colour codes (ESC [ .. letter)
+ * and blanks aside, is the "]" of SGLang's "[time TP0] " (logging format "[%(asctime)s{prefix}]
+ * %(message)s", sglang/srt/utils configure_logger), or nothing at all; and the text before holds
+ * no quote, but for Docker's json-file start {"log":". A prompt that quotes a log line
+ * (--log-requests: Receive: obj=GenerateReqInput(text='..[..] Decode batch, ..')) is a repr in
+ * quotes, and was counted as a batch. *open: the '[' of that bracket (NULL: none). */
+static int sg_message_start(const char *line, const char *tag, const char **open)
+{
+    static const char docker[] = "{\"log\":\"";
+    const char *p = line, *last = NULL, *bra = NULL;
+    *open = NULL;
+    if ((size_t)(tag - line) >= sizeof docker - 1 && memcmp(line, docker, sizeof docker - 1) == 0)
+        p += sizeof docker - 1;
+    for (; p < tag; p++) {
+        if (*p == 0x1b && p + 1 < tag && p[1] == '[') {     /* a colour code */
+            for (p += 2; p < tag && !(*p >= 0x40 && *p <= 0x7e); p++)
+                ;
+            continue;
+        }
+        if (*p == '\'' || *p == '"')
+            return 0;
+        if (*p == '[')
+            bra = p;
+        if (*p != ' ' && *p != '\t')
+            last = p;
+    }
+    if (last && *last != ']')
+        return 0;
+    *open = last ? bra : NULL;
+    return 1;
+}
+
 int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err, size_t errlen)
 {
     static const char tag[] = "Decode batch";
-    const char *m = memmem(line, len, tag, sizeof tag - 1);
-    if (!m)
+    const char *m = memmem(line, len, tag, sizeof tag - 1), *open;
+    if (!m || !sg_message_start(line, m, &open))
         return 0;
     const char *end = line + len, *p = m + sizeof tag - 1;
     /* a Decode batch line holds no backslash: one after the tag is the escaped line end of a
@@ -82,7 +113,7 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
     iv->running_req = iv->cuda_graph = iv->queue_req = -1;
     iv->kv_tokens = iv->token_usage = iv->accept_len = iv->accept_rate = iv->gen_tok_s = -1;
     iv->iter = -1;
-    sg_ranks(line, m, &iv->dp, &iv->pp, &iv->tp);
+    sg_ranks(open, m, &iv->dp, &iv->pp, &iv->tp);
     if (p < end && *p == ' ' && p + 1 < end && p[1] == '[') {   /* Decode batch [123], */
         const char *e;
         long long it;

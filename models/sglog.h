@@ -54,8 +54,10 @@ typedef struct {
 void sglog_init(sglog *g);
 void sglog_free(sglog *g);
 
-/* Parses one line. 1: a Decode batch line, *iv filled (file/line left to the caller); 0: not
- * one; -1: a Decode batch line whose fields do not parse (why in err). */
+/* Parses one line. 1: a Decode batch line (its message, after SGLang's "[time ..] " prefix or
+ * at the line's start, is "Decode batch"), *iv filled (file/line left to the caller); 0: not
+ * one (also a line that only quotes one: a logged prompt); -1: a Decode batch line whose
+ * fields do not parse (why in err). */
 int  sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err, size_t errlen);
 
 /* Reads a whole log (plain or gzip) and appends its intervals with file index fi. Returns

@@ -571,6 +571,62 @@ static void sglog_reads_coloured_and_collected_lines(void)
     }
 }
 
+/* A Decode batch line is one whose message starts with "Decode batch" (after SGLang's "[time
+ * TP0] " prefix and whatever a collector put before it). The text anywhere in a line was
+ * counted: a prompt logged by --log-requests that quotes a log line (a repr in quotes), or a
+ * message that merely mentions it, became a batch of 4 at 780 tok/s. */
+static void sglog_counts_only_lines_whose_message_is_a_decode_batch(void)
+{
+#define Q "[2025-11-03 10:01:05 TP0] Decode batch, #running-req: 4, #token: 900, token usage: 0.01, " \
+          "accept len: 2.90, cuda graph: True, gen throughput (token/s): 780.00, #queue-req: 0"
+    static const char *quoted[] = {
+        "[2025-11-03 10:01:06] Receive: obj=GenerateReqInput(text='why is it slow? " Q "', sampling_params={})",
+        "[2025-11-03 10:01:06 TP0] Finish: obj=GenerateReqInput(rid='a'), out={'text': \"" Q "\"}",
+        "{\"log\":\"[2025-11-03 10:01:06] Receive: obj=GenerateReqInput(text='" Q "')\\n\",\"stream\":\"stdout\"}",
+        "[2025-11-03 10:01:06] Receive: obj=GenerateReqInput(text='x\\n" Q "\\n')",
+        "[2025-11-03 10:01:06 TP0] Scheduler hit an exception: bad Decode batch, #running-req: 4, "
+        "gen throughput (token/s): 780.00, #queue-req: 0",
+        "Traceback: Decode batch, #running-req: 4, gen throughput (token/s): 780.00, #queue-req: 0",
+    };
+#undef Q
+    for (size_t i = 0; i < sizeof quoted / sizeof quoted[0]; i++) {
+        sglog_interval iv;
+        char err[200] = "";
+        int r = sglog_parse_line(quoted[i], strlen(quoted[i]), &iv, err, sizeof err);
+        CHECK(r == 0, "line %zu read as a Decode batch line (%d, bs %d, %s): %s", i, r, iv.running_req, err,
+              quoted[i]);
+    }
+    /* still read: a bare message, a kubectl --prefix tag, colour between prefix and message */
+    static const char *kept[] = {
+        "Decode batch, #running-req: 4, gen throughput (token/s): 780.00, #queue-req: 0",
+        "  \033[32mDecode batch, #running-req: 4, gen throughput (token/s): 780.00, #queue-req: 0",
+        "[pod/sglang-0/server] [2025-11-03 10:01:05 TP3] Decode batch, #running-req: 4, "
+        "gen throughput (token/s): 780.00, #queue-req: 0",
+        "\033[33m[2025-11-03 10:01:05 TP3]\033[0m Decode batch, #running-req: 4, "
+        "gen throughput (token/s): 780.00, #queue-req: 0",
+    };
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        sglog_interval iv;
+        char err[200] = "";
+        int r = sglog_parse_line(kept[i], strlen(kept[i]), &iv, err, sizeof err);
+        CHECK(r == 1 && iv.running_req == 4 && iv.tp == (i >= 2 ? 3 : -1), "line %zu: %d %s: bs %d tp %d", i, r,
+              err, iv.running_req, iv.tp);
+    }
+    /* a log of one batch line and a quoting prompt: one interval, one other line */
+    const char *path = "/tmp/test_sglog_quoted.log";
+    FILE *f = fopen(path, "w");
+    fprintf(f, "%s\n%s\n", DECODE_LINE, quoted[0]);
+    fclose(f);
+    sglog g;
+    char err[600] = "";
+    sglog_init(&g);
+    CHECK(sglog_read(&g, path, 0, err, sizeof err) == 0 && g.n == 1 && g.decode_lines == 1 && g.other_lines == 1 &&
+          g.bad_lines == 0, "%s: intervals %zu decode %zu other %zu bad %zu", err, g.n, g.decode_lines,
+          g.other_lines, g.bad_lines);
+    sglog_free(&g);
+    remove(path);
+}
+
 /* The ServerArgs repr is read as a Python literal: strings holding commas, parentheses, quotes
  * and '=' (json_model_override_args), reprs in fields (lora_paths=[LoRARef(..)] of 0.5.4,
  * sglang issue 12726), enums and sets do not move the fields; a line cut inside the repr (a
@@ -667,6 +723,7 @@ int main(int argc, char **argv)
     RUN(sglog_refuses_an_accept_length_below_one);
     RUN(log_keeps_one_rank_of_each_dp_rank);
     RUN(sglog_reads_coloured_and_collected_lines);
+    RUN(sglog_counts_only_lines_whose_message_is_a_decode_batch);
     RUN(server_args_repr_is_read_whole_and_a_cut_line_refused);
     RUN(log_lines_without_a_graph_field_follow_the_server_args);
     return check_done();
