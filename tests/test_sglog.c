@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -460,6 +461,53 @@ static void log_table_time_does_not_grow_with_the_batch_size(void)
     remove(path);
 }
 
+/* CPU seconds of the children reaped so far. */
+static double children_cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    return (double)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The intervals that share a batch size, graph state and accept length share one simulation,
+ * found by hash. The key list was searched linearly per interval: 1e5 intervals with 15k keys
+ * spent 42% of the run there. Two logs of 10k keys (each simulated once) and 200k intervals,
+ * the repeats of one key in the first, spread over every key in the second: the same
+ * simulations, lines and output, but the linear search scanned ~5e3 keys per repeat in the
+ * second (CPU time 1.8-1.9x the first's; by hash 0.9-1.0x). */
+static void log_interval_lookup_time_does_not_grow_with_the_keys(void)
+{
+    const char *paths[2] = {"/tmp/test_sglog_keys_one.log", "/tmp/test_sglog_keys_all.log"};
+    enum { NBS = 50, NLEN = 200, NREP = 19 };      /* 10k keys, 190k repeats */
+    for (int w = 0; w < 2; w++) {
+        FILE *f = fopen(paths[w], "w");
+        for (int r = 0; r <= NREP; r++)
+            for (int k = 0; k < NBS * NLEN; k++) {
+                int key = r == 0 || w == 1 ? k : 0;
+                fprintf(f, "[t TP0] Decode batch, #running-req: %d, accept len: %.2f, cuda graph: True, "
+                        "gen throughput (token/s): 9000.00, #queue-req: 0\n", 1 + key % NBS,
+                        1 + (key / NBS) / 100.0);
+            }
+        fclose(f);
+    }
+    double cpu[2] = {1e9, 1e9};
+    for (int rep = 0; rep < 2; rep++)          /* the faster of two runs each: a loaded machine */
+        for (int w = 0; w < 2; w++) {
+            char cmd[1024];
+            snprintf(cmd, sizeof cmd, "%s log %s --spec-shape 3,1,4 --model models/example-llama8b.json "
+                     "--iterations 1 --warmup 0 --csv > /dev/null 2>&1", specsim, paths[w]);
+            double c0 = children_cpu_s();
+            int rc = system(cmd);
+            double c = children_cpu_s() - c0;
+            CHECK(rc == 0, "`%s` exit %d", cmd, rc);
+            cpu[w] = c < cpu[w] ? c : cpu[w];
+        }
+    CHECK(cpu[1] < 1.35 * cpu[0], "CPU %.2f s with the repeats spread over 10k keys, %.2f s with them on one key "
+          "(ratio %.2f; a linear search of the keys gives ~1.8)", cpu[1], cpu[0], cpu[1] / cpu[0]);
+    remove(paths[0]);
+    remove(paths[1]);
+}
+
 /* An accept length below 1 is no acceptance (every verify keeps its bonus token): the line
  * is left out and named; "accept len: 0.50" was simulated at alpha 0 (a prediction for an
  * interval that logged none) and the table suggested --accept-len 0.50, which run refuses. */
@@ -718,6 +766,7 @@ int main(int argc, char **argv)
     RUN(log_bad_model_exits_2);
     RUN(log_says_dp_ranks_once);
     RUN(log_table_time_does_not_grow_with_the_batch_size);
+    RUN(log_interval_lookup_time_does_not_grow_with_the_keys);
     RUN(log_with_no_readable_line_is_refused);
     RUN(log_accept_len_at_the_limit_is_read_below_it);
     RUN(sglog_refuses_an_accept_length_below_one);
