@@ -54,13 +54,16 @@ int phasemap_set_profile(phasemap *pm, const char *name, char *err, size_t errle
 
 /* ---- the speculative shape ------------------------------------------------------------------ */
 
-void phasemap_sglang_graph_bs(pm_shape *s, int max_bs)
+int phasemap_sglang_graph_bs(pm_shape *s, int max_bs)
 {
     static const int seg[][3] = {{1, 8, 1}, {10, 32, 2}, {40, 64, 4}, {72, 256, 8}, {272, 1 << 20, 16}};
     s->ngraph_bs = 0;
+    int n = 0;
     for (int k = 0; k < 5; k++)
-        for (int b = seg[k][0]; b <= seg[k][1] && b <= max_bs && s->ngraph_bs < PM_GRAPH_BS_MAX; b += seg[k][2])
-            s->graph_bs[s->ngraph_bs++] = b;
+        for (int b = seg[k][0]; b <= seg[k][1] && b <= max_bs; b += seg[k][2], n++)
+            if (n < PM_GRAPH_BS_MAX)
+                s->graph_bs[s->ngraph_bs++] = b;
+    return n;
 }
 
 int phasemap_pad(const pm_shape *s, int bs, int *graph)
@@ -80,6 +83,22 @@ static int pm_cmp_int(const void *a, const void *b)
 {
     return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
 }
+
+/* bs[0..n) sorted and each size once (SGLang captures sorted(set(cuda_graph_bs)),
+ * cuda_graph_runner.py get_batch_sizes_to_capture); the new count. */
+static int pm_sort_unique(int *bs, int n)
+{
+    qsort(bs, (size_t)n, sizeof bs[0], pm_cmp_int);
+    int w = 0;
+    for (int i = 0; i < n; i++)
+        if (w == 0 || bs[i] != bs[w - 1])
+            bs[w++] = bs[i];
+    return w;
+}
+
+/* The reason a list of more than PM_GRAPH_BS_MAX captured sizes is refused, for messages. */
+#define PM_GRAPH_BS_WHY "more than %d distinct captured batch sizes, the most the simulator holds " \
+                        "(PM_GRAPH_BS_MAX, cgraph.h CG_MAX_SIZES)"
 
 /* The speculative shape's ranges (the draft depth as the fit's steps= word, fit_instances.c;
  * topk as wide; draft tokens per row as the simulator's --draft-tokens, bounds.h): a
@@ -157,6 +176,7 @@ static int pm_first_of(const cJSON *j, const char *const *keys, int n, cJSON_boo
 static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, char *err, size_t errlen)
 {
     int rc = -1;
+    int *all = NULL;              /* the cuda_graph_bs list as given */
     snprintf(s->source, sizeof s->source, "%s", path);
     const cJSON *tp = cJSON_GetObjectItemCaseSensitive(j, "tp_size");
     if (cJSON_IsNumber(tp)) {
@@ -191,6 +211,14 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
     if (cJSON_IsString(backend) && !strcmp(backend->valuestring, "disabled"))
         s->cuda_graph = 0;
     if (bsl) {
+        /* every entry read, each size once; more sizes than the list holds are refused (the
+         * first 512 were kept in silence) */
+        int n = cJSON_GetArraySize(bsl), k = 0;
+        all = malloc((size_t)(n > 0 ? n : 1) * sizeof *all);
+        if (!all) {
+            snprintf(err, errlen, "%s: field %s: out of memory for %d entries", path, bsl_key, n);
+            goto out;
+        }
         const cJSON *e;
         cJSON_ArrayForEach(e, bsl) {
             if (!cJSON_IsNumber(e)) {
@@ -199,14 +227,25 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
             }
             if (bnd_check(&bnd_rows, e->valuedouble, path, bsl_key, err, errlen))
                 goto out;
-            if (s->ngraph_bs < PM_GRAPH_BS_MAX)
-                s->graph_bs[s->ngraph_bs++] = (int)e->valuedouble;
+            all[k++] = (int)e->valuedouble;
         }
-        qsort(s->graph_bs, (size_t)s->ngraph_bs, sizeof s->graph_bs[0], pm_cmp_int);
+        k = pm_sort_unique(all, k);
+        if (k > PM_GRAPH_BS_MAX) {
+            snprintf(err, errlen, "%s: field %s: value a list of %d entries, %d distinct (%d..%d): "
+                     PM_GRAPH_BS_WHY, path, bsl_key, n, k, all[0], all[k - 1], PM_GRAPH_BS_MAX);
+            goto out;
+        }
+        memcpy(s->graph_bs, all, (size_t)k * sizeof *all);
+        s->ngraph_bs = k;
     } else if (mbs && mbs->valuedouble > 0) {   /* 0 or less: SGLang picks it */
         if (bnd_check(&bnd_rows, mbs->valuedouble, path, mbs_key, err, errlen))
             goto out;
-        phasemap_sglang_graph_bs(s, (int)mbs->valuedouble);
+        int n = phasemap_sglang_graph_bs(s, (int)mbs->valuedouble);
+        if (n > PM_GRAPH_BS_MAX) {
+            snprintf(err, errlen, "%s: field %s: value %.0f: SGLang's list up to it holds %d batch sizes: "
+                     PM_GRAPH_BS_WHY, path, mbs_key, mbs->valuedouble, n, PM_GRAPH_BS_MAX);
+            goto out;
+        }
     }
     const cJSON *alg = cJSON_GetObjectItemCaseSensitive(j, "speculative_algorithm");
     if (!alg || cJSON_IsNull(alg)) {   /* a baseline server */
@@ -248,6 +287,7 @@ static int pm_shape_from_json(pm_shape *s, const cJSON *j, const char *path, cha
     s->known = 1;
     rc = 0;
 out:
+    free(all);
     return rc;
 }
 
@@ -608,7 +648,7 @@ int phasemap_graph_flag(pm_shape *s, const char *v, char *err, size_t errlen)
         long m = strtol(v + 4, &e, 10);
         if (e == v + 4 || *e || m < 1 || m > 4096)
             goto bad;
-        phasemap_sglang_graph_bs(s, (int)m);
+        phasemap_sglang_graph_bs(s, (int)m);   /* up to 4096: 330 sizes */
         s->cuda_graph = 1;
         return 0;
     }
@@ -616,12 +656,18 @@ int phasemap_graph_flag(pm_shape *s, const char *v, char *err, size_t errlen)
     for (const char *p = v; *p;) {
         char *e;
         long b = strtol(p, &e, 10);
-        if (e == p || b < 1 || (*e && *e != ',') || s->ngraph_bs >= PM_GRAPH_BS_MAX)
+        if (e == p || b < 1 || b > BND_ROWS_MAX || (*e && *e != ','))
             goto bad;
+        if (s->ngraph_bs == PM_GRAPH_BS_MAX)   /* full: room from the sizes given twice, if any */
+            s->ngraph_bs = pm_sort_unique(s->graph_bs, s->ngraph_bs);
+        if (s->ngraph_bs == PM_GRAPH_BS_MAX) {
+            snprintf(err, errlen, "field --cuda-graph-bs: value %.40s...: " PM_GRAPH_BS_WHY, v, PM_GRAPH_BS_MAX);
+            return -1;
+        }
         s->graph_bs[s->ngraph_bs++] = (int)b;
         p = *e ? e + 1 : e;
     }
-    qsort(s->graph_bs, (size_t)s->ngraph_bs, sizeof s->graph_bs[0], pm_cmp_int);
+    s->ngraph_bs = pm_sort_unique(s->graph_bs, s->ngraph_bs);
     s->cuda_graph = 1;
     return 0;
 bad:

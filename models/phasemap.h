@@ -31,7 +31,7 @@ typedef struct {
     int  steps, topk, draft_tokens;
     int  tp_size;               /* 0: not given */
     int  cuda_graph;            /* 1: CUDA graphs on (SGLang's default), 0: disabled */
-    int  ngraph_bs;             /* captured batch sizes, increasing; 0: not known */
+    int  ngraph_bs;             /* captured batch sizes, increasing, each once; 0: not known */
     int  graph_bs[PM_GRAPH_BS_MAX];
     char source[600];           /* where it came from (file or flags), for the report */
     char missing[120];          /* server arguments of a speculative server without the
@@ -129,8 +129,10 @@ int  phasemap_shape_flag(pm_shape *s, const char *v, char *err, size_t errlen);
 /* "1,2,4,8" or "max:N" (SGLang's default list up to N). 0 or -1. */
 int  phasemap_graph_flag(pm_shape *s, const char *v, char *err, size_t errlen);
 /* SGLang's default captured batch sizes up to max_bs (server_args.py, speculative:
- * 1..8, 10..32 step 2, 40..64 step 4, 72..256 step 8, 272.. step 16). */
-void phasemap_sglang_graph_bs(pm_shape *s, int max_bs);
+ * 1..8, 10..32 step 2, 40..64 step 4, 72..256 step 8, 272.. step 16). Returns how many the
+ * list holds; above PM_GRAPH_BS_MAX (max_bs over 7632) s keeps the first PM_GRAPH_BS_MAX and
+ * the caller refuses it. */
+int  phasemap_sglang_graph_bs(pm_shape *s, int max_bs);
 /* Rows after padding: the smallest captured size >= bs when graphs are on and bs is not
  * above the largest (*graph 1), else bs (*graph 0, eager). */
 int  phasemap_pad(const pm_shape *s, int bs, int *graph);

@@ -3,6 +3,7 @@
  * logged intervals that is tens of runs of --iterations each. */
 #include "logcmd.h"
 #include "accept.h"
+#include "cgraph.h"
 #include "phasemap.h"
 #include "sglog.h"
 #include "simcfg.h"
@@ -115,17 +116,24 @@ static int log_cmp_dbl(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The captured list of the shape as a cuda-graph-bs knob value. */
-static void log_graph_knob(const pm_shape *sh, char *buf, size_t cap)
+/* The shape's captured sizes as the simulator's list, set on p once simcfg_resolve has run: the
+ * cuda-graph-bs knob holds 511 characters (~130 sizes), and a longer list (1..160 is 532) was
+ * cut there in silence. --cuda-graph-max-bs (max_bs > 0) still drops the sizes above it. 0, or
+ * -1 when it leaves none. */
+_Static_assert(PM_GRAPH_BS_MAX <= CG_MAX_SIZES, "a shape's captured sizes fit the simulator's list");
+static int log_graphs(sim_params *p, const pm_shape *sh, int max_bs, char *err, size_t errlen)
 {
-    if (sh->ngraph_bs == 0) {
-        snprintf(buf, cap, "sglang");
-        return;
+    p->graphs.n = 0;
+    for (int i = 0; i < sh->ngraph_bs; i++)
+        if (max_bs <= 0 || sh->graph_bs[i] <= max_bs)
+            p->graphs.bs[p->graphs.n++] = sh->graph_bs[i];
+    if (p->graphs.n == 0) {
+        snprintf(err, errlen, "command line: field --cuda-graph-max-bs: value %d: no captured size of the "
+                 "server's list (%d..%d, %s) is left", max_bs, sh->graph_bs[0], sh->graph_bs[sh->ngraph_bs - 1],
+                 sh->source);
+        return -1;
     }
-    size_t n = 0;
-    buf[0] = 0;
-    for (int i = 0; i < sh->ngraph_bs && n + 8 < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%d", i ? "," : "", sh->graph_bs[i]);
+    return 0;
 }
 
 static int log_set(simcfg_set_t *s, const char *knob, const char *v, char *err, size_t errlen)
@@ -419,8 +427,6 @@ int logcmd_main(int argc, char **argv)
         fprintf(stderr, "specsim log: out of memory\n");
         goto out;
     }
-    char gl[SIMCFG_STR];
-    log_graph_knob(&sh, gl, sizeof gl);
     if (csv)
         printf("file,line,bs,cuda_graph,accept_len,logged_tok_s,predicted_tok_s,error_pct,idle\n");
     else {
@@ -470,10 +476,14 @@ int logcmd_main(int argc, char **argv)
                 bad = bad || (len_c > 1000 ? log_set(&s, "accept-len", v, err, sizeof err)
                                           : log_set(&s, "acceptance", "alpha:0", err, sizeof err));
             }
+            /* the server's captured sizes are set after the knobs (log_graphs); without them,
+             * SGLang's default list */
             if (!bad)
-                bad = log_set(&s, "cuda-graph-bs", graph ? gl : "none", err, sizeof err);
+                bad = log_set(&s, "cuda-graph-bs", graph && !sh.ngraph_bs ? "sglang" : "none", err, sizeof err);
             if (!bad)
                 bad = simcfg_resolve(&s, &mc, spec, &p, err, sizeof err);
+            if (!bad && graph && sh.ngraph_bs)
+                bad = log_graphs(&p, &sh, s.cfg.cuda_graph_max_bs, err, sizeof err);
             /* a knob or the model file refused, or a run without a result a user could
              * trust (-2), is bad input, as in `specsim run`; a failed run (-1) is not */
             int run_rc = bad ? 0 : sim_run(&p, NULL, &res, err, sizeof err);

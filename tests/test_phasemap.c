@@ -599,6 +599,51 @@ static void server_args_reads_the_decode_cuda_graph_config(void)
           "%s: %d sizes", err, sh.ngraph_bs);
 }
 
+/* More than 512 cuda_graph_bs entries were cut to the first 512 in silence (a list of 600 was
+ * read as 1..512, and a batch of 600 ran eagerly in the fit's padding): every entry is read, a
+ * size given twice counts once (SGLang captures sorted(set(..))), and more distinct sizes than
+ * the simulator holds are refused naming the file, the field and the count; as is a
+ * cuda_graph_max_bs whose default list is that long (above 7632). */
+static void server_args_refuses_more_captured_sizes_than_it_holds(void)
+{
+    char err[512] = "", path[200], doc[8192];
+    pm_shape sh;
+    snprintf(path, sizeof path, "%s/args-long.json", tmpdir);
+    for (int distinct = 600; distinct >= 300; distinct -= 300) {   /* 600 entries: 600 or 300 sizes */
+        int n = snprintf(doc, sizeof doc, "{\"model_path\": \"m\", \"cuda_graph_bs\": [");
+        for (int i = 0; i < 600; i++)
+            n += snprintf(doc + n, sizeof doc - (size_t)n, "%s%d", i ? ", " : "", 600 - i % distinct);
+        snprintf(doc + n, sizeof doc - (size_t)n, "]}");
+        write_file(path, doc);
+        err[0] = 0;
+        int rc = phasemap_shape_load(&sh, path, err, sizeof err);
+        if (distinct == 600)
+            CHECK(rc == -1 && strstr(err, "args-long.json") && strstr(err, "field cuda_graph_bs") &&
+                  strstr(err, "600 entries, 600 distinct (1..600)") && strstr(err, "more than 512"),
+                  "600 sizes: rc %d, %d sizes (last %d): '%s'", rc, sh.ngraph_bs,
+                  sh.ngraph_bs ? sh.graph_bs[sh.ngraph_bs - 1] : 0, err);
+        else
+            CHECK(rc == 0 && sh.ngraph_bs == 300 && sh.graph_bs[0] == 301 && sh.graph_bs[299] == 600, "300 sizes "
+                  "twice: rc %d %s: %d sizes, %d..%d", rc, err, sh.ngraph_bs, sh.graph_bs[0],
+                  sh.ngraph_bs ? sh.graph_bs[sh.ngraph_bs - 1] : 0);
+    }
+    write_file(path, "{\"model_path\": \"m\", \"cuda_graph_max_bs\": 10000}");
+    err[0] = 0;
+    CHECK(phasemap_shape_load(&sh, path, err, sizeof err) == -1 && strstr(err, "field cuda_graph_max_bs") &&
+          strstr(err, "value 10000") && strstr(err, "more than 512"), "max 10000: '%s'", err);
+    write_file(path, "{\"model_path\": \"m\", \"cuda_graph_max_bs\": 7632}");
+    CHECK(phasemap_shape_load(&sh, path, err, sizeof err) == 0 && sh.ngraph_bs == 512 &&
+          sh.graph_bs[511] == 7632, "max 7632: %s: %d sizes", err, sh.ngraph_bs);
+    /* the flag: a size given twice counts once, past 512 sizes is said so */
+    char flag[4096];
+    int n = 0;
+    for (int i = 1; i <= 513; i++)
+        n += snprintf(flag + n, sizeof flag - (size_t)n, "%s%d", i > 1 ? "," : "", i);
+    CHECK(phasemap_graph_flag(&sh, flag, err, sizeof err) == -1 && strstr(err, "more than 512"), "513: '%s'", err);
+    CHECK(phasemap_graph_flag(&sh, "8,1,4,8,1", err, sizeof err) == 0 && sh.ngraph_bs == 3 && sh.graph_bs[2] == 8,
+          "8,1,4,8,1: %d sizes", sh.ngraph_bs);
+}
+
 int main(void)
 {
     /* these tests compare times exactly: keep Kineto's times as they are (test_pkineto
@@ -617,6 +662,7 @@ int main(void)
     RUN(sglang_step_batch_out_of_range_is_named);
     RUN(sglang_trace_without_phases_names_its_spans);
     RUN(server_args_reads_the_decode_cuda_graph_config);
+    RUN(server_args_refuses_more_captured_sizes_than_it_holds);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
     if (system(cmd)) {}

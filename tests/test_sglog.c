@@ -300,6 +300,44 @@ static void log_reads_a_log_beside_an_ngram_server_args(void)
     rmdir(dir);
 }
 
+/* The server's captured sizes reach the simulator whole: they went through the cuda-graph-bs
+ * knob's 511 characters, and a list of 1..160 (532 characters) lost its sizes from ~155 on, so a
+ * batch of 158 was predicted eager. With 1..160 it is predicted as with the list 4,158. */
+static void log_predicts_with_every_captured_size_of_a_long_list(void)
+{
+    const char *dir = "/tmp/test_sglog_longlist", *path = "/tmp/test_sglog_longlist/server.log",
+               *args = "/tmp/test_sglog_longlist/server_args.json";
+    (void)!system("mkdir -p /tmp/test_sglog_longlist");
+    FILE *f = fopen(path, "w");
+    fputs("[t TP0] Decode batch, #running-req: 158, #token: 9000, accept len: 2.90, cuda graph: True, "
+          "gen throughput (token/s): 9000.00, #queue-req: 0\n", f);
+    fclose(f);
+    double pred[2] = {-1, -2};
+    for (int c = 0; c < 2; c++) {
+        f = fopen(args, "w");
+        fputs("{\"tp_size\": 1, \"speculative_algorithm\": \"EAGLE\", \"speculative_num_steps\": 3, "
+              "\"speculative_eagle_topk\": 1, \"speculative_num_draft_tokens\": 4, \"cuda_graph_bs\": [", f);
+        if (c == 0)
+            for (int b = 1; b <= 160; b++)
+                fprintf(f, "%s%d", b > 1 ? ", " : "", b);
+        else
+            fputs("4, 158", f);
+        fputs("]}\n", f);
+        fclose(f);
+        char *out, cmd[512];
+        snprintf(cmd, sizeof cmd, "log %s --model models/example-llama8b.json --iterations 100 --csv", path);
+        int rc = sh(cmd, &out);
+        const char *row = out ? strstr(out, "server.log,1,158,") : NULL;
+        CHECK(rc == 0 && row && sscanf(row, "%*[^,],%*d,%*d,%*d,%*f,%*f,%lf", &pred[c]) == 1 &&
+              strstr(row, "server.log,1,158,1,"), "list %d: exit %d: %s", c, rc, out ? out : "");
+        free(out);
+    }
+    CHECK(pred[0] == pred[1], "bs 158 with the list 1..160: %.2f tok/s; with 4,158: %.2f", pred[0], pred[1]);
+    remove(path);
+    remove(args);
+    rmdir(dir);
+}
+
 /* The alpha printed for bs 1 (accept len 3.15 = 1 + a + a^2 + a^3 for a 3-step chain) */
 static void log_alpha_reproduces_the_accept_length(void)
 {
@@ -760,6 +798,7 @@ int main(int argc, char **argv)
     RUN(sglog_leaves_out_a_last_line_cut_short);
     RUN(log_reads_the_shape_from_the_logged_server_args);
     RUN(log_reads_a_log_beside_an_ngram_server_args);
+    RUN(log_predicts_with_every_captured_size_of_a_long_list);
     RUN(log_alpha_reproduces_the_accept_length);
     RUN(log_predictions_match_specsim_run);
     RUN(log_flags_idle_intervals);
