@@ -22,17 +22,18 @@ static const struct { int first, last, step; } cg_sglang_ranges[] = {
 /* SGLang's default cuda_graph_max_bs at TP >= 4 on 90-160 GB GPUs (server_args.py). */
 #define CG_SGLANG_DEFAULT_MAX 512
 
-void cg_default(cg_list *l, int max_bs)
+int cg_default(cg_list *l, int max_bs)
 {
+    int all = 0;
     l->n = 0;
     for (size_t r = 0; r < sizeof cg_sglang_ranges / sizeof cg_sglang_ranges[0]; r++) {
         for (long bs = cg_sglang_ranges[r].first;
-             bs <= cg_sglang_ranges[r].last && bs <= max_bs; bs += cg_sglang_ranges[r].step) {
-            if (l->n == CG_MAX_SIZES)
-                return; /* max_bs > ~7000: keep the first CG_MAX_SIZES sizes */
-            l->bs[l->n++] = (int)bs;
+             bs <= cg_sglang_ranges[r].last && bs <= max_bs; bs += cg_sglang_ranges[r].step, all++) {
+            if (l->n < CG_MAX_SIZES)   /* max_bs > 7632: the first CG_MAX_SIZES sizes */
+                l->bs[l->n++] = (int)bs;
         }
     }
+    return all;
 }
 
 static int cg_cmp_int(const void *a, const void *b)
@@ -76,7 +77,13 @@ int cg_parse(cg_list *l, const char *spec, char *err, size_t errlen)
                      "must be an integer in [1, %d] (bounds.h, batch rows)", spec, BND_ROWS_MAX);
             return -1;
         }
-        cg_default(l, (int)max);
+        int all = cg_default(l, (int)max);
+        if (all > CG_MAX_SIZES) {   /* the first 512 were kept in silence */
+            snprintf(err, errlen, "cuda graphs: value \"%.60s\": SGLang's list up to %ld holds %d batch "
+                     "sizes, more than %d (CG_MAX_SIZES; the largest max is 7632)", spec, max, all, CG_MAX_SIZES);
+            l->n = 0;
+            return -1;
+        }
         return 0;
     }
     const char *p = spec;

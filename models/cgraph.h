@@ -11,7 +11,9 @@ typedef struct {
     int bs[CG_MAX_SIZES];   /* ascending, unique */
 } cg_list;
 
-void cg_default(cg_list *l, int max_bs);                  /* SGLang list capped at max_bs */
+/* SGLang's list capped at max_bs; returns how many sizes that list holds (above CG_MAX_SIZES,
+ * max_bs over 7632, l keeps the first CG_MAX_SIZES and cg_parse refuses it). */
+int  cg_default(cg_list *l, int max_bs);
 /* "1,2,4,8,16" or "sglang:160". Returns 0 or -1 with err naming the value. */
 int  cg_parse(cg_list *l, const char *spec, char *err, size_t errlen);
 int  cg_bucket(const cg_list *l, int bs);                 /* padded size, or 0: eager */

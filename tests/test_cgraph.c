@@ -94,6 +94,7 @@ static void cgraph_parse_rejects_bad_lists(void)
         {"1,2147483647", "[1, 65536]"},        /* pad + 1 once overflowed the simulator */
         {"65537", "value 65537"},
         {"sglang:2147483647", "[1, 65536]"},
+        {"sglang:10000", "holds 660 batch sizes"},   /* was cut to its first 512 in silence */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cg_list l;
@@ -112,6 +113,8 @@ static void cgraph_parse_rejects_bad_lists(void)
     char err[256] = "";
     CHECK(cg_parse(&l, big, err, sizeof err) == -1, "%d sizes accepted", CG_MAX_SIZES + 1);
     CHECK(strstr(err, "513") != NULL, "message \"%s\" lacks the value 513", err);
+    CHECK(cg_parse(&l, "sglang:7632", err, sizeof err) == 0 && l.n == CG_MAX_SIZES && l.bs[l.n - 1] == 7632,
+          "sglang:7632: %s, %d sizes", err, l.n);
 }
 
 int main(void)
