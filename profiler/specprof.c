@@ -56,6 +56,9 @@ static void usage(FILE *f) {
         "      --capture-range R   lite mode: none (default), or profiler-api: record only between the program's\n"
         "                          cudaProfilerStart and cudaProfilerStop (torch.cuda.profiler.start/stop), as\n"
         "                          nsys --capture-range=cudaProfilerApi; outside them every call goes straight through\n"
+        "      --probe-nodes N     lite mode, experimental: each CUDA graph executable's first N replays in the capture run\n"
+        "                          an instrumented clone (an event after each node) that times every node without\n"
+        "                          CUPTI (graph_probe events, traces/FORMAT.md \"Node probe\"); 0 (default): off\n"
         "      --window-ms N       a window's length (default 50)\n"
         "      --period-ms M       one time window every M ms (default 1000)\n"
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
@@ -425,10 +428,10 @@ static int cmd_run(int argc, char **argv) {
     long flush_ms = 500, buffer_mb = 64;
     /* recording mode (docs/profiler.md); the defaults are the library's */
     const char *mode = "always", *between = "none", *records = "fit", *shape_ignore = NULL, *crange = "none";
-    long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6;
+    long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6, probe_nodes = 0;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,
-           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH, O_CRANGE };
+           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH, O_CRANGE, O_PROBE };
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'}, {"delay", required_argument, 0, O_DELAY},
         {"duration", required_argument, 0, O_DURATION}, {"signal-start", optional_argument, 0, O_SSTART},
@@ -441,7 +444,7 @@ static int cmd_run(int argc, char **argv) {
         {"records", required_argument, 0, O_RECORDS}, {"gz-level", required_argument, 0, O_GZ},
         {"no-compress", no_argument, 0, O_NOGZ}, {"no-calibrate", no_argument, 0, O_NOCAL},
         {"shape-ignore", required_argument, 0, O_IGNORE}, {"torch-annotate", required_argument, 0, O_TORCH},
-        {"capture-range", required_argument, 0, O_CRANGE}, {0, 0, 0, 0}};
+        {"capture-range", required_argument, 0, O_CRANGE}, {"probe-nodes", required_argument, 0, O_PROBE}, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
@@ -500,6 +503,7 @@ static int cmd_run(int argc, char **argv) {
                 SP_FAIL("--capture-range: value \"%s\": none or profiler-api", optarg);
             crange = optarg;
             break;
+        case O_PROBE: probe_nodes = parse_long("--probe-nodes", optarg, 0, 1000); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -576,6 +580,10 @@ static int cmd_run(int argc, char **argv) {
     if (!strcmp(crange, "profiler-api") && !lite)
         SP_FAIL("--capture-range profiler-api: lite mode only (--mode lite); --delay, --duration and the signals "
                 "bound the other modes' capture");
+    if (probe_nodes && !lite) SP_FAIL("--probe-nodes %ld: lite mode only (--mode lite); the other modes record every node with CUPTI", probe_nodes);
+    if (probe_nodes)
+        fprintf(stderr, "# specprof: node probe: each graph executable's first %ld replays in the capture run instrumented "
+                        "(an event after each node)\n", probe_nodes);
     if (!strcmp(crange, "profiler-api"))
         fprintf(stderr, "# specprof: capture range profiler-api: recorded only between the program's cudaProfilerStart "
                         "and cudaProfilerStop (torch.cuda.profiler.start/stop)\n");
@@ -635,6 +643,7 @@ static int cmd_run(int argc, char **argv) {
         if (phases) setenv("SPECPROF_PHASES", phases, 1);
         if (quiet) setenv("SPECPROF_QUIET", "1", 1);
         setenv("SPECPROF_MODE", mode, 1);
+        snprintf(v, sizeof v, "%ld", probe_nodes); setenv("SPECPROF_PROBE_REPLAYS", v, 1);
         if (!strcmp(crange, "none")) unsetenv("SPECPROF_CAPTURE_RANGE");
         else setenv("SPECPROF_CAPTURE_RANGE", crange, 1);
         setenv("SPECPROF_BETWEEN", between, 1);

@@ -46,6 +46,11 @@ static int64_t enqueue(fake_stream *s, int64_t gpu_ns) {
     return start;
 }
 
+/* executables made by cudaGraphInstantiate (graphs with nodes), as against fake_graph_exec's */
+static void *gexecs[1024];
+static int n_gexecs;
+static int is_gexec(void *x) { for (int i = 0; i < n_gexecs; i++) if (gexecs[i] == x) return 1; return 0; }
+static void g_replay(void *exec, int64_t start_ns);
 void *fake_graph_exec(int64_t gpu_ns) {
     fake_exec *e = calloc(1, sizeof *e);
     e->gpu_ns = gpu_ns;
@@ -78,6 +83,7 @@ int cudaGraphLaunch(void *exec, void *stream) {
     fake_stream *s = S(stream);
     if (!s->capturing) {
         int64_t st = enqueue(s, exec ? ((fake_exec *)exec)->gpu_ns : 0);
+        if (exec && is_gexec(exec)) g_replay(exec, st);
         if (n_replays < FAKE_MAX_REPLAYS) {
             replay_event[n_replays] = s->last_event_ns;
             replay_start[n_replays++] = st;
@@ -217,12 +223,234 @@ int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream
     return 0;
 }
 
-/* graphs: the calibration's 1-node empty graph */
-int cudaGraphCreate(void **g, unsigned flags) { (void)flags; *g = calloc(1, 8); return 0; }
-int cudaGraphAddEmptyNode(void **node, void *g, const void *deps, size_t n) { (void)g; (void)deps; (void)n; *node = calloc(1, 8); return 0; }
-int cudaGraphInstantiate(void **exec, void *g, unsigned long long flags) { (void)g; (void)flags; *exec = fake_graph_exec(2000); return 0; }
+/* ---------- graphs with nodes (the node probe's tests; lite's calibration graph) ----------
+ * A node has a type (cudaGraphNodeType), a GPU time, a name (kernels) or an event (event
+ * record nodes); edges are a list. An executable's replay runs each node when its last
+ * dependency ended; an event record node costs FAKE_EVENT_NODE_NS (the probe's own cost,
+ * measured 2.6 us a node on an H100, docs/profiler.md) and stamps its event when it ends. */
+#define FAKE_EVENT_NODE_NS 2000
+#define FAKE_MEMSET_NS 1000
+#define FAKE_MAX_NAMES 64
+enum { FK_KERNEL = 0, FK_MEMCPY = 1, FK_MEMSET = 2, FK_EMPTY = 5, FK_RECORD = 7, FK_ALLOC = 10 };
+typedef struct fake_node { int type; int64_t ns; const char *name; void *event; struct fake_node *orig; } fake_node;
+typedef struct { fake_node **n; int nn, cap; fake_node **ef, **et; int ne, ecap; } fake_graph;
+static struct { const char *name; int runs; } kruns[FAKE_MAX_NAMES];
+static int n_kruns;
+
+static fake_node *g_add(fake_graph *g, int type, int64_t ns, const char *name, void *event, void *const *deps, size_t nd);
+static int g_edge(fake_graph *g, fake_node *a, fake_node *b) {
+    if (g->ne == g->ecap) {
+        g->ecap = g->ecap ? 2 * g->ecap : 16;
+        g->ef = realloc(g->ef, (size_t)g->ecap * sizeof *g->ef);
+        g->et = realloc(g->et, (size_t)g->ecap * sizeof *g->et);
+    }
+    g->ef[g->ne] = a;
+    g->et[g->ne++] = b;
+    return 0;
+}
+static fake_node *g_add(fake_graph *g, int type, int64_t ns, const char *name, void *event, void *const *deps, size_t nd) {
+    fake_node *x = calloc(1, sizeof *x);
+    x->type = type;
+    x->ns = ns;
+    x->name = name;
+    x->event = event;
+    if (g->nn == g->cap) { g->cap = g->cap ? 2 * g->cap : 16; g->n = realloc(g->n, (size_t)g->cap * sizeof *g->n); }
+    g->n[g->nn++] = x;
+    for (size_t i = 0; i < nd; i++) g_edge(g, deps[i], x);
+    return x;
+}
+static void g_register(fake_graph *g);
+void *fake_graph_new(void) {
+    fake_graph *g = calloc(1, sizeof(fake_graph));
+    g_register(g);
+    return g;
+}
+void *fake_graph_kernel(void *g, const char *name, int64_t ns, void *const *deps, int nd) {
+    return g_add(g, FK_KERNEL, ns, name, NULL, deps, (size_t)nd);
+}
+void *fake_graph_alloc_node(void *g) { return g_add(g, FK_ALLOC, 0, NULL, NULL, NULL, 0); }
+int fake_kernel_runs(const char *name) {
+    int r = 0;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < n_kruns; i++) if (!strcmp(kruns[i].name, name)) r = kruns[i].runs;
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+typedef struct { int64_t gpu_ns; fake_graph *g; int64_t *end; } fake_gexec;   /* gpu_ns first: as fake_exec */
+
+int cudaGraphCreate(void **g, unsigned flags) { (void)flags; *g = fake_graph_new(); return 0; }
+int cudaGraphAddEmptyNode(void **node, void *g, void *const *deps, size_t n) { *node = g_add(g, FK_EMPTY, 0, NULL, NULL, deps, n); return 0; }
+typedef struct { void *dst; size_t pitch; unsigned value, elem; size_t width, height; } fake_memset;
+int cudaGraphAddMemsetNode(void **node, void *g, void *const *deps, size_t n, const fake_memset *p) {
+    (void)p;
+    *node = g_add(g, FK_MEMSET, FAKE_MEMSET_NS, NULL, NULL, deps, n);
+    return 0;
+}
+int cudaGraphAddEventRecordNode(void **node, void *g, void *const *deps, size_t n, void *ev) {
+    *node = g_add(g, FK_RECORD, FAKE_EVENT_NODE_NS, NULL, ev, deps, n);
+    return 0;
+}
+int cudaMalloc(void **p, size_t n) { *p = calloc(1, n ? n : 1); return 0; }
+int cudaFree(void *p) { free(p); return 0; }
+int cudaGraphClone(void **out, void *orig) {
+    fake_graph *o = orig, *c = fake_graph_new();
+    for (int i = 0; i < o->nn; i++) {
+        fake_node *x = g_add(c, o->n[i]->type, o->n[i]->ns, o->n[i]->name, o->n[i]->event, NULL, 0);
+        x->orig = o->n[i];
+    }
+    for (int e = 0; e < o->ne; e++) {
+        fake_node *a = NULL, *b = NULL;
+        for (int i = 0; i < o->nn; i++) { if (o->n[i] == o->ef[e]) a = c->n[i]; if (o->n[i] == o->et[e]) b = c->n[i]; }
+        g_edge(c, a, b);
+    }
+    *out = c;
+    return 0;
+}
+int cudaGraphGetNodes(void *g, void **out, size_t *n) {
+    fake_graph *x = g;
+    if (out) for (int i = 0; i < x->nn && (size_t)i < *n; i++) out[i] = x->n[i];
+    *n = (size_t)x->nn;
+    return 0;
+}
+static size_t g_list(fake_graph *x, fake_node *nd, int want_deps, void **out, size_t cap) {
+    size_t k = 0;
+    for (int e = 0; e < x->ne; e++) {
+        fake_node *from = x->ef[e], *to = x->et[e];
+        if (!from) continue;   /* removed */
+        if (want_deps ? to == nd : from == nd) { if (out && k < cap) out[k] = want_deps ? from : to; k++; }
+    }
+    return k;
+}
+static fake_graph *g_of(fake_node *nd);
+int cudaGraphGetRootNodes(void *g, void **out, size_t *n) {
+    fake_graph *x = g;
+    size_t k = 0;
+    for (int i = 0; i < x->nn; i++)
+        if (!g_list(x, x->n[i], 1, NULL, 0)) { if (out && k < *n) out[k] = x->n[i]; k++; }
+    *n = k;
+    return 0;
+}
+int cudaGraphNodeGetType(void *node, int *t) { *t = ((fake_node *)node)->type; return 0; }
+int cudaGraphNodeFindInClone(void **out, void *orig, void *clone) {
+    fake_graph *c = clone;
+    for (int i = 0; i < c->nn; i++) if (c->n[i]->orig == orig) { *out = c->n[i]; return 0; }
+    return 1;
+}
+/* the CUDA 13 forms (edge data; fakecudart says runtime 13000) */
+static fake_graph *graphs[4096];
+static int n_graphs;
+static fake_graph *g_of(fake_node *nd) {
+    for (int j = n_graphs - 1; j >= 0; j--)
+        for (int i = 0; i < graphs[j]->nn; i++) if (graphs[j]->n[i] == nd) return graphs[j];
+    return NULL;
+}
+int cudaGraphNodeGetDependencies(void *node, void **out, void *edge, size_t *n) {
+    (void)edge;
+    fake_graph *g = g_of(node);
+    if (!g) return 1;
+    *n = g_list(g, node, 1, out, out ? *n : 0);
+    return 0;
+}
+int cudaGraphNodeGetDependentNodes(void *node, void **out, void *edge, size_t *n) {
+    (void)edge;
+    fake_graph *g = g_of(node);
+    if (!g) return 1;
+    *n = g_list(g, node, 0, out, out ? *n : 0);
+    return 0;
+}
+int cudaGraphAddDependencies(void *g, void *const *from, void *const *to, const void *edge, size_t n) {
+    (void)edge;
+    for (size_t i = 0; i < n; i++) g_edge(g, from[i], to[i]);
+    return 0;
+}
+int cudaGraphRemoveDependencies(void *g, void *const *from, void *const *to, const void *edge, size_t n) {
+    (void)edge;
+    fake_graph *x = g;
+    for (size_t i = 0; i < n; i++)
+        for (int e = 0; e < x->ne; e++)
+            if (x->ef[e] == from[i] && x->et[e] == to[i]) { x->ef[e] = x->et[e] = NULL; break; }
+    return 0;
+}
+typedef struct { void *func; fake_dim3 grid, block; unsigned smem; void **params, **extra; } fake_kparams;
+int cudaGraphKernelNodeGetParams(void *node, fake_kparams *p) {
+    memset(p, 0, sizeof *p);
+    p->func = (void *)((fake_node *)node)->name;   /* the name stands for the function */
+    return 0;
+}
+int cudaFuncGetName(const char **name, const void *func) { *name = func; return func ? 0 : 1; }
+
+/* Every graph made is registered (g_of finds a node's graph), then its executable: each
+ * node's end from the replay's start, nodes in an order where dependencies come first. */
+static void g_register(fake_graph *g) {
+    pthread_mutex_lock(&mu);
+    int known = 0;
+    for (int i = 0; i < n_graphs; i++) known |= graphs[i] == g;
+    if (!known && n_graphs < 4096) graphs[n_graphs++] = g;
+    pthread_mutex_unlock(&mu);
+}
+static int instantiate(void **exec, void *graph) {
+    fake_graph *g = graph;
+    fake_gexec *x = calloc(1, sizeof *x);
+    x->g = g;
+    x->end = calloc((size_t)g->nn + 1, sizeof *x->end);
+    int *done = calloc((size_t)g->nn + 1, sizeof *done), left = g->nn;
+    while (left > 0) {
+        int progressed = 0;
+        for (int i = 0; i < g->nn; i++) {
+            if (done[i]) continue;
+            int64_t st = 0;
+            int ready = 1;
+            for (int e = 0; e < g->ne && ready; e++) {
+                if (g->et[e] != g->n[i] || !g->ef[e]) continue;
+                int j = 0;
+                while (g->n[j] != g->ef[e]) j++;
+                if (!done[j]) ready = 0; else if (x->end[j] > st) st = x->end[j];
+            }
+            if (!ready) continue;
+            x->end[i] = st + g->n[i]->ns;
+            if (x->end[i] > x->gpu_ns) x->gpu_ns = x->end[i];
+            done[i] = 1;
+            left--;
+            progressed = 1;
+        }
+        if (!progressed) { free(done); return 1; }   /* a cycle */
+    }
+    free(done);
+    *exec = x;
+    pthread_mutex_lock(&mu);
+    if (n_gexecs < 1024) gexecs[n_gexecs++] = x;
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+static int fake_instantiate(void **exec, void *g, unsigned long long flags) {
+    (void)flags;
+    return instantiate(exec, g);
+}
+int cudaGraphInstantiate(void **exec, void *g, unsigned long long flags) { return fake_instantiate(exec, g, flags); }
+int cudaGraphInstantiateWithFlags(void **exec, void *g, unsigned long long flags) { return fake_instantiate(exec, g, flags); }
+int cudaGraphExecUpdate(void *exec, void *g, void *info) { (void)exec; (void)g; (void)info; return 0; }
 int cudaGraphExecDestroy(void *exec) { (void)exec; return 0; }
 int cudaGraphDestroy(void *g) { (void)g; return 0; }
+
+/* A replay of a graph with nodes: its kernels counted, its event nodes' events stamped. */
+static void g_replay(void *exec, int64_t start_ns) {
+    fake_gexec *x = exec;
+    fake_graph *g = x->g;
+    for (int i = 0; i < g->nn; i++) {
+        fake_node *nd = g->n[i];
+        if (nd->type == FK_RECORD && nd->event) {
+            fake_event *e = nd->event;
+            e->t_ns = start_ns + x->end[i];
+            e->recorded = 1;
+        } else if (nd->type == FK_KERNEL && nd->name) {
+            int k = 0;
+            while (k < n_kruns && strcmp(kruns[k].name, nd->name)) k++;
+            if (k == n_kruns && n_kruns < FAKE_MAX_NAMES) kruns[n_kruns++].name = nd->name;
+            if (k < n_kruns) kruns[k].runs++;
+        }
+    }
+}
 
 /* CUPTI: every entry point libspecprof.so uses at its start. Any call is counted and fails
  * (lite mode must make none). */

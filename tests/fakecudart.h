@@ -20,6 +20,18 @@ int cudaStreamCreateWithPriority(void **stream, unsigned flags, int priority);
 int cudaProfilerStart(void);
 int cudaProfilerStop(void);
 
+/* A graph with nodes (the node probe's tests): a new one, a kernel node of ns GPU time named
+ * name (the name stands for its function: cudaFuncGetName returns it) after deps, a memory
+ * allocation node (which the probe must leave alone). cudaGraphInstantiate of such a graph
+ * gives an executable whose replay runs each node when its dependencies ended. */
+void *fake_graph_new(void);
+void *fake_graph_kernel(void *g, const char *name, int64_t ns, void *const *deps, int nd);
+void *fake_graph_alloc_node(void *g);
+/* Replays that ran the kernel named name (the program's executable or a clone of it). */
+int fake_kernel_runs(const char *name);
+int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags);
+int cudaGraphExecUpdate(void *exec, void *graph, void *info);
+int cudaGraphExecDestroy(void *exec);
 /* A graph executable whose replay takes gpu_ns on the GPU. */
 void *fake_graph_exec(int64_t gpu_ns);
 /* The stream captures (launches on it record nothing) while on is 1. */

@@ -13,6 +13,7 @@
 #include "fakecudart.h"
 #include "ptrace_read.h"
 #include <dirent.h>
+#include <math.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #define A_NS 300000     /* graph A: 300 us on the GPU */
 #define B_NS 1000000    /* graph B: 1 ms */
 #define LOOP 20
+#define PROBE_LOOP 10
 
 static char dir[256];
 static char dev_r[4096], pageable_r[4096];
@@ -94,6 +96,40 @@ static int child(const char *scenario) {
         child_write("profiler_calls", buf);
         return 0;
     }
+    if (!strcmp(scenario, "probe")) {       /* SPECPROF_PROBE_REPLAYS=2: the node probe */
+        cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);   /* the writer starts and fills the event pool */
+        sleep_ms(100);
+        void *g = fake_graph_new();                     /* k1 -> (k2 | k3) -> k4 -> k5 */
+        void *k1 = fake_graph_kernel(g, "k1", 10000, NULL, 0);
+        void *k2 = fake_graph_kernel(g, "k2", 20000, &k1, 1);
+        void *k3 = fake_graph_kernel(g, "k3", 5000, &k1, 1);
+        void *j[2] = { k2, k3 };
+        void *k4 = fake_graph_kernel(g, "k4", 1000, j, 2);
+        fake_graph_kernel(g, "k5", 30000, &k4, 1);
+        void *ga = fake_graph_new();                    /* a graph the probe must leave alone */
+        fake_graph_kernel(ga, "ka", 1000, NULL, 0);
+        fake_graph_alloc_node(ga);
+        void *x = NULL, *y = NULL, *z = NULL;
+        cudaGraphInstantiate(&x, g, 0);
+        cudaGraphInstantiate(&y, g, 0);
+        cudaGraphExecUpdate(y, g, NULL);                /* changed by the program: never probed */
+        cudaGraphInstantiate(&z, ga, 0);
+        for (int i = 0; i < PROBE_LOOP; i++) {
+            nvtxRangePushA("decode bs=1");
+            cudaGraphLaunch(x, s1);
+            cudaGraphLaunch(y, s1);
+            cudaGraphLaunch(z, s1);
+            cudaStreamSynchronize(s1);
+            nvtxRangePop();
+            sleep_ms(15);
+        }
+        cudaDeviceSynchronize();
+        char buf[256];
+        snprintf(buf, sizeof buf, "%d %d %d %d %d %d\n", fake_kernel_runs("k1"), fake_kernel_runs("k2"),
+                 fake_kernel_runs("k3"), fake_kernel_runs("k4"), fake_kernel_runs("k5"), fake_kernel_runs("ka"));
+        child_write("kernel_runs", buf);
+        return 0;
+    }
     if (!strcmp(scenario, "nvtx_only")) {   /* a program whose runtime calls we never see */
         nvtxRangePushA("decode bs=1");
         nvtxRangePop();
@@ -156,6 +192,8 @@ static int run_child(const char *sub) {
         setenv("LD_PRELOAD", PLITE_LIB, 1);
         setenv("NVTX_INJECTION64_PATH", PLITE_LIB, 1);
         unsetenv("CUDA_INJECTION64_PATH");
+        if (!strcmp(sub, "probe")) setenv("SPECPROF_PROBE_REPLAYS", "2", 1);
+        else unsetenv("SPECPROF_PROBE_REPLAYS");
         if (!strncmp(sub, "range", 5)) setenv("SPECPROF_CAPTURE_RANGE", "profiler-api", 1);
         else unsetenv("SPECPROF_CAPTURE_RANGE");
         char *argv[] = { "test_plite", "child", (char *)sub, NULL };
@@ -505,6 +543,87 @@ static void plite_launcher_lists_only_this_runs_files(void) {
           "exit %d:\n%s", rc, out);
 }
 
+/* The node probe (SPECPROF_PROBE_REPLAYS=2): of three executables, the first is probed in its
+ * first two replays, each node's end from its event (the fake's event nodes cost 2 us each,
+ * so the ends are known exactly); the one the program changed (cudaGraphExecUpdate) and the
+ * one with a memory allocation node are never probed; every kernel ran once per replay
+ * whichever executable ran; the node table names each kernel and its predecessors; specprof
+ * check reports the probe; the end's calibration measures the fake's 2 us a node. */
+static void plite_probe_times_each_node_and_runs_the_same_kernels(void) {
+    int rc = run_child("probe");
+    CHECK(rc == 0, "child exit %d", rc);
+    long runs[6] = { 0 };
+    CHECK(read_long("probe", "kernel_runs", runs, 6) == 6, "no kernel_runs");
+    for (int i = 0; i < 5; i++) CHECK(runs[i] == 2 * PROBE_LOOP, "k%d ran %ld times, expected %d", i + 1, runs[i], 2 * PROBE_LOOP);
+    CHECK(runs[5] == PROBE_LOOP, "ka ran %ld times, expected %d", runs[5], PROBE_LOOP);
+    char path[800], err[512];
+    ptrace_file f;
+    if (trace_path("probe", path, sizeof path)) { CHECK(0, "no trace"); return; }
+    if (ptrace_read_file(path, &f, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(f.info.complete && l->probe_replays == 2 && l->probe_execs == 2 && l->probe_skipped == 1 &&
+          l->probe_stale == 1 && l->probe_launched == 2 && l->probe_written == 2 && l->probe_lost == 0,
+          "end: complete %d replays %d execs %lld skipped %lld stale %lld launched %lld written %lld lost %lld",
+          f.info.complete, l->probe_replays, (long long)l->probe_execs, (long long)l->probe_skipped,
+          (long long)l->probe_stale, (long long)l->probe_launched, (long long)l->probe_written, (long long)l->probe_lost);
+    CHECK(strstr(l->probe_skip_why, "memory allocation") != NULL, "skip_why '%s'", l->probe_skip_why);
+    CHECK(l->probe_event_us > 1.99 && l->probe_event_us < 2.1, "calibrated event cost %.3f us a node (fake: 2 + 2/64)",
+          l->probe_event_us);
+    static const double want[5] = { 12, 34, 19, 37, 69 };   /* each end: its own 2 us event and those before it */
+    int probes = 0, traces = 0, table = 0, names = 0, untimed = 0;
+    uint32_t probed_exec = 0;
+    for (size_t i = 0; i < f.n_ev; i++) {
+        const ptrace_event *e = &f.ev[i];
+        ptrace_graphlaunch g;
+        ptrace_api a;
+        const pjson *end = NULL;
+        if (ptrace_read_graphprobe(e, 0, &g, &end) >= 0) {
+            probes++;
+            CHECK(!probed_exec || probed_exec == g.graph_exec_id, "probes of executables %u and %u", probed_exec, g.graph_exec_id);
+            probed_exec = g.graph_exec_id;
+            CHECK(end->len == 5 && !strcmp(g.phase, "decode"), "probe: %zu nodes, phase '%s'", end->len, g.phase);
+            for (size_t k = 0; k < end->len && k < 5; k++)
+                CHECK(fabs(pjson_at(end, k)->num - want[k]) < 0.01, "node %zu ends at %.1f us, expected %.0f", k,
+                      pjson_at(end, k)->num, want[k]);
+            /* the clone's 61 us and its six events' 12, and the host's time between the first event's
+             * record and the launch (the fake's clock is the host's) */
+            CHECK(g.end_ns - g.start_ns >= 71000 && g.end_ns - g.start_ns < 90000, "probed span %lld ns, expected 71 us",
+                  (long long)(g.end_ns - g.start_ns));
+        } else if (!ptrace_read_graphlaunch(e, 0, &g)) {
+            traces++;
+        } else if (!ptrace_read_api(e, 0, &a) && a.untimed && !strcmp(a.untimed, "probe")) {
+            untimed++;
+        } else if (!strcmp(e->cat, "graph_probe") && !strcmp(e->name, "probe_graph")) {
+            table++;
+            const pjson *ty = pjson_get(e->args, "type"), *pn = pjson_get(e->args, "pred_n"), *pr = pjson_get(e->args, "pred");
+            CHECK(ty && ty->type == PJSON_STR && !strcmp(ty->str, "KKKKK"), "type %s", ty && ty->str ? ty->str : "-");
+            static const int want_n[5] = { 0, 1, 1, 2, 1 }, want_p[5] = { 0, 0, 1, 2, 3 };
+            CHECK(pn && pn->len == 5 && pr && pr->len == 5, "pred_n/pred lengths %zu %zu", pn ? pn->len : 0, pr ? pr->len : 0);
+            for (size_t k = 0; pn && pr && pn->len == 5 && pr->len == 5 && k < 5; k++)
+                CHECK(pjson_at(pn, k)->i == want_n[k] && pjson_at(pr, k)->i == want_p[k], "node %zu: pred_n %lld pred %lld", k,
+                      (long long)pjson_at(pn, k)->i, (long long)pjson_at(pr, k)->i);
+        } else if (!strcmp(e->cat, "graph_probe") && !strcmp(e->name, "probe_names")) {
+            const pjson *nm = pjson_get(e->args, "names");
+            names += nm ? (int)nm->len : 0;
+            for (size_t k = 0; nm && k < nm->len; k++) {
+                char want_name[32];
+                snprintf(want_name, sizeof want_name, "k%zu", k + 1);
+                CHECK(!strcmp(pjson_at(nm, k)->str, want_name), "name %zu '%s'", k, pjson_at(nm, k)->str);
+            }
+        }
+    }
+    CHECK(probes == 2 && untimed == 2, "%d graph_probe events, %d launches marked untimed probe; expected 2", probes, untimed);
+    CHECK(traces == 3 * PROBE_LOOP - 2, "%d graph_trace events, expected %d", traces, 3 * PROBE_LOOP - 2);
+    CHECK(table == 1 && names == 5, "%d node tables, %d names; expected 1 and 5", table, names);
+    char cmd[1200], out[8192];
+    snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, path);
+    rc = run_cmd(cmd, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "node probe: 2 replays an executable; 2 executables instrumented") &&
+          strstr(out, "2 probed replays launched, 2 written, 0 lost, 1 executables changed"),
+          "specprof check (exit %d):\n%s", rc, out);
+    ptrace_file_free(&f);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "child")) return child(argv[2]);
     snprintf(dir, sizeof dir, "/tmp/test_plite.%d", (int)getpid());
@@ -519,6 +638,7 @@ int main(int argc, char **argv) {
     RUN(plite_capture_range_records_only_inside);
     RUN(plite_launcher_says_a_repeated_note_once);
     RUN(plite_launcher_lists_only_this_runs_files);
+    RUN(plite_probe_times_each_node_and_runs_the_same_kernels);
     if (full_ok) ptrace_file_free(&full);
     if (!check_tests_failed && !getenv("TEST_PLITE_KEEP")) {
         char cmd[300];

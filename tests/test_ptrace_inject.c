@@ -24,6 +24,7 @@ void plite_thread_counts(uint64_t c[2]) { c[0] = c[1] = 0; }
 void plite_stats(ptrace_lite *l) { l->on = 1; }
 int plite_range_mode(void) { return 0; }
 int plite_range_open_since(int64_t s) { (void)s; return 1; }
+int plite_probe_pending(void) { return 0; }
 #include "ptrace_read.h"
 #include <sys/resource.h>
 #include <sys/stat.h>

@@ -198,6 +198,13 @@ typedef struct {
     double graph_timing_us;          /* lite - real: what the fit takes out of each graph launch */
     double call_real_us, call_lite_us;   /* cudaStreamSynchronize of an idle stream, both ways */
     double call_us;                  /* lite - real: per interposed blocking call or copy */
+    /* the node probe (--probe-nodes N, traces/FORMAT.md "Node probe"; probe_replays 0: off) */
+    int probe_replays;               /* probed replays per executable */
+    int64_t probe_execs, probe_skipped, probe_launched, probe_written, probe_lost, probe_stale, probe_events;
+    char probe_skip_why[96];         /* the first instantiation not instrumented, why */
+    double probe_instrument_ms;      /* the program's threads' time instrumenting, in all */
+    double probe_event_us;           /* GPU cost of an event node per work node (calibration; -1 unknown) */
+    char probe_calib_why[96];
 } ptrace_lite;
 
 typedef struct {

@@ -169,6 +169,23 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
         l->call_real_us = pr_us_bounded(pjson_get_num(k, "call_real_us", 0));
         l->call_lite_us = pr_us_bounded(pjson_get_num(k, "call_lite_us", 0));
         l->call_us = pr_us_bounded(pjson_get_num(k, "call_us", 0));
+        const pjson *p = pjson_get(a, "probe");
+        if (p && p->type == PJSON_OBJ) {
+            int64_t r = pjson_get_int(p, "replays", 0);
+            l->probe_replays = r > 0 && r <= 1000 ? (int)r : 0;
+            l->probe_execs = pjson_get_int(p, "execs", 0);
+            l->probe_skipped = pjson_get_int(p, "skipped", 0);
+            l->probe_launched = pjson_get_int(p, "launched", 0);
+            l->probe_written = pjson_get_int(p, "written", 0);
+            l->probe_lost = pjson_get_int(p, "lost", 0);
+            l->probe_stale = pjson_get_int(p, "stale", 0);
+            l->probe_events = pjson_get_int(p, "events", 0);
+            l->probe_instrument_ms = pr_us_bounded(pjson_get_num(p, "instrument_ms", 0));
+            l->probe_event_us = pjson_get_num(p, "event_us", -1);
+            if (!(l->probe_event_us >= -1 && l->probe_event_us < 1e6)) l->probe_event_us = -1;
+            pr_copy(l->probe_skip_why, sizeof l->probe_skip_why, pjson_get_str(p, "skip_why", ""));
+            pr_copy(l->probe_calib_why, sizeof l->probe_calib_why, pjson_get_str(p, "event_why", ""));
+        }
     }
     e->windows = pjson_get_int(a, "windows", 0);
     e->window_ns = pjson_get_int(a, "window_ns", 0);
@@ -773,6 +790,26 @@ int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphla
     g->err_us = pr_us_bounded(pjson_get_num(a, "err_us", 0));
     if (g->err_us < 0) g->err_us = 0;
     return 0;
+}
+
+int ptrace_read_graphprobe(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g, const pjson **end_us) {
+    memset(g, 0, sizeof *g);
+    *end_us = NULL;
+    if (e->ph != 'X' || strcmp(e->cat, "graph_probe")) return -1;
+    const pjson *a = e->args, *v = pjson_get(a, "end_us");
+    if (!v || v->type != PJSON_ARR) return -1;
+    g->start_ns = t0_ns + e->ts_ns;
+    g->end_ns = g->start_ns + e->dur_ns;
+    g->corr = (uint32_t)pjson_get_int(a, "corr", 0);
+    g->dev = (uint32_t)pjson_get_int(a, "dev", 0);
+    g->stream = (uint32_t)pjson_get_int(a, "stream", 0);
+    g->graph_exec_id = (uint32_t)pjson_get_int(a, "graph_exec_id", 0);
+    g->nvtx = pjson_get_str(a, "nvtx", "");
+    g->phase = pjson_get_str(a, "phase", "");
+    g->err_us = pr_us_bounded(pjson_get_num(a, "err_us", 0));
+    if (g->err_us < 0) g->err_us = 0;
+    *end_us = v;
+    return (int)v->len;
 }
 
 int ptrace_probe(const char *head, size_t len) {

@@ -98,6 +98,10 @@ int ptrace_read_ncclcall(const ptrace_event *e, int64_t t0_ns, ptrace_ncclcall *
 int ptrace_read_graphexec(const ptrace_event *e, int64_t t0_ns, ptrace_graphexec *g);
 int ptrace_read_window(const ptrace_event *e, int64_t t0_ns, ptrace_window *w);
 int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g);
+/* A graph_probe event (lite mode's node probe): g as for graph_trace (the instrumented
+ * replay's span), *end_us its array of node ends (us from the root event). Returns the node
+ * count, or -1 when the event is not one. */
+int ptrace_read_graphprobe(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g, const pjson **end_us);
 /* The nccl object of a kernel/memcpy args, or of an nccl event's args. 0 or -1. */
 int ptrace_read_nccl(const pjson *obj, ptrace_nccl *n);
 

@@ -193,6 +193,16 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
                            "%.3f us per interposed call\n", l->graph_timing_us, l->graph_launch_real_us,
                         l->graph_launch_lite_us, l->call_us);
             else fprintf(f, "calibration (lite): none (%s)\n", l->calib_why);
+            if (l->probe_replays > 0) {
+                fprintf(f, "node probe: %d replays an executable; %" PRId64 " executables instrumented (%.1f ms), %" PRId64
+                           " not%s%s%s; %" PRId64 " probed replays launched, %" PRId64 " written, %" PRId64 " lost, %" PRId64
+                           " executables changed by the program (not probed after); ",
+                        l->probe_replays, l->probe_execs, l->probe_instrument_ms, l->probe_skipped,
+                        l->probe_skip_why[0] ? " (first: " : "", l->probe_skip_why, l->probe_skip_why[0] ? ")" : "",
+                        l->probe_launched, l->probe_written, l->probe_lost, l->probe_stale);
+                if (l->probe_event_us >= 0) fprintf(f, "an event node costs %.3f us a node\n", l->probe_event_us);
+                else fprintf(f, "event node cost not measured (%s)\n", l->probe_calib_why[0] ? l->probe_calib_why : "no calibration");
+            }
             if (l->static_runtime)
                 fprintf(f, "WARNING: NVTX ranges but no CUDA runtime call through a shared libcudart: the program seems to "
                            "link the runtime statically; lite mode cannot see it (build with -cudart shared, or --mode always)\n");

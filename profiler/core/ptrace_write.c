@@ -319,6 +319,27 @@ int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const p
     return sb_end_line(&sb);
 }
 
+/* A probed replay (lite mode's node probe): the instrumented replay's span and each work
+ * node's end in us from its root event (0.1 us: the events resolve ~0.5 us). */
+int ptrace_write_graphprobe(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g,
+                            const float *end_us, int n) {
+    SB_INIT(buf, cap);
+    char name[48];
+    snprintf(name, sizeof name, "probe exec %u", g->graph_exec_id);
+    sb_event_head(&sb, "X", "graph_probe", name, c, g->stream, g->start_ns);
+    sb_dur(&sb, g->start_ns, g->end_ns);
+    sb_f(&sb, ",\"args\":{\"corr\":%u,\"dev\":%u,\"stream\":%u,\"graph_exec_id\":%u,\"nvtx\":",
+         g->corr, g->dev, g->stream, g->graph_exec_id);
+    sb_str(&sb, g->nvtx);
+    sb_s(&sb, ",\"phase\":");
+    sb_str(&sb, g->phase);
+    if (g->err_us > 0) sb_f(&sb, ",\"err_us\":%.3f", g->err_us);
+    sb_s(&sb, ",\"end_us\":[");
+    for (int i = 0; i < n; i++) sb_f(&sb, i ? ",%.1f" : "%.1f", (double)end_us[i]);
+    sb_s(&sb, "]}}");
+    return sb_end_line(&sb);
+}
+
 /* Lite mode's part of the end record: counts, then its own calibration object. */
 static void ptrace_write_lite(ptrace_sb *b, const ptrace_lite *l) {
     sb_f(b, ",\"graph_launches\":%" PRId64 ",\"graph_launches_timed\":%" PRId64
@@ -332,6 +353,16 @@ static void ptrace_write_lite(ptrace_sb *b, const ptrace_lite *l) {
          l->graph_pending, l->graph_lost, l->blocking_calls, l->memcpy_calls, l->sync_calls, l->kernel_launches,
          l->dropped, l->anchors, l->anchor_err_max_us, l->err_max_us, l->drift_max_ppm,
          l->static_runtime ? "true" : "false");
+    if (l->probe_replays > 0) {
+        sb_f(b, "\"probe\":{\"replays\":%d,\"execs\":%" PRId64 ",\"skipped\":%" PRId64 ",\"launched\":%" PRId64
+                ",\"written\":%" PRId64 ",\"lost\":%" PRId64 ",\"stale\":%" PRId64 ",\"events\":%" PRId64
+                ",\"instrument_ms\":%.3f,\"event_us\":%.3f",
+             l->probe_replays, l->probe_execs, l->probe_skipped, l->probe_launched, l->probe_written, l->probe_lost,
+             l->probe_stale, l->probe_events, l->probe_instrument_ms, l->probe_event_us);
+        if (l->probe_skip_why[0]) { sb_s(b, ",\"skip_why\":"); sb_str(b, l->probe_skip_why); }
+        if (l->probe_calib_why[0]) { sb_s(b, ",\"event_why\":"); sb_str(b, l->probe_calib_why); }
+        sb_s(b, "},");
+    }
     if (l->capture_range[0]) {
         sb_s(b, "\"capture_range\":");
         sb_str(b, l->capture_range);

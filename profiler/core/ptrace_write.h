@@ -23,6 +23,9 @@ int ptrace_write_ncclcall(char *buf, size_t cap, const ptrace_ctx *c, const ptra
 int ptrace_write_graphexec(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphexec *g);
 int ptrace_write_window(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_window *w);
 int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g);
+/* A probed graph replay: g's span and fields, end_us[0..n) (traces/FORMAT.md "Node probe"). */
+int ptrace_write_graphprobe(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g,
+                            const float *end_us, int n);
 int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_end *e);
 
 /* NCCL function name for an op ("allreduce" -> "ncclAllReduce"); "nccl" + op otherwise. */

@@ -1197,6 +1197,8 @@ static void *pinj_control(void *arg) {
                 block = 1;
             }
             pinj_drain(block);
+            /* a probed replay is read within ms: the executable's next replay may be probed */
+            if (g.cfg.mode == PINJ_MODE_LITE && plite_probe_pending()) wait_ms = 3;
         } else {
             pinj_drain(0);   /* returns buffers to the pool even outside the capture */
         }

@@ -9,6 +9,7 @@
  * The real entry points are the next definitions after ours (dlsym RTLD_NEXT), or those of
  * the libcudart already loaded (a library opened RTLD_LOCAL, as Python extensions are). */
 #include "plite.h"
+#include "plprobe.h"
 #include "pinject.h"
 #include "ptrace_write.h"
 #include <cupti_runtime_cbid.h>   /* the CUPTI callback ids the api events carry (a header, no CUPTI call) */
@@ -76,8 +77,9 @@ static const struct { const char *name; uint32_t cbid; } pl_api[PL_N_API] = {
     "cudaEventSynchronize,cudaGraphExecDestroy,cudaProfilerStart,cudaProfilerStop;counted:cudaLaunchKernel,cudaLaunchKernel_ptsz," \
     "__cudaLaunchKernel,__cudaLaunchKernel_ptsz,cudaLaunchKernelExC,cudaLaunchKernelExC_ptsz,cudaLaunchCooperativeKernel"
 static const char *const pl_copy_kind[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
-enum { PL_TIMED = 0, PL_UNTIMED_CAPTURING, PL_UNTIMED_FAILED, PL_UNTIMED_NO_EVENT };
-static const char *const pl_untimed[] = { NULL, "capturing", "failed", "no_event" };
+enum { PL_TIMED = 0, PL_UNTIMED_CAPTURING, PL_UNTIMED_FAILED, PL_UNTIMED_NO_EVENT, PL_UNTIMED_PROBE, PL_N_UNTIMED };
+/* probe: the node probe ran the instrumented clone (its span is a graph_probe event's) */
+static const char *const pl_untimed[PL_N_UNTIMED] = { NULL, "capturing", "failed", "no_event", "probe" };
 
 typedef enum { PL_REC_GRAPH = 1, PL_REC_CALL, PL_REC_EXEC_GONE } pl_rec_kind;
 
@@ -91,6 +93,7 @@ typedef struct {
     int64_t t0_ns, t1_ns, tid;
     uint64_t bytes, stream_id;
     void *exec, *ev[2];
+    plprobe *probe;                /* the node probe's clone ran instead of exec */
 } pl_rec;
 
 /* ---------- the real runtime ---------- */
@@ -221,7 +224,7 @@ static struct {
     uint32_t exec_val[PL_EXEC_SLOTS];
     uint32_t next_exec_id;
     int relaxed;                          /* this thread's capture mode is relaxed */
-    int64_t timed, pending, lost, anchors;
+    int64_t timed, pending, lost, anchors, probed;
     double anchor_err_max_us, err_max_us, drift_max_ppm;
 } pl_w;
 
@@ -409,20 +412,36 @@ static pl_err pl_graph_launch(void *exec, void *stream, int api) {
         ev[0] = ev[1] = NULL;
         r.untimed = PL_UNTIMED_NO_EVENT;
     }
-    pl_err rc = real(exec, stream);
+    /* the node probe: the executable's instrumented clone instead, for its first replays */
+    plprobe *probe = NULL;
+    void *run = ev[0] && !pl_t.calib ? plprobe_take(exec, &probe) : NULL;
+    pl_err rc = real(run ? run : exec, stream);
+    if (probe && rc != PL_SUCCESS) {   /* the clone did not launch: the program's own executable */
+        pl_rt.last_error();
+        plprobe_untake(probe);
+        probe = NULL;
+        rc = real(exec, stream);
+    }
     if (ev[0] && (rc != PL_SUCCESS || pl_rt.ev_record(ev[1], stream) != PL_SUCCESS)) {
         if (rc == PL_SUCCESS) pl_rt.last_error();
         pl_pool_give(dev, ev, 2);
         ev[0] = ev[1] = NULL;
         r.untimed = rc != PL_SUCCESS ? PL_UNTIMED_FAILED : PL_UNTIMED_NO_EVENT;
+        if (probe) plprobe_untake(probe);
+        probe = NULL;
     } else if (rc != PL_SUCCESS && !r.untimed) r.untimed = PL_UNTIMED_FAILED;
+    if (probe) r.untimed = PL_UNTIMED_PROBE;
+    r.probe = probe;
     r.t1_ns = pinject_now_ns();
     r.rc = rc;
     r.exec = exec;
     r.ev[0] = ev[0];
     r.ev[1] = ev[1];
     pl_where(&r);
-    if ((!pl_push(&r) || pl_t.calib) && ev[0]) pl_pool_give(dev, ev, 2);
+    if ((!pl_push(&r) || pl_t.calib) && ev[0]) {
+        pl_pool_give(dev, ev, 2);
+        if (probe) plprobe_untake(probe);   /* nobody will read it */
+    }
     return rc;
 }
 
@@ -516,7 +535,87 @@ PL_EXPORT pl_err cudaGraphExecDestroy(void *exec) {
         pl_rec r = { .kind = PL_REC_EXEC_GONE, .exec = exec };
         pl_push(&r);
     }
+    if (plite_enabled()) plprobe_exec_destroyed(exec);
     return real(exec);
+}
+
+/* ---------- the node probe's view of instantiation (plprobe.h) ---------- */
+
+static pthread_once_t pl_probe_once = PTHREAD_ONCE_INIT;
+static void pl_probe_init(void) {
+    const char *e = getenv("SPECPROF_PROBE_REPLAYS");
+    plprobe_init(pl_sym, e ? atoi(e) : 0);
+}
+/* After the program's instantiation succeeded (lite mode, probe on): its clone is built. */
+static void pl_instantiated(pl_err rc, void **exec, void *graph, unsigned long long flags) {
+    if (rc != PL_SUCCESS || !exec || !plite_enabled()) return;
+    pthread_once(&pl_probe_once, pl_probe_init);
+    if (plprobe_replays() > 0) plprobe_instantiated(*exec, graph, flags);
+}
+typedef pl_err (*pl_inst_fn)(void **, void *, unsigned long long);
+static struct { pl_inst_fn inst, inst_flags; pl_err (*inst_params)(void **, void *, void *); } pl_inst;
+PL_EXPORT pl_err cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
+    pl_inst_fn real = PL_REAL(pl_inst.inst, "cudaGraphInstantiate");
+    if (!real) return PL_UNKNOWN;
+    pl_err rc = real(exec, graph, flags);
+    pl_instantiated(rc, exec, graph, flags);
+    return rc;
+}
+PL_EXPORT pl_err cudaGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    pl_inst_fn real = PL_REAL(pl_inst.inst_flags, "cudaGraphInstantiateWithFlags");
+    if (!real) return PL_UNKNOWN;
+    pl_err rc = real(exec, graph, flags);
+    pl_instantiated(rc, exec, graph, flags);
+    return rc;
+}
+/* cudaGraphInstantiateParams starts with its flags (driver_types.h) */
+PL_EXPORT pl_err cudaGraphInstantiateWithParams(void **exec, void *graph, void *params) {
+    pl_err (*real)(void **, void *, void *) = PL_REAL(pl_inst.inst_params, "cudaGraphInstantiateWithParams");
+    if (!real) return PL_UNKNOWN;
+    pl_err rc = real(exec, graph, params);
+    pl_instantiated(rc, exec, graph, params ? *(unsigned long long *)params : 0);
+    return rc;
+}
+/* Calls that change an executable's nodes: its clone would run the old ones, so it is never
+ * launched again. (The driver API's cuGraphExec* calls are not seen: docs/profiler.md.) */
+#define PL_EXEC_CHANGE3(name, T2, T3) \
+    PL_EXPORT pl_err name(void *exec, T2 a, T3 b) { \
+        static pl_err (*real)(void *, T2, T3); \
+        if (!PL_REAL(real, #name)) return PL_UNKNOWN; \
+        if (plite_enabled()) plprobe_exec_changed(exec); \
+        return real(exec, a, b); \
+    }
+PL_EXEC_CHANGE3(cudaGraphExecUpdate, void *, void *)
+PL_EXEC_CHANGE3(cudaGraphExecKernelNodeSetParams, void *, const void *)
+PL_EXEC_CHANGE3(cudaGraphExecNodeSetParams, void *, void *)
+PL_EXEC_CHANGE3(cudaGraphExecMemcpyNodeSetParams, void *, const void *)
+PL_EXEC_CHANGE3(cudaGraphExecMemsetNodeSetParams, void *, const void *)
+PL_EXEC_CHANGE3(cudaGraphExecHostNodeSetParams, void *, const void *)
+PL_EXEC_CHANGE3(cudaGraphExecChildGraphNodeSetParams, void *, void *)
+PL_EXEC_CHANGE3(cudaGraphExecEventRecordNodeSetEvent, void *, void *)
+PL_EXEC_CHANGE3(cudaGraphExecEventWaitNodeSetEvent, void *, void *)
+PL_EXEC_CHANGE3(cudaGraphExecExternalSemaphoresSignalNodeSetParams, void *, const void *)
+PL_EXEC_CHANGE3(cudaGraphExecExternalSemaphoresWaitNodeSetParams, void *, const void *)
+PL_EXEC_CHANGE3(cudaGraphNodeSetEnabled, void *, unsigned)
+PL_EXPORT pl_err cudaGraphExecMemcpyNodeSetParams1D(void *exec, void *node, void *dst, const void *src, size_t n, int kind) {
+    static pl_err (*real)(void *, void *, void *, const void *, size_t, int);
+    if (!PL_REAL(real, "cudaGraphExecMemcpyNodeSetParams1D")) return PL_UNKNOWN;
+    if (plite_enabled()) plprobe_exec_changed(exec);
+    return real(exec, node, dst, src, n, kind);
+}
+PL_EXPORT pl_err cudaGraphExecMemcpyNodeSetParamsToSymbol(void *exec, void *node, const void *sym, const void *src,
+                                                          size_t n, size_t off, int kind) {
+    static pl_err (*real)(void *, void *, const void *, const void *, size_t, size_t, int);
+    if (!PL_REAL(real, "cudaGraphExecMemcpyNodeSetParamsToSymbol")) return PL_UNKNOWN;
+    if (plite_enabled()) plprobe_exec_changed(exec);
+    return real(exec, node, sym, src, n, off, kind);
+}
+PL_EXPORT pl_err cudaGraphExecMemcpyNodeSetParamsFromSymbol(void *exec, void *node, void *dst, const void *sym,
+                                                            size_t n, size_t off, int kind) {
+    static pl_err (*real)(void *, void *, void *, const void *, size_t, size_t, int);
+    if (!PL_REAL(real, "cudaGraphExecMemcpyNodeSetParamsFromSymbol")) return PL_UNKNOWN;
+    if (plite_enabled()) plprobe_exec_changed(exec);
+    return real(exec, node, dst, sym, n, off, kind);
 }
 
 /* Kernel launches: counted per thread (for the NVTX ranges' launches) and in total. */
@@ -707,7 +806,7 @@ static int pl_emit_api(const pl_rec *r, uint32_t exec_id, const ptrace_ctx *ctx,
         a.bytes = (int64_t)r->bytes;
         a.copy_kind = pl_copy_kind[r->copy_kind <= PL_DEFAULT ? r->copy_kind : PL_DEFAULT];
     }
-    if (r->kind == PL_REC_GRAPH) a.untimed = pl_untimed[r->untimed < 4 ? r->untimed : 0];
+    if (r->kind == PL_REC_GRAPH) a.untimed = pl_untimed[r->untimed < PL_N_UNTIMED ? r->untimed : 0];
     int n = ptrace_write_api(line, sizeof line, ctx, &a);
     if (n > 0) { emit(user, line, n); return 1; }
     return 0;
@@ -715,6 +814,33 @@ static int pl_emit_api(const pl_rec *r, uint32_t exec_id, const ptrace_ctx *ctx,
 
 /* A completed pending launch, on the host clock through the device's anchor (taken after
  * the launch's end event was seen complete, so the anchor is later on the GPU's clock). */
+/* A probed replay (the node probe's clone ran): its node table once, then a graph_probe
+ * event with each node's end; the probe is released. */
+static int pl_emit_probe(pl_pend *p, const ptrace_graphlaunch *g, const ptrace_ctx *ctx, plite_emit_fn emit, void *user) {
+    static float *end_us;
+    static int end_cap;
+    static char *line;
+    plprobe *pr = p->r.probe;
+    int n = plprobe_nodes(pr);
+    size_t cap = 512 + PNVTX_NAME_MAX * 2 + (size_t)n * 12;
+    if (n > end_cap) {
+        float *x = realloc(end_us, (size_t)n * sizeof *x);
+        if (!x) { plprobe_untake(pr); pl_w.lost++; return 0; }
+        end_us = x;
+        end_cap = n;
+    }
+    char *l2 = realloc(line, cap);
+    if (!l2) { plprobe_untake(pr); pl_w.lost++; return 0; }
+    line = l2;
+    plprobe_emit_table(pr, p->exec_id, ctx->pid, emit, user);   /* metadata: not counted as records */
+    if (plprobe_read(pr, end_us, end_cap) != n) { pl_w.lost++; return 0; }
+    int k = ptrace_write_graphprobe(line, cap, ctx, g, end_us, n);
+    if (k <= 0) return 0;
+    emit(user, line, k);
+    pl_w.probed++;
+    return 1;
+}
+
 static int pl_emit_graph(pl_pend *p, const ptrace_ctx *ctx, plite_emit_fn emit, void *user) {
     static char line[1024];
     pl_anchor *a = &pl_w.anchor[p->r.dev];
@@ -723,6 +849,7 @@ static int pl_emit_graph(pl_pend *p, const ptrace_ctx *ctx, plite_emit_fn emit, 
         pl_rt.ev_elapsed(&span_ms, p->r.ev[0], p->r.ev[1]) != PL_SUCCESS) {
         pl_rt.last_error();
         pl_w.lost++;
+        if (p->r.probe) plprobe_untake(p->r.probe);
         return 0;
     }
     double back_ns = (double)to_anchor_ms * 1e6 * a->scale;
@@ -743,6 +870,7 @@ static int pl_emit_graph(pl_pend *p, const ptrace_ctx *ctx, plite_emit_fn emit, 
     double err_ns = (double)a->half_ns + PL_EVENT_RES_NS + fabs(back_ns) * (6e-8 + ppm * 1e-6);
     g.err_us = ceil(err_ns) / 1e3;
     if (g.err_us > pl_w.err_max_us) pl_w.err_max_us = g.err_us;
+    if (p->r.probe) return pl_emit_probe(p, &g, ctx, emit, user);
     int n = ptrace_write_graphlaunch(line, sizeof line, ctx, &g);
     if (n <= 0) return 0;
     emit(user, line, n);
@@ -778,6 +906,7 @@ int64_t plite_drain(const ptrace_ctx *ctx, plite_emit_fn emit, void *user, int f
         if (pl_w.n_pend == PL_PENDING_MAX || r->dev < 0 || r->dev >= PL_MAX_DEV) {
             pl_w.lost++;
             pl_pool_give(r->dev, r->ev, 2);
+            if (r->probe) plprobe_untake(r->probe);
             continue;
         }
         pl_pend *p = &pl_w.pend[pl_w.n_pend++];
@@ -823,7 +952,7 @@ static int64_t pl_resolve(const ptrace_ctx *ctx, plite_emit_fn emit, void *user)
         pl_pend *p = &pl_w.pend[i];
         if (p->done == 0) { if (k != i) pl_w.pend[k] = *p; k++; continue; }
         if (p->done > 0) { pl_writer_cuda(p->r.dev); lines += pl_emit_graph(p, ctx, emit, user); }
-        else pl_w.lost++;
+        else { pl_w.lost++; if (p->r.probe) plprobe_untake(p->r.probe); }
         pl_pool_give(p->r.dev, p->r.ev, 2);
     }
     pl_w.n_pend = k;
@@ -894,7 +1023,13 @@ void plite_calibrate(ptrace_lite *l) {
     l->call_real_us = creal_us;
     l->call_lite_us = clite_us;
     l->call_us = clite_us - creal_us;
+    /* the node probe: an event node's GPU cost per work node (a 64-memset chain, 50 replays each way) */
+    l->probe_event_us = -1;
+    if (plprobe_replays() > 0)
+        l->probe_event_us = plprobe_calibrate(s, 64, 50, l->probe_calib_why, sizeof l->probe_calib_why);
 }
+
+int plite_probe_pending(void) { return plprobe_pending(); }
 
 void plite_stats(ptrace_lite *l) {
     l->on = 1;
@@ -921,4 +1056,17 @@ void plite_stats(ptrace_lite *l) {
         if (atomic_load(&pl_gate)) l->range_ns += pinject_now_ns() - atomic_load(&pl_gate_open_ns);
     }
     snprintf(l->interposed, sizeof l->interposed, "%s", PL_INTERPOSED);
+    plprobe_stats ps;
+    plprobe_get_stats(&ps);
+    l->probe_replays = ps.replays_per_exec;
+    l->probe_execs = ps.execs;
+    l->probe_skipped = ps.skipped;
+    l->probe_launched = ps.launched;
+    l->probe_written = pl_w.probed;
+    l->probe_lost = ps.lost;
+    l->probe_stale = ps.stale;
+    l->probe_events = ps.events;
+    l->probe_instrument_ms = ps.instrument_ms;
+    if (!l->calib_ok) l->probe_event_us = -1;   /* not measured (the calibration did not run) */
+    snprintf(l->probe_skip_why, sizeof l->probe_skip_why, "%s", ps.skip_why);
 }
