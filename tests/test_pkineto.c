@@ -800,6 +800,70 @@ static void pkineto_reads_times_written_as_strings(void)
           Ib.first_bad);
 }
 
+/* The host events' times as the host callback gets them. */
+typedef struct { int n; int64_t tid[8], s[8], e[8]; } hosts;
+static int h_host(void *u, int64_t tid, int64_t s, int64_t e)
+{
+    hosts *h = u;
+    if (h->n < 8) {
+        h->tid[h->n] = tid;
+        h->s[h->n] = s;
+        h->e[h->n] = e;
+    }
+    h->n++;
+    return 0;
+}
+
+/* cpu_op events are read from their text without a parse (pk_host); its number reader stopped
+ * at an exponent: "ts": 1.5e+03 was 1.5 us, "ts": 1e-05 was 1 us, "dur": 2.5E1 was 2.5 us. The
+ * same times written in exponent form give the same host events as written plainly; a cpu_op
+ * without dur or with a ts that is no number is counted and named as unreadable, not dropped in
+ * silence or taken as 0 us long. */
+static void pkineto_reads_host_times_in_exponent_form(void)
+{
+    static const char *const forms[2][3] = {
+        {"1500.000", "25.000", "0.000"},     /* plain, as Kineto writes them */
+        {"1.5e+03", "2.5E1", "1e-05"},       /* exponents (1e-05 us: 0.01 ns, read as 0) */
+    };
+    hosts h[2];
+    pkineto_info I;
+    char doc[2048], err[256] = "";
+    for (int f = 0; f < 2; f++) {
+        snprintf(doc, sizeof doc, "{\"traceEvents\": ["
+                 "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, "
+                 "\"ts\": %s, \"dur\": %s},"
+                 "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": 8, "
+                 "\"ts\": \"%s\", \"dur\": %s}"
+                 "]}", forms[f][0], forms[f][1], forms[f][2], forms[f][1]);
+        pkineto_cb cb = {NULL, NULL, NULL, NULL, NULL, h_host, &h[f]};
+        psrc_mem m;
+        memset(&h[f], 0, sizeof h[f]);
+        psrc_mem_init(&m, doc, strlen(doc), "exp");
+        CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0 && I.cpu_ops == 2 && I.bad_events == 0,
+              "form %d: %s: cpu_ops %zu bad %zu %s", f, err, I.cpu_ops, I.bad_events, I.first_bad);
+    }
+    CHECK(h[0].n == 2 && h[1].n == 2, "host events %d %d", h[0].n, h[1].n);
+    for (int i = 0; i < 2 && h[0].n == 2 && h[1].n == 2; i++)
+        CHECK(h[1].tid[i] == h[0].tid[i] && h[1].s[i] == h[0].s[i] && h[1].e[i] == h[0].e[i],
+              "event %d: exponent form tid %lld %lld..%lld ns, plain %lld %lld..%lld ns", i, (long long)h[1].tid[i],
+              (long long)h[1].s[i], (long long)h[1].e[i], (long long)h[0].tid[i], (long long)h[0].s[i],
+              (long long)h[0].e[i]);
+    CHECK(h[0].s[0] == 1500000 && h[0].e[0] == 1525000, "plain: %lld..%lld", (long long)h[0].s[0],
+          (long long)h[0].e[0]);
+    static const char bad[] = "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"no_dur\", \"pid\": 1, \"tid\": 7, \"ts\": 10.0},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"nan_ts\", \"pid\": 1, \"tid\": 7, \"ts\": \"soon\", \"dur\": 1.0}"
+        "]}";
+    hosts hb;
+    memset(&hb, 0, sizeof hb);
+    pkineto_cb cb = {NULL, NULL, NULL, NULL, NULL, h_host, &hb};
+    psrc_mem m;
+    psrc_mem_init(&m, bad, strlen(bad), "bad");
+    CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0 && hb.n == 0 && I.bad_events == 2 &&
+          strstr(I.first_bad, "no_dur") && strstr(I.first_bad, "field dur") && strstr(I.first_bad, "missing"),
+          "%s: host events %d, bad %zu: %s", err, hb.n, I.bad_events, I.first_bad);
+}
+
 /* Counts and ids past their range are not cast: a correlation id of 1e30 saturated (every
  * record shared one id), bytes of -4096 became 2^64 - 4096. The event is skipped and named. */
 static void pkineto_skips_counts_out_of_range(void)
@@ -1122,6 +1186,7 @@ int main(int argc, char **argv)
     RUN(timport_keeps_a_blocking_copy_after_its_wait);
     RUN(timport_keeps_relative_times_when_base_time_follows_the_events);
     RUN(pkineto_reads_times_written_as_strings);
+    RUN(pkineto_reads_host_times_in_exponent_form);
     RUN(pkineto_skips_counts_out_of_range);
     RUN(pkineto_keeps_hip_launches_and_sync_calls);
     RUN(pkineto_reads_kernels_with_inf_and_nan_args);

@@ -253,13 +253,17 @@ static int pk_peek(const char *text, size_t len, const char *key, char *buf, siz
     return 1;
 }
 
-/* The integer (int64, exact) or x1000 value (milli: us -> ns) of "key": in an event's text,
- * without parsing the event: for the cpu_op events whose times only are needed. */
 /* Times (ns) an event may carry, absolute or relative (bounds.h: a CUPTI timestamp); with
  * a base time of at most the same, no sum of two overflows. */
 #define PK_TIME_MAX ((int64_t)BND_CLOCK_NS_MAX)
 static int pk_time_ok(int64_t t) { return t >= -PK_TIME_MAX && t <= PK_TIME_MAX; }
 
+/* The integer (int64, exact) or x1000 value (milli: us -> ns) of "key": in an event's text,
+ * without parsing the event: for the cpu_op events whose times only are needed. Reads the
+ * plain decimal Kineto writes (fmtTs: "%.3f"), quoted or not. 1 and *out; 0 when the key is
+ * not there; -1 when its value is not such a decimal (an exponent, 1e-05 or 1.5e+03, which
+ * other writers of the format emit and which was read as 1 and 1.5; no digits; past the
+ * times bounds.h allows): the caller parses the whole event. */
 static int pk_peek_num(const char *text, size_t len, const char *key, int milli, int64_t *out)
 {
     size_t kl = strlen(key);
@@ -284,33 +288,41 @@ static int pk_peek_num(const char *text, size_t len, const char *key, int milli,
             continue;          /* digits below the ns are dropped */
         }
         if (v > PK_TIME_MAX / 10)   /* past any time bounds.h allows (and before int64 overflows) */
-            return 0;
+            return -1;
         v = v * 10 + (*p - '0');
         nd++;
         if (frac >= 0)
             frac++;
     }
-    if (!nd)
-        return 0;
+    if (!nd || (p < end && (*p == 'e' || *p == 'E' || *p == '.' || *p == '+' || *p == '-')))
+        return -1;
     if (milli)
         for (int f = frac < 0 ? 0 : frac; f < 3; f++) {
             if (v > PK_TIME_MAX / 10)
-                return 0;
+                return -1;
             v *= 10;
         }
     *out = neg ? -v : v;
     return 1;
 }
 
+/* pk_host's answer for an event whose times it cannot read from the text alone */
+#define PK_HOST_PARSE (-1)
+
+/* A cpu_op's thread and times from its text, handed to the host callback: its return, or
+ * PK_HOST_PARSE when ts or dur is missing or not a plain decimal within bounds.h's range (the
+ * full parse reads it as the other events, or counts and names it as unreadable; such an event
+ * was dropped in silence, or read at the wrong time). */
 static int pk_host(pk *P, const char *text, size_t len)
 {
     int64_t tid = 0, ts = 0, dur = 0;
-    if (!P->cb->host || !pk_peek_num(text, len, "\"ts\"", 1, &ts))
+    if (pk_peek_num(text, len, "\"ts\"", 1, &ts) != 1 || pk_peek_num(text, len, "\"dur\"", 1, &dur) != 1)
+        return PK_HOST_PARSE;
+    if (!pk_time_ok(ts) || !pk_time_ok(P->base_ns + ts) || dur < 0 || dur > (int64_t)(BND_TS_US_MAX * 1000))
+        return PK_HOST_PARSE;
+    if (!P->cb->host)
         return 0;
     pk_peek_num(text, len, "\"tid\"", 0, &tid);
-    pk_peek_num(text, len, "\"dur\"", 1, &dur);
-    if (!pk_time_ok(ts) || !pk_time_ok(P->base_ns + ts) || dur < 0 || dur > (int64_t)(BND_TS_US_MAX * 1000))
-        return 0;                /* a time out of bounds.h's range: not a host interval */
     return P->cb->host(P->cb->user, tid, P->base_ns + ts, P->base_ns + ts + dur);
 }
 
@@ -453,8 +465,11 @@ static int pk_event(void *user, const char *text, size_t len)
         }
         if (qph[0] == 'X' && pk_peek(text, len, "\"cat\"", qcat, sizeof qcat)) {
             if (!strcmp(qcat, "cpu_op") || !strcmp(qcat, "Operator")) {
-                I->cpu_ops++;
-                return pk_host(P, text, len);
+                int rc = pk_host(P, text, len);
+                if (rc != PK_HOST_PARSE) {
+                    I->cpu_ops++;
+                    return rc;
+                }
             }
             if (!strcmp(qcat, "python_function")) {   /* counted only: pkineto.h host */
                 I->python_functions++;
