@@ -469,6 +469,7 @@ int fitcmd_main(int argc, char **argv)
             goto out;
         }
         loaded++;
+        timport_warn_cut("specsim fit", path, &st);
         timport_warn_clocks("specsim fit", path, &st);
         if (!quiet)
             printf("# trace         %s: %s%s, %zu kernels, %zu memcpy/memset, %zu launch calls, %zu "

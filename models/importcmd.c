@@ -167,6 +167,7 @@ int importcmd_main(int argc, char **argv)
         if (st.bad_events)
             fprintf(stderr, "specsim import: warning: %s: %zu events skipped; the first: %s\n", path,
                     st.bad_events, st.bad_first);
+        timport_warn_cut("specsim import", path, &st);
         timport_warn_clocks("specsim import", path, &st);
         if (st.python_functions)
             printf("# %zu python_function events (with_stack=True): counted; the profiler cost taken "

@@ -186,6 +186,21 @@ static void ti_kn_clocks(const fit_trace *t, timport_stats *st)
     free(c);
 }
 
+void timport_warn_cut(const char *cmd, const char *path, const timport_stats *st)
+{
+    if (!st->importer || strcmp(st->importer, "kineto") != 0 || (st->complete && !st->cut_compressed))
+        return;
+    if (st->complete)   /* the trailer (CRC, length) alone is missing */
+        fprintf(stderr, "%s: warning: %s: the gzip stream ends without its trailer (an incomplete copy?); its "
+                "JSON document is whole and read as it is, unchecked against the CRC\n", cmd, path);
+    else
+        fprintf(stderr, "%s: warning: %s: cut off: the document ends inside traceEvents after %llu bytes of "
+                "JSON%s; read up to its last whole event (%zu events), the %llu bytes of the event cut short "
+                "dropped (a copy or an export that did not finish?)\n", cmd, path, st->json_bytes,
+                st->cut_compressed ? " (the gzip stream ends without its trailer)" : "", st->events,
+                st->cut_bytes);
+}
+
 void timport_warn_clocks(const char *cmd, const char *path, const timport_stats *st)
 {
     if (st->gpu_before_call)
@@ -659,6 +674,7 @@ static int ti_kn_load_src(psrc *src, fit_trace *t, timport_stats *st, char *err,
     st->gpu_ranges = info.gpu_ranges;
     st->nccl_kernels = info.nccl_kernels;
     st->complete = info.complete;
+    st->cut_bytes = info.cut_bytes;
     snprintf(st->merged_rank, sizeof st->merged_rank, "%s", info.merged_rank);
     st->merged_ranks = info.merged_ranks;
     st->merged_skipped = info.merged_skipped;
@@ -776,6 +792,7 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
         }
         if (pgz_open(path, &g, err, errlen))
             goto fail;
+        pgz_read_to_cut(g);
         /* what inflates before an error is enough to probe (specprof's gzip traces cut by
          * SIGKILL have no trailer: its own loader reads them up to the cut) */
         ssize_t n = 0;
@@ -812,10 +829,14 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
     }
     if (pgz_open(path, &g, err, errlen))
         goto fail;
+    /* a gzip file cut short reads as the plain file cut there: up to its last whole event
+     * (Kineto), said by timport_warn_cut; it was refused while the plain one loaded */
+    pgz_read_to_cut(g);
     st->importer = op->name;
     st->compressed = pgz_compressed(g);
     if (op->load(path, pgz_src(g), t, st, err, errlen))
         goto fail;
+    st->cut_compressed = pgz_cut(g);
     st->file_bytes = pgz_src(g)->bytes_in;
     struct stat sb;
     if (st->file_bytes == 0 && stat(path, &sb) == 0)   /* a loader that read the path itself */

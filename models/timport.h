@@ -34,6 +34,10 @@ typedef struct {
     double host_cost_per_event_us; /* the profiler's host cost taken out per event (0: none) */
     double host_cost_us;           /* of which on the busiest thread, in all */
     int    complete;               /* the file ended as its writer ends it */
+    unsigned long long cut_bytes;  /* Kineto, cut: the bytes of its last event, cut short and
+                                      dropped */
+    int    cut_compressed;         /* the gzip stream ended without its trailer (an incomplete
+                                      copy): read up to the cut, as a plain file cut there */
     char   merged_rank[48];        /* Kineto: a merged trace of several ranks: the rank read */
     int    merged_ranks;
     size_t merged_skipped;         /* events of the other ranks, skipped */
@@ -76,6 +80,10 @@ int timport_load(fit_trace *t, const char *path, const char *force, timport_stat
  * dst's last record when they overlap. dst keeps its header. 0, or -1 when out of memory. */
 int timport_append(fit_trace *dst, const fit_trace *src, char *err, size_t errlen);
 
+/* Says on stderr, as `cmd: warning: path: ...`, that a Kineto trace was cut off (the events
+ * read, the JSON bytes, the partial event dropped; a gzip stream without its trailer);
+ * nothing for a whole one or a specprof trace (its reader says so itself). */
+void timport_warn_cut(const char *cmd, const char *path, const timport_stats *st);
 /* Says on stderr, as `cmd: warning: path: ...`, that st counted GPU records starting before
  * their launch call (the trace's GPU and CPU clocks disagree); nothing when none did. */
 void timport_warn_clocks(const char *cmd, const char *path, const timport_stats *st);

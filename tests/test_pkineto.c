@@ -1140,6 +1140,74 @@ static void timport_tells_a_cut_or_empty_trace_from_a_cpu_only_one(void)
     }
 }
 
+/* A .json.gz cut short (a copy or a download that did not finish: no gzip trailer) was refused
+ * ("gzip stream cut off") while the .json cut at the same place loaded up to its last whole
+ * event. Cut at a third, a half and 9/10 of the compressed bytes, the gzip file loads as the
+ * plain file holding what inflates up to the cut: the same records, cut off, the same bytes
+ * of a partial event dropped, and the gzip cut said; one whose trailer alone is missing loads
+ * whole. */
+static void timport_reads_a_cut_gzip_trace_like_the_cut_plain_one(void)
+{
+    size_t flen;
+    char *fix = slurp(FIXTURE, &flen), gz[300], plain[300], err[1024];
+    snprintf(gz, sizeof gz, "%s/cut.trace.json.gz", tmpdir);
+    snprintf(plain, sizeof plain, "%s/cut.trace.json", tmpdir);
+    CHECK(fix && write_gz(gz, fix, flen, 1) == 0, "write gz");
+    FILE *f = fopen(gz, "rb");
+    unsigned char whole[1 << 16];
+    size_t zlen = f ? fread(whole, 1, sizeof whole, f) : 0;
+    if (f)
+        fclose(f);
+    int loaded = 0;
+    for (int c = 0; c < 4 && fix; c++) {
+        size_t cut = c == 3 ? zlen - 8 : zlen * (size_t)(c == 0 ? 3 : c == 1 ? 5 : 9) / 10;
+        f = fopen(gz, "wb");
+        fwrite(whole, 1, cut, f);
+        fclose(f);
+        /* what inflates from the cut bytes: the plain file cut at the same place */
+        char *text = malloc(flen + 1);
+        z_stream z;
+        memset(&z, 0, sizeof z);
+        inflateInit2(&z, 15 + 16);
+        z.next_in = whole;
+        z.avail_in = (uInt)cut;
+        z.next_out = (unsigned char *)text;
+        z.avail_out = (uInt)flen;
+        inflate(&z, Z_SYNC_FLUSH);
+        size_t tl = flen - z.avail_out;
+        inflateEnd(&z);
+        text[tl] = 0;
+        write_file(plain, text);
+        free(text);
+        fit_trace tp, tg;
+        timport_stats sp, sg;
+        char errp[1024] = "";
+        memset(&sp, 0, sizeof sp);
+        memset(&sg, 0, sizeof sg);
+        err[0] = 0;
+        int rp = timport_load(&tp, plain, NULL, &sp, errp, sizeof errp);
+        int rg = timport_load(&tg, gz, NULL, &sg, err, sizeof err);
+        CHECK(rp == rg, "cut at %zu of %zu compressed bytes (%zu of JSON): plain rc %d (%s), gzip rc %d (%s)", cut,
+              zlen, tl, rp, errp, rg, err);
+        if (rp == 0 && rg == 0) {
+            loaded++;
+            CHECK(sg.kernels == sp.kernels && sg.mems == sp.mems && sg.apis == sp.apis && sg.ranges == sp.ranges &&
+                  sg.events == sp.events && sg.complete == sp.complete && sg.cut_bytes == sp.cut_bytes &&
+                  sg.json_bytes == sp.json_bytes && tg.truncated == tp.truncated && sg.cut_compressed &&
+                  !sp.cut_compressed && (c == 3) == sg.complete,
+                  "cut %d: gzip %zu events %zu kernels complete %d cut_bytes %llu (gz cut %d), plain %zu %zu %d %llu",
+                  c, sg.events, sg.kernels, sg.complete, sg.cut_bytes, sg.cut_compressed, sp.events, sp.kernels,
+                  sp.complete, sp.cut_bytes);
+        }
+        if (rp == 0)
+            fit_trace_free(&tp);
+        if (rg == 0)
+            fit_trace_free(&tg);
+    }
+    CHECK(loaded >= 2, "only %d of the cut files loaded", loaded);
+    free(fix);
+}
+
 /* A UTF-8 byte order mark before the document (a Windows tool or an editor that re-saved the
  * trace; RFC 8259 8.1 lets a parser ignore it) was refused: "not a trace this reader knows;
  * it starts "...{"schemaVersion"" */
@@ -1192,6 +1260,7 @@ int main(int argc, char **argv)
     RUN(pkineto_reads_kernels_with_inf_and_nan_args);
     RUN(timport_names_unreadable_events_when_no_kernel_reads);
     RUN(timport_tells_a_cut_or_empty_trace_from_a_cpu_only_one);
+    RUN(timport_reads_a_cut_gzip_trace_like_the_cut_plain_one);
     RUN(pkineto_reads_a_trace_with_a_utf8_bom);
     RUN(pkineto_reads_names_with_unescaped_quotes);
     RUN(timport_counts_gpu_records_before_their_launch);

@@ -13,6 +13,7 @@ struct pgz {
     psrc base;
     FILE *fp;
     int gz, zinit, zend;        /* gzip input; inflate initialised; at a member's end */
+    int to_cut, cut;            /* pgz_read_to_cut set; the stream ended without its trailer */
     z_stream z;
     unsigned char in[PGZ_IN_BYTES];
     char label[512];
@@ -43,6 +44,10 @@ static ssize_t pgz_gz_read(psrc *s, char *buf, size_t cap, char *err, size_t err
                 if (ferror(g->fp)) {
                     snprintf(err, errlen, "%s: read error: %s", g->label, strerror(errno));
                     return -1;
+                }
+                if (!g->zend && g->to_cut) {
+                    g->cut = 1;      /* what inflated up to the cut is handed out, then the end */
+                    break;
                 }
                 if (!g->zend) {
                     snprintf(err, errlen, "%s: gzip stream cut off (the file ends inside "
@@ -117,6 +122,8 @@ int pgz_open(const char *path, pgz **out, char *err, size_t errlen)
 
 psrc *pgz_src(pgz *g) { return &g->base; }
 int pgz_compressed(const pgz *g) { return g->gz; }
+void pgz_read_to_cut(pgz *g) { g->to_cut = 1; }
+int pgz_cut(const pgz *g) { return g->cut; }
 
 void pgz_close(pgz *g)
 {

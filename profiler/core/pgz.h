@@ -14,6 +14,12 @@ typedef struct pgz pgz;   /* opaque: holds the FILE and the zlib stream */
 int  pgz_open(const char *path, pgz **out, char *err, size_t errlen);
 psrc *pgz_src(pgz *g);
 int  pgz_compressed(const pgz *g);     /* 1: gzip */
+/* A gzip stream that ends inside compressed data (no trailer: a copy or a download that did
+ * not finish) then reads as ending there: what inflates up to the cut, then the end (0), and
+ * pgz_cut says so. Without it such a stream is an error (the default: a small file read whole,
+ * pgz_slurp, is refused when cut). For readers that read a cut plain file up to its cut. */
+void pgz_read_to_cut(pgz *g);
+int  pgz_cut(const pgz *g);            /* 1: the stream was cut (pgz_read_to_cut) */
 void pgz_close(pgz *g);
 
 /* Every byte of path (inflated) into a malloc'd NUL-terminated buffer of at most max_bytes;

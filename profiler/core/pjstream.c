@@ -432,6 +432,8 @@ int pjstream_run(psrc *src, const char *array_key, const pjstream_cb *cb,
     rc = 0;
 out:
     info->bytes = s.base + s.end;
+    if (rc == 0 && !info->complete && !info->stopped)
+        info->cut_bytes = s.end - s.pos;
     free(s.buf);
     return rc;
 }

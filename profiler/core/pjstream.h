@@ -26,6 +26,8 @@ typedef struct {
     size_t elements;
     size_t max_value_bytes;  /* the largest element or member value handed out */
     unsigned long long bytes;/* bytes of JSON read (after decompression) */
+    unsigned long long cut_bytes; /* a cut document: the bytes after its last whole value (a
+                                     value cut short, not handed out); 0 when complete */
 } pjstream_info;
 
 /* Reads src to its end. array_key names the member to split ("traceEvents"). A value longer

@@ -801,6 +801,7 @@ int pkineto_scan(psrc *src, const pkineto_cb *cb, pkineto_info *info, char *err,
         return -1;
     }
     info->complete = si.complete;
+    info->cut_bytes = si.cut_bytes;
     /* the device: the one most kernels ran on, described by its deviceProperties entry */
     int best = -1;
     for (int d = 0; d < PKINETO_MAX_DEVICES; d++)

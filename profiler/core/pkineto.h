@@ -45,6 +45,8 @@ typedef struct {
                                  PyTorch 2.4..2.6): times stay Kineto's relative ones, t0_ns 0 */
     int    schema_version;    /* -1: absent */
     int    complete;          /* the JSON document ended with its closing brace */
+    unsigned long long cut_bytes; /* a cut document: bytes of its last event, cut short and
+                                     dropped (pjstream_info) */
     int    window_end;        /* the "Record Window End" marker was seen */
     int    has_dist_info;
     size_t events;            /* traceEvents elements */
