@@ -233,7 +233,9 @@ int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream
 #define FAKE_MAX_NAMES 64
 enum { FK_KERNEL = 0, FK_MEMCPY = 1, FK_MEMSET = 2, FK_EMPTY = 5, FK_RECORD = 7, FK_ALLOC = 10 };
 typedef struct fake_node { int type; int64_t ns; const char *name; void *event; struct fake_node *orig; } fake_node;
-typedef struct { fake_node **n; int nn, cap; fake_node **ef, **et; int ne, ecap; } fake_graph;
+typedef struct { fake_node **n; int nn, cap; fake_node **ef, **et; unsigned char *ety; int ne, ecap; } fake_graph;
+typedef struct { unsigned char from_port, to_port, type, reserved[5]; } fake_edge;   /* cudaGraphEdgeData */
+#define FAKE_LOSSY_QUERY 402   /* cudaErrorLossyQuery: edge data asked without room for it */
 static struct { const char *name; int runs; } kruns[FAKE_MAX_NAMES];
 static int n_kruns;
 
@@ -243,7 +245,9 @@ static int g_edge(fake_graph *g, fake_node *a, fake_node *b) {
         g->ecap = g->ecap ? 2 * g->ecap : 16;
         g->ef = realloc(g->ef, (size_t)g->ecap * sizeof *g->ef);
         g->et = realloc(g->et, (size_t)g->ecap * sizeof *g->et);
+        g->ety = realloc(g->ety, (size_t)g->ecap);
     }
+    g->ety[g->ne] = 0;
     g->ef[g->ne] = a;
     g->et[g->ne++] = b;
     return 0;
@@ -269,6 +273,10 @@ void *fake_graph_kernel(void *g, const char *name, int64_t ns, void *const *deps
     return g_add(g, FK_KERNEL, ns, name, NULL, deps, (size_t)nd);
 }
 void *fake_graph_alloc_node(void *g) { return g_add(g, FK_ALLOC, 0, NULL, NULL, NULL, 0); }
+void fake_graph_programmatic(void *g, void *from, void *to) {
+    fake_graph *x = g;
+    for (int e = 0; e < x->ne; e++) if (x->ef[e] == from && x->et[e] == to) x->ety[e] = 1;
+}
 int fake_kernel_runs(const char *name) {
     int r = 0;
     pthread_mutex_lock(&mu);
@@ -303,6 +311,7 @@ int cudaGraphClone(void **out, void *orig) {
         fake_node *a = NULL, *b = NULL;
         for (int i = 0; i < o->nn; i++) { if (o->n[i] == o->ef[e]) a = c->n[i]; if (o->n[i] == o->et[e]) b = c->n[i]; }
         g_edge(c, a, b);
+        c->ety[c->ne - 1] = o->ety[e];
     }
     *out = c;
     return 0;
@@ -313,21 +322,27 @@ int cudaGraphGetNodes(void *g, void **out, size_t *n) {
     *n = (size_t)x->nn;
     return 0;
 }
-static size_t g_list(fake_graph *x, fake_node *nd, int want_deps, void **out, size_t cap) {
+/* A node's dependencies (or dependents) into out and their edge data into ed; -1 when out is
+ * given without ed and an edge has data (the runtime's lossy query). */
+static long g_list(fake_graph *x, fake_node *nd, int want_deps, void **out, fake_edge *ed, size_t cap) {
     size_t k = 0;
     for (int e = 0; e < x->ne; e++) {
         fake_node *from = x->ef[e], *to = x->et[e];
         if (!from) continue;   /* removed */
-        if (want_deps ? to == nd : from == nd) { if (out && k < cap) out[k] = want_deps ? from : to; k++; }
+        if (want_deps ? to == nd : from == nd) {
+            if (out && !ed && x->ety[e]) return -1;
+            if (out && k < cap) { out[k] = want_deps ? from : to; if (ed) { memset(&ed[k], 0, sizeof ed[k]); ed[k].type = x->ety[e]; } }
+            k++;
+        }
     }
-    return k;
+    return (long)k;
 }
 static fake_graph *g_of(fake_node *nd);
 int cudaGraphGetRootNodes(void *g, void **out, size_t *n) {
     fake_graph *x = g;
     size_t k = 0;
     for (int i = 0; i < x->nn; i++)
-        if (!g_list(x, x->n[i], 1, NULL, 0)) { if (out && k < *n) out[k] = x->n[i]; k++; }
+        if (!g_list(x, x->n[i], 1, NULL, NULL, 0)) { if (out && k < *n) out[k] = x->n[i]; k++; }
     *n = k;
     return 0;
 }
@@ -345,23 +360,25 @@ static fake_graph *g_of(fake_node *nd) {
         for (int i = 0; i < graphs[j]->nn; i++) if (graphs[j]->n[i] == nd) return graphs[j];
     return NULL;
 }
-int cudaGraphNodeGetDependencies(void *node, void **out, void *edge, size_t *n) {
-    (void)edge;
+int cudaGraphNodeGetDependencies(void *node, void **out, fake_edge *edge, size_t *n) {
     fake_graph *g = g_of(node);
     if (!g) return 1;
-    *n = g_list(g, node, 1, out, out ? *n : 0);
+    long k = g_list(g, node, 1, out, edge, out ? *n : 0);
+    if (k < 0) return FAKE_LOSSY_QUERY;
+    *n = (size_t)k;
     return 0;
 }
-int cudaGraphNodeGetDependentNodes(void *node, void **out, void *edge, size_t *n) {
-    (void)edge;
+int cudaGraphNodeGetDependentNodes(void *node, void **out, fake_edge *edge, size_t *n) {
     fake_graph *g = g_of(node);
     if (!g) return 1;
-    *n = g_list(g, node, 0, out, out ? *n : 0);
+    long k = g_list(g, node, 0, out, edge, out ? *n : 0);
+    if (k < 0) return FAKE_LOSSY_QUERY;
+    *n = (size_t)k;
     return 0;
 }
-int cudaGraphAddDependencies(void *g, void *const *from, void *const *to, const void *edge, size_t n) {
-    (void)edge;
-    for (size_t i = 0; i < n; i++) g_edge(g, from[i], to[i]);
+int cudaGraphAddDependencies(void *g, void *const *from, void *const *to, const fake_edge *edge, size_t n) {
+    fake_graph *x = g;
+    for (size_t i = 0; i < n; i++) { g_edge(g, from[i], to[i]); x->ety[x->ne - 1] = edge ? edge[i].type : 0; }
     return 0;
 }
 int cudaGraphRemoveDependencies(void *g, void *const *from, void *const *to, const void *edge, size_t n) {

@@ -27,6 +27,9 @@ int cudaProfilerStop(void);
 void *fake_graph_new(void);
 void *fake_graph_kernel(void *g, const char *name, int64_t ns, void *const *deps, int nd);
 void *fake_graph_alloc_node(void *g);
+/* The edge from -> to becomes programmatic (cudaGraphDependencyTypeProgrammatic): asked for
+ * without edge data, the node's dependencies are refused (cudaErrorLossyQuery), as CUDA does. */
+void fake_graph_programmatic(void *g, void *from, void *to);
 /* Replays that ran the kernel named name (the program's executable or a clone of it). */
 int fake_kernel_runs(const char *name);
 int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags);

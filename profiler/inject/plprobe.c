@@ -31,6 +31,9 @@ enum { PP_KERNEL = 0, PP_MEMCPY = 1, PP_MEMSET = 2, PP_HOST = 3, PP_CHILD = 4, P
 /* cudaKernelNodeParams (driver_types.h) and CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h, CUDA 12+) */
 typedef struct { void *func; unsigned g[3], b[3], smem; void **params, **extra; } pp_kparams;
 typedef struct { void *func; unsigned gx, gy, gz, bx, by, bz, smem; void **params, **extra; void *kern, *ctx; } pp_cukparams;
+/* cudaGraphEdgeData (CUDA 12.3+): all zero is an ordinary dependency; a programmatic one
+ * (type 1, cuBLAS's kernels on Hopper) lets the next kernel start before this one ends */
+typedef struct { unsigned char from_port, to_port, type, reserved[5]; } pp_edge;
 /* cudaMemsetParams */
 typedef struct { void *dst; size_t pitch; unsigned value, elem; size_t width, height; } pp_memset;
 
@@ -49,9 +52,9 @@ static struct {
     pp_err (*get_roots)(void *, void **, size_t *);
     pp_err (*node_type)(void *, int *);
     pp_err (*find_in_clone)(void **, void *, void *);
-    pp_err (*deps4)(void *, void **, void *, size_t *), (*outs4)(void *, void **, void *, size_t *);
+    pp_err (*deps4)(void *, void **, pp_edge *, size_t *), (*outs4)(void *, void **, pp_edge *, size_t *);
     pp_err (*deps3)(void *, void **, size_t *), (*outs3)(void *, void **, size_t *);
-    pp_err (*add5)(void *, void **, void **, void *, size_t), (*rm5)(void *, void **, void **, void *, size_t);
+    pp_err (*add5)(void *, void **, void **, const pp_edge *, size_t), (*rm5)(void *, void **, void **, const pp_edge *, size_t);
     pp_err (*add4)(void *, void **, void **, size_t), (*rm4)(void *, void **, void **, size_t);
     pp_err (*add_ev_node)(void **, void *, void **, size_t, void *);
     pp_err (*ev_create)(void **), (*ev_destroy)(void *), (*ev_elapsed)(float *, void *, void *), (*ev_record)(void *, void *);
@@ -144,12 +147,18 @@ void plprobe_init(void *(*sym)(const char *), int replays) {
 
 int plprobe_replays(void) { return pp_replays_n; }
 
-static pp_err pp_deps(void *node, void **out, size_t *n) {
-    return pp.deps4 ? pp.deps4(node, out, NULL, n) : pp.deps3(node, out, n);
+/* A node's dependencies or dependents with their edge data (zeroed where the runtime has
+ * none); asked without edge data, a graph with programmatic edges refuses the query
+ * (cudaErrorLossyQuery). out and e: NULL asks the count. */
+static pp_err pp_deps(void *node, void **out, pp_edge *e, size_t *n) {
+    if (e) memset(e, 0, *n * sizeof *e);
+    return pp.deps4 ? pp.deps4(node, out, out ? e : NULL, n) : pp.deps3(node, out, n);
 }
-static pp_err pp_outs(void *node, void **out, size_t *n) {
-    return pp.outs4 ? pp.outs4(node, out, NULL, n) : pp.outs3(node, out, n);
+static pp_err pp_outs(void *node, void **out, pp_edge *e, size_t *n) {
+    if (e) memset(e, 0, *n * sizeof *e);
+    return pp.outs4 ? pp.outs4(node, out, out ? e : NULL, n) : pp.outs3(node, out, n);
 }
+static int pp_edge_default(const pp_edge *e) { return !e->from_port && !e->to_port && !e->type; }
 static pp_err pp_add(void *g, void *from, void *to) {
     return pp.add5 ? pp.add5(g, &from, &to, NULL, 1) : pp.add4(g, &from, &to, 1);
 }
@@ -250,10 +259,12 @@ static void pp_skip(const char *why) {
  * through non-work nodes (each visited once per node: seen marks them with stamp). */
 static int pp_preds_of(void *nd, const pp_map *work, pp_map *seen, int stamp, int32_t **out, int from, int *n, int *cap) {
     size_t k = 0;
-    if (pp_deps(nd, NULL, &k) != PP_SUCCESS) return -1;
+    if (pp_deps(nd, NULL, NULL, &k) != PP_SUCCESS) return -1;
     if (!k) return 0;
     void **d = malloc(k * sizeof *d);
-    if (!d || pp_deps(nd, d, &k) != PP_SUCCESS) { free(d); return -1; }
+    pp_edge *ed = malloc(k * sizeof *ed);
+    if (!d || !ed || pp_deps(nd, d, ed, &k) != PP_SUCCESS) { free(d); free(ed); return -1; }
+    free(ed);
     int rc = 0;
     for (size_t j = 0; j < k && !rc; j++) {
         int w = pp_map_get(work, d[j]);
@@ -332,7 +343,7 @@ static plprobe *pp_instrument(void *graph, unsigned long long flags, const char 
     for (int i = 0; i < n; i++) {
         p->pred_off[i] = np;
         if (pp_preds_of(cw[i], &work, &seen, i + 1, &p->pred, np, &np, &capp)) {
-            *why = "cudaGraphNodeGetDependencies failed (edges with data: programmatic launches?)";
+            *why = "cudaGraphNodeGetDependencies failed";
             goto fail;
         }
     }
@@ -350,16 +361,24 @@ static plprobe *pp_instrument(void *graph, unsigned long long flags, const char 
         if (pp_add(c, node, outs[r]) != PP_SUCCESS) { *why = "cudaGraphAddDependencies failed"; goto fail; }
     free(outs);
     outs = NULL;
-    /* an event after each work node, its outgoing edges moved onto the event */
+    /* an event after each work node, its ordinary outgoing edges moved onto the event (a
+     * programmatic edge stays: the next kernel may start before this one ends, as it did) */
     for (int i = 0; i < n; i++) {
         size_t k = 0;
-        if (pp_outs(cw[i], NULL, &k) != PP_SUCCESS) { *why = "cudaGraphNodeGetDependentNodes failed"; goto fail; }
+        if (pp_outs(cw[i], NULL, NULL, &k) != PP_SUCCESS) { *why = "cudaGraphNodeGetDependentNodes failed"; goto fail; }
         void **o = k ? malloc(k * sizeof *o) : NULL;
-        if (k && (!o || pp_outs(cw[i], o, &k) != PP_SUCCESS)) { free(o); *why = "cudaGraphNodeGetDependentNodes failed"; goto fail; }
+        pp_edge *oe = k ? malloc(k * sizeof *oe) : NULL;
+        if (k && (!o || !oe || pp_outs(cw[i], o, oe, &k) != PP_SUCCESS)) {
+            free(o);
+            free(oe);
+            *why = "cudaGraphNodeGetDependentNodes failed";
+            goto fail;
+        }
         int bad = pp.ev_create(&p->ev[i]) != PP_SUCCESS || pp.add_ev_node(&node, c, &cw[i], 1, p->ev[i]) != PP_SUCCESS;
         for (size_t j = 0; j < k && !bad; j++)
-            bad = pp_rm(c, cw[i], o[j]) != PP_SUCCESS || pp_add(c, node, o[j]) != PP_SUCCESS;
+            if (pp_edge_default(&oe[j])) bad = pp_rm(c, cw[i], o[j]) != PP_SUCCESS || pp_add(c, node, o[j]) != PP_SUCCESS;
         free(o);
+        free(oe);
         if (bad) { *why = "an event record node could not be added"; goto fail; }
     }
     if (pp.instantiate(&p->iexec, c, flags & PP_FLAGS_KEPT) != PP_SUCCESS) { p->iexec = NULL; *why = "the instrumented clone did not instantiate"; goto fail; }
