@@ -5,8 +5,10 @@
  * correlation id; also the run's MoE shape. Workload: 10^4..10^6 records, 10^3..10^5 ranges. */
 #include "fit_int.h"
 #include "bounds.h"
+#include "corrfind.h"
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,17 +235,10 @@ static int fi_cmp_corr(const void *a, const void *b)
     return (x->s > y->s) - (x->s < y->s);
 }
 
+/* the earliest launch call of a correlation id (cm is sorted by fi_cmp_corr) */
 static const fi_corr *fi_corr_find(const fi_corr *c, size_t n, uint32_t corr)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c[mid].corr < corr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && c[lo].corr == corr ? &c[lo] : NULL;
+    return corrfind_first(c, n, sizeof *c, offsetof(fi_corr, corr), corr);
 }
 
 typedef struct {

@@ -6,7 +6,9 @@
  * the program's iteration does, and the launch calls between graph launches given to a phase.
  * Workload: 10^1..10^5 graph launches and 10^2..10^6 launch calls per trace. */
 #include "gcycle.h"
+#include "corrfind.h"
 #include "ptrace_sum.h"
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,17 +141,10 @@ static int gc_cmp_ci(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
+/* the earliest launch of a correlation id (ci is sorted by gc_cmp_ci) */
 static const gc_ci *gc_ci_find(const gc_ci *c, size_t n, uint32_t corr)
 {
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c[mid].corr < corr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && c[lo].corr == corr ? &c[lo] : NULL;
+    return corrfind_first(c, n, sizeof *c, offsetof(gc_ci, corr), corr);
 }
 
 static uint32_t gc_hash(const char *s, const int32_t *g, uint64_t extra)
