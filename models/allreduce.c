@@ -5,6 +5,7 @@
  * Equations and the arithmetic behind every preset number: docs/allreduce.md. */
 #include "allreduce.h"
 #include "bounds.h"
+#include "jkeys.h"
 
 #include <errno.h>
 #include <math.h>
@@ -381,11 +382,10 @@ int ar_link_from_text(const char *text, const char *path, ar_link *l, char *err,
         goto done;
     }
     for (const cJSON *it = root->child; it; it = it->next)   /* cJSON keeps the first of two */
-        for (const cJSON *p = root->child; p != it; p = p->next)
-            if (it->string && p->string && !strcmp(p->string, it->string)) {
-                snprintf(err, errlen, "%s: field %.40s: given twice", path, it->string);
-                goto done;
-            }
+        if (jkeys_dup(root, it)) {
+            snprintf(err, errlen, "%s: field %.40s: given twice", path, it->string);
+            goto done;
+        }
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "specsim_link");
     if (!cJSON_IsNumber(fmt) || fmt->valuedouble != AR_LINK_FORMAT) {
         char *t = fmt ? cJSON_PrintUnformatted(fmt) : NULL;

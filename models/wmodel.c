@@ -4,6 +4,7 @@
  * a few KB (tens of groups per phase); costs are evaluated once per phase per iteration. */
 #include "wmodel.h"
 #include "bounds.h"
+#include "jkeys.h"
 #include "ofile.h"
 
 #include <cjson/cJSON.h>
@@ -143,9 +144,8 @@ static int wm_check_keys(const wm_ctx *c, const cJSON *obj, const char *base,
             return wm_fail(c, path, it, "unknown field (expected one of: %s; "
                            "keys starting with '_' are comments)", list);
         }
-        for (const cJSON *p = obj->child; p != it; p = p->next)
-            if (strcmp(p->string, it->string) == 0)
-                return wm_fail(c, path, it, "field given twice");
+        if (jkeys_dup(obj, it))
+            return wm_fail(c, path, it, "field given twice");
     }
     return 0;
 }
