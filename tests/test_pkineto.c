@@ -814,6 +814,16 @@ static int h_host(void *u, int64_t tid, int64_t s, int64_t e)
     return 0;
 }
 
+/* doc scanned with only the host callback: pkineto_scan's return, *h and *I filled. */
+static int scan_hosts(const char *doc, hosts *h, pkineto_info *I, char *err, size_t errlen)
+{
+    pkineto_cb cb = {NULL, NULL, NULL, NULL, NULL, h_host, h};
+    psrc_mem m;
+    memset(h, 0, sizeof *h);
+    psrc_mem_init(&m, doc, strlen(doc), "hosts");
+    return pkineto_scan(&m.base, &cb, I, err, errlen);
+}
+
 /* cpu_op events are read from their text without a parse (pk_host); its number reader stopped
  * at an exponent: "ts": 1.5e+03 was 1.5 us, "ts": 1e-05 was 1 us, "dur": 2.5E1 was 2.5 us. The
  * same times written in exponent form give the same host events as written plainly; a cpu_op
@@ -835,11 +845,7 @@ static void pkineto_reads_host_times_in_exponent_form(void)
                  "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": 8, "
                  "\"ts\": \"%s\", \"dur\": %s}"
                  "]}", forms[f][0], forms[f][1], forms[f][2], forms[f][1]);
-        pkineto_cb cb = {NULL, NULL, NULL, NULL, NULL, h_host, &h[f]};
-        psrc_mem m;
-        memset(&h[f], 0, sizeof h[f]);
-        psrc_mem_init(&m, doc, strlen(doc), "exp");
-        CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0 && I.cpu_ops == 2 && I.bad_events == 0,
+        CHECK(scan_hosts(doc, &h[f], &I, err, sizeof err) == 0 && I.cpu_ops == 2 && I.bad_events == 0,
               "form %d: %s: cpu_ops %zu bad %zu %s", f, err, I.cpu_ops, I.bad_events, I.first_bad);
     }
     CHECK(h[0].n == 2 && h[1].n == 2, "host events %d %d", h[0].n, h[1].n);
@@ -855,11 +861,7 @@ static void pkineto_reads_host_times_in_exponent_form(void)
         "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"nan_ts\", \"pid\": 1, \"tid\": 7, \"ts\": \"soon\", \"dur\": 1.0}"
         "]}";
     hosts hb;
-    memset(&hb, 0, sizeof hb);
-    pkineto_cb cb = {NULL, NULL, NULL, NULL, NULL, h_host, &hb};
-    psrc_mem m;
-    psrc_mem_init(&m, bad, strlen(bad), "bad");
-    CHECK(pkineto_scan(&m.base, &cb, &I, err, sizeof err) == 0 && hb.n == 0 && I.bad_events == 2 &&
+    CHECK(scan_hosts(bad, &hb, &I, err, sizeof err) == 0 && hb.n == 0 && I.bad_events == 2 &&
           strstr(I.first_bad, "no_dur") && strstr(I.first_bad, "field dur") && strstr(I.first_bad, "missing"),
           "%s: host events %d, bad %zu: %s", err, hb.n, I.bad_events, I.first_bad);
 }
