@@ -25,7 +25,9 @@ PART=${PART:-shares}
 OUT=${OUT:-/tmp/call33}
 mkdir -p "$OUT"
 if [ "$PART" = overhead ]; then
-  LOOPS="${LOOPS:-sb_decode_c1 sb_spec_c16 tb}" MODES="${MODES:-none lite probe}" ROUNDS=${ROUNDS:-3} SKIP_CALIB=1 \
+  M="${MODES:-none lite probe}"
+  MODES_sb_decode_c1="$M" MODES_sb_spec_c16="$M" MODES_tb="$M" \
+  LOOPS="${LOOPS:-sb_decode_c1 sb_spec_c16 tb}" ROUNDS=${ROUNDS:-4} SKIP_CALIB=1 \
     SKIP_EAGER_SMOKE=1 SAMPLES=0 SB_REPEATS=${SB_REPEATS:-4} TB_REPEATS=${TB_REPEATS:-4} RUN_LIMIT_S=${RUN_LIMIT_S:-540} \
     OUT="$OUT" bash profiler/device/overhead_run.sh
   exit $?
