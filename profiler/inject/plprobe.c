@@ -5,6 +5,7 @@
  * profiler/demo/node_probe.cu (traces/validation/call32): node times from the events, less
  * the events' own cost per node, sum to CUPTI's within 0.1% and give node shares within 1-2%. */
 #include "plprobe.h"
+#include "precord.h"
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -26,7 +27,7 @@ enum { PP_KERNEL = 0, PP_MEMCPY = 1, PP_MEMSET = 2, PP_HOST = 3, PP_CHILD = 4, P
 #define PP_MAX_EVENTS (1 << 20)            /* events made in all (~1 KiB host memory each) */
 #define PP_SLOTS 16384                     /* executables instrumented at once (open addressing) */
 #define PP_NAMES_MAX 65536                 /* distinct kernel names */
-#define PP_NAME_MAX 512                    /* a name longer than this is cut */
+#define PP_NAME_MAX 4096                   /* a name longer than this is cut (as PTRACE_MAX_STR) */
 
 /* cudaKernelNodeParams (driver_types.h) and CUDA_KERNEL_NODE_PARAMS_v2 (cuda.h, CUDA 12+) */
 typedef struct { void *func; unsigned g[3], b[3], smem; void **params, **extra; } pp_kparams;
@@ -194,10 +195,12 @@ static int pp_map_get(const pp_map *m, void *k) {   /* -1: absent */
 
 /* ---------- names ---------- */
 
-/* The id of a kernel name (new names are added), 0 when there is no room. Under pp_mu. */
+/* The id of a kernel name (new names are added), 0 when there is no room. Under pp_mu. The
+ * name is demangled as the always mode's kernel records are (precord_demangle), so that a lite
+ * trace and a node-level one of the same program name a kernel alike. */
 static uint32_t pp_name_id(const char *s) {
     char cut[PP_NAME_MAX + 1];
-    snprintf(cut, sizeof cut, "%s", s);
+    snprintf(cut, sizeof cut, "%s", precord_demangle(s));
     for (uint32_t i = pp_n_names; i >= 1; i--)   /* few distinct names (~10^2), looked up at instantiation only */
         if (!strcmp(pp_name[i], cut)) return i;
     if (pp_n_names >= PP_NAMES_MAX) return 0;
