@@ -602,6 +602,12 @@ static void plite_probe_times_each_node_and_runs_the_same_kernels(void) {
             CHECK(ty && ty->type == PJSON_STR && !strcmp(ty->str, "KKKKK"), "type %s", ty && ty->str ? ty->str : "-");
             static const int want_n[5] = { 0, 1, 1, 2, 1 }, want_p[5] = { 0, 0, 1, 2, 3 };
             CHECK(pn && pn->len == 5 && pr && pr->len == 5, "pred_n/pred lengths %zu %zu", pn ? pn->len : 0, pr ? pr->len : 0);
+            const pjson *la = pjson_get(e->args, "launch");   /* the fake's kernels: 7 blocks of 128, 32 registers */
+            static const int want_l[8] = { 7, 1, 1, 128, 1, 1, 0, 32 };
+            CHECK(la && la->len == 40, "launch: %zu values", la ? la->len : 0);
+            for (size_t k = 0; la && la->len == 40 && k < 8; k++)
+                CHECK(pjson_at(la, 32 + k)->i == want_l[k], "node 4 launch[%zu] %lld, expected %d", k,
+                      (long long)pjson_at(la, 32 + k)->i, want_l[k]);
             for (size_t k = 0; pn && pr && pn->len == 5 && pr->len == 5 && k < 5; k++)
                 CHECK(pjson_at(pn, k)->i == want_n[k] && pjson_at(pr, k)->i == want_p[k], "node %zu: pred_n %lld pred %lld", k,
                       (long long)pjson_at(pn, k)->i, (long long)pjson_at(pr, k)->i);

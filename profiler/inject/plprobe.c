@@ -37,12 +37,25 @@ typedef struct { void *func; unsigned gx, gy, gz, bx, by, bz, smem; void **param
 typedef struct { unsigned char from_port, to_port, type, reserved[5]; } pp_edge;
 /* cudaMemsetParams */
 typedef struct { void *dst; size_t pitch; unsigned value, elem; size_t width, height; } pp_memset;
+/* cudaMemcpy3DParms: arrays, positions, pitched pointers, the extent (bytes wide when no array
+ * is involved) and the kind */
+typedef struct { size_t x, y, z; } pp_pos;
+typedef struct { void *ptr; size_t pitch, xsize, ysize; } pp_pitched;
+typedef struct { void *src_array; pp_pos src_pos; pp_pitched src_ptr; void *dst_array; pp_pos dst_pos; pp_pitched dst_ptr;
+                 size_t w, h, d; int kind; } pp_memcpy3d;
+/* cudaFuncAttributes: three sizes, then maxThreadsPerBlock and numRegs (room for the rest) */
+typedef struct { size_t shared, konst, local; int max_threads, regs; char rest[256]; } pp_fattr;
+#define PP_CU_FUNC_ATTRIBUTE_NUM_REGS 4   /* cuda.h */
+#define PP_LAUNCH_INTS 8                  /* per node: grid x y z, block x y z, dynamic smem, regs */
 
 struct plprobe {
     void *exec, *iexec, *root, **ev;
     int n;                       /* work nodes */
     char *type;                  /* per work node: K kernel, C copy, S memset, H host, G child graph */
     uint32_t *name_id;           /* kernel name ids (0: not named) */
+    int32_t *launch;             /* PP_LAUNCH_INTS per node (kernels; 0 otherwise, or unknown) */
+    int64_t *bytes;              /* copies and memsets: bytes (0 otherwise) */
+    char *copy_kind;             /* copies: cudaMemcpyKind as a digit; '-' otherwise */
     int32_t *pred_off, *pred;    /* work predecessors of node i: pred[pred_off[i] .. pred_off[i+1]) */
     int left, busy, stale, gone, emitted;
 };
@@ -62,6 +75,9 @@ static struct {
     pp_err (*instantiate)(void **, void *, unsigned long long);
     pp_err (*exec_destroy)(void *), (*graph_destroy)(void *);
     pp_err (*kparams)(void *, pp_kparams *);
+    pp_err (*fattr)(pp_fattr *, const void *);
+    pp_err (*cparams)(void *, pp_memcpy3d *), (*sparams)(void *, pp_memset *);
+    int (*cu_func_attr)(int *, int, void *);
     pp_err (*func_name)(const char **, const void *);
     pp_err (*last_error)(void);
     pp_err (*capture_mode)(int *);
@@ -123,6 +139,9 @@ void plprobe_init(void *(*sym)(const char *), int replays) {
     pp.exec_destroy = sym("cudaGraphExecDestroy");
     pp.graph_destroy = sym("cudaGraphDestroy");
     pp.kparams = sym("cudaGraphKernelNodeGetParams");
+    pp.fattr = sym("cudaFuncGetAttributes");
+    pp.cparams = sym("cudaGraphMemcpyNodeGetParams");
+    pp.sparams = sym("cudaGraphMemsetNodeGetParams");
     pp.func_name = sym("cudaFuncGetName");
     pp.last_error = sym("cudaGetLastError");
     pp.capture_mode = sym("cudaThreadExchangeStreamCaptureMode");
@@ -138,6 +157,7 @@ void plprobe_init(void *(*sym)(const char *), int replays) {
         pp.cu_kparams = (int (*)(void *, pp_cukparams *))dlsym(cu, "cuGraphKernelNodeGetParams_v2");
         pp.cu_func_name = (int (*)(const char **, void *))dlsym(cu, "cuFuncGetName");
         pp.cu_kernel_name = (int (*)(const char **, void *))dlsym(cu, "cuKernelGetName");
+        pp.cu_func_attr = (int (*)(int *, int, void *))dlsym(cu, "cuFuncGetAttribute");
     }
     pp.ok = (pp.deps4 || pp.deps3) && (pp.outs4 || pp.outs3) && (pp.add5 || pp.add4) && (pp.rm5 || pp.rm4) &&
             pp.clone && pp.get_nodes && pp.get_roots && pp.node_type && pp.find_in_clone && pp.add_ev_node &&
@@ -210,13 +230,20 @@ static uint32_t pp_name_id(const char *s) {
     return pp_n_names;
 }
 
-/* A kernel node's name: the driver's for library kernels (cuBLAS), else the runtime's. */
-static const char *pp_kernel_name(void *node) {
+/* A kernel node's name and launch (grid, block, dynamic shared memory, registers: what the
+ * fit's wave model reads from a kernel record): the driver's for library kernels (cuBLAS),
+ * else the runtime's. The name is NULL when neither names it. */
+static const char *pp_kernel_node(void *node, int32_t *launch) {
     const char *nm = NULL;
+    int regs = 0;
     if (pp.cu_kparams) {
         pp_cukparams p;
         memset(&p, 0, sizeof p);
         if (pp.cu_kparams(node, &p) == 0) {
+            int32_t l[PP_LAUNCH_INTS] = { (int32_t)p.gx, (int32_t)p.gy, (int32_t)p.gz, (int32_t)p.bx, (int32_t)p.by,
+                                          (int32_t)p.bz, (int32_t)p.smem, 0 };
+            memcpy(launch, l, sizeof l);
+            if (p.func && pp.cu_func_attr && pp.cu_func_attr(&regs, PP_CU_FUNC_ATTRIBUTE_NUM_REGS, p.func) == 0) launch[7] = regs;
             if (p.func && pp.cu_func_name && pp.cu_func_name(&nm, p.func) == 0 && nm) return nm;
             if (p.kern && pp.cu_kernel_name && pp.cu_kernel_name(&nm, p.kern) == 0 && nm) return nm;
         }
@@ -224,10 +251,37 @@ static const char *pp_kernel_name(void *node) {
     if (pp.kparams && pp.func_name) {
         pp_kparams p;
         memset(&p, 0, sizeof p);
-        if (pp.kparams(node, &p) == PP_SUCCESS && p.func && pp.func_name(&nm, p.func) == PP_SUCCESS && nm) return nm;
+        if (pp.kparams(node, &p) == PP_SUCCESS && p.func) {
+            int32_t l[PP_LAUNCH_INTS] = { (int32_t)p.g[0], (int32_t)p.g[1], (int32_t)p.g[2], (int32_t)p.b[0], (int32_t)p.b[1],
+                                          (int32_t)p.b[2], (int32_t)p.smem, launch[7] };
+            memcpy(launch, l, sizeof l);
+            pp_fattr fa;
+            memset(&fa, 0, sizeof fa);
+            if (!launch[7] && pp.fattr && pp.fattr(&fa, p.func) == PP_SUCCESS) launch[7] = fa.regs;
+            if (pp.func_name(&nm, p.func) == PP_SUCCESS && nm) return nm;
+        }
         pp.last_error();
     }
     return NULL;
+}
+
+/* A copy or memset node's bytes (and a copy's kind digit), 0 when not known. */
+static int64_t pp_mem_node(void *node, char type, char *kind) {
+    *kind = '-';
+    if (type == 'C' && pp.cparams) {
+        pp_memcpy3d m;
+        memset(&m, 0, sizeof m);
+        if (pp.cparams(node, &m) == PP_SUCCESS) {
+            *kind = m.kind >= 0 && m.kind <= 4 ? (char)('0' + m.kind) : '4';
+            return (int64_t)(m.w * (m.h ? m.h : 1) * (m.d ? m.d : 1));
+        }
+    } else if (type == 'S' && pp.sparams) {
+        pp_memset m;
+        memset(&m, 0, sizeof m);
+        if (pp.sparams(node, &m) == PP_SUCCESS) return (int64_t)m.elem * (int64_t)m.width * (int64_t)(m.height ? m.height : 1);
+    }
+    if (pp.cparams || pp.sparams) pp.last_error();
+    return 0;
 }
 
 /* ---------- instrumenting ---------- */
@@ -247,6 +301,9 @@ static void pp_probe_free(plprobe *p, int budget) {
     free(p->ev);
     free(p->type);
     free(p->name_id);
+    free(p->launch);
+    free(p->bytes);
+    free(p->copy_kind);
     free(p->pred_off);
     free(p->pred);
     free(p);
@@ -306,8 +363,11 @@ static plprobe *pp_instrument(void *graph, unsigned long long flags, const char 
     if (!all || pp.get_nodes(graph, all, &n_all) != PP_SUCCESS) { *why = "cudaGraphGetNodes failed"; goto fail; }
     p->type = malloc(n_all);
     p->name_id = calloc(n_all, sizeof *p->name_id);
+    p->launch = calloc(n_all * PP_LAUNCH_INTS, sizeof *p->launch);
+    p->bytes = calloc(n_all, sizeof *p->bytes);
+    p->copy_kind = malloc(n_all);
     cw = malloc(n_all * sizeof *cw);
-    if (!p->type || !p->name_id || !cw) { *why = "out of memory"; goto fail; }
+    if (!p->type || !p->name_id || !p->launch || !p->bytes || !p->copy_kind || !cw) { *why = "out of memory"; goto fail; }
     if (pp.clone(&c, graph) != PP_SUCCESS) { *why = "cudaGraphClone failed"; goto fail; }
     /* work nodes, in the graph's order (the order nodes were made: CUPTI's node ids follow it);
      * a graph the probe cannot instrument is known before any node is named */
@@ -324,8 +384,9 @@ static plprobe *pp_instrument(void *graph, unsigned long long flags, const char 
         all[n++] = all[i];   /* the work nodes first, in order */
     }
     for (int i = 0; i < n; i++) {
+        p->bytes[i] = pp_mem_node(all[i], p->type[i], &p->copy_kind[i]);
         if (p->type[i] != 'K') continue;
-        const char *nm = pp_kernel_name(all[i]);
+        const char *nm = pp_kernel_node(all[i], &p->launch[i * PP_LAUNCH_INTS]);
         pthread_mutex_lock(&pp_mu);
         p->name_id[i] = nm ? pp_name_id(nm) : 0;
         pthread_mutex_unlock(&pp_mu);
@@ -533,6 +594,7 @@ static int pp_put(pp_buf *b, const char *s, size_t n) {
     b->b[b->n] = 0;
     return 0;
 }
+static int pp_puts(pp_buf *b, const char *s) { return pp_put(b, s, strlen(s)); }
 static int pp_putf(pp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int pp_putf(pp_buf *b, const char *fmt, ...) {
     char t[256];
@@ -567,10 +629,10 @@ int64_t plprobe_emit_table(plprobe *p, uint32_t exec_id, int pid, plprobe_emit_f
         pp_putf(&b, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_names\",\"pid\":%d,\"tid\":0,\"ts\":0,"
                     "\"args\":{\"first\":%u,\"names\":[", pid, i);
         for (uint32_t j = i; i <= last && b.n < (256u << 10); i++) {
-            if (i > j) pp_put(&b, ",", 1);
+            if (i > j) pp_puts(&b, ",");
             pp_put_str(&b, pp_name[i]);
         }
-        if (pp_put(&b, "]}},\n", 5) == 0 && b.b) { emit(user, b.b, (int)b.n); lines++; }
+        if (pp_puts(&b, "]}},\n") == 0 && b.b) { emit(user, b.b, (int)b.n); lines++; }
     }
     pp_names_emitted = last;
     pthread_mutex_unlock(&pp_mu);
@@ -578,13 +640,19 @@ int64_t plprobe_emit_table(plprobe *p, uint32_t exec_id, int pid, plprobe_emit_f
     pp_putf(&b, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_graph\",\"pid\":%d,\"tid\":0,\"ts\":0,"
                 "\"args\":{\"graph_exec_id\":%u,\"nodes\":%d,\"type\":\"", pid, exec_id, p->n);
     pp_put(&b, p->type, (size_t)p->n);
-    pp_put(&b, "\",\"name\":[", 10);
+    pp_puts(&b, "\",\"name\":[");
     for (int i = 0; i < p->n; i++) pp_putf(&b, i ? ",%u" : "%u", p->name_id[i]);
-    pp_put(&b, "],\"pred_n\":[", 12);
+    pp_puts(&b, "],\"launch\":[");
+    for (int i = 0; i < p->n * PP_LAUNCH_INTS; i++) pp_putf(&b, i ? ",%d" : "%d", p->launch[i]);
+    pp_puts(&b, "],\"bytes\":[");
+    for (int i = 0; i < p->n; i++) pp_putf(&b, i ? ",%lld" : "%lld", (long long)p->bytes[i]);
+    pp_puts(&b, "],\"copy_kind\":\"");
+    pp_put(&b, p->copy_kind, (size_t)p->n);
+    pp_puts(&b, "\",\"pred_n\":[");
     for (int i = 0; i < p->n; i++) pp_putf(&b, i ? ",%d" : "%d", p->pred_off[i + 1] - p->pred_off[i]);
-    pp_put(&b, "],\"pred\":[", 10);
+    pp_puts(&b, "],\"pred\":[");
     for (int i = 0; i < p->pred_off[p->n]; i++) pp_putf(&b, i ? ",%d" : "%d", p->pred[i]);
-    if (pp_put(&b, "]}},\n", 5) == 0 && b.b) { emit(user, b.b, (int)b.n); lines++; }
+    if (pp_puts(&b, "]}},\n") == 0 && b.b) { emit(user, b.b, (int)b.n); lines++; }
     return lines;
 }
 
