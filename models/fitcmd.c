@@ -3,6 +3,7 @@
  * they reproduce the measured cells), writes the model and, with --plot, the data files and
  * gnuplot script of every fitted curve. Workload: a handful to tens of trace files. */
 #include "fit.h"
+#include "fit_probe.h"
 #include "fit_hf.h"
 #include "ofile.h"
 #include "gsweep.h"
@@ -268,7 +269,43 @@ static int fitcmd_fill_nodes(fit_trace *tr, int nt, const char *const *nodes, in
     }
     for (int i = 0; i < nt; i++) {
         fit_nodes_stats ns;
-        if (fit_nodes_fill(&tr[i], ref, nref, stderr, &ns, err, sizeof err)) {
+        /* a lite capture's own node probe: its probed instances first, the --nodes after */
+        fit_trace pref;
+        fit_probe_stats ps;
+        int probe = fit_probe_ref(&tr[i], tr[i].file, &pref, &ps, err, sizeof err);
+        if (probe < 0) {
+            fprintf(stderr, "specsim fit: %s\n", err);
+            goto out;
+        }
+        /* FIT_PROBE=0 (comparisons): the probed instances are left out as always, and the
+         * probed replays not used as a reference */
+        const char *fp_env = getenv("FIT_PROBE");
+        if (probe && fp_env && !strcmp(fp_env, "0")) {
+            fit_trace_free(&pref);
+            probe = 0;
+        }
+        if (probe && !quiet)
+            printf("# node probe    %s: %zu probed replays of %zu executables (events' cost %.3f us a node, "
+                   "median; %zu from their own spans): %zu phase instances, %zu records; %zu probed instances "
+                   "left out of the fit\n", tr[i].file, ps.probes, ps.execs, ps.cost_median_us, ps.cost_from_spans,
+                   ps.instances, ps.records, ps.dropped);
+        fit_trace *all = probe ? calloc((size_t)nref + 1, sizeof *all) : ref;
+        if (probe && !all) {
+            fit_trace_free(&pref);
+            fprintf(stderr, "specsim fit: out of memory\n");
+            goto out;
+        }
+        if (probe) {
+            all[0] = pref;
+            for (int r = 0; r < nref; r++)
+                all[r + 1] = ref[r];   /* shallow: read only, freed with ref */
+        }
+        int frc = fit_nodes_fill(&tr[i], all, nref + (probe ? 1 : 0), stderr, &ns, err, sizeof err);
+        if (probe) {
+            fit_trace_free(&all[0]);
+            free(all);
+        }
+        if (frc) {
             fprintf(stderr, "%s\n", err);
             goto out;
         }

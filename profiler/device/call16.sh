@@ -13,7 +13,8 @@
 #  3. the graph loop (eager above 64 rows): call 14's grid and subset, as many repeats as fit.
 # Results ($OUT): run.log; grid_eager.csv, grid_dense.csv; lite_eager.json.gz, lite_dense.json.gz;
 # ref_eager.json.gz, ref_dense.json.gz; refs.tar.gz (the references' calib_measured csvs, stdout).
-# usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call16.sh   (RUN_LIMIT_S 580;
+# usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call16.sh   (RUN_LIMIT_S 580; LITE_EXTRA:
+# more options of the lite captures, e.g. --probe-nodes 3;
 # CALIB_STEPS, default 2,5: the calibration subset's draft lengths; PRESET, default torch-dense:
 # torchbench's preset, e.g. torch-moe; SKIP_EAGER=1: no eager loop and no eager reference, the
 # time to the graph loop)
@@ -21,7 +22,7 @@ set -u
 CALL=call16 CALL_LIMIT_S=580
 . "$(dirname "$0")/preamble.sh"
 COMMON="--prompt-len 1024 --output-len 256 --seed 1 --cuda-graph-max-bs 64"
-LITE="$SP --quiet --mode lite --capture-range profiler-api"
+LITE="$SP --quiet --mode lite --capture-range profiler-api ${LITE_EXTRA:-}"   # LITE_EXTRA: e.g. --probe-nodes 3 (call 33)
 mkdir -p $W/pack
 keep() {   # keep DIR NAME: the process's trace to $OUT/NAME, its check in the log
   local f; f=$(ls "$1"/specprof.rank*.json* 2>/dev/null | head -1)
