@@ -277,12 +277,18 @@ static int fitcmd_fill_nodes(fit_trace *tr, int nt, const char *const *nodes, in
             fprintf(stderr, "specsim fit: %s\n", err);
             goto out;
         }
-        /* FIT_PROBE=0 (comparisons): the probed instances are left out as always, and the
-         * probed replays not used as a reference */
+        /* The probed replays stand for the reference only where no --nodes capture is given:
+         * beside one, CUPTI's records are the more accurate (torchbench call 33: held out
+         * 1.03% / 6.29% with the CUPTI reference alone, 1.01% / 9.02% with both; docs/fit.md
+         * 1c). FIT_PROBE=1 uses both, FIT_PROBE=0 neither; the probed instances are left out
+         * of the fit either way (their times are the instrumented clone's). */
         const char *fp_env = getenv("FIT_PROBE");
-        if (probe && fp_env && !strcmp(fp_env, "0")) {
+        int use = fp_env && !strcmp(fp_env, "1") ? 1 : fp_env && !strcmp(fp_env, "0") ? 0 : nref == 0;
+        if (probe && !use) {
             fit_trace_free(&pref);
             probe = 0;
+            if (!quiet)
+                printf("#   (node probe not used: %s)\n", nref ? "the --nodes references are (FIT_PROBE=1 uses both)" : "FIT_PROBE=0");
         }
         if (probe && !quiet)
             printf("# node probe    %s: %zu probed replays of %zu executables (events' cost %.3f us a node, "

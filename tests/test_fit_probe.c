@@ -1,0 +1,183 @@
+/* test_fit_probe.c: models/fit_probe.c on small lite traces written here: a probed replay's
+ * node times less the events' cost per node (from the executable's unprobed spans, else the
+ * calibration) become the reference's records, laid out in dependency order; only instances
+ * whose every graph launch was probed and that launched no eager kernel are taken; every
+ * probed instance leaves the lite trace; a probe that cannot be priced and a broken node
+ * table are refused by name. */
+#include "check.h"
+#include "fit.h"
+#include "fit_probe.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char path[256];
+
+/* A lite trace: ranges "decode bs=1 ctx=100" on thread 7, each with one launch of executable 1
+ * (k1 -> (k2 | k3) -> k4 -> k5; 61 us unprobed), the first probed (its events' ends 12, 34,
+ * 19, 37, 69 us: 2 us of event per node), a later probed one inside a range that also launched
+ * an eager kernel, the others timed. unprobed: how many timed launches; calib: the end
+ * record's event_us; pred: the probe_graph's pred array. */
+static void write_trace(int unprobed, double calib, const char *pred)
+{
+    FILE *f = fopen(path, "w");
+    fprintf(f, "[\n{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_header\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":{"
+               "\"format_version\":1,\"tool_version\":\"specprof 0.1\",\"host\":\"t\",\"pid_os\":7,\"rank\":0,"
+               "\"world_size\":1,\"t0_ns\":1000000000000,\"t0_unix_ns\":1000000000000,\"cupti_version\":0,"
+               "\"cuda_driver_version\":0,\"cuda_runtime_version\":13000,\"nccl_version\":0,\"device\":{\"name\":\"t\","
+               "\"index\":0,\"sms\":132,\"clock_khz\":1980000,\"mem_clock_khz\":0,\"mem_bytes\":0,\"mem_bus_bits\":0,"
+               "\"l2_bytes\":0,\"cc_major\":9,\"cc_minor\":0,\"pci_bus_id\":\"\"},\"peers\":[],\"nvtx_phases\":[\"decode\"],"
+               "\"capture\":{\"mode\":\"lite\",\"records\":\"lite\",\"compressed\":false,\"clock\":\"CLOCK_REALTIME ns\"},"
+               "\"calibration\":{\"ok\":false,\"why\":\"at the end (mode lite)\"},\"cmd\":\"t\"}},\n");
+    fprintf(f, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_names\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":"
+               "{\"first\":1,\"names\":[\"k1\",\"k2\",\"k3\",\"k4\",\"k5\"]}},\n");
+    fprintf(f, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_graph\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":"
+               "{\"graph_exec_id\":1,\"nodes\":5,\"type\":\"KKKKK\",\"name\":[1,2,3,4,5],\"launch\":[%s],"
+               "\"bytes\":[0,0,0,0,0],\"copy_kind\":\"-----\",\"pred_n\":[0,1,1,2,1],\"pred\":[%s]}},\n",
+            "7,1,1,128,1,1,0,32, 7,1,1,128,1,1,0,32, 7,1,1,128,1,1,0,32, 7,1,1,128,1,1,0,32, 7,1,1,128,1,1,0,32", pred);
+    int corr = 0;
+    for (int i = 0; i < unprobed + 2; i++) {
+        double r0 = 1000.0 + 1000.0 * i;            /* us after t0 */
+        int probed = i == 0 || i == unprobed + 1, eager = i == unprobed + 1;
+        corr++;
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"api\",\"name\":\"cudaGraphLaunch\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":5.000,"
+                   "\"args\":{\"corr\":%d,\"cbid\":311,\"thread\":7,\"driver\":false,\"graph_exec_id\":1,\"stream\":13%s}},\n",
+                r0 + 10, corr, probed ? ",\"untimed\":\"probe\"" : "");
+        if (probed)
+            fprintf(f, "{\"ph\":\"X\",\"cat\":\"graph_probe\",\"name\":\"probe exec 1\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
+                       "\"dur\":71.000,\"args\":{\"corr\":%d,\"dev\":0,\"stream\":13,\"graph_exec_id\":1,\"nvtx\":"
+                       "\"decode bs=1 ctx=100\",\"phase\":\"decode\",\"err_us\":1.0,\"end_us\":[12.0,34.0,19.0,37.0,69.0]}},\n",
+                    r0 + 20, corr);
+        else
+            fprintf(f, "{\"ph\":\"X\",\"cat\":\"graph_trace\",\"name\":\"graph exec 1\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
+                       "\"dur\":61.000,\"args\":{\"corr\":%d,\"dev\":0,\"stream\":13,\"graph_id\":0,\"graph_exec_id\":1,"
+                       "\"nvtx\":\"decode bs=1 ctx=100\",\"phase\":\"decode\",\"err_us\":1.0}},\n", r0 + 20, corr);
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"api\",\"name\":\"cudaStreamSynchronize\",\"pid\":0,\"tid\":7,\"ts\":%.3f,"
+                   "\"dur\":80.000,\"args\":{\"corr\":%d,\"cbid\":131,\"thread\":7,\"driver\":false,\"graph_exec_id\":0,"
+                   "\"stream\":13,\"blocking\":true}},\n", r0 + 16, 1000 + corr);
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"nvtx\",\"name\":\"decode bs=1 ctx=100\",\"pid\":0,\"tid\":7,\"ts\":%.3f,"
+                   "\"dur\":200.000,\"args\":{\"domain\":\"\",\"thread\":7,\"kind\":\"push\",\"launches\":%d,"
+                   "\"graph_launches\":1}},\n", r0, eager);
+    }
+    fprintf(f, "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\",\"pid\":0,\"tid\":0,\"ts\":999999.0,\"args\":{"
+               "\"dropped_records\":0,\"dropped_host_events\":0,\"records\":%d,\"reason\":\"exit\",\"graph_launches\":%d,"
+               "\"probe\":{\"replays\":1,\"execs\":1,\"skipped\":0,\"launched\":2,\"written\":2,\"lost\":0,\"stale\":0,"
+               "\"events\":6,\"instrument_ms\":0.1,\"event_us\":%.3f},\"calibration\":{\"ok\":true,\"mode\":\"lite\"}}}\n]\n",
+            5 * (unprobed + 2), unprobed + 2, calib);
+    fclose(f);
+}
+
+static int load(fit_trace *t)
+{
+    char err[512];
+    int rc = fit_trace_load(t, path, err, sizeof err);
+    CHECK(rc == 0, "load: %s", err);
+    return rc;
+}
+
+static const ptrace_kernel *kern_named(const fit_trace *r, const char *name)
+{
+    for (size_t i = 0; i < r->nkern; i++)
+        if (!strcmp(r->kern[i].name, name))
+            return &r->kern[i];
+    return NULL;
+}
+
+static void fit_probe_takes_node_times_less_the_event_cost(void)
+{
+    write_trace(3, 1.5, "0,0,1,2,3");
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    if (load(&t))
+        return;
+    size_t nrng = t.nrng, napi = t.napi;
+    int rc = fit_probe_ref(&t, path, &ref, &st, err, sizeof err);
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    if (rc != 1) { fit_trace_free(&t); return; }
+    /* the cost from the executable's own spans: (71 - 61) / 5 = 2 us, not the calibration's 1.5 */
+    CHECK(st.probes == 2 && st.execs == 1 && st.cost_from_spans == 1 && fabs(st.cost_median_us - 2.0) < 1e-9,
+          "probes %zu execs %zu from spans %zu cost %.4f", st.probes, st.execs, st.cost_from_spans, st.cost_median_us);
+    /* only the first probed instance: the second launched an eager kernel too */
+    CHECK(st.instances == 1 && ref.nrng == 1 && st.records == 5 && ref.nkern == 5, "instances %zu ranges %zu records %zu kernels %zu",
+          st.instances, ref.nrng, st.records, ref.nkern);
+    /* each node: its end less its predecessors' latest, less 2 us; laid out from the replay's start */
+    static const char *nm[5] = { "k1", "k2", "k3", "k4", "k5" };
+    static const double want_s[5] = { 0, 10, 10, 30, 31 }, want_e[5] = { 10, 30, 15, 31, 61 };
+    int64_t start_ns = 1000000000000LL + 1020000;
+    for (int i = 0; i < 5; i++) {
+        const ptrace_kernel *k = kern_named(&ref, nm[i]);
+        CHECK(k != NULL, "kernel %s missing", nm[i]);
+        if (!k) continue;
+        CHECK(llabs(k->start_ns - start_ns - (int64_t)(want_s[i] * 1e3)) <= 1 && llabs(k->end_ns - start_ns - (int64_t)(want_e[i] * 1e3)) <= 1,
+              "%s: %.3f..%.3f us after the replay's start, expected %.0f..%.0f", nm[i], (k->start_ns - start_ns) / 1e3,
+              (k->end_ns - start_ns) / 1e3, want_s[i], want_e[i]);
+        CHECK(k->corr == 1 && k->graph_node_id == (uint64_t)i + 1 && k->grid[0] == 7 && k->block[0] == 128 && k->regs == 32 &&
+              !strcmp(k->phase, "decode"), "%s: corr %u node %llu grid %d block %d regs %d phase %s", nm[i], k->corr,
+              (unsigned long long)k->graph_node_id, k->grid[0], k->block[0], k->regs, k->phase);
+    }
+    /* the two probed instances left the lite trace, with their calls */
+    CHECK(t.nrng == nrng - 2 && t.napi == napi - 4 && st.dropped == 2, "ranges %zu -> %zu, calls %zu -> %zu, dropped %zu",
+          nrng, t.nrng, napi, t.napi, st.dropped);
+    for (size_t i = 0; i < t.napi; i++)
+        CHECK(t.api[i].corr != 1 && t.api[i].corr != 5, "the probed launch %u is still in the lite trace", t.api[i].corr);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+}
+
+/* An executable never replayed unprobed: the calibration's cost per node. */
+static void fit_probe_falls_back_to_the_calibration(void)
+{
+    write_trace(0, 1.5, "0,0,1,2,3");
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    if (load(&t))
+        return;
+    int rc = fit_probe_ref(&t, path, &ref, &st, err, sizeof err);
+    CHECK(rc == 1 && st.cost_from_spans == 0 && fabs(st.cost_median_us - 1.5) < 1e-9, "rc %d from spans %zu cost %.3f (%s)",
+          rc, st.cost_from_spans, st.cost_median_us, err);
+    const ptrace_kernel *k = rc == 1 ? kern_named(&ref, "k5") : NULL;
+    CHECK(k && llabs((k->end_ns - k->start_ns) - 30500) <= 1, "k5 %.3f us, expected 32 - 1.5", k ? (k->end_ns - k->start_ns) / 1e3 : -1.0);
+    if (rc == 1)
+        fit_trace_free(&ref);
+    fit_trace_free(&t);
+    /* no calibration either: refused, naming the field */
+    write_trace(0, -1, "0,0,1,2,3");
+    if (load(&t))
+        return;
+    rc = fit_probe_ref(&t, path, &ref, &st, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "specprof_end.probe.event_us") && strstr(err, path), "rc %d: %s", rc, err);
+    fit_trace_free(&t);
+}
+
+static void fit_probe_refuses_a_broken_node_table(void)
+{
+    static const char *bad[][2] = { { "0,0,1,2,9", "args.pred" },      /* an index past the nodes */
+                                    { "0,0,1,4,3", "cycle" } };          /* k4 after k5 after k4 */
+    for (int i = 0; i < 2; i++) {
+        write_trace(3, 1.5, bad[i][0]);
+        fit_trace t, ref;
+        fit_probe_stats st;
+        char err[512] = "";
+        if (load(&t))
+            return;
+        int rc = fit_probe_ref(&t, path, &ref, &st, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, bad[i][1]) && strstr(err, "line 4"), "pred %s: rc %d: %s", bad[i][0], rc, err);
+        if (rc == 1)
+            fit_trace_free(&ref);
+        fit_trace_free(&t);
+    }
+}
+
+int main(void)
+{
+    snprintf(path, sizeof path, "/tmp/test_fit_probe.%d.json", (int)getpid());
+    RUN(fit_probe_takes_node_times_less_the_event_cost);
+    RUN(fit_probe_falls_back_to_the_calibration);
+    RUN(fit_probe_refuses_a_broken_node_table);
+    unlink(path);
+    return check_done();
+}
