@@ -21,6 +21,7 @@
 #include "ptrace_read.h"
 #include "ptrace_sum.h"
 #include "fit.h"
+#include "fit_probe.h"
 #include "timport.h"
 #include "pkineto.h"
 #include "sglog.h"
@@ -298,6 +299,13 @@ int fz_fit(const uint8_t *data, size_t n)
     static fit_result res;
     char err[2048];
     if (timport_load(&t, fz_file(data, n), NULL, NULL, err, sizeof err) == 0) {   /* by content */
+        /* a lite trace's node probe as a reference (its refusals are fine; a crash is not) */
+        static fit_trace pref;
+        fit_probe_stats ps;
+        if (fit_probe_ref(&t, fz_file(data, n), &pref, &ps, err, sizeof err) == 1) {
+            FZ_CHECK(pref.nrng == ps.instances && pref.nkern + pref.nmem == ps.records);
+            fit_trace_free(&pref);
+        }
         fit_opts o = {.log = NULL};
         memset(&res, 0, sizeof res);
         if (fit_run(&t, 1, &o, &res, err, sizeof err) == 0) {
