@@ -96,6 +96,7 @@ static pthread_mutex_t pp_mu = PTHREAD_MUTEX_INITIALIZER;
 static void *pp_key[PP_SLOTS];
 static plprobe *pp_val[PP_SLOTS];
 static atomic_int pp_busy_n;
+static atomic_llong pp_left_n;             /* probed replays left over every executable: 0 skips the lock */
 static int64_t pp_events;                  /* under pp_mu */
 static plprobe_stats pp_st;                /* under pp_mu */
 static char *pp_name[PP_NAMES_MAX + 1];    /* by id, from 1; under pp_mu */
@@ -503,6 +504,7 @@ void plprobe_instantiated(void *exec, void *graph, unsigned long long flags) {
     if (s >= 0) {
         pp_key[s] = exec;
         pp_val[s] = p;
+        atomic_fetch_add(&pp_left_n, p->left);
         pp_st.execs++;
         pp_st.instrument_ms += ms;
         pp_st.events = pp_events;
@@ -518,8 +520,9 @@ static void pp_forget(void *exec, int destroyed) {
     int s = pp_slot(exec);
     if (s >= 0 && pp_key[s] == exec && pp_val[s]) {
         p = pp_val[s];
+        if (!p->stale) atomic_fetch_sub(&pp_left_n, p->left);   /* its replays left are no more */
         if (!destroyed) { if (!p->stale) pp_st.stale++; p->stale = 1; p = NULL; }
-        else { pp_val[s] = NULL; if (p->busy) { p->gone = 1; p = NULL; } }
+        else { pp_val[s] = NULL; p->stale = 1; if (p->busy) { p->gone = 1; p = NULL; } }
     }
     pthread_mutex_unlock(&pp_mu);
     pp_probe_free(p, 1);
@@ -531,13 +534,14 @@ void plprobe_exec_destroyed(void *exec) { if (pp_replays_n && exec) pp_forget(ex
 void *plprobe_take(void *exec, plprobe **pr) {
     void *x = NULL;
     *pr = NULL;
-    if (!pp_replays_n || !pp_st.execs) return NULL;   /* a racy read: at worst one launch not probed */
+    if (!pp_replays_n || atomic_load_explicit(&pp_left_n, memory_order_relaxed) <= 0) return NULL;   /* all probed */
     pthread_mutex_lock(&pp_mu);
     int s = pp_slot(exec);
     plprobe *p = s >= 0 && pp_key[s] == exec ? pp_val[s] : NULL;
     if (p && p->iexec && p->left > 0 && !p->busy && !p->stale) {
         p->busy = 1;
         p->left--;
+        atomic_fetch_sub(&pp_left_n, 1);
         pp_st.launched++;
         x = p->iexec;
         *pr = p;
@@ -551,7 +555,11 @@ static void pp_release(plprobe *p, int launched) {
     int gone;
     pthread_mutex_lock(&pp_mu);
     p->busy = 0;
-    if (!launched) { p->left++; pp_st.launched--; }
+    if (!launched) {
+        p->left++;
+        pp_st.launched--;
+        if (!p->stale) atomic_fetch_add(&pp_left_n, 1);
+    }
     gone = p->gone;
     pthread_mutex_unlock(&pp_mu);
     atomic_fetch_sub(&pp_busy_n, 1);
