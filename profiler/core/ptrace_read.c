@@ -774,9 +774,8 @@ int ptrace_read_window(const ptrace_event *e, int64_t t0_ns, ptrace_window *w) {
     return 0;
 }
 
-int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g) {
-    memset(g, 0, sizeof *g);
-    if (e->ph != 'X' || strcmp(e->cat, "graph_trace")) return -1;
+/* The fields a graph_trace and a graph_probe event share (a replay's span and launch). */
+static void pr_graph_span(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g) {
     const pjson *a = e->args;
     g->start_ns = t0_ns + e->ts_ns;
     g->end_ns = g->start_ns + e->dur_ns;
@@ -789,6 +788,12 @@ int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphla
     g->phase = pjson_get_str(a, "phase", "");
     g->err_us = pr_us_bounded(pjson_get_num(a, "err_us", 0));
     if (g->err_us < 0) g->err_us = 0;
+}
+
+int ptrace_read_graphlaunch(const ptrace_event *e, int64_t t0_ns, ptrace_graphlaunch *g) {
+    memset(g, 0, sizeof *g);
+    if (e->ph != 'X' || strcmp(e->cat, "graph_trace")) return -1;
+    pr_graph_span(e, t0_ns, g);
     return 0;
 }
 
@@ -796,18 +801,9 @@ int ptrace_read_graphprobe(const ptrace_event *e, int64_t t0_ns, ptrace_graphlau
     memset(g, 0, sizeof *g);
     *end_us = NULL;
     if (e->ph != 'X' || strcmp(e->cat, "graph_probe")) return -1;
-    const pjson *a = e->args, *v = pjson_get(a, "end_us");
+    const pjson *v = pjson_get(e->args, "end_us");
     if (!v || v->type != PJSON_ARR) return -1;
-    g->start_ns = t0_ns + e->ts_ns;
-    g->end_ns = g->start_ns + e->dur_ns;
-    g->corr = (uint32_t)pjson_get_int(a, "corr", 0);
-    g->dev = (uint32_t)pjson_get_int(a, "dev", 0);
-    g->stream = (uint32_t)pjson_get_int(a, "stream", 0);
-    g->graph_exec_id = (uint32_t)pjson_get_int(a, "graph_exec_id", 0);
-    g->nvtx = pjson_get_str(a, "nvtx", "");
-    g->phase = pjson_get_str(a, "phase", "");
-    g->err_us = pr_us_bounded(pjson_get_num(a, "err_us", 0));
-    if (g->err_us < 0) g->err_us = 0;
+    pr_graph_span(e, t0_ns, g);
     *end_us = v;
     return (int)v->len;
 }

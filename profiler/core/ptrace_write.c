@@ -303,18 +303,26 @@ int ptrace_write_window(char *buf, size_t cap, const ptrace_ctx *c, const ptrace
     return sb_end_line(&sb);
 }
 
+/* A graph replay's event up to its err_us (the args object left open): graph_trace's and
+ * graph_probe's (which has no graph_id). */
+static void sb_graph_span(ptrace_sb *b, const char *cat, const char *what, const ptrace_ctx *c,
+                          const ptrace_graphlaunch *g, int with_graph_id) {
+    char name[48];
+    snprintf(name, sizeof name, "%s %u", what, g->graph_exec_id);
+    sb_event_head(b, "X", cat, name, c, g->stream, g->start_ns);
+    sb_dur(b, g->start_ns, g->end_ns);
+    sb_f(b, ",\"args\":{\"corr\":%u,\"dev\":%u,\"stream\":%u,", g->corr, g->dev, g->stream);
+    if (with_graph_id) sb_f(b, "\"graph_id\":%u,", g->graph_id);
+    sb_f(b, "\"graph_exec_id\":%u,\"nvtx\":", g->graph_exec_id);
+    sb_str(b, g->nvtx);
+    sb_s(b, ",\"phase\":");
+    sb_str(b, g->phase);
+    if (g->err_us > 0) sb_f(b, ",\"err_us\":%.3f", g->err_us);
+}
+
 int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g) {
     SB_INIT(buf, cap);
-    char name[48];
-    snprintf(name, sizeof name, "graph exec %u", g->graph_exec_id);
-    sb_event_head(&sb, "X", "graph_trace", name, c, g->stream, g->start_ns);
-    sb_dur(&sb, g->start_ns, g->end_ns);
-    sb_f(&sb, ",\"args\":{\"corr\":%u,\"dev\":%u,\"stream\":%u,\"graph_id\":%u,\"graph_exec_id\":%u,\"nvtx\":",
-         g->corr, g->dev, g->stream, g->graph_id, g->graph_exec_id);
-    sb_str(&sb, g->nvtx);
-    sb_s(&sb, ",\"phase\":");
-    sb_str(&sb, g->phase);
-    if (g->err_us > 0) sb_f(&sb, ",\"err_us\":%.3f", g->err_us);
+    sb_graph_span(&sb, "graph_trace", "graph exec", c, g, 1);
     sb_s(&sb, "}}");
     return sb_end_line(&sb);
 }
@@ -324,16 +332,7 @@ int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const p
 int ptrace_write_graphprobe(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g,
                             const float *end_us, int n) {
     SB_INIT(buf, cap);
-    char name[48];
-    snprintf(name, sizeof name, "probe exec %u", g->graph_exec_id);
-    sb_event_head(&sb, "X", "graph_probe", name, c, g->stream, g->start_ns);
-    sb_dur(&sb, g->start_ns, g->end_ns);
-    sb_f(&sb, ",\"args\":{\"corr\":%u,\"dev\":%u,\"stream\":%u,\"graph_exec_id\":%u,\"nvtx\":",
-         g->corr, g->dev, g->stream, g->graph_exec_id);
-    sb_str(&sb, g->nvtx);
-    sb_s(&sb, ",\"phase\":");
-    sb_str(&sb, g->phase);
-    if (g->err_us > 0) sb_f(&sb, ",\"err_us\":%.3f", g->err_us);
+    sb_graph_span(&sb, "graph_probe", "probe exec", c, g, 0);
     sb_s(&sb, ",\"end_us\":[");
     for (int i = 0; i < n; i++) sb_f(&sb, i ? ",%.1f" : "%.1f", (double)end_us[i]);
     sb_s(&sb, "]}}");

@@ -554,19 +554,18 @@ static void pl_instantiated(pl_err rc, void **exec, void *graph, unsigned long l
 }
 typedef pl_err (*pl_inst_fn)(void **, void *, unsigned long long);
 static struct { pl_inst_fn inst, inst_flags; pl_err (*inst_params)(void **, void *, void *); } pl_inst;
-PL_EXPORT pl_err cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
-    pl_inst_fn real = PL_REAL(pl_inst.inst, "cudaGraphInstantiate");
+static pl_err pl_instantiate_by(pl_inst_fn *slot, const char *name, void **exec, void *graph, unsigned long long flags) {
+    pl_inst_fn real = PL_REAL(*slot, name);
     if (!real) return PL_UNKNOWN;
     pl_err rc = real(exec, graph, flags);
     pl_instantiated(rc, exec, graph, flags);
     return rc;
 }
+PL_EXPORT pl_err cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags) {
+    return pl_instantiate_by(&pl_inst.inst, "cudaGraphInstantiate", exec, graph, flags);
+}
 PL_EXPORT pl_err cudaGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
-    pl_inst_fn real = PL_REAL(pl_inst.inst_flags, "cudaGraphInstantiateWithFlags");
-    if (!real) return PL_UNKNOWN;
-    pl_err rc = real(exec, graph, flags);
-    pl_instantiated(rc, exec, graph, flags);
-    return rc;
+    return pl_instantiate_by(&pl_inst.inst_flags, "cudaGraphInstantiateWithFlags", exec, graph, flags);
 }
 /* cudaGraphInstantiateParams starts with its flags (driver_types.h) */
 PL_EXPORT pl_err cudaGraphInstantiateWithParams(void **exec, void *graph, void *params) {
