@@ -12,6 +12,9 @@
 #        --probe-nodes 3 and, in another process, --mode always (CUPTI's kernel records);
 #     3. specbench llama8b the same way (decode at concurrency 1, spec steps 3 at 16);
 #     joined on the CPU by profiler/device/probe_compare.py (range name, node index).
+#   PART=moe      the same for MoE graphs: torchbench torch-moe --check under the probe, and
+#                 specbench kimi-tp8 (decode c1, spec steps 3 c16) lite+probe against always;
+#                 files check_moe.txt, kimi_probe.tar.gz, kimi_always.tar.gz, run.log.
 #   PART=overhead what the probe costs: overhead_run.sh's loops sb_decode_c1, sb_spec_c16
 #                 and tb, processes alternating none / lite / probe (--mode lite
 #                 --probe-nodes 5), first run of each process dropped (overhead_tables.py).
@@ -31,6 +34,25 @@ if [ "$PART" = overhead ]; then
     SKIP_EAGER_SMOKE=1 SAMPLES=0 SB_REPEATS=${SB_REPEATS:-4} TB_REPEATS=${TB_REPEATS:-4} RUN_LIMIT_S=${RUN_LIMIT_S:-540} \
     OUT="$OUT" bash profiler/device/overhead_run.sh
   exit $?
+fi
+if [ "$PART" = moe ]; then   # MoE graphs: the check and the node times, torch-moe and specbench kimi-tp8
+  LOG=$OUT/run.log; W=$(mktemp -d /tmp/call33m.XXXXXX)
+  SP=$PWD/bin/specprof; SB=$PWD/bin/specbench; TB="python3 $PWD/profiler/bench/torchbench.py"
+  echo "=== torch-moe --check under the probe" | tee -a "$LOG"
+  timeout 150 $SP -o $W/chk --mode lite --probe-nodes 3 -- $TB --preset torch-moe --check > $OUT/check_moe.txt 2>&1
+  echo "rc $?" >> $OUT/check_moe.txt
+  grep -E "^# check|FAIL|Error" $OUT/check_moe.txt | head | tee -a "$LOG"
+  f=$(ls $W/chk/specprof.rank*.json* 2>/dev/null | head -1); [ -n "$f" ] && $SP check "$f" 2>&1 | grep -E "^node probe" | tee -a "$LOG"
+  COMMON="--preset kimi-tp8 --prompt-len 1024 --output-len 256 --cuda-graph-bs 1,2,8,24,64 --seed 1 --warmup 10 --seconds 0.5"
+  for m in probe always; do
+    opt="--mode always"; [ $m = probe ] && opt="--mode lite --probe-nodes 3"
+    timeout 90 $SP -o $W/k$m/d $opt -- $SB $COMMON --mode baseline --concurrency 1 > $W/k$m.d.out 2>&1; echo "kimi $m decode rc $?" | tee -a "$LOG"
+    timeout 90 $SP -o $W/k$m/s $opt -- $SB $COMMON --mode spec --steps 3 --alpha 0.7 --concurrency 16 > $W/k$m.s.out 2>&1; echo "kimi $m spec rc $?" | tee -a "$LOG"
+    for f in $W/k$m/*/specprof.rank*.json*; do $SP check "$f" 2>&1 | grep -E "^node probe|^kernels|^INCOMPLETE|^file" | tee -a "$LOG"; done
+  done
+  (cd $W && tar czf $OUT/kimi_probe.tar.gz kprobe && tar czf $OUT/kimi_always.tar.gz kalways)
+  ls -la $OUT | tee -a "$LOG"
+  exit 0
 fi
 W=$(mktemp -d /tmp/call33.XXXXXX)
 LOG=$OUT/run.log
