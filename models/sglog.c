@@ -223,27 +223,54 @@ int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err
     return 1;
 }
 
+/* The source the lines come from, counting the bytes of text it hands out (inflated): where a
+ * cut gzip log's text ends, for its warning. */
+typedef struct {
+    psrc base;
+    psrc *in;
+    unsigned long long text_bytes;
+} sg_count;
+
+static ssize_t sg_count_read(psrc *s, char *buf, size_t cap, char *err, size_t errlen)
+{
+    sg_count *c = (sg_count *)s;
+    ssize_t r = c->in->read(c->in, buf, cap, err, errlen);
+    if (r > 0)
+        c->text_bytes += (unsigned long long)r;
+    return r;
+}
+
 int sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen)
 {
     pgz *z;
     if (pgz_open(path, &z, err, errlen))
         return -1;
+    if (g->read_to_cut)
+        pgz_read_to_cut(z);
+    sg_count cnt = {{sg_count_read, pgz_src(z)->label, 0}, pgz_src(z), 0};
     psrc_lines L;
-    if (psrc_lines_init(&L, pgz_src(z), SGLOG_MAX_LINE)) {
+    if (psrc_lines_init(&L, &cnt.base, SGLOG_MAX_LINE)) {
         pgz_close(z);
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
     L.cut_long = 1;
     const char *ln;
-    size_t len, lines = 0, decode = 0;
-    int got, rc = -1;
+    size_t len, lines = 0, decode = 0, dropped = 0;
+    int got, rc = -1, dropped_decode = 0;
     char perr[200];
     while ((got = psrc_lines_next(&L, &ln, &len, err, errlen)) == 1) {
-        lines++;
-        g->cut_lines += L.cut;
         sglog_interval iv;
         int r = sglog_parse_line(ln, len, &iv, perr, sizeof perr);
+        /* the text of a gzip stream cut short ends where inflating stopped: its last line lost
+         * its end (it reached the end of the input, so pgz_cut already knows) */
+        if (L.unterminated && pgz_cut(z)) {
+            dropped = len;
+            dropped_decode = r != 0;
+            break;
+        }
+        lines++;
+        g->cut_lines += L.cut;
         if (r == 0) {
             g->other_lines++;
             if (!L.cut && memmem(ln, len, "server_args=ServerArgs(", 23)) {
@@ -305,11 +332,23 @@ int sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen)
     g->nul_bytes += L.nul_bytes;
     if (got < 0)
         goto out;
+    char cutnote[200] = "";
+    if (pgz_cut(z)) {
+        g->gz_cut_files++;
+        g->gz_cut.file = fi;
+        g->gz_cut.lines = lines;
+        g->gz_cut.text_bytes = cnt.text_bytes - dropped;
+        g->gz_cut.file_bytes = pgz_src(z)->bytes_in;
+        g->gz_cut.dropped_bytes = dropped;
+        g->gz_cut.dropped_decode = dropped_decode;
+        snprintf(cutnote, sizeof cutnote, " before the cut (the gzip stream ends without its trailer "
+                 "after %llu bytes, %llu bytes of text: cut short?)", g->gz_cut.file_bytes, cnt.text_bytes);
+    }
     if (decode == 0) {
-        snprintf(err, errlen, "%s: field \"Decode batch\": no such line among %zu lines: not "
+        snprintf(err, errlen, "%s: field \"Decode batch\": no such line among %zu lines%s: not "
                  "an SGLang server log, or one written above log level INFO (SGLang writes "
                  "\"Decode batch, #running-req: N, #token: T, ..., gen throughput (token/s): G, "
-                 "#queue-req: Q\" every --decode-log-interval steps)", path, lines);
+                 "#queue-req: Q\" every --decode-log-interval steps)", path, lines, cutnote);
         goto out;
     }
     rc = 0;

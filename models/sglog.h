@@ -38,6 +38,21 @@ typedef struct {
     size_t bad_lines;             /* "Decode batch" lines whose fields do not parse, or cut */
     size_t cut_lines;             /* lines over 1 MiB (sglog.c), cut and read as other lines */
     size_t nul_bytes;             /* NUL bytes skipped before lines (a log truncated in place) */
+    /* Set by the caller before sglog_read: a gzip log whose stream ends without its trailer (a
+     * .log.gz copied while gzip was writing it, or cut short) is read as the plain log cut
+     * where its text ends, up to its last whole line (the line cut short is left out: where a
+     * plain log's last line lacks only its newline, this one lost its end), and gz_cut says
+     * so. 0: such a file is refused (pgz_read_to_cut), for a caller that cannot warn. */
+    int    read_to_cut;
+    size_t gz_cut_files;          /* such files read so far; the last one's numbers: */
+    struct {
+        int    file;              /* its index (fi) */
+        size_t lines;             /* its whole lines, read */
+        unsigned long long text_bytes;    /* its text up to the end of its last whole line */
+        unsigned long long file_bytes;    /* its compressed bytes: where the file ends */
+        unsigned long long dropped_bytes; /* the line cut short at the end, left out */
+        int    dropped_decode;    /* that line was a Decode batch line */
+    } gz_cut;
     size_t rank_copies;           /* intervals left out by sglog_drop_rank_copies */
     size_t first_bad_line;
     char   first_bad[400];
@@ -61,8 +76,9 @@ void sglog_free(sglog *g);
 int  sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err, size_t errlen);
 
 /* Reads a whole log (plain or gzip) and appends its intervals with file index fi. Returns
- * 0, or -1 with err: unreadable, or a file with no Decode batch line at all (naming the
- * file, the lines read and what a Decode batch line looks like). */
+ * 0, or -1 with err: unreadable (a gzip stream cut short too, unless g->read_to_cut), or a
+ * file with no Decode batch line at all (naming the file, the lines read and what a Decode
+ * batch line looks like). */
 int  sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen);
 
 /* Leaves out the copies of one batch that several ranks log, once every file is read. SGLang

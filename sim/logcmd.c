@@ -201,6 +201,20 @@ static double log_acc_row(const sglog_interval *const *v, size_t n, const pm_sha
     return s;
 }
 
+/* Says once, on stderr, that path (just read) was a gzip log cut short: read up to its last
+ * whole line, the bytes read, where the file ends and what was left out. */
+static void log_warn_gz_cut(const char *path, const sglog *g)
+{
+    char dropped[160] = "";
+    if (g->gz_cut.dropped_bytes)
+        snprintf(dropped, sizeof dropped, "; the %llu bytes of the line cut short after it%s left out",
+                 g->gz_cut.dropped_bytes, g->gz_cut.dropped_decode ? " (a Decode batch line)" : "");
+    fprintf(stderr, "specsim log: warning: %s: the gzip stream ends without its trailer after %llu bytes "
+            "(a log copied while gzip was writing it, or cut short): read as the log cut there, up to its "
+            "last whole line (line %zu, %llu bytes of text)%s\n", path, g->gz_cut.file_bytes, g->gz_cut.lines,
+            g->gz_cut.text_bytes, dropped);
+}
+
 int logcmd_main(int argc, char **argv)
 {
     const char *files[LOG_MAX_FILES], *args_path = NULL, *shape_flag = NULL, *model = NULL;
@@ -266,11 +280,16 @@ int logcmd_main(int argc, char **argv)
     log_index index = {NULL, 0};
     double *errs = NULL;
     const sglog_interval **acc = NULL;
-    for (int f = 0; f < nfiles; f++)
+    g.read_to_cut = 1;   /* a .log.gz cut short reads as the plain log cut there, said below */
+    for (int f = 0; f < nfiles; f++) {
+        size_t cut_before = g.gz_cut_files;
         if (sglog_read(&g, files[f], f, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             goto out;
         }
+        if (g.gz_cut_files > cut_before)
+            log_warn_gz_cut(files[f], &g);
+    }
     sglog_drop_rank_copies(&g);
     if (g.n == 0) {     /* Decode batch lines, none of them read: nothing to report on */
         fprintf(stderr, "specsim log: every one of the %zu \"Decode batch\" lines is unparsable; "

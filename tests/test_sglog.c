@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define LOG "tests/data/sglang/server-eagle.log"
 
@@ -229,6 +230,119 @@ static void sglog_leaves_out_a_last_line_cut_short(void)
           g.n, g.bad_lines, err);
     sglog_free(&g);
     remove(path);
+}
+
+/* A .log.gz cut short (copied while gzip was writing it, or cut: no gzip trailer) was refused
+ * ("gzip stream cut off") while the .log cut at the same place was read up to the cut. Cut at a
+ * third, a half and 9/10 of its compressed bytes, and just before its 8-byte trailer, it reads as
+ * the plain log holding what inflates up to the cut, cut back to its last whole line: the same
+ * intervals, and the cut said once with the bytes read; a caller that cannot warn (--ctx-log)
+ * still gets the refusal. */
+static void sglog_reads_a_cut_gzip_log_up_to_its_last_whole_line(void)
+{
+    const char *gz = "/tmp/test_sglog_cut.log.gz", *plain = "/tmp/test_sglog_cut_plain.log";
+    size_t cap = 1 << 20, tlen = 0;
+    char *text = malloc(cap), *inflated = malloc(cap + 1);
+    unsigned char *zbuf = malloc(cap);
+    if (!text || !inflated || !zbuf) {
+        CHECK(0, "out of memory");
+        goto out;
+    }
+    tlen += (size_t)snprintf(text, cap, "[2025-11-03 10:00:00] server_args=ServerArgs(model_path='m', "
+                             "speculative_num_steps=3, speculative_eagle_topk=1, speculative_num_draft_tokens=4)\n");
+    for (int i = 0; i < 2000; i++)   /* seeded values: a log deflate cannot shrink to nothing */
+        tlen += (size_t)snprintf(text + tlen, cap - tlen, "[2025-11-03 10:%02d:%02d TP0] Decode batch, #running-req: "
+                                 "%d, #token: %d, token usage: 0.%02d, accept len: %d.%02d, cuda graph: True, gen "
+                                 "throughput (token/s): %d.%02d, #queue-req: %d\n", i / 60 % 60, i % 60,
+                                 1 + (i * 7919) % 160, (i * 104729) % 90000, i % 100, 1 + i % 3, (i * 31) % 100,
+                                 (i * 613) % 9000, i % 100, i % 5);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+    z.next_in = (unsigned char *)text;
+    z.avail_in = (uInt)tlen;
+    z.next_out = zbuf;
+    z.avail_out = (uInt)cap;
+    deflate(&z, Z_FINISH);
+    size_t zlen = cap - z.avail_out;
+    deflateEnd(&z);
+    int read_some = 0;
+    for (int c = 0; c < 4; c++) {
+        size_t cut = c == 3 ? zlen - 8 : zlen * (size_t)(c == 0 ? 3 : c == 1 ? 5 : 9) / 10;
+        FILE *f = fopen(gz, "wb");
+        fwrite(zbuf, 1, cut, f);
+        fclose(f);
+        /* what inflates from the cut bytes, back to its last whole line: the plain log */
+        memset(&z, 0, sizeof z);
+        inflateInit2(&z, 15 + 16);
+        z.next_in = zbuf;
+        z.avail_in = (uInt)cut;
+        z.next_out = (unsigned char *)inflated;
+        z.avail_out = (uInt)cap;
+        inflate(&z, Z_SYNC_FLUSH);
+        size_t il = cap - z.avail_out, whole = il;
+        inflateEnd(&z);
+        while (whole && inflated[whole - 1] != '\n')
+            whole--;
+        int cut_decode = memmem(inflated + whole, il - whole, "Decode batch", 12) != NULL;
+        inflated[whole] = 0;
+        f = fopen(plain, "w");
+        fputs(inflated, f);
+        fclose(f);
+        sglog gp, gg;
+        char errp[600] = "", err[600] = "";
+        sglog_init(&gp);
+        sglog_init(&gg);
+        gg.read_to_cut = 1;
+        int rp = sglog_read(&gp, plain, 0, errp, sizeof errp), rg = sglog_read(&gg, gz, 0, err, sizeof err);
+        CHECK(rp == 0 && rg == 0, "cut at %zu of %zu compressed bytes (%zu of text): plain rc %d (%s), gzip rc %d "
+              "(%s)", cut, zlen, il, rp, errp, rg, err);
+        if (rp == 0 && rg == 0) {
+            read_some++;
+            int same = gg.n == gp.n && gg.lines == gp.lines && gg.bad_lines == 0 && gp.bad_lines == 0 &&
+                       (gg.server_args != NULL) == (gp.server_args != NULL);
+            for (size_t i = 0; same && i < gg.n; i++)
+                same = gg.iv[i].line == gp.iv[i].line && gg.iv[i].running_req == gp.iv[i].running_req &&
+                       gg.iv[i].kv_tokens == gp.iv[i].kv_tokens && gg.iv[i].gen_tok_s == gp.iv[i].gen_tok_s &&
+                       gg.iv[i].queue_req == gp.iv[i].queue_req;
+            CHECK(same, "cut %d: gzip %zu intervals, %zu lines, %zu bad; plain %zu, %zu, %zu", c, gg.n, gg.lines,
+                  gg.bad_lines, gp.n, gp.lines, gp.bad_lines);
+            CHECK(gg.gz_cut_files == 1 && gp.gz_cut_files == 0 && gg.gz_cut.lines == gg.lines &&
+                  gg.gz_cut.text_bytes == whole && gg.gz_cut.dropped_bytes == il - whole &&
+                  gg.gz_cut.file_bytes == cut && gg.gz_cut.dropped_decode == cut_decode,
+                  "cut %d: gz_cut files %zu lines %zu text %llu (want %zu) dropped %llu (want %zu, decode %d) file "
+                  "%llu (want %zu)", c, gg.gz_cut_files, gg.gz_cut.lines, gg.gz_cut.text_bytes, whole,
+                  gg.gz_cut.dropped_bytes, il - whole, gg.gz_cut.dropped_decode, gg.gz_cut.file_bytes, cut);
+            CHECK(c != 3 || (gg.n == 2000 && gg.gz_cut.dropped_bytes == 0), "trailer cut: %zu intervals", gg.n);
+        }
+        sglog_free(&gp);
+        sglog_free(&gg);
+        /* without read_to_cut: refused, naming the file */
+        sglog_init(&gg);
+        err[0] = 0;
+        CHECK(sglog_read(&gg, gz, 0, err, sizeof err) == -1 && strstr(err, gz) && strstr(err, "cut off"),
+              "cut %d, not read to the cut: %s", c, err);
+        sglog_free(&gg);
+        /* specsim log reads it and says so once, on stderr, with the bytes and the line */
+        if (c == 1) {
+            char *o = NULL, cmd[512], want[200];
+            snprintf(cmd, sizeof cmd, "log %s --spec-shape 3,1,4", gz);
+            snprintf(want, sizeof want, "warning: %s: the gzip stream ends without its trailer after %zu bytes", gz,
+                     cut);
+            int rc = sh(cmd, &o);
+            const char *w = o ? strstr(o, want) : NULL;
+            CHECK(rc == 0 && w && strstr(w, "last whole line (line ") && !strstr(w + 1, "warning:") &&
+                  strstr(o, "# acceptance per batch size"), "rc %d: %s", rc, o ? o : "");
+            free(o);
+        }
+    }
+    CHECK(read_some == 4, "only %d of the cut files read", read_some);
+    remove(gz);
+    remove(plain);
+out:
+    free(text);
+    free(inflated);
+    free(zbuf);
 }
 
 /* With no server_args.json, the shape comes from the arguments the server logged at start-up
@@ -796,6 +910,7 @@ int main(int argc, char **argv)
     RUN(sglog_reads_past_a_line_over_the_limit);
     RUN(sglog_reads_the_line_after_a_hole_of_nuls);
     RUN(sglog_leaves_out_a_last_line_cut_short);
+    RUN(sglog_reads_a_cut_gzip_log_up_to_its_last_whole_line);
     RUN(log_reads_the_shape_from_the_logged_server_args);
     RUN(log_reads_a_log_beside_an_ngram_server_args);
     RUN(log_predicts_with_every_captured_size_of_a_long_list);

@@ -358,6 +358,7 @@ int fz_sglog(const uint8_t *data, size_t n)
         a = b + 1;
     }
     sglog_init(&g);
+    g.read_to_cut = 1;   /* as specsim log reads: a gzip log cut short up to its last whole line */
     if (sglog_read(&g, fz_file(data, n), 0, err, sizeof err) == 0) {
         sglog_drop_rank_copies(&g);
         if (g.server_args) {    /* the logged ServerArgs(...) repr, read as a Python literal */
