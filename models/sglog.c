@@ -2,7 +2,8 @@
  * "Decode batch": right after SGLang's "[time ...] " prefix (whatever a collector put before
  * it), or at the line's start; then it is read as "key: value" pairs separated by ", ";
  * unknown keys (pre-allocated usage, #prealloc-req, est. decode TFLOPS/s, ...) are skipped,
- * so lines of releases with more fields still parse. */
+ * so lines of releases with more fields still parse. The server's arguments are found the
+ * same way: the line whose message starts with "server_args=ServerArgs(". */
 #include "sglog.h"
 #include "bounds.h"
 #include "pgz.h"
@@ -64,8 +65,8 @@ static void sg_ranks(const char *open, const char *pos, int *dp, int *pp, int *t
     }
 }
 
-/* Whether the text before tag (the first "Decode batch" of the line) is a prefix, so that the
- * line's message starts with the tag: what comes last before it, colour codes (ESC [ .. letter)
+/* Whether the text before tag (the first "Decode batch" or "server_args=ServerArgs(" of the
+ * line) is a prefix, so that the line's message starts with the tag: what comes last before it, colour codes (ESC [ .. letter)
  * and blanks aside, is the "]" of SGLang's "[time TP0] " (logging format "[%(asctime)s{prefix}]
  * %(message)s", sglang/srt/utils configure_logger), or nothing at all; and the text before holds
  * no quote, but for Docker's json-file start {"log":". A prompt that quotes a log line
@@ -97,11 +98,19 @@ static int sg_message_start(const char *line, const char *tag, const char **open
     return 1;
 }
 
+/* The first tag of the line when the line's message starts with it (sg_message_start), else
+ * NULL; *open as there. */
+static const char *sg_message(const char *line, size_t len, const char *tag, size_t taglen, const char **open)
+{
+    const char *m = memmem(line, len, tag, taglen);
+    return m && sg_message_start(line, m, open) ? m : NULL;
+}
+
 int sglog_parse_line(const char *line, size_t len, sglog_interval *iv, char *err, size_t errlen)
 {
     static const char tag[] = "Decode batch";
-    const char *m = memmem(line, len, tag, sizeof tag - 1), *open;
-    if (!m || !sg_message_start(line, m, &open))
+    const char *open, *m = sg_message(line, len, tag, sizeof tag - 1, &open);
+    if (!m)
         return 0;
     const char *end = line + len, *p = m + sizeof tag - 1;
     /* a Decode batch line holds no backslash: one after the tag is the escaped line end of a
@@ -273,7 +282,13 @@ int sglog_read(sglog *g, const char *path, int fi, char *err, size_t errlen)
         g->cut_lines += L.cut;
         if (r == 0) {
             g->other_lines++;
-            if (!L.cut && memmem(ln, len, "server_args=ServerArgs(", 23)) {
+            /* the arguments' line is one whose message is them, as SGLang logs it (f"{server_args=}"
+             * after its "[time] " prefix): a prompt that quotes such a line (--log-requests:
+             * Receive: obj=GenerateReqInput(text='.. server_args=ServerArgs(..)')), logged before
+             * the server's own, was read as the server's arguments */
+            static const char sa[] = "server_args=ServerArgs(";
+            const char *open;
+            if (!L.cut && sg_message(ln, len, sa, sizeof sa - 1, &open)) {
                 if (!g->server_args && (g->server_args = malloc(len + 1))) {
                     memcpy(g->server_args, ln, len);
                     g->server_args[len] = 0;

@@ -57,7 +57,8 @@ typedef struct {
     size_t first_bad_line;
     char   first_bad[400];
     /* the `server_args=ServerArgs(...)` line the server logs at start-up (entrypoints/
-     * engine.py): the first one, NUL-terminated, freed by sglog_free; NULL when none */
+     * engine.py): the first line whose message starts with it (as a Decode batch line's does:
+     * not a prompt that quotes it), NUL-terminated, freed by sglog_free; NULL when none */
     char  *server_args;
     size_t server_args_len, server_args_lines;
     char   server_args_at[300];   /* "FILE: line N", for messages */

@@ -385,6 +385,62 @@ static void log_reads_the_shape_from_the_logged_server_args(void)
     rmdir(dir);
 }
 
+/* The server's arguments are the line whose message is them, as SGLang logs them (f"{server_args=}"
+ * after its "[time] " prefix). The text anywhere in a line was taken: a prompt logged by
+ * --log-requests that quotes such a line, or a message that mentions it, logged before the
+ * server's own line, gave the shape (steps 7 for 3). Every store of the line still reads. */
+static void sglog_takes_the_server_args_only_from_the_servers_line(void)
+{
+#define SA "server_args=ServerArgs(model_path='m', speculative_algorithm='EAGLE', speculative_num_steps=%d, " \
+           "speculative_eagle_topk=1, speculative_num_draft_tokens=4)"
+    static const char *quoting[] = {
+        "[2025-11-03 10:00:01] Receive: obj=GenerateReqInput(text=\"why? [2025-11-03 10:00:00] " SA "\", rid='a')",
+        "[2025-11-03 10:00:01 TP0] Finish: obj=GenerateReqInput(rid='a'), out={'text': '" SA "'}",
+        "{\"log\":\"[2025-11-03 10:00:01] Receive: obj=GenerateReqInput(text=\\\"" SA "\\\")\\n\",\"stream\":\"stdout\"}",
+        "[2025-11-03 10:00:01] Scheduler hit an exception: bad " SA,
+        "Traceback: " SA,
+    };
+    static const char *stores[] = {
+        "[2025-11-03 10:00:00] " SA,
+        SA,
+        "[2025-11-03 10:00:00 TP0] " SA,
+        "\033[36m(SGLangEngine pid=4711, ip=10.0.0.1)\033[0m [2025-11-03 10:00:00] " SA,
+        "\033[32m[2025-11-03 10:00:00]\033[0m " SA,
+        "{\"log\":\"[2025-11-03 10:00:00] " SA "\\n\",\"stream\":\"stderr\",\"time\":\"2025-11-03T10:00:00.1Z\"}",
+        "2025-11-03T10:00:00.123456789Z stderr F [2025-11-03 10:00:00] " SA,
+        "Nov 03 10:00:00 gpu7 python3[4711]: [2025-11-03 10:00:00] " SA,
+    };
+    const char *path = "/tmp/test_sglog_sa.log";
+    for (size_t i = 0; i < sizeof quoting / sizeof quoting[0] + sizeof stores / sizeof stores[0]; i++) {
+        int q = i < sizeof quoting / sizeof quoting[0];
+        const char *first = q ? quoting[i] : stores[i - sizeof quoting / sizeof quoting[0]];
+        FILE *f = fopen(path, "w");
+        fprintf(f, first, 7);
+        fputc('\n', f);
+        if (q) {   /* then the server's own line */
+            fprintf(f, "[2025-11-03 10:00:02] " SA, 3);
+            fputc('\n', f);
+        }
+        fputs(DECODE_LINE "\n", f);
+        fclose(f);
+        sglog g;
+        pm_shape sp;
+        char err[600] = "";
+        sglog_init(&g);
+        memset(&sp, 0, sizeof sp);
+        int rc = sglog_read(&g, path, 0, err, sizeof err);
+        int shape = rc == 0 && g.server_args &&
+                    phasemap_shape_repr(&sp, g.server_args, g.server_args_len, g.server_args_at, err, sizeof err) == 0;
+        CHECK(shape && g.server_args_lines == 1 && strstr(g.server_args_at, q ? "line 2" : "line 1") &&
+              sp.steps == (q ? 3 : 7), "%s line %zu: rc %d, %zu server_args lines, the one read at %s: steps %d (%s); "
+              "want %s", q ? "quoting" : "stored", i, rc, g.server_args_lines, g.server_args_at, sp.steps, err,
+              q ? "the server's line 2, steps 3" : "line 1, steps 7");
+        sglog_free(&g);
+    }
+#undef SA
+    remove(path);
+}
+
 /* An NGRAM server's server_args.json has speculative_num_steps null (server_args.py sets only
  * _eagle_topk and _num_draft_tokens for NGRAM): the acceptance table does not need the shape
  * and is printed, naming the field; --spec-shape gives the shape. Both exited 2. */
@@ -912,6 +968,7 @@ int main(int argc, char **argv)
     RUN(sglog_leaves_out_a_last_line_cut_short);
     RUN(sglog_reads_a_cut_gzip_log_up_to_its_last_whole_line);
     RUN(log_reads_the_shape_from_the_logged_server_args);
+    RUN(sglog_takes_the_server_args_only_from_the_servers_line);
     RUN(log_reads_a_log_beside_an_ngram_server_args);
     RUN(log_predicts_with_every_captured_size_of_a_long_list);
     RUN(log_alpha_reproduces_the_accept_length);
