@@ -866,6 +866,51 @@ static void pkineto_reads_host_times_in_exponent_form(void)
           "%s: host events %d, bad %zu: %s", err, hb.n, I.bad_events, I.first_bad);
 }
 
+/* A cpu_op's times are read from its text (pk_host, the fast path), a cuda_runtime call's by the
+ * parse; the fast path dropped the digits below the ns while the parse rounded them (through a
+ * double: an absolute time of 1.7e15 us with 4+ decimals has 20+ digits, a double 16), so the
+ * same time read by the two paths differed by up to ~125 ns. Both now round the decimal digits
+ * to the nearest ns, halves away from zero: each time below, written once as a cpu_op and once
+ * as a launch call, gives the same ns by both paths, and the ns its digits give. */
+static void pkineto_fast_path_and_parse_read_the_same_times(void)
+{
+    static const struct { const char *ts, *dur; int64_t s_ns, d_ns; } t[] = {
+        {"1733580000123456.7894", "12.3456", 1733580000123456789LL, 12346},
+        {"1733580000123456.7895", "0.0005", 1733580000123456790LL, 1},      /* halves: up */
+        {"1733580000123456.78949999", "0.00049", 1733580000123456789LL, 0},
+        {"1733580000123456.789612345678", "3.9999996", 1733580000123456790LL, 4000},
+        {"1733580000123456.789", "1.000", 1733580000123456789LL, 1000},     /* as Kineto writes */
+        {"\"1733580000123456.7896\"", "7", 1733580000123456790LL, 7000},   /* quoted (torch_npu) */
+        {"1.2339999999", "2.0004999", 1234, 2000},         /* ns / 1e3 in floating point */
+        {"-1.2345", "0.5", -1235, 500},                    /* halves away from zero */
+        {"999.9995", "0.0015", 1000000, 2},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char doc[1024], err[256] = "";
+        snprintf(doc, sizeof doc, "{\"traceEvents\": ["
+                 "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 7, "
+                 "\"ts\": %s, \"dur\": %s},"
+                 "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, "
+                 "\"tid\": 7, \"ts\": %s, \"dur\": %s, \"args\": {\"correlation\": 1}}"
+                 "]}", t[i].ts, t[i].dur, t[i].ts, t[i].dur);
+        hosts h;
+        pkineto_info I;
+        int rc = scan_hosts(doc, &h, &I, err, sizeof err);
+        CHECK(rc == 0 && h.n == 2 && I.cpu_ops == 1 && I.apis == 1 && I.bad_events == 0,
+              "ts %s: %s: host events %d, cpu_ops %zu, calls %zu, bad %zu %s", t[i].ts, err, h.n, I.cpu_ops, I.apis,
+              I.bad_events, I.first_bad);
+        if (rc != 0 || h.n != 2)
+            continue;
+        CHECK(h.s[0] == h.s[1] && h.e[0] == h.e[1], "ts %s dur %s: the fast path (cpu_op) %lld..%lld ns, the parse "
+              "(cuda_runtime) %lld..%lld ns", t[i].ts, t[i].dur, (long long)h.s[0], (long long)h.e[0],
+              (long long)h.s[1], (long long)h.e[1]);
+        for (int k = 0; k < 2; k++)
+            CHECK(h.s[k] == t[i].s_ns && h.e[k] - h.s[k] == t[i].d_ns, "ts %s dur %s, %s: %lld ns for %lld ns long, "
+                  "want %lld for %lld", t[i].ts, t[i].dur, k ? "parse" : "fast path", (long long)h.s[k],
+                  (long long)(h.e[k] - h.s[k]), (long long)t[i].s_ns, (long long)t[i].d_ns);
+    }
+}
+
 /* Counts and ids past their range are not cast: a correlation id of 1e30 saturated (every
  * record shared one id), bytes of -4096 became 2^64 - 4096. The event is skipped and named. */
 static void pkineto_skips_counts_out_of_range(void)
@@ -1257,6 +1302,7 @@ int main(int argc, char **argv)
     RUN(timport_keeps_relative_times_when_base_time_follows_the_events);
     RUN(pkineto_reads_times_written_as_strings);
     RUN(pkineto_reads_host_times_in_exponent_form);
+    RUN(pkineto_fast_path_and_parse_read_the_same_times);
     RUN(pkineto_skips_counts_out_of_range);
     RUN(pkineto_keeps_hip_launches_and_sync_calls);
     RUN(pkineto_reads_kernels_with_inf_and_nan_args);

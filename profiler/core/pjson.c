@@ -198,6 +198,62 @@ static const double pjson_pow10[23] = {
     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
 
+/* Rounding: to the nearest ns, because the digits below it are the writer's and say which ns
+ * is closest (a writer that divides ns by 1e3 in floating point prints 1.2339999 for 1.234 us:
+ * dropping them moved such a time down a ns, while the parse rounded); halves away from zero,
+ * as llround does (the rounding of the exponent forms, which only a parse reads), the same for
+ * negative times as for positive ones. From the digits, never through a double: at 1.7e15 us
+ * (an absolute CUPTI time) a double's step is 0.25 us, and 1733580000123456.7894 came out up to
+ * ~125 ns away from the ns its digits give. */
+int pjson_dec_milli(const char *text, size_t len, int64_t *milli, size_t *used)
+{
+    const char *p = text, *end = text + len;
+    int neg = p < end && *p == '-';
+    p += neg;
+    if (p >= end || *p < '0' || *p > '9')
+        return 0;
+    uint64_t m = 0;
+    int nfrac = -1, up = 0, over = 0;   /* decimals read (-1: no '.' yet); round up; past uint64 */
+    for (; p < end; p++) {
+        if (*p == '.' && nfrac < 0) {
+            nfrac = 0;
+            continue;
+        }
+        if (*p < '0' || *p > '9')
+            break;
+        if (nfrac >= 3) {               /* below the ns: the first of them rounds */
+            if (nfrac++ == 3)
+                up = *p >= '5';
+            continue;
+        }
+        if (m > (UINT64_MAX - 9) / 10)
+            over = 1;
+        else
+            m = m * 10 + (uint64_t)(*p - '0');
+        if (nfrac >= 0)
+            nfrac++;
+    }
+    for (int k = nfrac < 0 ? 0 : nfrac; k < 3 && !over; k++) {
+        if (m > UINT64_MAX / 10)
+            over = 1;
+        m *= 10;
+    }
+    m += (uint64_t)up;
+    if (over || m > (uint64_t)INT64_MAX)
+        return -1;
+    *milli = neg ? -(int64_t)m : (int64_t)m;
+    *used = (size_t)(p - text);
+    return 1;
+}
+
+/* v->milli of a plain decimal (pjson_dec_milli), saturated past int64. */
+static void pjson_set_dec_milli(pjson *v, const char *text, size_t len, int neg)
+{
+    size_t used;
+    if (pjson_dec_milli(text, len, &v->milli, &used) != 1)
+        v->milli = neg ? INT64_MIN : INT64_MAX;
+}
+
 /* A number without exponent and with at most 19 digits is read as an integer mantissa and a
  * count of decimals: the value x1000 (milli) comes out exact for up to 3 decimals (trace
  * timestamps in microseconds written to the ns), and the double is correctly rounded
@@ -205,7 +261,7 @@ static const double pjson_pow10[23] = {
  * goes through strtod. */
 static pjson *pjson_number(pjson_parser *ps) {
     const char *q = ps->p;
-    int is_int = 1, neg = 0, fast = 1, ndig = 0, nfrac = 0;
+    int is_int = 1, neg = 0, fast = 1, ndig = 0, nfrac = 0, plain = 1;   /* plain: no exponent */
     uint64_t mant = 0;
     if (q < ps->end && *q == '-') { neg = 1; q++; }
     if (q >= ps->end || !(*q >= '0' && *q <= '9')) { pjson_fail(ps, "bad number"); return NULL; }
@@ -216,11 +272,11 @@ static pjson *pjson_number(pjson_parser *ps) {
             else mant = mant * 10 + (uint64_t)(c - '0');
             if (!is_int) nfrac++;
         } else if (c == '.') {
-            if (!is_int) fast = 0;   /* a second '.': strtod judges */
+            if (!is_int) fast = plain = 0;   /* a second '.': strtod judges */
             is_int = 0;
         } else {
             is_int = 0;
-            fast = 0;
+            fast = plain = 0;
         }
         q++;
     }
@@ -259,8 +315,7 @@ static pjson *pjson_number(pjson_parser *ps) {
             v->milli = neg ? -(int64_t)m : (int64_t)m;
             v->milli_exact = 1;
         } else {
-            double m = v->num * 1000.0;
-            v->milli = m >= 9.2e18 ? INT64_MAX : m <= -9.2e18 ? INT64_MIN : (int64_t)llround(m);
+            pjson_set_dec_milli(v, ps->p, n, neg);   /* more than 3 decimals: rounded */
         }
         ps->p = q;
         return v;
@@ -281,8 +336,12 @@ static pjson *pjson_number(pjson_parser *ps) {
         if (errno == 0 && !*e) { v->is_int = 1; v->i = ll; }
         else v->i = pjson_sat64(v->num);
     } else v->i = pjson_sat64(v->num);
-    double m = v->num * 1000.0;
-    v->milli = m >= 9.2e18 ? INT64_MAX : m <= -9.2e18 ? INT64_MIN : (int64_t)llround(m);
+    if (plain) {   /* over 19 digits: from the digits, not the double (pjson_dec_milli) */
+        pjson_set_dec_milli(v, ps->p, n, neg);
+    } else {
+        double m = v->num * 1000.0;
+        v->milli = m >= 9.2e18 ? INT64_MAX : m <= -9.2e18 ? INT64_MIN : (int64_t)llround(m);
+    }
     ps->p = q;
     return v;
 }

@@ -18,7 +18,8 @@ struct pjson {
     int is_int;          /* NUM written without fraction/exponent and fits int64 */
     int64_t i;           /* NUM as integer (exact when is_int), BOOL as 0/1 */
     double num;          /* NUM as double */
-    int64_t milli;       /* NUM x 1000, rounded (a count of us as ns, of ms as us) */
+    int64_t milli;       /* NUM x 1000, rounded (a count of us as ns, of ms as us): a plain
+                            decimal by pjson_dec_milli, exactly; an exponent form from num */
     int milli_exact;     /* milli is exact: an integer, or at most 3 decimals, no exponent */
     const char *str;     /* STR: NUL-terminated UTF-8 (escapes decoded) */
     size_t len;          /* STR: bytes; ARR/OBJ: element count */
@@ -42,6 +43,16 @@ size_t pjson_arena_bytes(const pjson_arena *a);
  * err filled ("offset N: why"). Nesting deeper than 64 is refused. */
 int pjson_parse(pjson_arena *a, const char *text, size_t len, int allow_trailing_comma,
                 pjson **out, char *err, size_t errlen);
+
+/* The plain decimal at the start of text[0..len) ('-'? digits ('.' digits*)?, no exponent: how
+ * Kineto, Python and most writers print a time in us) times 1000 (us -> ns), rounded from its
+ * digits to the nearest integer, halves away from zero, exact whatever their count (a double
+ * holds 16 digits; an absolute time in us with 4+ decimals has 20+). The one rounding of such a
+ * number, for the parse (pjson_number: milli) and for readers that take a time from an event's
+ * text without a parse (pkineto.c), so both read the same ns. 1 with *milli and *used (the
+ * bytes read: the caller judges what follows them); 0 when text holds no such decimal; -1 when
+ * its value is past int64. */
+int pjson_dec_milli(const char *text, size_t len, int64_t *milli, size_t *used);
 
 /* Writes v as compact JSON into buf; returns the length or -1 when cap is too small.
  * Integers stay exact; other numbers use %.17g. */

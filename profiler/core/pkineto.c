@@ -260,10 +260,13 @@ static int pk_time_ok(int64_t t) { return t >= -PK_TIME_MAX && t <= PK_TIME_MAX;
 
 /* The integer (int64, exact) or x1000 value (milli: us -> ns) of "key": in an event's text,
  * without parsing the event: for the cpu_op events whose times only are needed. Reads the
- * plain decimal Kineto writes (fmtTs: "%.3f"), quoted or not. 1 and *out; 0 when the key is
- * not there; -1 when its value is not such a decimal (an exponent, 1e-05 or 1.5e+03, which
- * other writers of the format emit and which was read as 1 and 1.5; no digits; past the
- * times bounds.h allows): the caller parses the whole event. */
+ * plain decimal Kineto writes (fmtTs: "%.3f"), quoted or not; a time through pjson_dec_milli,
+ * the parse's own rounding of a decimal (digits below the ns round to the nearest ns, halves
+ * away from zero: they were dropped here while the parse rounded them, and a time read here
+ * and the same time read by the parse differed by up to ~125 ns). 1 and *out; 0 when the key
+ * is not there; -1 when its value is not such a decimal (an exponent, 1e-05 or 1.5e+03, which
+ * other writers of the format emit and which was read as 1 and 1.5; no digits; an integer
+ * with decimals; past the times bounds.h allows): the caller parses the whole event. */
 static int pk_peek_num(const char *text, size_t len, const char *key, int milli, int64_t *out)
 {
     size_t kl = strlen(key);
@@ -275,34 +278,29 @@ static int pk_peek_num(const char *text, size_t len, const char *key, int milli,
         p++;
     if (p < end && *p == '"')   /* a number written as a string (pk_ns) */
         p++;
-    int neg = p < end && *p == '-';
-    p += neg;
     int64_t v = 0;
-    int nd = 0, frac = -1;
-    for (; p < end && ((*p >= '0' && *p <= '9') || (*p == '.' && frac < 0)); p++) {
-        if (*p == '.') {
-            frac = 0;
-            continue;
-        }
-        if (frac >= 0 && frac >= 3) {
-            continue;          /* digits below the ns are dropped */
-        }
-        if (v > PK_TIME_MAX / 10)   /* past any time bounds.h allows (and before int64 overflows) */
+    if (milli) {
+        size_t used;
+        if (pjson_dec_milli(p, (size_t)(end - p), &v, &used) != 1)
             return -1;
-        v = v * 10 + (*p - '0');
-        nd++;
-        if (frac >= 0)
-            frac++;
-    }
-    if (!nd || (p < end && (*p == 'e' || *p == 'E' || *p == '.' || *p == '+' || *p == '-')))
-        return -1;
-    if (milli)
-        for (int f = frac < 0 ? 0 : frac; f < 3; f++) {
+        p += used;
+    } else {
+        int neg = p < end && *p == '-', nd = 0;
+        p += neg;
+        for (; p < end && *p >= '0' && *p <= '9'; p++, nd++) {
             if (v > PK_TIME_MAX / 10)
                 return -1;
-            v *= 10;
+            v = v * 10 + (*p - '0');
         }
-    *out = neg ? -v : v;
+        if (!nd)
+            return -1;
+        v = neg ? -v : v;
+    }
+    if (p < end && (*p == 'e' || *p == 'E' || *p == '.' || *p == '+' || *p == '-'))
+        return -1;
+    if (v > PK_TIME_MAX || v < -PK_TIME_MAX)   /* past any time bounds.h allows */
+        return -1;
+    *out = v;
     return 1;
 }
 
@@ -322,7 +320,8 @@ static int pk_host(pk *P, const char *text, size_t len)
         return PK_HOST_PARSE;
     if (!P->cb->host)
         return 0;
-    pk_peek_num(text, len, "\"tid\"", 0, &tid);
+    if (pk_peek_num(text, len, "\"tid\"", 0, &tid) < 0)   /* 12.5 was thread 125: the parse's */
+        return PK_HOST_PARSE;
     return P->cb->host(P->cb->user, tid, P->base_ns + ts, P->base_ns + ts + dur);
 }
 
