@@ -211,6 +211,10 @@ typedef struct {
      * (each cell predicted by the fit without it); -1: not cross-validated (fewer than 8
      * cells) */
     double loo_rel;
+    /* the same left-out errors split into a part proportional to the cell's cost and a part
+     * that is not (fit_resid_two_part): err^2 = (loo_frac * cost)^2 + loo_abs_us^2; loo_frac
+     * -1: not split (no cross-validation) */
+    double loo_frac, loo_abs_us;
     int    cols_dropped;              /* columns left out: fewer measurements than columns */
 } fit_group_stats;
 
@@ -219,6 +223,18 @@ typedef struct {
  * have it (loo_sweep/loo_smooth, else loo_rel), else the in-sample rms corrected for the
  * columns fitted. */
 double fit_group_resid_frac(const fit_group_stats *st);
+/* The same error in two parts where the cross-validation measured it per cell (loo_frac,
+ * loo_abs_us): *frac the part proportional to the group's cost, *abs_us the part that is not
+ * (wm_group resid_frac and resid_abs_us); elsewhere fit_group_resid_frac and 0. */
+void   fit_group_resid(const fit_group_stats *st, double *frac, double *abs_us);
+/* Splits n left-out errors, rel[i] relative to cost[i] (> 0), into a part proportional to
+ * the cost and a part that is not: least squares of rel^2 = frac^2 + abs_us^2 / cost^2, each
+ * cell weighing the same, both parts >= 0 (a negative one is dropped and the other refitted
+ * alone: frac^2 the mean of rel^2, or abs_us^2 the fit through the origin). The mean of
+ * rel^2 over the cells is kept (with an intercept; through the origin to least squares).
+ * Fewer than 3 cells or one cost: frac = the rms, abs_us = 0. */
+void   fit_resid_two_part(const double *rel, const double *cost, size_t n, double *frac,
+                          double *abs_us);
 
 /* Fits  us = base + per_token*max(0, tokens-knee) + per_token_all*tokens
  *            + per_expert*experts(tokens)

@@ -223,10 +223,46 @@ static double fg_fit_knee(const fit_point *pts, const size_t *use, const double 
  * with the batch size. Narrows avail[] in place. Needs FIT_CV_MIN_CELLS cells, else keeps
  * avail.
  * Returns 0, or -1 when out of memory. */
+void fit_resid_two_part(const double *rel, const double *cost, size_t n, double *frac,
+                        double *abs_us)
+{
+    double sy = 0, sx = 0;
+    for (size_t j = 0; j < n; j++) {
+        sy += rel[j] * rel[j];
+        sx += 1 / (cost[j] * cost[j]);
+    }
+    *frac = n ? sqrt(sy / (double)n) : 0;
+    *abs_us = 0;
+    if (n < 3)
+        return;
+    double mx = sx / (double)n, my = sy / (double)n, sxx = 0, sxy = 0, sx2 = 0, sx2y = 0;
+    for (size_t j = 0; j < n; j++) {
+        double x = 1 / (cost[j] * cost[j]), y = rel[j] * rel[j];
+        sxx += (x - mx) * (x - mx);
+        sxy += (x - mx) * (y - my);
+        sx2 += x * x;
+        sx2y += x * y;
+    }
+    /* one cost (or costs too alike to tell the parts apart): the relative part alone */
+    if (!(sxx > 1e-12 * sx2) || !(sxy > 0))
+        return;
+    double slope = sxy / sxx, icpt = my - slope * mx;
+    if (icpt >= 0) {
+        *frac = sqrt(icpt);
+        *abs_us = sqrt(slope);
+    } else {                 /* the absolute part alone, through the origin */
+        *frac = 0;
+        *abs_us = sqrt(sx2y / sx2);
+    }
+}
+
 static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_us,
-                             const fg_par *fp, int avail[NCOL], double *loo_rel)
+                             const fg_par *fp, int avail[NCOL], double *loo_rel,
+                             double *loo_frac, double *loo_abs_us)
 {
     *loo_rel = -1;
+    *loo_frac = -1;
+    *loo_abs_us = 0;
     if (ncell < FIT_CV_MIN_CELLS)
         return 0;
     int opt[NCOL], nopt = 0;
@@ -297,8 +333,11 @@ static int fg_choose_columns(const fit_cell *cells, size_t ncell, double floor_u
         for (size_t j = 0; j < ncell; j++) {
             double r = fmin(best_rel[j], FIT_LOO_REL_MAX);
             s2 += r * r;
+            best_rel[j] = r;
+            rel[j] = 1 / sqrt(w[j]);      /* the cell's cost (floored), for the split */
         }
         *loo_rel = sqrt(s2 / (double)ncell);
+        fit_resid_two_part(best_rel, rel, ncell, loo_frac, loo_abs_us);
     }
     free(cp);
     free(w);
@@ -770,8 +809,9 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     int avail[NCOL];
     fg_avail(&S, tknee, avail);
     /* which optional columns: the set that predicts left-out cells best */
-    double loo_rel;
-    if (fg_choose_columns(S.cells, S.ncell, S.floor_us, &S.fp, avail, &loo_rel) < 0) {
+    double loo_rel, loo_frac, loo_abs_us;
+    if (fg_choose_columns(S.cells, S.ncell, S.floor_us, &S.fp, avail, &loo_rel, &loo_frac,
+                          &loo_abs_us) < 0) {
         fg_oom(&S, err, errlen);
         goto out;
     }
@@ -788,6 +828,8 @@ static int fg_fit_one(const fit_point *pts, size_t n, const fit_group_ctx *c, do
     if (st) {
         fg_stats(&S, best, best_knee, best_chisq, st);
         st->loo_rel = loo_rel;
+        st->loo_frac = loo_frac;
+        st->loo_abs_us = loo_abs_us;
         st->cols_dropped = dropped;
     }
     rc = 0;

@@ -165,6 +165,17 @@ double fit_group_resid_frac(const fit_group_stats *st)
     return st->rms_rel;
 }
 
+void fit_group_resid(const fit_group_stats *st, double *frac, double *abs_us)
+{
+    *abs_us = 0;
+    *frac = fit_group_resid_frac(st);
+    /* the cross-validation's errors, where they are the residual (no sweep compared) */
+    if (!(st->loo_sweep >= 0 && st->loo_smooth >= 0) && st->loo_rel >= 0 && st->loo_frac >= 0) {
+        *frac = st->loo_frac;
+        *abs_us = st->loo_abs_us;
+    }
+}
+
 /* Group g's launch profile from the phase's eager instances (fit_match.c's P->POS): its
  * shares normalized; none where no eager instance held the group. */
 static void fph_launch_profile(const fr_phase *P, int g, wm_group *wg)
@@ -244,7 +255,7 @@ static int fph_group(fr_run *R, int p, int g, int skip_lb, int kv_rows, fph_buf 
                 wg->name, pr->grp[g].st.sweep_kept == 2 ? "GEMM sweep + smooth fit of the rest kept"
                 : pr->grp[g].st.sweep_kept ? "GEMM sweep (scaled) kept" : "smooth fit kept",
                 100 * pr->grp[g].st.loo_sweep, 100 * pr->grp[g].st.loo_smooth);
-    wg->resid_frac = fit_group_resid_frac(&pr->grp[g].st);
+    fit_group_resid(&pr->grp[g].st, &wg->resid_frac, &wg->resid_abs_us);
     if (pr->grp[g].st.cols_dropped > 0)
         fit_run_warn(R, "phase %s: group %s: seen in %d configurations, fewer measurements than "
                      "the terms they vary in: %d term(s) left out (base and tokens kept first; "

@@ -228,7 +228,8 @@ static const char *const wm_group_keys[] = {
     "per_kv_ktoken_us", "per_kvq_ktoken_us", "q_tile", "per_token_all_us", "sd_frac",
     "wave_blocks0", "wave_blocks_per_token", "wave_blocks_per_expert", "wave_blocks_max",
     "wave_capacity", "per_wave_us", "sweep_scale", "sweep_phase", "per_kvq2_ktoken_us",
-    "q_tile_knee", "resid_frac", "latency_bound", "source", "q_min", "launch_pos", NULL,
+    "q_tile_knee", "resid_frac", "resid_abs_us", "latency_bound", "source", "q_min",
+    "launch_pos", NULL,
 };
 
 /* A group's launch profile (launch_pos): WM_POS_BINS shares in [0, 1] summing to 1 (to
@@ -288,6 +289,7 @@ static int wm_parse_group(const wm_ctx *c, const cJSON *g, const char *base, wm_
         wm_num(c, g, "per_wave_us", base, 0, 0, &bnd_slope_us, &out->per_wave_us) != 0 ||
         wm_num(c, g, "sd_frac", base, 0, 0, &bnd_frac, &out->sd_frac) != 0 ||
         wm_num(c, g, "resid_frac", base, 0, 0, &bnd_frac, &out->resid_frac) != 0 ||
+        wm_num(c, g, "resid_abs_us", base, 0, 0, &bnd_cost_us, &out->resid_abs_us) != 0 ||
         wm_num(c, g, "sweep_scale", base, 0, 0, &bnd_factor, &out->sweep_scale) != 0 ||
         wm_str(c, g, "source", base, 0, out->source, sizeof out->source) != 0)
         return -1;
@@ -804,6 +806,8 @@ static cJSON *wm_group_json(const wm_group *g)
     cJSON_AddNumberToObject(o, "sd_frac", g->sd_frac);
     if (g->resid_frac != 0)          /* older readers do not know the keys */
         cJSON_AddNumberToObject(o, "resid_frac", g->resid_frac);
+    if (g->resid_abs_us != 0)
+        cJSON_AddNumberToObject(o, "resid_abs_us", g->resid_abs_us);
     if (g->latency_bound)
         cJSON_AddBoolToObject(o, "latency_bound", 1);
     if (g->source[0])   /* derived groups only: fitted files stay as they were */

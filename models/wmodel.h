@@ -102,6 +102,11 @@ typedef struct {
     /* its phase's expert_row_exp (wm_phase_model), copied here by the reader and the fit so
      * that a group prices its experts alone; not a key of the file's group objects */
     double expert_row_exp;
+    /* prediction intervals: the part of the group's error at an untraced configuration that
+     * does not grow with its cost, us a forward (docs/fit.md "Residuals": the fit's left-out
+     * cells split in two); with it, the error of a forward of cost c is sqrt((resid_frac c)^2 +
+     * resid_abs_us^2) (sim/interval.c). 0 in files without it: resid_frac c. */
+    double resid_abs_us;
 } wm_group;
 
 /* The GEMMs of a forward timed alone at a list of token counts (specbench --gemm-sweep):

@@ -1,7 +1,8 @@
 /* interval: the propagation of interval.h. Model errors are systematic for a configuration
  * (a group priced 3% high is 3% high in every iteration), so a group's error moves the
- * window's GPU time by resid_frac times that group's whole GPU time in it; groups are taken
- * as independent of each other, a carry's kinds as one error each. Every microsecond of GPU
+ * window's GPU time by resid_frac times that group's whole GPU time in it, and by its
+ * resid_abs_us in each of its forwards (interval_group_err_us); groups are taken as
+ * independent of each other, a carry's kinds as one error each. Every microsecond of GPU
  * time is taken to move the window by a microsecond (the GPU is the critical path: true when
  * the host never holds the GPU back; otherwise the interval is wider than it need be). */
 #include "interval.h"
@@ -22,6 +23,7 @@ void interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
         const wm_group *g = &pm->groups[i];
         double u = weight * wm_group_us_q(m, g, tokens, kv_tokens, q_per_row);
         a->group_us[rp][i] += u;
+        a->group_abs_us[rp][i] += weight * g->resid_abs_us;
         all += u;
         carry_split(m, g, tokens, kv_tokens, q_per_row, &mem, &comp, &lat);
     }
@@ -31,6 +33,14 @@ void interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
     a->kind_us[INTERVAL_MEM] += weight * mem;
     a->kind_us[INTERVAL_COMP] += weight * comp;
     a->kind_us[INTERVAL_LAT] += weight * lat;
+}
+
+double interval_group_err_us(double resid_frac, double abs_us, double group_us)
+{
+    double rel = resid_frac * group_us;
+    if (!(abs_us > 0))
+        return rel;
+    return fmin(hypot(rel, abs_us), fmax(resid_frac, 1.0) * group_us);
 }
 
 void interval_model(const interval_acc *a, const wm_model *m, double window_us,
@@ -45,7 +55,10 @@ void interval_model(const interval_acc *a, const wm_model *m, double window_us,
         return;
     for (int p = 0; p < WM_NPHASE; p++) {
         for (int i = 0; i < m->phase[p].ngroups; i++) {
-            double sd = m->phase[p].groups[i].resid_frac * a->group_us[p][i] / window_us;
+            const wm_group *g = &m->phase[p].groups[i];
+            double sd = interval_group_err_us(g->resid_frac, g->resid_abs_us > 0 ?
+                                              a->group_abs_us[p][i] : 0, a->group_us[p][i]) /
+                        window_us;
             out->phase_var[p] += sd * sd;
             if (p == WM_VERIFY || p == WM_ACCEPT)
                 out->group_sd[p == WM_ACCEPT][i] = (float)sd;

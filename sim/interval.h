@@ -38,6 +38,9 @@ typedef struct {
  * zeroed (memset or calloc) before the first add. */
 typedef struct {
     double group_us[WM_NPHASE][WM_GROUPS_MAX];
+    /* the part of each group's error that does not grow with its cost (resid_abs_us per
+     * forward), summed over the window's forwards: the same in every forward */
+    double group_abs_us[WM_NPHASE][WM_GROUPS_MAX];
     double kind_us[INTERVAL_NKIND];
     /* per model phase: GPU time of graph replays at a size without a factor of its own
      * (wm graph_size_factors), whose error is the phase's graph_size_sd */
@@ -49,6 +52,11 @@ typedef struct {
  * graph captured at that many rows (0: eager). */
 void   interval_acc_add(interval_acc *a, const wm_model *m, int p, double tokens,
                         double kv_tokens, double q_per_row, double weight, int graph_size);
+/* A group's model error over a window, us: resid_frac x its GPU time in the window
+ * (group_us) and abs_us (resid_abs_us x its forwards there), independent parts, at most
+ * max(resid_frac, 1) x group_us (the fit counts a cell's error up to its whole cost);
+ * resid_frac x group_us where abs_us is 0. */
+double interval_group_err_us(double resid_frac, double abs_us, double group_us);
 /* The model parts of out (phase_var, kind_sd) for a window of window_us; run_var and
  * est_var are left as they are. */
 void   interval_model(const interval_acc *a, const wm_model *m, double window_us,

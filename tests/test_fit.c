@@ -2442,6 +2442,89 @@ static void fit_group_residual_is_out_of_sample(void)
     free(st.cell);
 }
 
+/* A group's left-out errors split into a part proportional to its cost and a part that is not
+ * (fit_resid_two_part; docs/fit.md "Residuals"): exact on errors made of the two parts, the
+ * rms where they cannot be told apart. Then on a fitted group whose cells sit 6 us off its
+ * line one way or the other (a misfit that does not grow with the cost: at 1 token 29% of
+ * it, at 2048 tokens 0.3%) and 1% off in proportion: the split's error at the 3 largest and
+ * the 3 smallest cells within a factor 2 of the brute force's there (each cell predicted by
+ * fit_group without it), where one relative residual over all cells, the rms, overstates the
+ * large cells' error 3x or more. Fails without the split (resid_abs_us 0, resid_frac the
+ * rms). */
+static void fit_group_residual_splits_by_cost(void)
+{
+    double c[6] = {10, 30, 100, 300, 1000, 3000}, rel[6], f, a;
+    for (int i = 0; i < 6; i++)
+        rel[i] = sqrt(0.02 * 0.02 + 8.0 * 8.0 / (c[i] * c[i]));
+    fit_resid_two_part(rel, c, 6, &f, &a);
+    CHECK_NEAR(f, 0.02, 1e-9, 0);
+    CHECK_NEAR(a, 8, 1e-6, 0);
+    double same[3] = {50, 50, 50}, r3[3] = {0.1, 0.2, 0.3};
+    fit_resid_two_part(r3, same, 3, &f, &a);          /* one cost: the rms */
+    CHECK_NEAR(f, sqrt((0.01 + 0.04 + 0.09) / 3), 1e-12, 0);
+    CHECK(a == 0, "one cost: absolute part %g", a);
+    double up[3] = {0.05, 0.10, 0.20};                  /* larger where the cost is: relative */
+    fit_resid_two_part(up, c, 3, &f, &a);
+    CHECK_NEAR(f, sqrt((0.0025 + 0.01 + 0.04) / 3), 1e-12, 0);
+    CHECK(a == 0, "errors growing with the cost: absolute part %g", a);
+    for (int i = 0; i < 6; i++)                          /* absolute alone: through the origin */
+        rel[i] = 5.0 / c[i];
+    fit_resid_two_part(rel, c, 6, &f, &a);
+    CHECK(f < 1e-6, "an absolute error alone: relative part %g", f);
+    CHECK_NEAR(a, 5, 1e-9, 0);
+
+    enum { NC = 12, PER = 4 };
+    fit_point p[NC * PER], q[NC * PER];
+    double tok[NC], mean[NC];
+    size_t n = 0;
+    for (int i = 0; i < NC; i++) {
+        tok[i] = (double)(1 << i);                      /* 1 .. 2048 tokens */
+        double line = 20 + tok[i], off = (i % 2 ? 6.0 : -6.0), prop = ((i / 2) % 2 ? 0.01 : -0.01);
+        mean[i] = line * (1 + prop) + off;
+        for (int j = 0; j < PER; j++)
+            p[n++] = (fit_point){.tokens = tok[i], .kv_tokens = 0, .trace = 0,
+                                 .us = mean[i] * (1 + 0.001 * (j - 1.5))};
+    }
+    const char *names[] = {"a.json"};
+    fit_group_ctx ctx = {.trace_names = names, .ntraces = 1, .phase = "verify", .group = "norm"};
+    static wm_model zm;
+    wm_init(&zm);
+    wm_group g;
+    fit_group_stats st;
+    char err[512];
+    CHECK(fit_group(p, n, &ctx, &g, &st, err, sizeof err) == 0, "%s", err);
+    double loo[NC];
+    for (int out = 0; out < NC; out++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (p[i].tokens != tok[out])
+                q[m++] = p[i];
+        wm_group h;
+        CHECK(fit_group(q, m, &ctx, &h, NULL, err, sizeof err) == 0, "%s", err);
+        loo[out] = fmin(fabs(wm_group_us(&zm, &h, tok[out], 0) - mean[out]) / mean[out], 1.0);
+    }
+    double frac, abs_us;
+    fit_group_resid(&st, &frac, &abs_us);
+    double bl = 0, bs = 0, ml = 0, ms = 0;
+    for (int k = 0; k < 3; k++) {
+        int lo = k, hi = NC - 1 - k;
+        bs += loo[lo] * loo[lo] / 3;
+        bl += loo[hi] * loo[hi] / 3;
+        ms += (frac * frac + abs_us * abs_us / (mean[lo] * mean[lo])) / 3;
+        ml += (frac * frac + abs_us * abs_us / (mean[hi] * mean[hi])) / 3;
+    }
+    printf("     split: %.2f%% + %.2f us (rms %.2f%%); at the 3 smallest cells %.2f%% (brute force "
+           "%.2f%%), at the 3 largest %.2f%% (brute force %.2f%%)\n", 100 * frac, abs_us,
+           100 * st.loo_rel, 100 * sqrt(ms), 100 * sqrt(bs), 100 * sqrt(ml), 100 * sqrt(bl));
+    CHECK(sqrt(ml) < 2 * sqrt(bl) && sqrt(ml) > 0.5 * sqrt(bl), "largest cells: %.4f against %.4f",
+          sqrt(ml), sqrt(bl));
+    CHECK(sqrt(ms) < 2 * sqrt(bs) && sqrt(ms) > 0.5 * sqrt(bs), "smallest cells: %.4f against %.4f",
+          sqrt(ms), sqrt(bs));
+    CHECK(st.loo_rel > 3 * sqrt(bl), "the rms (%.4f) does not overstate the large cells' error "
+          "(%.4f)", st.loo_rel, sqrt(bl));
+    free(st.cell);
+}
+
 /* Host work that grows with the running requests (the generator's scheduler: 4 us per
  * request before the iteration's first phase, on top of its fixed gaps) is recovered (within 15%: three request counts) as the
  * gap's slope of the first phases (draft, decode) and priced by the simulator: batches the
@@ -2763,6 +2846,7 @@ int main(int argc, char **argv)
     RUN(fit_host_gap_grows_with_requests);
     RUN(fit_kv_rows_follow_what_padded_rows_cost);
     RUN(fit_group_residual_is_out_of_sample);
+    RUN(fit_group_residual_splits_by_cost);
     RUN(fit_windowed_capture_matches_whole_one);
     RUN(validate_sh_runs_on_synthetic_data);
     return check_done();

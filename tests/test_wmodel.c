@@ -71,7 +71,8 @@ static void check_same_model(const wm_model *a, const wm_model *b)
                   g->wave_blocks_max == h->wave_blocks_max &&
                   g->wave_capacity == h->wave_capacity && g->per_wave_us == h->per_wave_us &&
                   g->q_min == h->q_min &&
-                  g->resid_frac == h->resid_frac && g->latency_bound == h->latency_bound,
+                  g->resid_frac == h->resid_frac && g->resid_abs_us == h->resid_abs_us &&
+                  g->latency_bound == h->latency_bound,
                   "phase %s group %d (%s) differs", wm_phase_name[p], i, g->name);
         }
         for (int i = 0; i < x->ncolls && i < y->ncolls; i++)
@@ -128,6 +129,7 @@ static void wmodel_save_round_trips(void)
         ph->groups[1].wave_capacity = 660;
         ph->groups[1].per_wave_us = 97.25;
         ph->groups[1].resid_frac = 1.0 / 29.0;   /* the interval keys */
+        ph->groups[1].resid_abs_us = 76.015625;
         ph->groups[0].latency_bound = 1;
         ph->ncolls = 1;
         snprintf(ph->colls[0].op, sizeof ph->colls[0].op, "allreduce");
@@ -192,6 +194,9 @@ static void wmodel_rejects_bad_files(void)
         {"{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {\"groups\": "
          "[{\"name\": \"g\", \"count\": 1, \"base_us\": 1, \"resid_frac\": -0.1}]}}}",
          "field phases.verify.groups[0].resid_frac: value -0.1: out of range"},
+        {"{\"specsim_model\": 1, \"name\": \"x\", \"phases\": {\"verify\": {\"groups\": "
+         "[{\"name\": \"g\", \"count\": 1, \"base_us\": 1, \"resid_abs_us\": -3}]}}}",
+         "field phases.verify.groups[0].resid_abs_us: value -3: out of range"},
         {"{\"specsim_model\": 1, \"name\": \"x\", \"uncertainty\": {\"memory\": 0.1}, "
          "\"phases\": {\"verify\": {\"groups\": []}}}", "field uncertainty.memory"},
     };
