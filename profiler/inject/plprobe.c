@@ -525,7 +525,12 @@ static void pp_forget(void *exec, int destroyed) {
         else { pp_val[s] = NULL; p->stale = 1; if (p->busy) { p->gone = 1; p = NULL; } }
     }
     pthread_mutex_unlock(&pp_mu);
+    if (!p)
+        return;
+    int mode = 2;   /* relaxed while our destroys run (another thread may be capturing) */
+    if (pp.capture_mode) pp.capture_mode(&mode);
     pp_probe_free(p, 1);
+    if (pp.capture_mode) pp.capture_mode(&mode);
 }
 
 void plprobe_exec_changed(void *exec) { if (pp_replays_n && exec) pp_forget(exec, 0); }
