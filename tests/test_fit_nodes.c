@@ -634,9 +634,13 @@ static int fit_lite(const char *lite_path, const char *ref_path, int cap, int un
     fit_trace lite, ref;
     fit_nodes_stats st;
     char err[1024];
-    if (fit_sample_load(&lite, lite_path, cap, err, sizeof err) ||
-        fit_sample_load(&ref, ref_path, cap, err, sizeof err)) {
+    if (fit_sample_load(&lite, lite_path, cap, err, sizeof err)) {
         fprintf(stderr, "  %s\n", err);
+        return -1;
+    }
+    if (fit_sample_load(&ref, ref_path, cap, err, sizeof err)) {
+        fprintf(stderr, "  %s\n", err);
+        fit_trace_free(&lite);
         return -1;
     }
     if (unprofiled)
@@ -680,9 +684,10 @@ static void fit_nodes_lite_takes_no_cupti_correction(void)
     int ok = oka && okb && okc;
     unsetenv("FIT_LITE_STALLS");
     CHECK(ok, "fits");
-    if (ok) {
-        fit_trace t;
-        CHECK(fit_trace_load(&t, src, err, sizeof err) == 0, "%s", err);
+    fit_trace t;
+    int okt = ok && fit_trace_load(&t, src, err, sizeof err) == 0;
+    CHECK(!ok || okt, "%s", err);
+    if (okt) {
         double k = t.hdr.calib.kernel_launch_us;
         fit_trace_free(&t);
         CHECK(k > 1 && k < 3, "calibration %g us", k);
@@ -714,10 +719,17 @@ static void fit_nodes_round_trip_reproduces_always_fit(void)
     fit_trace t;
     fit_result a, b;
     fit_opts o = {0};
-    int ok = fit_trace_load(&t, src, err, sizeof err) == 0 && fit_run(&t, 1, &o, &a, err, sizeof err) == 0;
-    fit_trace_free(&t);
-    ok = ok && fit_lite(lite, src, 0, 0, 0, &b) == 0;
-    CHECK(ok, "fits: %s", err);
+    /* each result freed only when its fit ran (a missing trace: the checks fail, nothing is
+     * freed that was never filled; it crashed here) */
+    int oka = fit_trace_load(&t, src, err, sizeof err) == 0;
+    if (oka) {
+        oka = fit_run(&t, 1, &o, &a, err, sizeof err) == 0;
+        fit_trace_free(&t);
+    }
+    CHECK(oka, "the always fit: %s", err);
+    int okb = oka && fit_lite(lite, src, 0, 0, 0, &b) == 0;
+    CHECK(!oka || okb, "the lite fit of %s", lite);
+    int ok = oka && okb;
     if (ok) {
         CHECK_NEAR(b.model.graph_launch_us, a.model.graph_launch_us, 1e-6, 1e-6);
         CHECK_NEAR(b.model.eager_launch_us, a.model.eager_launch_us, 1e-6, 1e-6);
@@ -731,8 +743,10 @@ static void fit_nodes_round_trip_reproduces_always_fit(void)
             }
         }
     }
-    fit_result_free(&a);
-    fit_result_free(&b);
+    if (oka)
+        fit_result_free(&a);
+    if (okb)
+        fit_result_free(&b);
     unlink(lite);
 }
 
@@ -750,13 +764,15 @@ static void fit_nodes_cross_session_reference_fits(void)
     snprintf(lite, sizeof lite, "%s/c4_lite.json.gz", dir);
     CHECK(litefrom_convert(a4, lite, &ls, err, sizeof err) == 0, "%s", err);
     fit_result r;
-    CHECK(fit_lite(lite, a6, 0, 0, 0, &r) == 0, "the lite fit with call 6's reference");
-    for (int p = 0; p < WM_NPHASE; p++) {
+    int ok = fit_lite(lite, a6, 0, 0, 0, &r) == 0;
+    CHECK(ok, "the lite fit with call 6's reference");
+    for (int p = 0; ok && p < WM_NPHASE; p++) {
         const fit_phase_res *pr = &r.phase[p];
         for (int c = 0; pr->present && c < pr->ncells; c++)
             CHECK_NEAR(pr->total[c].fit_us, pr->total[c].us_mean, 0, 0.10);
     }
-    fit_result_free(&r);
+    if (ok)
+        fit_result_free(&r);
     unlink(lite);
 }
 

@@ -97,7 +97,8 @@ static void sglog_counts_lines_and_refuses_a_log_without_decode_lines(void)
           g.other_lines);
     CHECK(g.v_period == 2 && g.v_comma == 2 && g.v_iter == 1 && g.v_full_token == 1 && g.v_engine_prefix == 1 &&
           g.v_no_accept_rate == 2, "variants");
-    CHECK(g.iv[0].line == 5 && g.iv[4].line == 10, "line numbers %zu %zu", g.iv[0].line, g.iv[4].line);
+    if (g.n >= 5)   /* a log not read (the committed file missing): the checks above failed */
+        CHECK(g.iv[0].line == 5 && g.iv[4].line == 10, "line numbers %zu %zu", g.iv[0].line, g.iv[4].line);
     const char *path = "/tmp/test_sglog_noline.log";
     FILE *f = fopen(path, "w");
     fputs("[2025-11-03 10:00:00] Load weight end.\nINFO: started\n", f);
