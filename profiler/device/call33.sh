@@ -35,6 +35,21 @@ if [ "$PART" = overhead ]; then
     OUT="$OUT" bash profiler/device/overhead_run.sh
   exit $?
 fi
+# sb_pair PRESET D NAME T LABEL: specbench PRESET's decode (concurrency 1) and spec (steps 3,
+# alpha 0.7, concurrency 16), each under the probe and under always (T s a process), into
+# $W/Dprobe/{d,s} and $W/Dalways/{d,s}, packed as $OUT/NAME_probe.tar.gz and NAME_always.tar.gz
+sb_pair() {
+  local common="--preset $1 --prompt-len 1024 --output-len 256 --cuda-graph-bs 1,2,8,24,64 --seed 1 --warmup 10 --seconds 0.5"
+  local m opt f
+  mkdir -p $W/$2probe $W/$2always
+  for m in probe always; do
+    opt="--mode always"; [ $m = probe ] && opt="--mode lite --probe-nodes 3"
+    timeout $4 $SP -o $W/$2$m/d $opt -- $SB $common --mode baseline --concurrency 1 > $W/$2$m.d.out 2>&1; echo "$5 $m decode rc $?" | tee -a "$LOG"
+    timeout $4 $SP -o $W/$2$m/s $opt -- $SB $common --mode spec --steps 3 --alpha 0.7 --concurrency 16 > $W/$2$m.s.out 2>&1; echo "$5 $m spec rc $?" | tee -a "$LOG"
+    for f in $W/$2$m/*/specprof.rank*.json*; do $SP check "$f" 2>&1 | grep -E "^node probe|^kernels|^INCOMPLETE|^file" | tee -a "$LOG"; done
+  done
+  (cd $W && tar czf $OUT/$3_probe.tar.gz $2probe && tar czf $OUT/$3_always.tar.gz $2always)
+}
 if [ "$PART" = moe ]; then   # MoE graphs: the check and the node times, torch-moe and specbench kimi-tp8
   LOG=$OUT/run.log; W=$(mktemp -d /tmp/call33m.XXXXXX)
   SP=$PWD/bin/specprof; SB=$PWD/bin/specbench; TB="python3 $PWD/profiler/bench/torchbench.py"
@@ -43,14 +58,7 @@ if [ "$PART" = moe ]; then   # MoE graphs: the check and the node times, torch-m
   echo "rc $?" >> $OUT/check_moe.txt
   grep -E "^# check|FAIL|Error" $OUT/check_moe.txt | head | tee -a "$LOG"
   f=$(ls $W/chk/specprof.rank*.json* 2>/dev/null | head -1); [ -n "$f" ] && $SP check "$f" 2>&1 | grep -E "^node probe" | tee -a "$LOG"
-  COMMON="--preset kimi-tp8 --prompt-len 1024 --output-len 256 --cuda-graph-bs 1,2,8,24,64 --seed 1 --warmup 10 --seconds 0.5"
-  for m in probe always; do
-    opt="--mode always"; [ $m = probe ] && opt="--mode lite --probe-nodes 3"
-    timeout 90 $SP -o $W/k$m/d $opt -- $SB $COMMON --mode baseline --concurrency 1 > $W/k$m.d.out 2>&1; echo "kimi $m decode rc $?" | tee -a "$LOG"
-    timeout 90 $SP -o $W/k$m/s $opt -- $SB $COMMON --mode spec --steps 3 --alpha 0.7 --concurrency 16 > $W/k$m.s.out 2>&1; echo "kimi $m spec rc $?" | tee -a "$LOG"
-    for f in $W/k$m/*/specprof.rank*.json*; do $SP check "$f" 2>&1 | grep -E "^node probe|^kernels|^INCOMPLETE|^file" | tee -a "$LOG"; done
-  done
-  (cd $W && tar czf $OUT/kimi_probe.tar.gz kprobe && tar czf $OUT/kimi_always.tar.gz kalways)
+  sb_pair kimi-tp8 k kimi 90 kimi
   ls -la $OUT | tee -a "$LOG"
   exit 0
 fi
@@ -88,14 +96,6 @@ f=$(ls $W/tba/specprof.rank*.json* 2>/dev/null | head -1)
 cat $W/tbp.csv $W/tba.csv 2>/dev/null | cut -d, -f1-12 | tee -a "$LOG"
 
 step "3. specbench llama8b: lite + probe, then always"
-COMMON="--preset llama8b --prompt-len 1024 --output-len 256 --cuda-graph-bs 1,2,8,24,64 --seed 1 --warmup 10 --seconds 0.5"
-mkdir -p $W/sbprobe $W/sbalways
-for m in probe always; do
-  opt="--mode always"; [ $m = probe ] && opt="--mode lite --probe-nodes 3"
-  timeout 60 $SP -o $W/sb$m/d $opt -- $SB $COMMON --mode baseline --concurrency 1 > $W/sb$m.d.out 2>&1; echo "sb $m decode rc $?" | tee -a "$LOG"
-  timeout 60 $SP -o $W/sb$m/s $opt -- $SB $COMMON --mode spec --steps 3 --alpha 0.7 --concurrency 16 > $W/sb$m.s.out 2>&1; echo "sb $m spec rc $?" | tee -a "$LOG"
-  for f in $W/sb$m/*/specprof.rank*.json*; do $SP check "$f" 2>&1 | grep -E "^node probe|^kernels|^INCOMPLETE|^file" | tee -a "$LOG"; done
-done
-(cd $W && tar czf $OUT/sb_probe.tar.gz sbprobe && tar czf $OUT/sb_always.tar.gz sbalways)
+sb_pair llama8b sb sb 60 sb
 ls -la $OUT | tee -a "$LOG"
 step "done"
