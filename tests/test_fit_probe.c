@@ -127,6 +127,34 @@ static void fit_probe_takes_node_times_less_the_event_cost(void)
     fit_trace_free(&t);
 }
 
+/* FIT_PROBE_GAP_US: each node after a predecessor starts that much after it, its time that
+ * much shorter (the replay's length unchanged); a root node keeps its time. */
+static void fit_probe_gap_leaves_idle_before_each_dependent_node(void)
+{
+    write_trace(3, 1.5, "0,0,1,2,3");
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    if (load(&t))
+        return;
+    setenv("FIT_PROBE_GAP_US", "1", 1);
+    int rc = fit_probe_ref(&t, path, &ref, &st, err, sizeof err);
+    unsetenv("FIT_PROBE_GAP_US");
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    if (rc != 1) { fit_trace_free(&t); return; }
+    static const char *nm[5] = { "k1", "k2", "k3", "k4", "k5" };
+    static const double want_s[5] = { 0, 11, 11, 31, 32 }, want_e[5] = { 10, 30, 15, 31, 61 };
+    int64_t start_ns = 1000000000000LL + 1020000;
+    for (int i = 0; i < 5; i++) {
+        const ptrace_kernel *k = kern_named(&ref, nm[i]);
+        CHECK(k && llabs(k->start_ns - start_ns - (int64_t)(want_s[i] * 1e3)) <= 1 &&
+              llabs(k->end_ns - start_ns - (int64_t)(want_e[i] * 1e3)) <= 1, "%s: %.3f..%.3f us, expected %.0f..%.0f", nm[i],
+              k ? (k->start_ns - start_ns) / 1e3 : -1.0, k ? (k->end_ns - start_ns) / 1e3 : -1.0, want_s[i], want_e[i]);
+    }
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+}
+
 /* An executable never replayed unprobed: the calibration's cost per node. */
 static void fit_probe_falls_back_to_the_calibration(void)
 {
@@ -176,6 +204,7 @@ int main(void)
 {
     snprintf(path, sizeof path, "/tmp/test_fit_probe.%d.json", (int)getpid());
     RUN(fit_probe_takes_node_times_less_the_event_cost);
+    RUN(fit_probe_gap_leaves_idle_before_each_dependent_node);
     RUN(fit_probe_falls_back_to_the_calibration);
     RUN(fit_probe_refuses_a_broken_node_table);
     unlink(path);
