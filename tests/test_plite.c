@@ -131,6 +131,28 @@ static int child(const char *scenario) {
         child_write("kernel_runs", buf);
         return 0;
     }
+    if (!strcmp(scenario, "probe_gone")) {  /* an executable destroyed while its probed replay runs */
+        cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);
+        sleep_ms(100);
+        void *g = fake_graph_new();
+        void *k1 = fake_graph_kernel(g, "k1", 200000, NULL, 0);   /* 200 us: still running at the destroy */
+        fake_graph_kernel(g, "k2", 1000, &k1, 1);
+        void *x = NULL, *y = NULL;
+        cudaGraphInstantiate(&x, g, 0);
+        nvtxRangePushA("decode bs=1");
+        cudaGraphLaunch(x, s1);                         /* probed */
+        cudaGraphExecDestroy(x);                        /* its clone outlives it until the writer read it */
+        cudaStreamSynchronize(s1);
+        nvtxRangePop();
+        sleep_ms(50);
+        cudaGraphInstantiate(&y, g, 0);                 /* may take x's address: a new executable */
+        nvtxRangePushA("decode bs=1");
+        cudaGraphLaunch(y, s1);                         /* probed too */
+        cudaStreamSynchronize(s1);
+        nvtxRangePop();
+        sleep_ms(50);
+        return 0;
+    }
     if (!strcmp(scenario, "nvtx_only")) {   /* a program whose runtime calls we never see */
         nvtxRangePushA("decode bs=1");
         nvtxRangePop();
@@ -193,7 +215,7 @@ static int run_child(const char *sub) {
         setenv("LD_PRELOAD", PLITE_LIB, 1);
         setenv("NVTX_INJECTION64_PATH", PLITE_LIB, 1);
         unsetenv("CUDA_INJECTION64_PATH");
-        if (!strcmp(sub, "probe")) setenv("SPECPROF_PROBE_REPLAYS", "2", 1);
+        if (!strncmp(sub, "probe", 5)) setenv("SPECPROF_PROBE_REPLAYS", "2", 1);
         else unsetenv("SPECPROF_PROBE_REPLAYS");
         if (!strncmp(sub, "range", 5)) setenv("SPECPROF_CAPTURE_RANGE", "profiler-api", 1);
         else unsetenv("SPECPROF_CAPTURE_RANGE");
@@ -633,6 +655,23 @@ static void plite_probe_times_each_node_and_runs_the_same_kernels(void) {
     ptrace_file_free(&f);
 }
 
+/* An executable the program destroys while its probed replay still runs: the probe is read
+ * and freed by the writer afterwards (no crash, nothing lost), and an executable made after it
+ * (perhaps at the same address) is probed as a new one. */
+static void plite_probe_survives_a_destroyed_executable(void) {
+    int rc = run_child("probe_gone");
+    CHECK(rc == 0, "child exit %d", rc);
+    char path[800], err[512];
+    ptrace_file f;
+    if (trace_path("probe_gone", path, sizeof path)) { CHECK(0, "no trace"); return; }
+    if (ptrace_read_file(path, &f, err, sizeof err)) { CHECK(0, "%s", err); return; }
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(f.info.complete && l->probe_execs == 2 && l->probe_launched == 2 && l->probe_written == 2 && l->probe_lost == 0,
+          "complete %d execs %lld launched %lld written %lld lost %lld", f.info.complete, (long long)l->probe_execs,
+          (long long)l->probe_launched, (long long)l->probe_written, (long long)l->probe_lost);
+    ptrace_file_free(&f);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "child")) return child(argv[2]);
     snprintf(dir, sizeof dir, "/tmp/test_plite.%d", (int)getpid());
@@ -648,6 +687,7 @@ int main(int argc, char **argv) {
     RUN(plite_launcher_says_a_repeated_note_once);
     RUN(plite_launcher_lists_only_this_runs_files);
     RUN(plite_probe_times_each_node_and_runs_the_same_kernels);
+    RUN(plite_probe_survives_a_destroyed_executable);
     if (full_ok) ptrace_file_free(&full);
     if (!check_tests_failed && !getenv("TEST_PLITE_KEEP")) {
         char cmd[300];
