@@ -508,6 +508,12 @@ static int cmd_run(int argc, char **argv) {
         default: usage(stderr); return 2;
         }
     }
+    /* options that need lite mode: refused before anything is printed or loaded */
+    if (strcmp(mode, "lite") && !strcmp(crange, "profiler-api"))
+        SP_FAIL("--capture-range profiler-api: lite mode only (--mode lite); --delay, --duration and the signals "
+                "bound the other modes' capture");
+    if (strcmp(mode, "lite") && probe_nodes)
+        SP_FAIL("--probe-nodes %ld: lite mode only (--mode lite); the other modes record every node with CUPTI", probe_nodes);
     if (!out) { usage(stderr); SP_FAIL("-o DIR is required"); }
     if (optind >= argc) { usage(stderr); SP_FAIL("no command given after --"); }
     if (start_sig && delay > 0) SP_FAIL("--delay and --signal-start: choose one way to start");
@@ -577,10 +583,7 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "# specprof: mode always: every record all the time; API records %s; %s\n", records,
                 gz_level ? "gzip" : "plain JSON");
     int lite = !strcmp(mode, "lite");
-    if (!strcmp(crange, "profiler-api") && !lite)
-        SP_FAIL("--capture-range profiler-api: lite mode only (--mode lite); --delay, --duration and the signals "
-                "bound the other modes' capture");
-    if (probe_nodes && !lite) SP_FAIL("--probe-nodes %ld: lite mode only (--mode lite); the other modes record every node with CUPTI", probe_nodes);
+
     if (probe_nodes)
         fprintf(stderr, "# specprof: node probe: each graph executable's first %ld replays in the capture run instrumented "
                         "(an event after each node)\n", probe_nodes);
