@@ -111,7 +111,7 @@ static int fp_take_graph(fp_scan *S, const ptrace_event *ev)
     int64_t exec = pjson_get_int(a, "graph_exec_id", -1), n = pjson_get_int(a, "nodes", -1);
     const char *type = pjson_get_str(a, "type", NULL), *ck = pjson_get_str(a, "copy_kind", NULL);
     int64_t *name = NULL, *pn = NULL, *pr = NULL, *la = NULL, *by = NULL;
-    int *indeg = NULL, rc = 1;
+    int *indeg = NULL, *succ_off = NULL, *succ = NULL, rc = 1;
     if (exec < 1 || exec > UINT32_MAX)
         return fp_fail(S, ev->line, "args.graph_exec_id", "not an executable id");
     if (n < 1 || n > FP_MAX_NODES)
@@ -150,12 +150,14 @@ static int fp_take_graph(fp_scan *S, const ptrace_event *ev)
     g.pred = malloc(((size_t)np + 1) * sizeof *g.pred);
     g.order = malloc((size_t)n * sizeof *g.order);
     indeg = calloc((size_t)n, sizeof *indeg);
+    succ_off = calloc((size_t)n + 1, sizeof *succ_off);
+    succ = malloc(((size_t)np + 1) * sizeof *succ);
     if (la && (g.launch = malloc((size_t)n * FP_LAUNCH_INTS * sizeof *g.launch)))
         for (int64_t i = 0; i < n * FP_LAUNCH_INTS; i++)
             g.launch[i] = (int32_t)la[i];
     if (by && (g.bytes = malloc((size_t)n * sizeof *g.bytes)))
         memcpy(g.bytes, by, (size_t)n * sizeof *g.bytes);
-    if (!g.type || (ck && !g.ckind) || !g.name || !g.pred_off || !g.pred || !g.order || !indeg ||
+    if (!g.type || (ck && !g.ckind) || !g.name || !g.pred_off || !g.pred || !g.order || !indeg || !succ_off || !succ ||
         (la && !g.launch) || (by && !g.bytes)) {
         fp_fail(S, ev->line, "args", "out of memory");
         goto out;
@@ -164,23 +166,33 @@ static int fp_take_graph(fp_scan *S, const ptrace_event *ev)
     for (int64_t i = 0; i < n; i++) {
         g.name[i] = (uint32_t)name[i];
         g.pred_off[i] = (int32_t)o;
-        for (int64_t k = 0; k < pn[i]; k++, o++) {
+        for (int64_t k = 0; k < pn[i]; k++, o++)
             g.pred[o] = (int32_t)pr[o];
-            indeg[i]++;
-        }
     }
     g.pred_off[n] = (int32_t)o;
-    /* Kahn's order: a node after all its predecessors (a cycle cannot be a graph) */
+    /* each node's successors (the predecessor lists turned round: succ[succ_off[u] ..
+     * succ_off[u + 1])), then Kahn's order: a node after all its predecessors (a cycle cannot
+     * be a graph); linear in nodes and edges */
+    for (int64_t k = 0; k < o; k++)
+        succ_off[g.pred[k] + 1]++;
+    for (int i = 0; i < n; i++)
+        succ_off[i + 1] += succ_off[i];
+    for (int v = 0; v < n; v++)   /* indeg (all 0 here) is each node's fill cursor first */
+        for (int32_t k = g.pred_off[v]; k < g.pred_off[v + 1]; k++) {
+            int u = g.pred[k];
+            succ[succ_off[u] + indeg[u]++] = v;
+        }
+    for (int v = 0; v < n; v++)
+        indeg[v] = g.pred_off[v + 1] - g.pred_off[v];
     int head = 0, tail = 0;
     for (int i = 0; i < n; i++)
         if (!indeg[i])
             g.order[tail++] = i;
     while (head < tail) {
         int u = g.order[head++];
-        for (int v = 0; v < n; v++)   /* successors: nodes naming u as a predecessor */
-            for (int32_t k = g.pred_off[v]; k < g.pred_off[v + 1]; k++)
-                if (g.pred[k] == u && --indeg[v] == 0)
-                    g.order[tail++] = v;
+        for (int k = succ_off[u]; k < succ_off[u + 1]; k++)
+            if (--indeg[succ[k]] == 0)
+                g.order[tail++] = succ[k];
     }
     if (tail != n) {
         fp_fail(S, ev->line, "args.pred", "the predecessors make a cycle");
@@ -206,6 +218,8 @@ out:
     free(la);
     free(by);
     free(indeg);
+    free(succ_off);
+    free(succ);
     return rc;
 }
 
@@ -434,8 +448,12 @@ static size_t fp_drop(fit_trace *t, const fit_trace *full, const unsigned char *
 {
     size_t dropped = 0, k = 0;
     unsigned char *gone_rng = calloc(t->nrng + 1, 1);
-    if (!gone_rng)
+    size_t *gone = malloc((t->nrng + 1) * sizeof *gone);   /* the dropped ranges' indices */
+    if (!gone_rng || !gone) {
+        free(gone_rng);
+        free(gone);
         return 0;
+    }
     for (size_t i = 0; i < full->nrng; i++) {
         if (!probed[i])
             continue;
@@ -444,17 +462,18 @@ static size_t fp_drop(fit_trace *t, const fit_trace *full, const unsigned char *
             if (!gone_rng[j] && t->rng[j].thread == r->thread && t->rng[j].start_ns == r->start_ns &&
                 !strcmp(t->rng[j].name, r->name)) {
                 gone_rng[j] = 1;
-                dropped++;
+                gone[dropped++] = j;
             }
     }
     /* the calls inside a dropped range, and their graph_trace events */
     for (size_t i = 0; i < t->napi; i++) {
         const ptrace_api *a = &t->api[i];
-        int gone = 0;
-        for (size_t j = 0; j < t->nrng && !gone; j++)
-            gone = gone_rng[j] && t->rng[j].thread == a->thread && t->rng[j].start_ns <= a->start_ns &&
-                   t->rng[j].end_ns >= a->end_ns;
-        if (gone) {
+        int inside = 0;
+        for (size_t q = 0; q < dropped && !inside; q++) {
+            const ptrace_range *r = &t->rng[gone[q]];
+            inside = r->thread == a->thread && r->start_ns <= a->start_ns && r->end_ns >= a->end_ns;
+        }
+        if (inside) {
             for (size_t q = 0; q < t->ngl; q++)
                 if (t->gl[q].corr == a->corr)
                     t->gl[q].corr = 0;   /* marked: removed below */
@@ -477,6 +496,7 @@ static size_t fp_drop(fit_trace *t, const fit_trace *full, const unsigned char *
         }
     t->nrng = k;
     free(gone_rng);
+    free(gone);
     return dropped;
 }
 
@@ -485,7 +505,7 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
     fp_scan S;
     ptrace_info info;
     fit_trace full;
-    unsigned char *probed = NULL, *taken = NULL;
+    unsigned char *probed = NULL;
     double *v = NULL;
     int rc = -1;
     memset(&S, 0, sizeof S);
@@ -549,8 +569,7 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
     free(costs);
     /* each probe's phase range */
     probed = calloc(full.nrng + 1, 1);
-    taken = calloc(full.nrng + 1, 1);
-    if (!probed || !taken) {
+    if (!probed) {
         snprintf(err, errlen, "%s: out of memory", path);
         goto out;
     }
@@ -600,7 +619,6 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
             if (fp_add_records(ref, &S, fp_graph_of(&S, S.p[j].g.graph_exec_id), &S.p[j], &st->records))
                 goto oom;
         }
-        taken[i] = 1;
         st->instances++;
     }
     st->dropped = fp_drop(t, &full, probed);
@@ -612,7 +630,6 @@ oom:
 out:
     free(v);
     free(probed);
-    free(taken);
     fit_trace_free(&full);
     fp_scan_free(&S);
     return rc;

@@ -85,6 +85,21 @@ static const ptrace_kernel *kern_named(const fit_trace *r, const char *name)
     return NULL;
 }
 
+static const char *const knames[5] = { "k1", "k2", "k3", "k4", "k5" };
+static const int64_t replay_start_ns = 1000000000000LL + 1020000;   /* the first probe's ts */
+
+/* Each of k1..k5 in ref starts and ends want_s / want_e us after the first probed replay's start (1 ns). */
+static void check_layout(const fit_trace *ref, const double *want_s, const double *want_e)
+{
+    for (int i = 0; i < 5; i++) {
+        const ptrace_kernel *k = kern_named(ref, knames[i]);
+        CHECK(k && llabs(k->start_ns - replay_start_ns - (int64_t)(want_s[i] * 1e3)) <= 1 &&
+              llabs(k->end_ns - replay_start_ns - (int64_t)(want_e[i] * 1e3)) <= 1,
+              "%s: %.3f..%.3f us after the replay's start, expected %.0f..%.0f", knames[i],
+              k ? (k->start_ns - replay_start_ns) / 1e3 : -1.0, k ? (k->end_ns - replay_start_ns) / 1e3 : -1.0, want_s[i], want_e[i]);
+    }
+}
+
 static void fit_probe_takes_node_times_less_the_event_cost(void)
 {
     write_trace(3, 1.5, "0,0,1,2,3");
@@ -104,18 +119,13 @@ static void fit_probe_takes_node_times_less_the_event_cost(void)
     CHECK(st.instances == 1 && ref.nrng == 1 && st.records == 5 && ref.nkern == 5, "instances %zu ranges %zu records %zu kernels %zu",
           st.instances, ref.nrng, st.records, ref.nkern);
     /* each node: its end less its predecessors' latest, less 2 us; laid out from the replay's start */
-    static const char *nm[5] = { "k1", "k2", "k3", "k4", "k5" };
     static const double want_s[5] = { 0, 10, 10, 30, 31 }, want_e[5] = { 10, 30, 15, 31, 61 };
-    int64_t start_ns = 1000000000000LL + 1020000;
+    check_layout(&ref, want_s, want_e);
     for (int i = 0; i < 5; i++) {
-        const ptrace_kernel *k = kern_named(&ref, nm[i]);
-        CHECK(k != NULL, "kernel %s missing", nm[i]);
+        const ptrace_kernel *k = kern_named(&ref, knames[i]);
         if (!k) continue;
-        CHECK(llabs(k->start_ns - start_ns - (int64_t)(want_s[i] * 1e3)) <= 1 && llabs(k->end_ns - start_ns - (int64_t)(want_e[i] * 1e3)) <= 1,
-              "%s: %.3f..%.3f us after the replay's start, expected %.0f..%.0f", nm[i], (k->start_ns - start_ns) / 1e3,
-              (k->end_ns - start_ns) / 1e3, want_s[i], want_e[i]);
         CHECK(k->corr == 1 && k->graph_node_id == (uint64_t)i + 1 && k->grid[0] == 7 && k->block[0] == 128 && k->regs == 32 &&
-              !strcmp(k->phase, "decode"), "%s: corr %u node %llu grid %d block %d regs %d phase %s", nm[i], k->corr,
+              !strcmp(k->phase, "decode"), "%s: corr %u node %llu grid %d block %d regs %d phase %s", knames[i], k->corr,
               (unsigned long long)k->graph_node_id, k->grid[0], k->block[0], k->regs, k->phase);
     }
     /* the two probed instances left the lite trace, with their calls */
@@ -142,15 +152,8 @@ static void fit_probe_gap_leaves_idle_before_each_dependent_node(void)
     unsetenv("FIT_PROBE_GAP_US");
     CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
     if (rc != 1) { fit_trace_free(&t); return; }
-    static const char *nm[5] = { "k1", "k2", "k3", "k4", "k5" };
     static const double want_s[5] = { 0, 11, 11, 31, 32 }, want_e[5] = { 10, 30, 15, 31, 61 };
-    int64_t start_ns = 1000000000000LL + 1020000;
-    for (int i = 0; i < 5; i++) {
-        const ptrace_kernel *k = kern_named(&ref, nm[i]);
-        CHECK(k && llabs(k->start_ns - start_ns - (int64_t)(want_s[i] * 1e3)) <= 1 &&
-              llabs(k->end_ns - start_ns - (int64_t)(want_e[i] * 1e3)) <= 1, "%s: %.3f..%.3f us, expected %.0f..%.0f", nm[i],
-              k ? (k->start_ns - start_ns) / 1e3 : -1.0, k ? (k->end_ns - start_ns) / 1e3 : -1.0, want_s[i], want_e[i]);
-    }
+    check_layout(&ref, want_s, want_e);
     fit_trace_free(&ref);
     fit_trace_free(&t);
 }

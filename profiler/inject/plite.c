@@ -819,6 +819,7 @@ static int pl_emit_probe(pl_pend *p, const ptrace_graphlaunch *g, const ptrace_c
     static float *end_us;
     static int end_cap;
     static char *line;
+    static size_t line_cap;
     plprobe *pr = p->r.probe;
     int n = plprobe_nodes(pr);
     size_t cap = 512 + PNVTX_NAME_MAX * 2 + (size_t)n * 12;
@@ -828,9 +829,12 @@ static int pl_emit_probe(pl_pend *p, const ptrace_graphlaunch *g, const ptrace_c
         end_us = x;
         end_cap = n;
     }
-    char *l2 = realloc(line, cap);
-    if (!l2) { plprobe_untake(pr); pl_w.lost++; return 0; }
-    line = l2;
+    if (cap > line_cap) {
+        char *l2 = realloc(line, cap);
+        if (!l2) { plprobe_untake(pr); pl_w.lost++; return 0; }
+        line = l2;
+        line_cap = cap;
+    }
     plprobe_emit_table(pr, p->exec_id, ctx->pid, emit, user);   /* metadata: not counted as records */
     if (plprobe_read(pr, end_us, end_cap) != n) { pl_w.lost++; return 0; }
     int k = ptrace_write_graphprobe(line, cap, ctx, g, end_us, n);
