@@ -102,6 +102,10 @@ void fit_trace_free(fit_trace *t);
 
 /* ---- graph-level captures filled with nodes (models/fit_nodes.c) ------------------------- */
 
+/* Launch calls of one reference instance fit_nodes_fill looks at (torchbench's eager verify:
+ * ~1000 launches); the node probe's eager instances above it are not taken (fit_probe.c). */
+#define FIT_NODES_CALLS_MAX 4096
+
 /* What fit_nodes_fill did to one trace (docs/fit.md "Lite captures"). */
 typedef struct {
     size_t instances_filled;   /* lite: phase instances given the reference's content */

@@ -247,8 +247,7 @@ static size_t fn_calls(const fn_ix *x, const ptrace_range *r, size_t *out, size_
     return n;
 }
 
-#define FN_CALLS_MAX 4096   /* launch calls of one instance looked at (torchbench's eager
-                               verify: ~1000 launches) */
+#define FN_CALLS_MAX FIT_NODES_CALLS_MAX
 
 /* The configuration of an instance as the fit samples it (docs/fit.md "Long captures"):
  * the shape words but ctx=. */

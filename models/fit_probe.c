@@ -1,7 +1,8 @@
-/* fit_probe.c: the node probe's replays as a reference for the fit (see fit_probe.h). The
- * graph_probe events are read in one streaming pass over the file; the lite trace is then
- * loaded whole once more (a lite trace is ~20 bytes a record on disk, ~1-2k records a second)
- * to find each probed launch's phase range and the other calls inside it. */
+/* fit_probe.c: the node probe's replays and the eager probe's instances as a reference for
+ * the fit (see fit_probe.h). The graph_probe and eager_probe events are read in one streaming
+ * pass over the file; the lite trace is then loaded whole once more (a lite trace is ~20 bytes
+ * a record on disk, ~1-2k records a second) to find each probe's phase range and the other
+ * calls inside it. */
 #include "fit_probe.h"
 #include "ptrace_read.h"
 #include <math.h>
@@ -12,6 +13,24 @@
 #define FP_LAUNCH_INTS 8           /* per node: grid x y z, block x y z, dynamic smem, regs */
 #define FP_MAX_NODES 65536         /* as the probe writes (plprobe.c) */
 #define FP_MAX_NAMES (1u << 20)
+#define FP_EAGER_MAX_ENTRIES 4096  /* an eager instance's entries and names: the probe's budget
+                                      (traces/FORMAT.md "Eager probe") */
+#define FP_EAGER_MAX_NAME_BYTES 4096   /* a kernel name, as the trace's kernel records */
+#define FP_EAGER_ENTRY_INTS 13     /* type, name, gx gy gz, bx by bz, smem, t0 t1 b a (us) */
+/* A gap between two entries holds unseen kernels (launched past the runtime interposer:
+ * cuBLAS through the driver) when it exceeds one event's cost by more than this: the events
+ * resolve ~0.5 us (cudaEventElapsedTime, CUDA documentation), so a smaller excess is their
+ * own jitter, not a kernel. */
+#define FP_EAGER_GAP_MIN_US 0.5
+/* The callback ids CUPTI records these launches with (cupti_runtime_cbid.h,
+ * cupti_driver_cbid.h, CUDA 13.0; the lite trace's own api events carry CUPTI's cbids too) */
+#define FP_CBID_CUDA_LAUNCH_KERNEL 211   /* CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 */
+#define FP_CBID_CU_LAUNCH_KERNEL 307     /* CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel */
+/* The range's probe bits (fit_probe_ref's probed[]) */
+#define FP_BY_GRAPH 1
+#define FP_BY_EAGER 2
+
+enum { FP_E_KERNEL, FP_E_COPY, FP_E_RELEASE, FP_E_END };   /* an eager entry's type */
 
 typedef struct {
     uint32_t exec;
@@ -32,6 +51,32 @@ typedef struct {
     size_t range;                  /* its phase range in the full trace (SIZE_MAX: none) */
 } fp_probe;
 
+/* One entry of an eager probe (traces/FORMAT.md "Eager probe"): times in us, t0/t1 from the
+ * event's host0_ns, b/a from its ts. */
+typedef struct {
+    int type;                      /* FP_E_* */
+    int32_t name;                  /* kernels: an index into the event's names, -1 none */
+    int64_t l[7];                  /* kernels: grid x y z, block x y z, dynamic smem; copies:
+                                      bytes, the cudaMemcpyKind digit */
+    double t0_us, t1_us, b_us, a_us;
+} fp_entry;
+
+/* One eager_probe event: a probed phase instance's stream. */
+typedef struct {
+    int64_t start_ns, end_ns;      /* the GPU span, first event to last */
+    uint32_t dev, stream;
+    int64_t thread;
+    char *nvtx, *phase;            /* phase: the range's whole name */
+    int64_t host0_ns;
+    double cost_us;                /* one event's GPU cost */
+    char **names;
+    size_t nnames;
+    fp_entry *k;
+    size_t nk;
+    int64_t other_streams, lost;
+    size_t range;                  /* its phase range in the full trace (SIZE_MAX: none) */
+} fp_eager;
+
 typedef struct {
     const char *path;
     char **name;                   /* by id - 1 */
@@ -40,6 +85,8 @@ typedef struct {
     size_t ng, capg;
     fp_probe *p;
     size_t np, capp;
+    fp_eager *e;
+    size_t ne, cape;
     char *err;
     size_t errlen;
     int failed;
@@ -64,6 +111,20 @@ static int fp_fail(fp_scan *S, size_t line, const char *field, const char *why)
 {
     snprintf(S->err, S->errlen, "%s: line %zu: field %s: %s (a node probe event, traces/FORMAT.md "
              "\"Node probe\")", S->path, line, field, why);
+    S->failed = 1;
+    return 1;
+}
+
+/* An eager_probe event refused: the file, line, field and the value found (v NULL: missing). */
+static int fp_fail_eager(fp_scan *S, size_t line, const char *field, const pjson *v, const char *why)
+{
+    char val[160];
+    if (!v)
+        snprintf(val, sizeof val, "(missing)");
+    else if (pjson_write(v, val, sizeof val) < 0)
+        snprintf(val, sizeof val, "(%s of %zu)", v->type == PJSON_STR ? "a string" : "a value", v->len);
+    snprintf(S->err, S->errlen, "%s: line %zu: field %s: value %s: %s (an eager probe event, traces/FORMAT.md "
+             "\"Eager probe\")", S->path, line, field, val, why);
     S->failed = 1;
     return 1;
 }
@@ -223,9 +284,142 @@ out:
     return rc;
 }
 
+static void fp_eager_free(fp_eager *e)
+{
+    for (size_t i = 0; i < e->nnames; i++)
+        free(e->names[i]);
+    free(e->names);
+    free(e->k);
+    free(e->nvtx);
+    free(e->phase);
+}
+
+/* An integer member of a in [lo, hi] into *out; 0, or -1 (missing, not an integer, outside). */
+static int fp_int_in(const pjson *a, const char *key, int64_t lo, int64_t hi, int64_t *out)
+{
+    const pjson *v = pjson_get(a, key);
+    if (!v || v->type != PJSON_NUM || !v->is_int || v->i < lo || v->i > hi)
+        return -1;
+    *out = v->i;
+    return 0;
+}
+
+/* An eager_probe event (traces/FORMAT.md "Eager probe"), checked whole: every field a file can
+ * get wrong is refused with its line, field and value. */
+static int fp_take_eager(fp_scan *S, const ptrace_event *ev, const ptrace_info *info)
+{
+    static const char *const ints[] = { "dev", "stream", "thread", "host0_ns", "other_streams", "lost" };
+    static const int64_t hi[] = { UINT32_MAX, UINT32_MAX, INT64_MAX, (int64_t)4e18, INT64_MAX, INT64_MAX };
+    const pjson *a = ev->args;
+    int64_t x[6];
+    fp_eager e;
+    memset(&e, 0, sizeof e);
+    e.range = SIZE_MAX;
+    if (ev->ph != 'X' || !a || a->type != PJSON_OBJ)
+        return fp_fail_eager(S, ev->line, "args", a, "an eager_probe event is a ph X event with args");
+    for (int i = 0; i < 6; i++)
+        if (fp_int_in(a, ints[i], 0, hi[i], &x[i])) {
+            char f[32];
+            snprintf(f, sizeof f, "args.%s", ints[i]);
+            return fp_fail_eager(S, ev->line, f, pjson_get(a, ints[i]), "not an integer in range");
+        }
+    const pjson *cost = pjson_get(a, "cost_us"), *ph = pjson_get(a, "phase"), *nv = pjson_get(a, "nvtx");
+    const pjson *names = pjson_get(a, "names"), *k = pjson_get(a, "k");
+    /* an event's cost: ~1-5 us measured (docs/profiler.md); 100 us is no event's */
+    if (!cost || cost->type != PJSON_NUM || !(cost->num >= 0 && cost->num < 100))
+        return fp_fail_eager(S, ev->line, "args.cost_us", cost, "not an event's cost in us (0 to 100)");
+    if (!ph || ph->type != PJSON_STR || !ph->str[0] || ph->len > FP_EAGER_MAX_NAME_BYTES)
+        return fp_fail_eager(S, ev->line, "args.phase", ph, "not a phase range's name (1 to 4096 bytes)");
+    if (nv && (nv->type != PJSON_STR || nv->len > FP_EAGER_MAX_NAME_BYTES))
+        return fp_fail_eager(S, ev->line, "args.nvtx", nv, "not a range name (at most 4096 bytes)");
+    if (!names || names->type != PJSON_ARR || names->len > FP_EAGER_MAX_ENTRIES)
+        return fp_fail_eager(S, ev->line, "args.names", names, "not an array of at most 4096 names");
+    for (size_t i = 0; i < names->len; i++)
+        if (names->items[i]->type != PJSON_STR || names->items[i]->len > FP_EAGER_MAX_NAME_BYTES)
+            return fp_fail_eager(S, ev->line, "args.names", names->items[i], "not a name (at most 4096 bytes)");
+    if (!k || k->type != PJSON_ARR || k->len > FP_EAGER_MAX_ENTRIES)
+        return fp_fail_eager(S, ev->line, "args.k", k, "not an array of at most 4096 entries");
+    e.start_ns = info->header.t0_ns + ev->ts_ns;
+    e.end_ns = e.start_ns + ev->dur_ns;
+    e.dev = (uint32_t)x[0];
+    e.stream = (uint32_t)x[1];
+    e.thread = x[2];
+    e.host0_ns = x[3];
+    e.other_streams = x[4];
+    e.lost = x[5];
+    e.cost_us = cost->num;
+    e.nnames = names->len;
+    e.phase = strdup(ph->str);
+    e.nvtx = strdup(nv ? nv->str : "");
+    e.names = calloc(e.nnames + 1, sizeof *e.names);
+    e.k = malloc((k->len + 1) * sizeof *e.k);
+    if (!e.phase || !e.nvtx || !e.names || !e.k) {
+        fp_eager_free(&e);
+        return fp_fail_eager(S, ev->line, "args", a, "out of memory");
+    }
+    for (size_t i = 0; i < e.nnames; i++)
+        if (!(e.names[i] = strdup(names->items[i]->str))) {
+            fp_eager_free(&e);
+            return fp_fail_eager(S, ev->line, "args.names", a, "out of memory");
+        }
+    /* the entries: [type, name, gx, gy, gz, bx, by, bz, smem, t0_us, t1_us, b_us, a_us] */
+    for (size_t i = 0; i < k->len; i++) {
+        const pjson *r = k->items[i];
+        const char *why = NULL;
+        fp_entry *y = &e.k[i];
+        if (r->type != PJSON_ARR || r->len != FP_EAGER_ENTRY_INTS)
+            why = "not an entry of 13 numbers";
+        for (size_t j = 0; !why && j < FP_EAGER_ENTRY_INTS; j++)
+            if (r->items[j]->type != PJSON_NUM || (j < 9 && !r->items[j]->is_int) ||
+                !(r->items[j]->num > -1e9 && r->items[j]->num < 1e9))
+                why = j < 9 ? "an entry's first 9 numbers are integers" : "an entry's times are us (-1e9 to 1e9)";
+        if (!why) {
+            y->type = (int)r->items[0]->i;
+            y->name = (int32_t)r->items[1]->i;
+            for (int j = 0; j < 7; j++)
+                y->l[j] = r->items[2 + j]->i;
+            y->t0_us = r->items[9]->num;
+            y->t1_us = r->items[10]->num;
+            y->b_us = r->items[11]->num;
+            y->a_us = r->items[12]->num;
+            if (y->type < FP_E_KERNEL || y->type > FP_E_END)
+                why = "an entry's type is 0 (kernel), 1 (copy), 2 (release) or 3 (end)";
+            else if (y->type == FP_E_KERNEL && (y->name < -1 || y->name >= (int64_t)e.nnames))
+                why = "a kernel entry's name is -1 or an index into names";
+            else if (y->type == FP_E_KERNEL && (y->l[0] < 0 || y->l[1] < 0 || y->l[2] < 0 || y->l[3] < 0 ||
+                                                y->l[4] < 0 || y->l[5] < 0 || y->l[6] < 0 || y->l[0] > INT32_MAX ||
+                                                y->l[1] > INT32_MAX || y->l[2] > INT32_MAX || y->l[3] > INT32_MAX ||
+                                                y->l[4] > INT32_MAX || y->l[5] > INT32_MAX || y->l[6] > INT32_MAX))
+                why = "a kernel entry's grid, block and shared memory are 0 to 2^31-1";
+            else if (y->type == FP_E_COPY && (y->l[0] < 0 || y->l[1] < 0 || y->l[1] > 4))
+                why = "a copy entry's bytes are >= 0 and its kind a cudaMemcpyKind digit (0 to 4)";
+            else if (y->t0_us < 0 || y->t1_us < y->t0_us)
+                why = "an entry's host times t0 <= t1 are from host0_ns (>= 0)";
+            else if (y->b_us < 0 || y->a_us < y->b_us)
+                why = "an entry's events b <= a are from ts (>= 0)";
+        }
+        if (why) {
+            char f[48];
+            snprintf(f, sizeof f, "args.k[%zu]", i);
+            fp_fail_eager(S, ev->line, f, r, why);
+            fp_eager_free(&e);
+            return 1;
+        }
+        e.nk++;
+    }
+    if (fp_grow((void **)&S->e, &S->cape, S->ne, sizeof *S->e)) {
+        fp_eager_free(&e);
+        return fp_fail_eager(S, ev->line, "args", a, "out of memory");
+    }
+    S->e[S->ne++] = e;
+    return 0;
+}
+
 static int fp_take(void *user, const ptrace_event *ev, const ptrace_info *info)
 {
     fp_scan *S = user;
+    if (!strcmp(ev->cat, "eager_probe"))
+        return fp_take_eager(S, ev, info);
     if (strcmp(ev->cat, "graph_probe"))
         return 0;
     if (ev->ph == 'M' && !strcmp(ev->name, "probe_names")) {
@@ -297,6 +491,9 @@ static void fp_scan_free(fp_scan *S)
         free((char *)S->p[i].g.phase);
     }
     free(S->p);
+    for (size_t i = 0; i < S->ne; i++)
+        fp_eager_free(&S->e[i]);
+    free(S->e);
 }
 
 static int fp_cmp_d(const void *a, const void *b)
@@ -338,16 +535,16 @@ static const ptrace_api *fp_api_of(const fit_trace *full, uint32_t corr)
     return NULL;
 }
 
-/* The phase range holding call a on its thread: the innermost whose first word is phase
- * (any range when phase is ""); SIZE_MAX when none. */
-static size_t fp_range_of(const fit_trace *full, const ptrace_api *a, const char *phase)
+/* The phase range of thread th holding [s_ns, e_ns]: the innermost whose first word is phase
+ * (any range when phase is ""), or, when whole, whose name is phase; SIZE_MAX when none. */
+static size_t fp_range_of(const fit_trace *full, int64_t th, int64_t s_ns, int64_t e_ns, const char *phase, int whole)
 {
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < full->nrng; i++) {
         const ptrace_range *r = &full->rng[i];
-        if (r->thread != a->thread || r->start_ns > a->start_ns || r->end_ns < a->end_ns)
+        if (r->thread != th || r->start_ns > s_ns || r->end_ns < e_ns)
             continue;
-        if (phase[0] && !fp_first_word_is(r->name, phase))
+        if (whole ? strcmp(r->name, phase) != 0 : phase[0] && !fp_first_word_is(r->name, phase))
             continue;
         if (best == SIZE_MAX || r->end_ns - r->start_ns < full->rng[best].end_ns - full->rng[best].start_ns)
             best = i;
@@ -356,6 +553,24 @@ static size_t fp_range_of(const fit_trace *full, const ptrace_api *a, const char
 }
 
 static const char *const fp_copy_kinds[] = { "HtoH", "HtoD", "DtoH", "DtoD", "Default" };
+
+/* 1 when call a was made inside range r, on its thread. */
+static int fp_inside(const ptrace_range *r, const ptrace_api *a)
+{
+    return a->thread == r->thread && a->start_ns >= r->start_ns && a->end_ns <= r->end_ns;
+}
+
+/* Range r of full into ref with the calls made inside it (the lite trace's own: graph
+ * launches, copies, synchronizes). 0, or -1 when out of memory. */
+static int fp_add_range_calls(fit_trace *ref, const fit_trace *full, const ptrace_range *r)
+{
+    if (fit_trace_add_range(ref, r))
+        return -1;
+    for (size_t q = 0; q < full->napi; q++)
+        if (fp_inside(r, &full->api[q]) && fit_trace_add_api(ref, &full->api[q]))
+            return -1;
+    return 0;
+}
 
 /* The records of probed replay p (node times less the events' cost, laid out from the
  * replay's start in topological order) into ref. */
@@ -442,6 +657,169 @@ static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, c
     return rc;
 }
 
+/* ---- the eager probe ---------------------------------------------------------------------- */
+
+/* The unseen kernels' time before entry i of e, in us (0: none): the gap from the previous
+ * entry's after event to its before event less one event's cost, when that is more than
+ * FP_EAGER_GAP_MIN_US; none after a release or the end (the stream waited for the host). */
+static double fp_unseen_us(const fp_eager *e, size_t i)
+{
+    if (i == 0 || e->k[i - 1].type == FP_E_RELEASE || e->k[i - 1].type == FP_E_END)
+        return 0;
+    double g = e->k[i].b_us - e->k[i - 1].a_us - e->cost_us;
+    return g > FP_EAGER_GAP_MIN_US ? g : 0;
+}
+
+/* 1 when eager probe e (its range found) can stand for a node-level instance: all its
+ * kernels timed (none on another stream, none past the budget), one kernel at least, no graph
+ * launch in its range (its replays would need the node probe's records beside these), and no
+ * more calls than fit_nodes looks at. */
+static int fp_eager_usable(const fp_eager *e, const fit_trace *full)
+{
+    const ptrace_range *r = &full->rng[e->range];
+    size_t calls = 0, kernels = 0;
+    if (e->other_streams || e->lost)
+        return 0;
+    for (size_t q = 0; q < full->napi; q++) {
+        const ptrace_api *a = &full->api[q];
+        if (!fp_inside(r, a))
+            continue;
+        if (a->graph_exec_id || !strncmp(a->name, "cudaGraphLaunch", 15))
+            return 0;
+        calls++;
+    }
+    for (size_t i = 0; i < e->nk; i++) {
+        kernels += e->k[i].type == FP_E_KERNEL;
+        calls += (e->k[i].type == FP_E_KERNEL) + (fp_unseen_us(e, i) > 0);
+    }
+    return kernels > 0 && calls <= FIT_NODES_CALLS_MAX;
+}
+
+/* Where a record of dur_ns whose call ended at call_end starts on the probe's GPU timeline
+ * (*gpu: the latest end laid out, INT64_MIN none; moved to its end). The probe held the
+ * stream, so its records ran long after their calls and 2 events apart: laid out as the
+ * program runs them without the hold (docs/fit.md 1c "Eager probe"), from their call's end,
+ * after the GPU work before them, back to back (a kernel's time holds its launch gap, as a
+ * node probe's does); a copy the host waited for ends at its call's end. */
+static int64_t fp_eager_place(int64_t *gpu, int64_t call_end, int64_t dur_ns, int waited)
+{
+    int64_t s = waited ? call_end - dur_ns : call_end;
+    if (*gpu != INT64_MIN && s < *gpu)
+        s = *gpu;
+    *gpu = s + dur_ns;
+    return s;
+}
+
+/* A launch call as CUPTI records it (cudaLaunchKernel, or the driver's cuLaunchKernel). */
+static int fp_eager_call(fit_trace *ref, const fp_eager *e, int driver, int64_t s_ns, int64_t e_ns, uint32_t corr)
+{
+    ptrace_api a;
+    memset(&a, 0, sizeof a);
+    a.start_ns = s_ns;
+    a.end_ns = e_ns;
+    a.name = driver ? "cuLaunchKernel" : "cudaLaunchKernel";
+    a.cbid = driver ? FP_CBID_CU_LAUNCH_KERNEL : FP_CBID_CUDA_LAUNCH_KERNEL;
+    a.domain_driver = driver;
+    a.corr = corr;
+    a.thread = e->thread;
+    return fit_trace_add_api(ref, &a);
+}
+
+static int fp_cmp_start(const void *a, const void *b)
+{
+    const ptrace_api *x = *(const ptrace_api *const *)a, *y = *(const ptrace_api *const *)b;
+    return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* Eager probe e's instance into ref as a node-level capture holds one: its range and the
+ * lite trace's calls inside it; per kernel entry a cudaLaunchKernel call at the probe's host
+ * times and a kernel of a - b - cost_us; per gap holding unseen kernels a cuLaunchKernel call
+ * at the next entry's start and an "(unseen kernels)" kernel; per copy entry a copy record
+ * on the range's next copy call of its bytes and kind (in order; none: skipped). *corr: the
+ * next free correlation id. 0, or -1 when out of memory. */
+static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e, uint32_t *corr, fit_probe_stats *st)
+{
+    const ptrace_range *r = &full->rng[e->range];
+    char phase[64];
+    snprintf(phase, sizeof phase, "%.*s", (int)strcspn(e->phase, " "), e->phase);
+    if (fp_add_range_calls(ref, full, r))
+        return -1;
+    /* the range's copy calls in start order (the file's order is not time order) */
+    const ptrace_api **cp = malloc((full->napi + 1) * sizeof *cp);
+    size_t ncp = 0, jc = 0;
+    if (!cp)
+        return -1;
+    for (size_t q = 0; q < full->napi; q++)
+        if (fp_inside(r, &full->api[q]) && !strncmp(full->api[q].name, "cudaMemcpy", 10))
+            cp[ncp++] = &full->api[q];
+    qsort(cp, ncp, sizeof *cp, fp_cmp_start);
+    int64_t gpu = INT64_MIN;
+    int rc = 0;
+    for (size_t i = 0; i < e->nk && !rc; i++) {
+        const fp_entry *x = &e->k[i];
+        int64_t t0 = e->host0_ns + (int64_t)llround(x->t0_us * 1e3), t1 = e->host0_ns + (int64_t)llround(x->t1_us * 1e3);
+        double u = fp_unseen_us(e, i), d = x->a_us - x->b_us - e->cost_us;
+        int64_t d_ns = d > 0 ? (int64_t)llround(d * 1e3) : 0;
+        ptrace_kernel kr;
+        memset(&kr, 0, sizeof kr);
+        kr.dev = e->dev;
+        kr.stream = e->stream;
+        kr.nvtx = e->nvtx;
+        kr.phase = phase;
+        if (u > 0) {   /* launched past the interposer before this entry: at its start */
+            kr.corr = (*corr)++;
+            kr.name = "(unseen kernels)";
+            kr.start_ns = fp_eager_place(&gpu, t0, (int64_t)llround(u * 1e3), 0);
+            kr.end_ns = gpu;
+            if (fp_eager_call(ref, e, 1, t0, t0, kr.corr) || fit_trace_add_kernel(ref, &kr)) {
+                rc = -1;
+                break;
+            }
+            st->eager_unseen++;
+            st->eager_records++;
+        }
+        if (x->type == FP_E_KERNEL) {
+            kr.corr = (*corr)++;
+            kr.name = x->name >= 0 && e->names[x->name][0] ? e->names[x->name] : "(unnamed kernel)";
+            for (int q = 0; q < 3; q++) {
+                kr.grid[q] = (int32_t)x->l[q];
+                kr.block[q] = (int32_t)x->l[3 + q];
+            }
+            kr.smem_bytes = (int32_t)x->l[6];   /* dynamic only, as the node probe's */
+            kr.start_ns = fp_eager_place(&gpu, t1, d_ns, 0);
+            kr.end_ns = gpu;
+            rc = fp_eager_call(ref, e, 0, t0, t1, kr.corr) || fit_trace_add_kernel(ref, &kr) ? -1 : 0;
+            st->eager_records++;
+        } else if (x->type == FP_E_COPY) {
+            const char *kind = fp_copy_kinds[x->l[1]];
+            size_t j = jc;
+            while (j < ncp && !((int64_t)cp[j]->bytes == x->l[0] && (!cp[j]->copy_kind || !strcmp(cp[j]->copy_kind, kind))))
+                j++;
+            if (j == ncp) {
+                st->eager_copies_skipped++;
+                continue;
+            }
+            jc = j + 1;
+            ptrace_mem m;
+            memset(&m, 0, sizeof m);
+            m.kind = PTRACE_MEMCPY;
+            m.copy_kind = kind;
+            m.bytes = (uint64_t)x->l[0];
+            m.corr = cp[j]->corr;
+            m.dev = e->dev;
+            m.stream = e->stream;
+            m.nvtx = e->nvtx;
+            m.phase = phase;
+            m.start_ns = fp_eager_place(&gpu, cp[j]->end_ns, d_ns, cp[j]->has_lite && cp[j]->blocking == 1);
+            m.end_ns = gpu;
+            rc = fit_trace_add_mem(ref, &m);
+            st->eager_records++;
+        }
+    }
+    free(cp);
+    return rc;
+}
+
 /* Removes from t the ranges of full's probed instances (same thread, start and name) and the
  * calls inside them on their thread, with those calls' graph_trace events. */
 static size_t fp_drop(fit_trace *t, const fit_trace *full, const unsigned char *probed)
@@ -470,8 +848,7 @@ static size_t fp_drop(fit_trace *t, const fit_trace *full, const unsigned char *
         const ptrace_api *a = &t->api[i];
         int inside = 0;
         for (size_t q = 0; q < dropped && !inside; q++) {
-            const ptrace_range *r = &t->rng[gone[q]];
-            inside = r->thread == a->thread && r->start_ns <= a->start_ns && r->end_ns >= a->end_ns;
+            inside = fp_inside(&t->rng[gone[q]], a);
         }
         if (inside) {
             for (size_t q = 0; q < t->ngl; q++)
@@ -514,12 +891,14 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
     S.path = path;
     S.err = err;
     S.errlen = errlen;
-    if (!fit_trace_is_lite(t) || t->lite.probe_replays <= 0)
+    /* every lite trace is scanned: the end record's eager_probe counts are not read */
+    if (!fit_trace_is_lite(t))
         return 0;
     if (ptrace_scan_file(path, fp_take, &S, &info, err, errlen) || S.failed)
         goto out;
     st->probes = S.np;
-    if (!S.np) {
+    st->eager_probes = S.ne;
+    if (!S.np && !S.ne) {
         rc = 0;
         goto out;
     }
@@ -527,7 +906,7 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
         goto out;
     /* the events' cost per node, per executable */
     size_t nv = 0;
-    v = malloc((S.np + full.ngl + 1) * sizeof *v);
+    v = malloc((S.np + S.ne + full.ngl + 1) * sizeof *v);
     double *costs = malloc((S.ng + 1) * sizeof *costs);
     if (!v || !costs) {
         free(costs);
@@ -577,10 +956,26 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
         const ptrace_api *a = fp_api_of(&full, S.p[j].g.corr);
         if (!a)
             continue;
-        S.p[j].range = fp_range_of(&full, a, S.p[j].g.phase);
+        S.p[j].range = fp_range_of(&full, a->thread, a->start_ns, a->end_ns, S.p[j].g.phase, 0);
         if (S.p[j].range != SIZE_MAX)
-            probed[S.p[j].range] = 1;
+            probed[S.p[j].range] |= FP_BY_GRAPH;
     }
+    for (size_t j = 0; j < S.ne; j++) {   /* the range of its name holding its calls */
+        fp_eager *e = &S.e[j];
+        int64_t lo = e->host0_ns, hi = e->host0_ns;
+        for (size_t i = 0; i < e->nk; i++)
+            if (e->k[i].type == FP_E_KERNEL || e->k[i].type == FP_E_COPY) {
+                int64_t t1 = e->host0_ns + (int64_t)llround(e->k[i].t1_us * 1e3);
+                hi = t1 > hi ? t1 : hi;
+            }
+        e->range = fp_range_of(&full, e->thread, lo, hi, e->phase, 1);
+        if (e->range == SIZE_MAX)
+            st->eager_no_range++;
+        else
+            probed[e->range] |= FP_BY_EAGER;
+        v[j] = e->cost_us;
+    }
+    st->eager_cost_median_us = fp_median(v, S.ne);
     /* the reference: instances whose every graph launch was probed, with no eager kernel */
     if (fit_trace_init(ref, path)) {
         snprintf(err, errlen, "%s: out of memory", path);
@@ -592,7 +987,7 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
     snprintf(ref->file, sizeof ref->file, "%s (node probe)", path);
     for (size_t i = 0; i < full.nrng; i++) {
         const ptrace_range *r = &full.rng[i];
-        if (!probed[i] || !r->has_launches || r->launches != 0)
+        if (!(probed[i] & FP_BY_GRAPH) || !r->has_launches || r->launches != 0)
             continue;
         int all = 1;
         for (size_t q = 0; q < full.napi && all; q++) {
@@ -606,13 +1001,8 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
         }
         if (!all)
             continue;
-        if (fit_trace_add_range(ref, r))
+        if (fp_add_range_calls(ref, &full, r))
             goto oom;
-        for (size_t q = 0; q < full.napi; q++) {
-            const ptrace_api *a = &full.api[q];
-            if (a->thread == r->thread && a->start_ns >= r->start_ns && a->end_ns <= r->end_ns && fit_trace_add_api(ref, a))
-                goto oom;
-        }
         for (size_t j = 0; j < S.np; j++) {
             if (S.p[j].range != i)
                 continue;
@@ -620,6 +1010,30 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
                 goto oom;
         }
         st->instances++;
+    }
+    /* the eager instances: one probe per range (a second of the same range is not taken) */
+    uint32_t corr = 1;
+    for (size_t q = 0; q < full.napi; q++)
+        corr = full.api[q].corr >= corr ? full.api[q].corr + 1 : corr;
+    for (size_t q = 0; q < full.ngl; q++)
+        corr = full.gl[q].corr >= corr ? full.gl[q].corr + 1 : corr;
+    for (size_t j = 0; j < S.ne; j++) {
+        fp_eager *e = &S.e[j];
+        if (e->range == SIZE_MAX)
+            continue;
+        int first = 1;
+        for (size_t q = 0; q < j && first; q++)
+            first = S.e[q].range != e->range;
+        if (!first)
+            continue;
+        st->eager_dropped++;
+        if ((probed[e->range] & FP_BY_GRAPH) || !fp_eager_usable(e, &full)) {
+            st->eager_incomplete++;
+            continue;
+        }
+        if (fp_add_eager(ref, &full, e, &corr, st))
+            goto oom;
+        st->eager_instances++;
     }
     st->dropped = fp_drop(t, &full, probed);
     rc = 1;

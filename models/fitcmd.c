@@ -295,6 +295,12 @@ static int fitcmd_fill_nodes(fit_trace *tr, int nt, const char *const *nodes, in
                    "median; %zu from their own spans): %zu phase instances, %zu records; %zu probed instances "
                    "left out of the fit\n", tr[i].file, ps.probes, ps.execs, ps.cost_median_us, ps.cost_from_spans,
                    ps.instances, ps.records, ps.dropped);
+        if (probe && !quiet && ps.eager_probes)
+            printf("#   eager probe %zu probed instances (event's cost %.3f us, median): %zu used, %zu dropped "
+                   "(%zu not complete, %zu without their range), %zu records of which %zu unseen kernels, %zu "
+                   "copies unmatched\n", ps.eager_probes, ps.eager_cost_median_us, ps.eager_instances,
+                   ps.eager_dropped, ps.eager_incomplete, ps.eager_no_range, ps.eager_records, ps.eager_unseen,
+                   ps.eager_copies_skipped);
         fit_trace *all = probe ? calloc((size_t)nref + 1, sizeof *all) : ref;
         if (probe && !all) {
             fit_trace_free(&pref);

@@ -20,9 +20,8 @@ static char path[256];
  * 19, 37, 69 us: 2 us of event per node), a later probed one inside a range that also launched
  * an eager kernel, the others timed. unprobed: how many timed launches; calib: the end
  * record's event_us; pred: the probe_graph's pred array. */
-static void write_trace(int unprobed, double calib, const char *pred)
+static void write_header(FILE *f)
 {
-    FILE *f = fopen(path, "w");
     fprintf(f, "[\n{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_header\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":{"
                "\"format_version\":1,\"tool_version\":\"specprof 0.1\",\"host\":\"t\",\"pid_os\":7,\"rank\":0,"
                "\"world_size\":1,\"t0_ns\":1000000000000,\"t0_unix_ns\":1000000000000,\"cupti_version\":0,"
@@ -31,6 +30,12 @@ static void write_trace(int unprobed, double calib, const char *pred)
                "\"l2_bytes\":0,\"cc_major\":9,\"cc_minor\":0,\"pci_bus_id\":\"\"},\"peers\":[],\"nvtx_phases\":[\"decode\"],"
                "\"capture\":{\"mode\":\"lite\",\"records\":\"lite\",\"compressed\":false,\"clock\":\"CLOCK_REALTIME ns\"},"
                "\"calibration\":{\"ok\":false,\"why\":\"at the end (mode lite)\"},\"cmd\":\"t\"}},\n");
+}
+
+static void write_trace(int unprobed, double calib, const char *pred)
+{
+    FILE *f = fopen(path, "w");
+    write_header(f);
     fprintf(f, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_names\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":"
                "{\"first\":1,\"names\":[\"k1\",\"k2\",\"k3\",\"k4\",\"k5\"]}},\n");
     fprintf(f, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_graph\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":"
@@ -203,6 +208,243 @@ static void fit_probe_refuses_a_broken_node_table(void)
     }
 }
 
+/* ---- the eager probe ----------------------------------------------------------------------- */
+
+#define EAGER_RANGE "decode tokens=1 bs=1 ctx=100 graph=0"
+static const int64_t t0_ns = 1000000000000LL;
+
+/* An eager_probe event's entries (traces/FORMAT.md "Eager probe"), host times from host0 (the
+ * copy call's start, 5 us into the range), events from ts; one event costs 1 us:
+ *   copy 640 B HtoD, 4 - 1 - 1 = 2 us;
+ *   ka 16 - 5 - 1 = 10 us (5 - 4 - 1 = 0: nothing unseen before it);
+ *   kb 29 - 21 - 1 = 7 us, after 21 - 16 - 1 = 4 us of unseen kernels;
+ *   a release at 30 (30 - 29 - 1 = 0), then the host synchronizes;
+ *   ka 63.5 - 60 - 1 = 2.5 us (60 - 30: after the release, the stream waited for the host);
+ *   the end at 70, after 70 - 63.5 - 1 = 5.5 us of unseen kernels. */
+static const char *const eager_k =
+    "[1,-1,640,1,0,0,0,0,0,0.0,3.0,1.0,4.0],"
+    "[0,0,4,1,1,128,1,1,0,10.0,14.0,5.0,16.0],"
+    "[0,1,2,1,1,64,1,1,256,20.0,24.0,21.0,29.0],"
+    "[2,-1,0,0,0,0,0,0,0,140.0,140.0,30.0,30.0],"
+    "[0,0,4,1,1,128,1,1,0,170.0,174.0,60.0,63.5],"
+    "[3,-1,0,0,0,0,0,0,0,180.0,180.0,70.0,70.0]";
+
+/* A lite trace of 4 eager ranges EAGER_RANGE on thread 7 (200 us each, 1000 us apart), each
+ * with a copy (5-8 us in) and a synchronize (150-170 us in); the first probed. args: the
+ * eager_probe event's args after "thread":7 (NULL: the test's own), so that a test can break
+ * one field. */
+static void write_eager_trace(const char *args)
+{
+    FILE *f = fopen(path, "w");
+    write_header(f);
+    for (int i = 0; i < 4; i++) {
+        double r0 = 1000.0 + 1000.0 * i;   /* us after t0 */
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"api\",\"name\":\"cudaMemcpyAsync\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":3.000,"
+                   "\"args\":{\"corr\":%d,\"cbid\":41,\"thread\":7,\"driver\":false,\"graph_exec_id\":0,\"stream\":13,"
+                   "\"bytes\":640,\"copy_kind\":\"HtoD\",\"blocking\":false}},\n", r0 + 5, 100 + i);
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"api\",\"name\":\"cudaStreamSynchronize\",\"pid\":0,\"tid\":7,\"ts\":%.3f,"
+                   "\"dur\":20.000,\"args\":{\"corr\":%d,\"cbid\":131,\"thread\":7,\"driver\":false,\"graph_exec_id\":0,"
+                   "\"stream\":13,\"blocking\":true}},\n", r0 + 150, 200 + i);
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"nvtx\",\"name\":\"" EAGER_RANGE "\",\"pid\":0,\"tid\":7,\"ts\":%.3f,"
+                   "\"dur\":200.000,\"args\":{\"domain\":\"\",\"thread\":7,\"kind\":\"push\",\"launches\":3,"
+                   "\"graph_launches\":0}},\n", r0);
+    }
+    fprintf(f, "{\"ph\":\"X\",\"cat\":\"eager_probe\",\"name\":\"eager probe\",\"pid\":0,\"tid\":13,\"ts\":1160.000,"
+               "\"dur\":70.000,\"args\":{\"dev\":0,\"stream\":13,\"thread\":7,");
+    if (args)
+        fputs(args, f);
+    else
+        fprintf(f, "\"nvtx\":\"" EAGER_RANGE "\",\"phase\":\"" EAGER_RANGE "\",\"host0_ns\":%lld,\"cost_us\":1.0,"
+                   "\"names\":[\"ka\",\"kb\"],\"k\":[%s],\"other_streams\":0,\"lost\":0,\"watchdog\":0",
+                (long long)(t0_ns + 1005000), eager_k);
+    fprintf(f, "}},\n{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\",\"pid\":0,\"tid\":0,\"ts\":999999.0,\"args\":{"
+               "\"dropped_records\":0,\"dropped_host_events\":0,\"records\":13,\"reason\":\"exit\","
+               "\"calibration\":{\"ok\":true,\"mode\":\"lite\"}}}\n]\n");
+    fclose(f);
+}
+
+/* fit_probe_ref on the trace as written: 1 with ref and the stats, or -1 with err; t loaded. */
+static int eager_ref(fit_trace *t, fit_trace *ref, fit_probe_stats *st, char *err, size_t errlen)
+{
+    if (load(t))
+        return -2;
+    int rc = fit_probe_ref(t, path, ref, st, err, errlen);
+    if (rc != 1)
+        fit_trace_free(t);
+    return rc;
+}
+
+static int cmp_kern_start(const void *a, const void *b)
+{
+    const ptrace_kernel *x = a, *y = b;
+    return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* (a) and (b): the kernel entries' times are a - b - cost, in stream order, with their names
+ * and launch configurations; a gap beyond one event's cost is "(unseen kernels)" (also before
+ * the end), the gap after a release is not; the copy is on its copy call. */
+static void fit_probe_eager_kernels_are_the_event_pairs_less_the_cost(void)
+{
+    write_eager_trace(NULL);
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    if (rc != 1)
+        return;
+    static const char *const name[5] = { "ka", "(unseen kernels)", "kb", "ka", "(unseen kernels)" };
+    static const double dur_us[5] = { 10, 4, 7, 2.5, 5.5 };
+    CHECK(ref.nkern == 5 && st.eager_records == 6 && st.eager_unseen == 2, "kernels %zu records %zu unseen %zu",
+          ref.nkern, st.eager_records, st.eager_unseen);
+    qsort(ref.kern, ref.nkern, sizeof *ref.kern, cmp_kern_start);
+    for (size_t i = 0; i < ref.nkern && i < 5; i++) {
+        const ptrace_kernel *k = &ref.kern[i];
+        CHECK(!strcmp(k->name, name[i]) && llabs(k->end_ns - k->start_ns - (int64_t)(dur_us[i] * 1e3)) <= 1,
+              "kernel %zu: %s of %.3f us, expected %s of %.1f", i, k->name, (k->end_ns - k->start_ns) / 1e3, name[i], dur_us[i]);
+        CHECK(i == 0 || k->start_ns >= ref.kern[i - 1].end_ns, "kernel %zu starts before the one before it ends", i);
+        CHECK(k->stream == 13 && !strcmp(k->phase, "decode"), "kernel %zu: stream %u phase %s", i, k->stream, k->phase);
+    }
+    if (ref.nkern == 5)
+        CHECK(ref.kern[2].grid[0] == 2 && ref.kern[2].block[0] == 64 && ref.kern[2].smem_bytes == 256,
+              "kb: grid %d block %d smem %d", ref.kern[2].grid[0], ref.kern[2].block[0], ref.kern[2].smem_bytes);
+    /* laid out from the calls, back to back: ka from its call's end (14 us after host0) */
+    int64_t host0 = t0_ns + 1005000;
+    if (ref.nkern == 5)
+        CHECK(ref.kern[0].start_ns == host0 + 14000 && ref.kern[1].start_ns == ref.kern[0].end_ns &&
+              ref.kern[2].start_ns == ref.kern[1].end_ns && ref.kern[3].start_ns == host0 + 174000,
+              "starts %.3f %.3f %.3f %.3f us after host0", (ref.kern[0].start_ns - host0) / 1e3,
+              (ref.kern[1].start_ns - host0) / 1e3, (ref.kern[2].start_ns - host0) / 1e3, (ref.kern[3].start_ns - host0) / 1e3);
+    CHECK(ref.nmem == 1 && ref.mem[0].corr == 100 && llabs(ref.mem[0].end_ns - ref.mem[0].start_ns - 2000) <= 1 &&
+          ref.mem[0].bytes == 640 && !strcmp(ref.mem[0].copy_kind, "HtoD"), "copies %zu (corr %u, %lld ns)", ref.nmem,
+          ref.nmem ? ref.mem[0].corr : 0, ref.nmem ? (long long)(ref.mem[0].end_ns - ref.mem[0].start_ns) : 0LL);
+    CHECK(st.eager_probes == 1 && fabs(st.eager_cost_median_us - 1.0) < 1e-12, "probes %zu cost %g", st.eager_probes,
+          st.eager_cost_median_us);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+}
+
+/* (c): the probed instance leaves the lite trace with its calls; the reference holds its range,
+ * its own copy and synchronize, a cudaLaunchKernel per kernel entry at the probe's host times
+ * and a driver cuLaunchKernel per unseen gap, each kernel on its call's correlation id. */
+static void fit_probe_eager_instance_becomes_a_reference(void)
+{
+    write_eager_trace(NULL);
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    if (load(&t))
+        return;
+    size_t nrng = t.nrng, napi = t.napi;
+    fit_trace_free(&t);
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    if (rc != 1)
+        return;
+    CHECK(t.nrng == nrng - 1 && t.napi == napi - 2 && st.dropped == 1 && st.eager_dropped == 1,
+          "ranges %zu -> %zu, calls %zu -> %zu, dropped %zu (eager %zu)", nrng, t.nrng, napi, t.napi, st.dropped,
+          st.eager_dropped);
+    for (size_t i = 0; i < t.napi; i++)
+        CHECK(t.api[i].corr != 100 && t.api[i].corr != 200, "the probed instance's call %u is still in the lite trace",
+              t.api[i].corr);
+    CHECK(ref.nrng == 1 && st.eager_instances == 1 && !strcmp(ref.rng[0].name, EAGER_RANGE) &&
+          ref.rng[0].start_ns == t0_ns + 1000000, "reference ranges %zu, instances %zu", ref.nrng, st.eager_instances);
+    size_t rt = 0, drv = 0, own = 0;
+    int64_t host0 = t0_ns + 1005000;
+    for (size_t i = 0; i < ref.napi; i++) {
+        const ptrace_api *a = &ref.api[i];
+        CHECK(a->thread == 7 && a->start_ns >= ref.rng[0].start_ns && a->end_ns <= ref.rng[0].end_ns,
+              "call %s outside the range", a->name);
+        if (!strcmp(a->name, "cudaLaunchKernel")) {
+            rt++;
+            CHECK(a->cbid == 211 && !a->domain_driver && a->corr > 200, "cudaLaunchKernel: cbid %u driver %d corr %u",
+                  a->cbid, a->domain_driver, a->corr);
+            CHECK(a->start_ns == host0 + 10000 || a->start_ns == host0 + 20000 || a->start_ns == host0 + 170000,
+                  "a launch at %.3f us after host0", (a->start_ns - host0) / 1e3);
+        } else if (!strcmp(a->name, "cuLaunchKernel")) {
+            drv++;
+            CHECK(a->cbid == 307 && a->domain_driver && (a->start_ns == host0 + 20000 || a->start_ns == host0 + 180000),
+                  "cuLaunchKernel: cbid %u driver %d at %.3f us", a->cbid, a->domain_driver, (a->start_ns - host0) / 1e3);
+        } else {
+            own += a->corr == 100 || a->corr == 200;
+        }
+        size_t nk = 0;
+        for (size_t q = 0; q < ref.nkern; q++)
+            nk += ref.kern[q].corr == a->corr;
+        if (strstr(a->name, "LaunchKernel"))
+            CHECK(nk == 1, "%s corr %u: %zu kernels", a->name, a->corr, nk);
+    }
+    CHECK(rt == 3 && drv == 2 && own == 2 && ref.napi == 7, "calls: %zu cudaLaunchKernel, %zu cuLaunchKernel, %zu "
+          "the lite's own, %zu in all", rt, drv, own, ref.napi);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+}
+
+/* (f): an instance that launched kernels on other streams while probed leaves the lite trace
+ * (its host times are the probe's) but is no reference: its other streams' kernels are unknown. */
+static void fit_probe_eager_incomplete_instance_is_dropped_not_used(void)
+{
+    char args[1024];
+    snprintf(args, sizeof args, "\"nvtx\":\"" EAGER_RANGE "\",\"phase\":\"" EAGER_RANGE "\",\"host0_ns\":%lld,"
+             "\"cost_us\":1.0,\"names\":[\"ka\",\"kb\"],\"k\":[%s],\"other_streams\":2,\"lost\":0,\"watchdog\":0",
+             (long long)(t0_ns + 1005000), eager_k);
+    write_eager_trace(args);
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    if (rc != 1)
+        return;
+    CHECK(st.eager_dropped == 1 && st.eager_incomplete == 1 && st.eager_instances == 0 && ref.nrng == 0 &&
+          ref.nkern == 0 && t.nrng == 3, "dropped %zu incomplete %zu used %zu; reference %zu ranges %zu kernels; lite %zu ranges",
+          st.eager_dropped, st.eager_incomplete, st.eager_instances, ref.nrng, ref.nkern, t.nrng);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+}
+
+/* (e): a malformed eager_probe event is refused, naming the file, the line, the field and its
+ * value. */
+static void fit_probe_eager_refuses_a_malformed_event(void)
+{
+    static const struct { const char *cost, *names, *entry, *field, *value; } bad[] = {
+        { "-1.0", "[\"ka\",\"kb\"]", "[0,0,4,1,1,128,1,1,0,10.0,14.0,5.0,16.0]", "args.cost_us", "value -1" },
+        { "1.0", "[\"ka\",\"kb\"]", "[7,0,4,1,1,128,1,1,0,10.0,14.0,5.0,16.0]", "args.k[0]", "value [7,0,4" },
+        { "1.0", "[\"ka\",\"kb\"]", "[0,5,4,1,1,128,1,1,0,10.0,14.0,5.0,16.0]", "args.k[0]", "value [0,5,4" },
+        { "1.0", "[\"ka\",\"kb\"]", "[0,0,4,1,1,128,1,1,0,10.0,14.0,5.0,3.0]", "args.k[0]", "b <= a" },
+        { "1.0", "\"ka\"", "[0,0,4,1,1,128,1,1,0,10.0,14.0,5.0,16.0]", "args.names", "value \"ka\"" },
+        { "1.0", "[\"ka\",\"kb\"]", "[0,0,4,1,1]", "args.k[0]", "13 numbers" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char args[1024];
+        snprintf(args, sizeof args, "\"nvtx\":\"\",\"phase\":\"" EAGER_RANGE "\",\"host0_ns\":%lld,\"cost_us\":%s,"
+                 "\"names\":%s,\"k\":[%s],\"other_streams\":0,\"lost\":0", (long long)(t0_ns + 1005000), bad[i].cost,
+                 bad[i].names, bad[i].entry);
+        write_eager_trace(args);
+        fit_trace t, ref;
+        fit_probe_stats st;
+        char err[512] = "";
+        int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+        CHECK(rc == -1 && strstr(err, path) && strstr(err, "line 15") && strstr(err, bad[i].field) &&
+              strstr(err, bad[i].value), "case %zu: rc %d: %s", i, rc, err);
+        if (rc == 1) {
+            fit_trace_free(&ref);
+            fit_trace_free(&t);
+        }
+    }
+    /* a field missing */
+    write_eager_trace("\"phase\":\"" EAGER_RANGE "\"");
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    CHECK(rc == -1 && strstr(err, "args.host0_ns") && strstr(err, "(missing)"), "rc %d: %s", rc, err);
+    if (rc == 1) {
+        fit_trace_free(&ref);
+        fit_trace_free(&t);
+    }
+}
+
 int main(void)
 {
     snprintf(path, sizeof path, "/tmp/test_fit_probe.%d.json", (int)getpid());
@@ -210,6 +452,10 @@ int main(void)
     RUN(fit_probe_gap_leaves_idle_before_each_dependent_node);
     RUN(fit_probe_falls_back_to_the_calibration);
     RUN(fit_probe_refuses_a_broken_node_table);
+    RUN(fit_probe_eager_kernels_are_the_event_pairs_less_the_cost);
+    RUN(fit_probe_eager_instance_becomes_a_reference);
+    RUN(fit_probe_eager_incomplete_instance_is_dropped_not_used);
+    RUN(fit_probe_eager_refuses_a_malformed_event);
     unlink(path);
     return check_done();
 }
