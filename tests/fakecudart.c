@@ -2,24 +2,54 @@
  * shared library so that libspecprof.so, preloaded, finds it as "the next" definition the way
  * it finds libcudart on a GPU machine. Also defines the CUPTI entry points libspecprof.so
  * links to: they count calls and fail, so a test sees any CUPTI call lite mode makes.
+ * The eager probe's hold (cuStreamWaitValue32 on a mapped host flag) queues a stream's work
+ * until the host writes the flag; the fake notices the write at its next call (any thread)
+ * and runs the queue then, back to back (see "holds" below).
  * Workload: a test program's few hundred calls; one lock, nothing freed. */
 #include "fakecudart.h"
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define FAKE_NOT_READY 600                 /* cudaErrorNotReady */
 #define FAKE_LAUNCH_HOST_NS 2000           /* host time of a graph launch call (a real one: 2-4 us, docs/profiler.md) */
 #define FAKE_KERNEL_NS 1000                /* GPU time of a launched kernel */
 #define FAKE_MAX_REPLAYS 4096
+/* host time of a launch of a named kernel (fake_kernel_fn): it reaches the GPU when the call
+ * returns (a real cudaLaunchKernel: 2-5 us, docs/profiler.md); unnamed launches cost nothing */
+#define FAKE_NAMED_LAUNCH_NS 5000
+#define FAKE_HOLD_TIMEOUT_NS 10000000000LL /* a sync blocked this long on a held stream: a deadlock */
 
-typedef struct { int64_t busy_until_ns, last_event_ns; int capturing; unsigned long long id; } fake_stream;
-typedef struct { int64_t t_ns; int recorded; } fake_event;
+/* An operation queued behind a hold (a cuStreamWaitValue32 not yet met): run when the stream
+ * is released, in order. */
+enum { OP_WAIT, OP_KERNEL, OP_EVENT, OP_GRAPH };
+typedef struct {
+    int type;
+    int64_t ns;                            /* OP_KERNEL */
+    const char *name;                      /* OP_KERNEL: counted by name when it runs (NULL: not) */
+    void *ev;                              /* OP_EVENT */
+    unsigned serial;                       /* OP_EVENT: the record it is (a later record replaces it) */
+    void *exec;                            /* OP_GRAPH */
+    const volatile uint32_t *addr;         /* OP_WAIT: flag >= value (CU_STREAM_WAIT_VALUE_GEQ) */
+    uint32_t value;
+} fake_op;
+
+typedef struct {
+    int64_t busy_until_ns, last_event_ns; int capturing; unsigned long long id;
+    int nonblocking;                       /* cudaStreamNonBlocking: no implicit sync with the legacy stream */
+    fake_op *q;                            /* held: q[qhead..nq) waits, nq > qhead */
+    int nq, qhead, qcap;
+    int records;                           /* cudaEventRecord calls on this stream */
+} fake_stream;
+typedef struct { int64_t t_ns; int recorded; int pending; unsigned serial; } fake_event;
 typedef struct { int64_t gpu_ns; } fake_exec;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static fake_stream legacy = { 0, 0, 0, 7 };
+static fake_stream legacy = { .id = 7 };
+static fake_stream per_thread = { .id = 8 };   /* cudaStreamPerThread (one thread's: the tests use one) */
 static unsigned long long next_stream_id = 13;
 static int64_t device_busy_ns;
 static void *pinned[64];
@@ -27,6 +57,9 @@ static int n_pinned;
 static int64_t replay_start[FAKE_MAX_REPLAYS], replay_event[FAKE_MAX_REPLAYS];
 static int n_replays;
 static int cupti_calls;
+#define FAKE_MAX_NAMES 64
+static struct { const char *name; int runs; } kruns[FAKE_MAX_NAMES];   /* kernels run, by name */
+static int n_kruns;
 static int capture_broken;   /* calls a capturing stream refuses (and that end a real capture) */
 
 static int64_t now_ns(void) {
@@ -35,15 +68,99 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 static void spin_until(int64_t t) { while (now_ns() < t) {} }
-static fake_stream *S(void *s) { return s ? (fake_stream *)s : &legacy; }
+/* cudaStreamLegacy (0x1) and cudaStreamPerThread (0x2) are handles too */
+static fake_stream *S(void *s) {
+    return !s || s == (void *)0x1 ? &legacy : s == (void *)0x2 ? &per_thread : (fake_stream *)s;
+}
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 /* GPU work of gpu_ns on stream s, in order after what is queued there; returns its start. */
-static int64_t enqueue(fake_stream *s, int64_t gpu_ns) {
-    int64_t start = max64(now_ns(), s->busy_until_ns);
+static int64_t enqueue_at(fake_stream *s, int64_t gpu_ns, int64_t now) {
+    int64_t start = max64(now, s->busy_until_ns);
     s->busy_until_ns = start + gpu_ns;
     device_busy_ns = max64(device_busy_ns, s->busy_until_ns);
     return start;
+}
+static int64_t enqueue(fake_stream *s, int64_t gpu_ns) { return enqueue_at(s, gpu_ns, now_ns()); }
+
+/* ---------- holds (the eager probe) ----------
+ * A stream with a wait in its queue is held: its work (kernels, event records, graph
+ * replays) is queued, not run. At each call of the fake (any thread: a program's launch, the
+ * writer's cudaEventQuery) the queues whose first wait is met run, from that moment, back to
+ * back, up to the next wait not met: a host write is noticed lazily, as a GPU's front end
+ * polls. Nothing of this runs while no stream is held (n_held 0): the old timing is kept. */
+static fake_stream *held[64];
+static int n_held, n_waits;
+static int64_t event_ns;                   /* GPU time of an event record (fake_set_event_ns; 0) */
+static int hold_off;                       /* fake_set_hold(0): waits accepted and ignored */
+static char run_order[8192];               /* named kernels, space-separated, in the order they ran */
+static size_t n_run_order;
+static int held_q(const fake_stream *s) { return s->nq > s->qhead; }
+static void q_push(fake_stream *s, fake_op op) {
+    if (s->nq == s->qcap) {
+        s->qcap = s->qcap ? 2 * s->qcap : 64;
+        s->q = realloc(s->q, (size_t)s->qcap * sizeof *s->q);
+    }
+    if (!held_q(s) && n_held < 64) held[n_held++] = s;
+    s->q[s->nq++] = op;
+}
+static void kernel_ran(const char *name);
+/* An event record that runs now (at now): stamped after what the stream has, taking event_ns. */
+static void event_run(fake_stream *s, fake_event *e, int64_t now) {
+    e->t_ns = max64(now, s->busy_until_ns) + event_ns;
+    s->busy_until_ns = s->last_event_ns = e->t_ns;
+    if (event_ns) device_busy_ns = max64(device_busy_ns, s->busy_until_ns);
+    e->recorded = 1;
+    e->pending = 0;
+}
+static void g_replay(void *exec, int64_t start_ns);
+static void graph_run(fake_stream *s, void *exec, int64_t now);
+/* Runs what the met waits let through. Caller holds mu. */
+static void poll_holds(void) {
+    if (!n_held) return;
+    int64_t now = now_ns();
+    for (int i = 0; i < n_held; i++) {
+        fake_stream *s = held[i];
+        while (held_q(s)) {
+            fake_op *op = &s->q[s->qhead];
+            if (op->type == OP_WAIT) {
+                uint32_t v = __atomic_load_n(op->addr, __ATOMIC_ACQUIRE);
+                if ((int32_t)(v - op->value) < 0) break;   /* CU_STREAM_WAIT_VALUE_GEQ, as CUDA compares */
+            } else if (op->type == OP_KERNEL) {
+                enqueue_at(s, op->ns, now);
+                if (op->name) kernel_ran(op->name);
+            } else if (op->type == OP_EVENT) {
+                fake_event *e = op->ev;
+                if (e->serial == op->serial) event_run(s, e, now);
+            } else graph_run(s, op->exec, now);
+            s->qhead++;
+        }
+        if (!held_q(s)) {
+            s->nq = s->qhead = 0;
+            held[i--] = held[--n_held];
+        }
+    }
+}
+static void lock_poll(void) { pthread_mutex_lock(&mu); poll_holds(); }
+/* Spins until the stream (NULL: every stream, legacy: itself and every blocking stream) is no
+ * longer held, then returns with mu held; a hold that outlasts FAKE_HOLD_TIMEOUT_NS ends the
+ * process loudly (the program would hang on a GPU). */
+static void wait_unheld(fake_stream *s, int all) {
+    int64_t t0 = now_ns();
+    for (;;) {
+        lock_poll();
+        int h = 0;
+        for (int i = 0; i < n_held && !h; i++)
+            h = held[i] == s || all == 2 || (all == 1 && !held[i]->nonblocking);
+        if (!h) return;
+        pthread_mutex_unlock(&mu);
+        if (now_ns() - t0 > FAKE_HOLD_TIMEOUT_NS) {
+            fprintf(stderr, "fakecudart: a sync waited %.0f s on a held stream (stream %llu): the host never "
+                            "released its cuStreamWaitValue32; a real program would hang here\n",
+                    (double)FAKE_HOLD_TIMEOUT_NS / 1e9, s ? s->id : 0ull);
+            _exit(70);
+        }
+    }
 }
 
 /* executables made by cudaGraphInstantiate (graphs with nodes), as against fake_graph_exec's */
@@ -77,17 +194,21 @@ int cudaProfilerStart(void) { __atomic_add_fetch(&profiler_calls[0], 1, __ATOMIC
 int cudaProfilerStop(void) { __atomic_add_fetch(&profiler_calls[1], 1, __ATOMIC_SEQ_CST); return 0; }
 int fake_profiler_calls(int stop) { return __atomic_load_n(&profiler_calls[stop ? 1 : 0], __ATOMIC_SEQ_CST); }
 
+static void graph_run(fake_stream *s, void *exec, int64_t now) {
+    int64_t st = enqueue_at(s, exec ? ((fake_exec *)exec)->gpu_ns : 0, now);
+    if (exec && is_gexec(exec)) g_replay(exec, st);
+    if (n_replays < FAKE_MAX_REPLAYS) {
+        replay_event[n_replays] = s->last_event_ns;
+        replay_start[n_replays++] = st;
+    }
+}
 int cudaGraphLaunch(void *exec, void *stream) {
     int64_t t0 = now_ns();
-    pthread_mutex_lock(&mu);
+    lock_poll();
     fake_stream *s = S(stream);
     if (!s->capturing) {
-        int64_t st = enqueue(s, exec ? ((fake_exec *)exec)->gpu_ns : 0);
-        if (exec && is_gexec(exec)) g_replay(exec, st);
-        if (n_replays < FAKE_MAX_REPLAYS) {
-            replay_event[n_replays] = s->last_event_ns;
-            replay_start[n_replays++] = st;
-        }
+        if (held_q(s)) q_push(s, (fake_op){ .type = OP_GRAPH, .exec = exec });
+        else graph_run(s, exec, now_ns());
     }
     pthread_mutex_unlock(&mu);
     spin_until(t0 + FAKE_LAUNCH_HOST_NS);
@@ -95,37 +216,135 @@ int cudaGraphLaunch(void *exec, void *stream) {
 }
 int cudaGraphLaunch_ptsz(void *exec, void *stream) { return cudaGraphLaunch(exec, stream); }   /* not called by the test */
 
-int cudaLaunchKernel(const void *f, fake_dim3 grid, fake_dim3 block, void **args, size_t smem, void *stream) {
-    (void)f; (void)grid; (void)block; (void)args; (void)smem;
+/* Named kernels (fake_kernel_fn): the struct starts with the name, so that the function
+ * pointer is its name for cudaFuncGetName, as the graph nodes' are. */
+#define FAKE_MAX_KFN 64
+typedef struct { char name[128]; int64_t ns; } fake_kfn;
+static fake_kfn kfns[FAKE_MAX_KFN];
+static int n_kfns;
+const void *fake_kernel_fn(const char *name, int64_t ns) {
     pthread_mutex_lock(&mu);
-    if (!S(stream)->capturing) enqueue(S(stream), FAKE_KERNEL_NS);
+    fake_kfn *k = n_kfns < FAKE_MAX_KFN ? &kfns[n_kfns++] : NULL;
+    if (k) { snprintf(k->name, sizeof k->name, "%s", name); k->ns = ns; }
+    pthread_mutex_unlock(&mu);
+    return k;
+}
+static const fake_kfn *kfn_of(const void *f) {
+    const fake_kfn *k = f;
+    return k >= kfns && k < kfns + FAKE_MAX_KFN ? k : NULL;
+}
+/* A named kernel ran: counted by name (fake_kernel_runs) and logged in order. Caller holds mu. */
+static void kernel_ran(const char *name) {
+    int k = 0;
+    while (k < n_kruns && strcmp(kruns[k].name, name)) k++;
+    if (k == n_kruns && n_kruns < FAKE_MAX_NAMES) kruns[n_kruns++].name = name;
+    if (k < n_kruns) kruns[k].runs++;
+    if (n_run_order + strlen(name) + 2 < sizeof run_order)
+        n_run_order += (size_t)snprintf(run_order + n_run_order, sizeof run_order - n_run_order, "%s%s",
+                                        n_run_order ? " " : "", name);
+}
+int fake_run_order(char *buf, size_t cap) {
+    pthread_mutex_lock(&mu);
+    int n = snprintf(buf, cap, "%s", run_order);
+    pthread_mutex_unlock(&mu);
+    return n;
+}
+void fake_set_event_ns(int64_t ns) { pthread_mutex_lock(&mu); event_ns = ns; pthread_mutex_unlock(&mu); }
+void fake_set_hold(int on) { pthread_mutex_lock(&mu); hold_off = !on; pthread_mutex_unlock(&mu); }
+int fake_waits(void) { pthread_mutex_lock(&mu); int n = n_waits; pthread_mutex_unlock(&mu); return n; }
+int fake_event_records(void *stream) { pthread_mutex_lock(&mu); int n = S(stream)->records; pthread_mutex_unlock(&mu); return n; }
+int fake_held(void *stream) { lock_poll(); int n = S(stream)->nq - S(stream)->qhead; pthread_mutex_unlock(&mu); return n; }
+
+/* A launch of a named kernel costs the host FAKE_NAMED_LAUNCH_NS and reaches the GPU at its
+ * end; an unnamed one (f NULL or not from fake_kernel_fn) costs nothing and runs
+ * FAKE_KERNEL_NS, as before. */
+int cudaLaunchKernel(const void *f, fake_dim3 grid, fake_dim3 block, void **args, size_t smem, void *stream) {
+    (void)grid; (void)block; (void)args; (void)smem;
+    const fake_kfn *k = kfn_of(f);
+    if (k) spin_until(now_ns() + FAKE_NAMED_LAUNCH_NS);
+    lock_poll();
+    fake_stream *s = S(stream);
+    if (!s->capturing) {
+        int64_t ns = k ? k->ns : FAKE_KERNEL_NS;
+        if (held_q(s)) q_push(s, (fake_op){ .type = OP_KERNEL, .ns = ns, .name = k ? k->name : NULL });
+        else {
+            enqueue(s, ns);
+            if (k) kernel_ran(k->name);
+        }
+    }
     pthread_mutex_unlock(&mu);
     return 0;
 }
 
+/* The hold: CUresult cuStreamWaitValue32(CUstream, CUdeviceptr addr, cuuint32_t value,
+ * unsigned flags), GEQ only (flags 0). addr is the host pointer itself (cudaHostGetDevicePointer
+ * gives it back). */
+static int fake_wait_value32(void *stream, unsigned long long addr, uint32_t value, unsigned flags) {
+    if (flags != 0 || !addr) return 1;   /* CUDA_ERROR_INVALID_VALUE */
+    lock_poll();
+    fake_stream *s = S(stream);
+    n_waits++;
+    if (!hold_off && !s->capturing)
+        q_push(s, (fake_op){ .type = OP_WAIT, .addr = (const volatile uint32_t *)(uintptr_t)addr, .value = value });
+    poll_holds();   /* a flag already written lets it through at once */
+    pthread_mutex_unlock(&mu);
+    return 0;
+}
+/* cudaGetDriverEntryPointByVersion(symbol, &fn, cudaVersion, flags, &status): status
+ * cudaDriverEntryPointSuccess (0) or cudaDriverEntryPointSymbolNotFound (1). */
+int cudaGetDriverEntryPointByVersion(const char *symbol, void **fn, unsigned version, unsigned long long flags,
+                                     int *status) {
+    (void)version; (void)flags;
+    int found = symbol && !strcmp(symbol, "cuStreamWaitValue32");
+    *fn = found ? (void *)fake_wait_value32 : NULL;
+    if (status) *status = found ? 0 : 1;
+    return 0;
+}
+/* Mapped pinned memory (cudaHostAllocMapped = 2): the device pointer is the host pointer. */
+int cudaHostAlloc(void **p, size_t n, unsigned flags) {
+    (void)flags;
+    *p = calloc(1, n ? n : 1);
+    if (!*p) return 2;   /* cudaErrorMemoryAllocation */
+    fake_pin(*p);
+    return 0;
+}
+int cudaHostGetDevicePointer(void **d, void *h, unsigned flags) { (void)flags; *d = h; return h ? 0 : 1; }
+
 int cudaEventCreate(void **ev) { *ev = calloc(1, sizeof(fake_event)); return *ev ? 0 : 2; }
 int cudaEventCreateWithFlags(void **ev, unsigned flags) { (void)flags; return cudaEventCreate(ev); }
 int cudaEventDestroy(void *ev) { (void)ev; return 0; }
+/* On a held stream the record is queued (the event pending: not ready) and stamped when it
+ * runs, unless recorded again before. */
 int cudaEventRecord(void *ev, void *stream) {
-    pthread_mutex_lock(&mu);
+    lock_poll();
     fake_event *e = ev;
     fake_stream *s = S(stream);
-    e->t_ns = max64(now_ns(), s->busy_until_ns);
-    s->busy_until_ns = s->last_event_ns = e->t_ns;
-    e->recorded = 1;
+    s->records++;
+    e->serial++;
+    if (held_q(s)) {
+        e->recorded = e->pending = 1;
+        q_push(s, (fake_op){ .type = OP_EVENT, .ev = e, .serial = e->serial });
+    } else event_run(s, e, now_ns());
     pthread_mutex_unlock(&mu);
     return 0;
 }
 int cudaEventQuery(void *ev) {
     fake_event *e = ev;
-    pthread_mutex_lock(&mu);
+    lock_poll();
     int64_t t = e->t_ns;
+    int pending = e->pending;
     pthread_mutex_unlock(&mu);
-    return now_ns() >= t ? 0 : FAKE_NOT_READY;
+    return !pending && now_ns() >= t ? 0 : FAKE_NOT_READY;
 }
 int cudaEventSynchronize(void *ev) {
     fake_event *e = ev;
-    pthread_mutex_lock(&mu);
+    int64_t t0 = now_ns();
+    lock_poll();
+    while (e->pending) {   /* recorded on a held stream: until it is released */
+        pthread_mutex_unlock(&mu);
+        if (now_ns() - t0 > FAKE_HOLD_TIMEOUT_NS) wait_unheld(NULL, 2);   /* fails loudly */
+        lock_poll();
+    }
     int64_t t = e->t_ns;
     pthread_mutex_unlock(&mu);
     spin_until(t);
@@ -134,12 +353,12 @@ int cudaEventSynchronize(void *ev) {
 /* As the real one: float ms, at a resolution of 0.5 us. */
 int cudaEventElapsedTime(float *ms, void *a, void *b) {
     fake_event *x = a, *y = b;
-    pthread_mutex_lock(&mu);
-    int ok = x->recorded && y->recorded;
+    lock_poll();
+    int ok = x->recorded && y->recorded, pending = x->pending || y->pending;
     int64_t d = y->t_ns - x->t_ns;
     pthread_mutex_unlock(&mu);
     if (!ok) return 400;   /* cudaErrorInvalidResourceHandle */
-    if (now_ns() < x->t_ns || now_ns() < y->t_ns) return FAKE_NOT_READY;
+    if (pending || now_ns() < x->t_ns || now_ns() < y->t_ns) return FAKE_NOT_READY;
     int64_t q = (d >= 0 ? d + 250 : d - 250) / 500 * 500;
     *ms = (float)((double)q / 1e6);
     return 0;
@@ -147,8 +366,9 @@ int cudaEventElapsedTime(float *ms, void *a, void *b) {
 
 /* internal calls do not go through the exported (interposed) names, as in the real runtime */
 static int stream_sync(void *stream) {
-    pthread_mutex_lock(&mu);
-    int64_t t = S(stream)->busy_until_ns;
+    fake_stream *s = S(stream);
+    wait_unheld(s, s == &legacy);   /* the legacy stream waits for the blocking streams too */
+    int64_t t = s->busy_until_ns;
     pthread_mutex_unlock(&mu);
     spin_until(t);
     return 0;
@@ -156,23 +376,24 @@ static int stream_sync(void *stream) {
 int cudaStreamSynchronize(void *stream) { return stream_sync(stream); }
 int cudaStreamSynchronize_ptsz(void *stream) { return stream_sync(stream); }
 int cudaDeviceSynchronize(void) {
-    pthread_mutex_lock(&mu);
+    wait_unheld(NULL, 2);
     int64_t t = device_busy_ns;
     pthread_mutex_unlock(&mu);
     spin_until(t);
     return 0;
 }
 int cudaStreamIsCapturing(void *stream, int *status) {
-    pthread_mutex_lock(&mu);
+    lock_poll();
     *status = S(stream)->capturing;
     pthread_mutex_unlock(&mu);
     return 0;
 }
 int cudaStreamCreateWithPriority(void **stream, unsigned flags, int priority) {
-    (void)flags; (void)priority;
+    (void)priority;
     fake_stream *s = calloc(1, sizeof *s);
     pthread_mutex_lock(&mu);
     s->id = next_stream_id++;
+    s->nonblocking = flags & 1;   /* cudaStreamNonBlocking */
     pthread_mutex_unlock(&mu);
     *stream = s;
     return 0;
@@ -181,6 +402,8 @@ int cudaStreamCreate(void **stream) { return cudaStreamCreateWithPriority(stream
 /* refused while capturing (as any call on a capturing stream we are not sure of: the
  * interposer must only ask cudaStreamIsCapturing then) */
 int cudaStreamGetId(void *stream, unsigned long long *id) {
+    lock_poll();
+    pthread_mutex_unlock(&mu);
     if (S(stream)->capturing) { __atomic_add_fetch(&capture_broken, 1, __ATOMIC_SEQ_CST); return 900; }
     *id = S(stream)->id;
     return 0;
@@ -213,11 +436,15 @@ static int is_pinned(const void *p) {
     return r;
 }
 int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+    lock_poll();
+    pthread_mutex_unlock(&mu);
     if (kind != 3) stream_sync(NULL);
     memmove(dst, src, n);
     return 0;
 }
 int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream) {
+    lock_poll();
+    pthread_mutex_unlock(&mu);
     if (kind == 2 && !is_pinned(dst)) stream_sync(stream);
     memmove(dst, src, n);
     return 0;
@@ -230,14 +457,11 @@ int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *stream
  * measured 2.6 us a node on an H100, docs/profiler.md) and stamps its event when it ends. */
 #define FAKE_EVENT_NODE_NS 2000
 #define FAKE_MEMSET_NS 1000
-#define FAKE_MAX_NAMES 64
 enum { FK_KERNEL = 0, FK_MEMCPY = 1, FK_MEMSET = 2, FK_EMPTY = 5, FK_RECORD = 7, FK_ALLOC = 10 };
 typedef struct fake_node { int type; int64_t ns; const char *name; void *event; struct fake_node *orig; } fake_node;
 typedef struct { fake_node **n; int nn, cap; fake_node **ef, **et; unsigned char *ety; int ne, ecap; } fake_graph;
 typedef struct { unsigned char from_port, to_port, type, reserved[5]; } fake_edge;   /* cudaGraphEdgeData */
 #define FAKE_LOSSY_QUERY 402   /* cudaErrorLossyQuery: edge data asked without room for it */
-static struct { const char *name; int runs; } kruns[FAKE_MAX_NAMES];
-static int n_kruns;
 
 static fake_node *g_add(fake_graph *g, int type, int64_t ns, const char *name, void *event, void *const *deps, size_t nd);
 static int g_edge(fake_graph *g, fake_node *a, fake_node *b) {

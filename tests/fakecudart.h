@@ -2,7 +2,10 @@
  * built as build/tests/libfakecudart.so). The runtime entry points keep the real ABI with
  * plain types (handles are pointers, enums ints); the fake_* helpers script the GPU: a graph
  * executable runs for the time it was made with, a stream runs its work in order on a clock
- * that is CLOCK_MONOTONIC, events take the stream's time when the work before them is done. */
+ * that is CLOCK_MONOTONIC, events take the stream's time when the work before them is done.
+ * A stream can be held (the eager probe's cuStreamWaitValue32 on a mapped host flag): its
+ * work waits until the host writes the flag, then runs back to back from the moment the fake
+ * notices the write (its next call, from any thread). */
 #ifndef FAKECUDART_H
 #define FAKECUDART_H
 #include <stddef.h>
@@ -19,6 +22,28 @@ int cudaLaunchKernel(const void *f, fake_dim3 grid, fake_dim3 block, void **args
 int cudaStreamCreateWithPriority(void **stream, unsigned flags, int priority);
 int cudaProfilerStart(void);
 int cudaProfilerStop(void);
+int cudaEventCreate(void **ev);
+int cudaEventRecord(void *ev, void *stream);
+int cudaEventQuery(void *ev);
+
+/* The eager probe (profiler/inject/pleager.c). A kernel function named name (cudaFuncGetName
+ * gives the name back) that runs ns on the GPU; its cudaLaunchKernel costs the host 5 us and
+ * the kernel reaches the GPU when the call returns. Its runs are counted by name
+ * (fake_kernel_runs) and logged in the order they ran (fake_run_order: names, space-separated;
+ * its length is returned). */
+const void *fake_kernel_fn(const char *name, int64_t ns);
+int fake_run_order(char *buf, size_t cap);
+/* GPU time of each event record from now on (default 0: an event takes no time), so that a
+ * chain of events shows the event's cost as a real GPU's does. */
+void fake_set_event_ns(int64_t ns);
+/* on 0: cuStreamWaitValue32 is accepted and does nothing (a test's proof that its check
+ * needs the hold); 1: the default. */
+void fake_set_hold(int on);
+/* cuStreamWaitValue32 calls; cudaEventRecord calls on stream; operations queued on stream
+ * behind a hold not yet released (0: not held). */
+int fake_waits(void);
+int fake_event_records(void *stream);
+int fake_held(void *stream);
 
 /* A graph with nodes (the node probe's tests): a new one, a kernel node of ns GPU time named
  * name (the name stands for its function: cudaFuncGetName returns it) after deps, a memory
