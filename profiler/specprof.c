@@ -59,6 +59,9 @@ static void usage(FILE *f) {
         "      --probe-nodes N     lite mode, experimental: each CUDA graph executable's first N replays in the capture run\n"
         "                          an instrumented clone (an event after each node) that times every node without\n"
         "                          CUPTI (graph_probe events, traces/FORMAT.md \"Node probe\"); 0 (default): off\n"
+        "      --probe-eager N     lite mode, experimental: the first N instances of each eager phase shape run with\n"
+        "                          their stream held and an event pair around each kernel launch, which times the\n"
+        "                          kernels without CUPTI (eager_probe events, traces/FORMAT.md \"Eager probe\"); 0: off\n"
         "      --window-ms N       a window's length (default 50)\n"
         "      --period-ms M       one time window every M ms (default 1000)\n"
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
@@ -428,10 +431,10 @@ static int cmd_run(int argc, char **argv) {
     long flush_ms = 500, buffer_mb = 64;
     /* recording mode (docs/profiler.md); the defaults are the library's */
     const char *mode = "always", *between = "none", *records = "fit", *shape_ignore = NULL, *crange = "none";
-    long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6, probe_nodes = 0;
+    long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6, probe_nodes = 0, probe_eager = 0;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,
-           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH, O_CRANGE, O_PROBE };
+           O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH, O_CRANGE, O_PROBE, O_PEAGER };
     static const struct option lo[] = {
         {"output", required_argument, 0, 'o'}, {"delay", required_argument, 0, O_DELAY},
         {"duration", required_argument, 0, O_DURATION}, {"signal-start", optional_argument, 0, O_SSTART},
@@ -444,7 +447,8 @@ static int cmd_run(int argc, char **argv) {
         {"records", required_argument, 0, O_RECORDS}, {"gz-level", required_argument, 0, O_GZ},
         {"no-compress", no_argument, 0, O_NOGZ}, {"no-calibrate", no_argument, 0, O_NOCAL},
         {"shape-ignore", required_argument, 0, O_IGNORE}, {"torch-annotate", required_argument, 0, O_TORCH},
-        {"capture-range", required_argument, 0, O_CRANGE}, {"probe-nodes", required_argument, 0, O_PROBE}, {0, 0, 0, 0}};
+        {"capture-range", required_argument, 0, O_CRANGE}, {"probe-nodes", required_argument, 0, O_PROBE},
+        {"probe-eager", required_argument, 0, O_PEAGER}, {0, 0, 0, 0}};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
@@ -504,6 +508,7 @@ static int cmd_run(int argc, char **argv) {
             crange = optarg;
             break;
         case O_PROBE: probe_nodes = parse_long("--probe-nodes", optarg, 0, 1000); break;
+        case O_PEAGER: probe_eager = parse_long("--probe-eager", optarg, 0, 1000); break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -514,6 +519,8 @@ static int cmd_run(int argc, char **argv) {
                 "bound the other modes' capture");
     if (strcmp(mode, "lite") && probe_nodes)
         SP_FAIL("--probe-nodes %ld: lite mode only (--mode lite); the other modes record every node with CUPTI", probe_nodes);
+    if (strcmp(mode, "lite") && probe_eager)
+        SP_FAIL("--probe-eager %ld: lite mode only (--mode lite); the other modes record every kernel with CUPTI", probe_eager);
     if (!out) { usage(stderr); SP_FAIL("-o DIR is required"); }
     if (optind >= argc) { usage(stderr); SP_FAIL("no command given after --"); }
     if (start_sig && delay > 0) SP_FAIL("--delay and --signal-start: choose one way to start");
@@ -587,6 +594,9 @@ static int cmd_run(int argc, char **argv) {
     if (probe_nodes)
         fprintf(stderr, "# specprof: node probe: each graph executable's first %ld replays in the capture run instrumented "
                         "(an event after each node)\n", probe_nodes);
+    if (probe_eager)
+        fprintf(stderr, "# specprof: eager probe: the first %ld instances of each eager phase shape run held, an event "
+                        "pair around each kernel launch\n", probe_eager);
     if (!strcmp(crange, "profiler-api"))
         fprintf(stderr, "# specprof: capture range profiler-api: recorded only between the program's cudaProfilerStart "
                         "and cudaProfilerStop (torch.cuda.profiler.start/stop)\n");
@@ -647,6 +657,7 @@ static int cmd_run(int argc, char **argv) {
         if (quiet) setenv("SPECPROF_QUIET", "1", 1);
         setenv("SPECPROF_MODE", mode, 1);
         snprintf(v, sizeof v, "%ld", probe_nodes); setenv("SPECPROF_PROBE_REPLAYS", v, 1);
+        snprintf(v, sizeof v, "%ld", probe_eager); setenv("SPECPROF_PROBE_EAGER", v, 1);
         if (!strcmp(crange, "none")) unsetenv("SPECPROF_CAPTURE_RANGE");
         else setenv("SPECPROF_CAPTURE_RANGE", crange, 1);
         setenv("SPECPROF_BETWEEN", between, 1);

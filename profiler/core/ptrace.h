@@ -205,6 +205,10 @@ typedef struct {
     double probe_instrument_ms;      /* the program's threads' time instrumenting, in all */
     double probe_event_us;           /* GPU cost of an event node per work node (calibration; -1 unknown) */
     char probe_calib_why[96];
+    /* the eager probe (--probe-eager N, traces/FORMAT.md "Eager probe"; eager_instances 0: off) */
+    int eager_instances;             /* probed instances per phase shape */
+    int64_t eager_probed, eager_written, eager_lost, eager_skipped, eager_watchdog, eager_keys;
+    char eager_skip_why[96];
 } ptrace_lite;
 
 typedef struct {
@@ -245,6 +249,32 @@ typedef struct {
     const char *nvtx, *phase;  /* of the launch, as for kernels */
     double err_us;             /* lite mode: bound on the start's error on the host clock; 0 otherwise */
 } ptrace_graphlaunch;
+
+/* Lite mode's eager probe (traces/FORMAT.md "Eager probe"): one entry of a probed instance. */
+typedef struct {
+    int type;                  /* 0 kernel, 1 copy, 2 release, 3 end */
+    int name;                  /* kernels: index into the instance's names, -1 not named */
+    unsigned grid[3], block[3];
+    uint64_t smem_or_bytes;    /* kernels: dynamic shared memory; copies: bytes */
+    int copy_kind;             /* copies: cudaMemcpyKind */
+    double t0_us, t1_us;       /* the call on the host clock, from host0_ns */
+    double b_us, a_us;         /* its before and after events on the GPU, from the first event */
+} ptrace_eagerentry;
+
+/* A probed eager phase instance. */
+typedef struct {
+    int64_t start_ns, end_ns;  /* the events' GPU span on the host clock (through an anchor) */
+    double err_us;             /* bound on start_ns's error, as a graph launch's */
+    uint32_t dev, stream;
+    int64_t thread, host0_ns;
+    const char *nvtx, *phase;
+    double cost_us;            /* one event's GPU cost (the start's chain) */
+    int other_streams, lost, watchdog;
+    int n;
+    const ptrace_eagerentry *e;
+    int nnames;
+    const char *const *names;
+} ptrace_eagerprobe;
 
 /* Fixed context for formatting: which pid the events go to and the time origin. */
 typedef struct { int pid; int64_t t0_ns; } ptrace_ctx;

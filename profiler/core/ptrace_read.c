@@ -186,6 +186,18 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
             pr_copy(l->probe_skip_why, sizeof l->probe_skip_why, pjson_get_str(p, "skip_why", ""));
             pr_copy(l->probe_calib_why, sizeof l->probe_calib_why, pjson_get_str(p, "event_why", ""));
         }
+        const pjson *ep = pjson_get(a, "eager_probe");
+        if (ep && ep->type == PJSON_OBJ) {
+            int64_t n = pjson_get_int(ep, "instances", 0);
+            l->eager_instances = n > 0 && n <= 1000 ? (int)n : 0;
+            l->eager_probed = pjson_get_int(ep, "probed", 0);
+            l->eager_written = pjson_get_int(ep, "written", 0);
+            l->eager_lost = pjson_get_int(ep, "lost", 0);
+            l->eager_skipped = pjson_get_int(ep, "skipped", 0);
+            l->eager_watchdog = pjson_get_int(ep, "watchdog", 0);
+            l->eager_keys = pjson_get_int(ep, "keys", 0);
+            pr_copy(l->eager_skip_why, sizeof l->eager_skip_why, pjson_get_str(ep, "skip_why", ""));
+        }
     }
     e->windows = pjson_get_int(a, "windows", 0);
     e->window_ns = pjson_get_int(a, "window_ns", 0);

@@ -203,6 +203,12 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
                 if (l->probe_event_us >= 0) fprintf(f, "an event node costs %.3f us a node\n", l->probe_event_us);
                 else fprintf(f, "event node cost not measured (%s)\n", l->probe_calib_why[0] ? l->probe_calib_why : "no calibration");
             }
+            if (l->eager_instances > 0)
+                fprintf(f, "eager probe: %d instances a phase shape; %" PRId64 " shapes, %" PRId64 " instances probed, %"
+                           PRId64 " written, %" PRId64 " lost, %" PRId64 " released by the watchdog, %" PRId64 " not%s%s%s\n",
+                        l->eager_instances, l->eager_keys, l->eager_probed, l->eager_written, l->eager_lost,
+                        l->eager_watchdog, l->eager_skipped, l->eager_skip_why[0] ? " (first: " : "", l->eager_skip_why,
+                        l->eager_skip_why[0] ? ")" : "");
             if (l->static_runtime)
                 fprintf(f, "WARNING: NVTX ranges but no CUDA runtime call through a shared libcudart: the program seems to "
                            "link the runtime statically; lite mode cannot see it (build with -cudart shared, or --mode always)\n");

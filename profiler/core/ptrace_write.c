@@ -339,6 +339,39 @@ int ptrace_write_graphprobe(char *buf, size_t cap, const ptrace_ctx *c, const pt
     return sb_end_line(&sb);
 }
 
+int ptrace_write_eagerprobe(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_eagerprobe *e) {
+    SB_INIT(buf, cap);
+    sb_event_head(&sb, "X", "eager_probe", "eager probe", c, e->stream, e->start_ns);
+    sb_dur(&sb, e->start_ns, e->end_ns);
+    sb_f(&sb, ",\"args\":{\"dev\":%u,\"stream\":%u,\"thread\":%" PRId64 ",\"nvtx\":", e->dev, e->stream, e->thread);
+    sb_str(&sb, e->nvtx);
+    sb_s(&sb, ",\"phase\":");
+    sb_str(&sb, e->phase);
+    sb_f(&sb, ",\"host0_ns\":%" PRId64 ",\"cost_us\":%.3f", e->host0_ns, e->cost_us);
+    if (e->err_us > 0) sb_f(&sb, ",\"err_us\":%.3f", e->err_us);
+    sb_f(&sb, ",\"other_streams\":%d,\"lost\":%d,\"watchdog\":%d,\"names\":[", e->other_streams, e->lost,
+         e->watchdog);
+    for (int i = 0; i < e->nnames; i++) {
+        if (i) sb_s(&sb, ",");
+        sb_str(&sb, e->names[i]);
+    }
+    sb_s(&sb, "],\"k\":[");
+    for (int i = 0; i < e->n; i++) {
+        const ptrace_eagerentry *x = &e->e[i];
+        sb_f(&sb, "%s[%d,%d,", i ? "," : "", x->type, x->type == 0 ? x->name : -1);
+        if (x->type == 0)
+            sb_f(&sb, "%u,%u,%u,%u,%u,%u,%" PRIu64, x->grid[0], x->grid[1], x->grid[2], x->block[0], x->block[1],
+                 x->block[2], x->smem_or_bytes);
+        else if (x->type == 1)   /* a copy: its bytes and cudaMemcpyKind where a kernel has its grid */
+            sb_f(&sb, "%" PRIu64 ",%d,0,0,0,0,0", x->smem_or_bytes, x->copy_kind);
+        else
+            sb_s(&sb, "0,0,0,0,0,0,0");
+        sb_f(&sb, ",%.3f,%.3f,%.3f,%.3f]", x->t0_us, x->t1_us, x->b_us, x->a_us);
+    }
+    sb_s(&sb, "]}}");
+    return sb_end_line(&sb);
+}
+
 /* Lite mode's part of the end record: counts, then its own calibration object. */
 static void ptrace_write_lite(ptrace_sb *b, const ptrace_lite *l) {
     sb_f(b, ",\"graph_launches\":%" PRId64 ",\"graph_launches_timed\":%" PRId64
@@ -360,6 +393,14 @@ static void ptrace_write_lite(ptrace_sb *b, const ptrace_lite *l) {
              l->probe_stale, l->probe_events, l->probe_instrument_ms, l->probe_event_us);
         if (l->probe_skip_why[0]) { sb_s(b, ",\"skip_why\":"); sb_str(b, l->probe_skip_why); }
         if (l->probe_calib_why[0]) { sb_s(b, ",\"event_why\":"); sb_str(b, l->probe_calib_why); }
+        sb_s(b, "},");
+    }
+    if (l->eager_instances > 0) {
+        sb_f(b, "\"eager_probe\":{\"instances\":%d,\"probed\":%" PRId64 ",\"written\":%" PRId64 ",\"lost\":%" PRId64
+                ",\"skipped\":%" PRId64 ",\"watchdog\":%" PRId64 ",\"keys\":%" PRId64,
+             l->eager_instances, l->eager_probed, l->eager_written, l->eager_lost, l->eager_skipped, l->eager_watchdog,
+             l->eager_keys);
+        if (l->eager_skip_why[0]) { sb_s(b, ",\"skip_why\":"); sb_str(b, l->eager_skip_why); }
         sb_s(b, "},");
     }
     if (l->capture_range[0]) {

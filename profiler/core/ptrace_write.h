@@ -26,6 +26,8 @@ int ptrace_write_graphlaunch(char *buf, size_t cap, const ptrace_ctx *c, const p
 /* A probed graph replay: g's span and fields, end_us[0..n) (traces/FORMAT.md "Node probe"). */
 int ptrace_write_graphprobe(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_graphlaunch *g,
                             const float *end_us, int n);
+/* A probed eager phase instance (traces/FORMAT.md "Eager probe"). */
+int ptrace_write_eagerprobe(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_eagerprobe *e);
 int ptrace_write_end(char *buf, size_t cap, const ptrace_ctx *c, const ptrace_end *e);
 
 /* NCCL function name for an op ("allreduce" -> "ncclAllReduce"); "nccl" + op otherwise. */

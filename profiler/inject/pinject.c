@@ -1527,6 +1527,7 @@ static void pinj_nvtx_pop(int dom) {
     pinject_tls *t = pinject_thread();
     pnvtx_closed c;
     if (pnvtx_pop(g.nvtx, &t->nvtx, dom, pinject_now_ns(), &c)) pinj_range_closed(&c, t->tid);
+    if (g.cfg.mode == PINJ_MODE_LITE) plite_popped();
 }
 
 static nvtxRangeId_t pinj_nvtx_start(const char *msg, int dom) {

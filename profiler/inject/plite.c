@@ -10,6 +10,7 @@
  * the libcudart already loaded (a library opened RTLD_LOCAL, as Python extensions are). */
 #include "plite.h"
 #include "plprobe.h"
+#include "pleager.h"
 #include "pinject.h"
 #include "ptrace_write.h"
 #include <cupti_runtime_cbid.h>   /* the CUPTI callback ids the api events carry (a header, no CUPTI call) */
@@ -187,6 +188,7 @@ static atomic_int pl_on;                  /* recording (plite_start, not in a fo
  * cudaProfilerStart and cudaProfilerStop (torch.cuda.profiler.start/stop); the gate is open
  * from the start otherwise. Closed, every interposed call goes straight to the runtime. */
 static int pl_range_mode;
+static int pl_eager_n;                    /* the eager probe's instances per phase shape (0: off) */
 static atomic_int pl_gate = 1;
 static atomic_llong pl_gate_open_ns;      /* when the gate last opened (pinject_now_ns) */
 static atomic_llong pl_n_range_opens, pl_range_ns;
@@ -224,7 +226,7 @@ static struct {
     uint32_t exec_val[PL_EXEC_SLOTS];
     uint32_t next_exec_id;
     int relaxed;                          /* this thread's capture mode is relaxed */
-    int64_t timed, pending, lost, anchors, probed;
+    int64_t timed, pending, lost, anchors, probed, eager_written, eager_lost;
     double anchor_err_max_us, err_max_us, drift_max_ppm;
 } pl_w;
 
@@ -233,6 +235,8 @@ __attribute__((constructor)) static void pl_ctor(void) {
     pl_enabled = m && !strcmp(m, "lite") && getenv("SPECPROF_DIR") != NULL;
     const char *r = getenv("SPECPROF_CAPTURE_RANGE");
     pl_range_mode = pl_enabled && r && !strcmp(r, "profiler-api");
+    const char *pe = getenv("SPECPROF_PROBE_EAGER");
+    pl_eager_n = pl_enabled && pe ? atoi(pe) : 0;
     if (pl_range_mode) atomic_store(&pl_gate, 0);
 }
 
@@ -268,6 +272,7 @@ int plite_cuda_seen(int *dev) {
 /* 1 when the calls are recorded; starts lite mode at the first interposed call. The end's
  * calibration records whether the capture range is open or not. */
 static int pl_device(void);
+static inline int pl_eager_on(void);
 static inline int pl_active(void) {
     if (__builtin_expect(atomic_load_explicit(&pl_on, memory_order_relaxed), 1)) {
         if (atomic_load_explicit(&pl_gate, memory_order_relaxed) || pl_t.calib) return 1;
@@ -460,9 +465,17 @@ static pl_err pl_memcpy(void *dst, const void *src, size_t n, int kind, void *st
         return async ? ((pl_memcpy_async_fn)fn)(dst, src, n, kind, stream) : ((pl_memcpy_fn)fn)(dst, src, n, kind);
     pl_rec r = { .kind = PL_REC_CALL, .api = (uint8_t)api, .bytes = n };
     r.copy_kind = (uint8_t)(kind >= 0 && kind <= PL_DEFAULT ? kind : PL_DEFAULT);
+    /* the eager probe: an async device-to-device copy is timed on its stream; any other copy
+     * may wait for the GPU (pageable memory, staging), so a held stream is released first */
+    int ek = -1;
+    if (pl_eager_n && !pl_t.calib) {
+        if (async && kind == PL_DTOD) ek = pl_eager_on() ? pleager_before_copy(stream, api == PL_MEMCPY_ASYNC_PTSZ, n, kind) : -1;
+        else pleager_blocking();
+    }
     r.t0_ns = pinject_now_ns();
     pl_err rc = async ? ((pl_memcpy_async_fn)fn)(dst, src, n, kind, stream) : ((pl_memcpy_fn)fn)(dst, src, n, kind);
     r.t1_ns = pinject_now_ns();
+    if (ek >= 0) pleager_after(ek, rc);
     /* blocking: a synchronous copy waits for the GPU unless device to device; an async one
      * when it copies into pageable host memory (CUDA Runtime API, "API synchronization
      * behavior"), known from one cudaPointerGetAttributes of the destination, made only for
@@ -491,6 +504,7 @@ static pl_err pl_sync(void *arg, int api) {
     if (!fn) return PL_UNKNOWN;
     if (!pl_active()) return api == PL_DSYNC ? ((pl_v_fn)fn)() : ((pl_p1_fn)fn)(arg);
     pl_rec r = { .kind = PL_REC_CALL, .api = (uint8_t)api, .blocking = 1 };
+    if (pl_eager_n && !pl_t.calib) pleager_blocking();   /* the eager probe's hold is released first */
     r.t0_ns = pinject_now_ns();
     pl_err rc = api == PL_DSYNC ? ((pl_v_fn)fn)() : ((pl_p1_fn)fn)(arg);
     if (api == PL_SSYNC || api == PL_SSYNC_PTSZ) r.stream_id = rc == PL_SUCCESS ? pl_stream_id(arg) : pl_stream_cached(arg);
@@ -523,6 +537,7 @@ PL_EXPORT pl_err cudaProfilerStart(void) {
 }
 PL_EXPORT pl_err cudaProfilerStop(void) {
     pl_v_fn real = (pl_v_fn)PL_REAL(pl_rt.prof_stop, "cudaProfilerStop");
+    if (pl_eager_n) pleager_stop_thread();   /* an instance probed on this thread ends here */
     pl_gate_set(0);
     return real ? real() : PL_SUCCESS;
 }
@@ -617,6 +632,30 @@ PL_EXPORT pl_err cudaGraphExecMemcpyNodeSetParamsFromSymbol(void *exec, void *no
     return real(exec, node, dst, sym, n, off, kind);
 }
 
+/* ---------- the eager probe's view of launches, copies and syncs (pleager.h) ---------- */
+
+static pthread_once_t pl_eager_once = PTHREAD_ONCE_INIT;
+static void pl_eager_init(void) { pleager_init(pl_sym, pl_eager_n, pl_nvtx); }
+/* 1 when the eager probe may act on this call: on, recording, not the calibration's thread */
+static inline int pl_eager_on(void) {
+    if (__builtin_expect(!pl_eager_n, 1) || pl_t.calib || !pl_active()) return 0;
+    pthread_once(&pl_eager_once, pl_eager_init);
+    return pleager_instances() > 0;
+}
+static inline int pl_eager_launch(const void *f, pl_dim3 g, pl_dim3 b, size_t sm, void *s, int per_thread) {
+    if (!pl_eager_on()) return -1;
+    unsigned gg[3] = { g.x, g.y, g.z }, bb[3] = { b.x, b.y, b.z };
+    return pleager_before(s, per_thread, f, gg, bb, sm);
+}
+/* cudaLaunchConfig_t (cuda_runtime_api.h): grid, block, dynamic shared memory, stream, attributes */
+typedef struct { pl_dim3 grid, block; size_t smem; void *stream; void *attrs; unsigned nattrs; } pl_launch_cfg;
+static inline int pl_eager_launch_ex(const void *cfg, const void *f, int per_thread) {
+    if (!cfg || !pl_eager_on()) return -1;
+    const pl_launch_cfg *c = cfg;
+    return pl_eager_launch(f, c->grid, c->block, c->smem, c->stream, per_thread);
+}
+void plite_popped(void) { if (pl_eager_n) pleager_popped(); }
+
 /* Kernel launches: counted per thread (for the NVTX ranges' launches) and in total. */
 static inline void pl_count_launch(void) {
     if (!atomic_load_explicit(&pl_on, memory_order_relaxed)) {
@@ -631,44 +670,65 @@ PL_EXPORT pl_err cudaLaunchKernel(const void *f, pl_dim3 g, pl_dim3 b, void **a,
     pl_launch_fn real = PL_REAL(pl_rt.launch, "cudaLaunchKernel");
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
-    return real(f, g, b, a, sm, s);
+    int k = pl_eager_launch(f, g, b, sm, s, 0);
+    pl_err rc = real(f, g, b, a, sm, s);
+    if (k >= 0) pleager_after(k, rc);
+    return rc;
 }
 PL_EXPORT pl_err cudaLaunchKernel_ptsz(const void *f, pl_dim3 g, pl_dim3 b, void **a, size_t sm, void *s) {
     pl_launch_fn real = PL_REAL(pl_rt.launch_ptsz, "cudaLaunchKernel_ptsz");
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
-    return real(f, g, b, a, sm, s);
+    int k = pl_eager_launch(f, g, b, sm, s, 1);
+    pl_err rc = real(f, g, b, a, sm, s);
+    if (k >= 0) pleager_after(k, rc);
+    return rc;
 }
 /* what nvcc 13's <<<>>> stubs call (crt/device_functions.h): a cudaKernel_t handle, else as cudaLaunchKernel */
 PL_EXPORT pl_err __cudaLaunchKernel(const void *k, pl_dim3 g, pl_dim3 b, void **a, size_t sm, void *s) {
     pl_launch_fn real = PL_REAL(pl_rt.launch_k, "__cudaLaunchKernel");
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
-    return real(k, g, b, a, sm, s);
+    int e = pl_eager_launch(k, g, b, sm, s, 0);
+    pl_err rc = real(k, g, b, a, sm, s);
+    if (e >= 0) pleager_after(e, rc);
+    return rc;
 }
 PL_EXPORT pl_err __cudaLaunchKernel_ptsz(const void *k, pl_dim3 g, pl_dim3 b, void **a, size_t sm, void *s) {
     pl_launch_fn real = PL_REAL(pl_rt.launch_k_ptsz, "__cudaLaunchKernel_ptsz");
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
-    return real(k, g, b, a, sm, s);
+    int e = pl_eager_launch(k, g, b, sm, s, 1);
+    pl_err rc = real(k, g, b, a, sm, s);
+    if (e >= 0) pleager_after(e, rc);
+    return rc;
 }
 PL_EXPORT pl_err cudaLaunchCooperativeKernel(const void *f, pl_dim3 g, pl_dim3 b, void **a, size_t sm, void *s) {
     pl_launch_fn real = PL_REAL(pl_rt.launch_coop, "cudaLaunchCooperativeKernel");
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
-    return real(f, g, b, a, sm, s);
+    int k = pl_eager_launch(f, g, b, sm, s, 0);
+    pl_err rc = real(f, g, b, a, sm, s);
+    if (k >= 0) pleager_after(k, rc);
+    return rc;
 }
 PL_EXPORT pl_err cudaLaunchKernelExC(const void *cfg, const void *f, void **a) {
     pl_launch_ex_fn real = PL_REAL(pl_rt.launch_ex, "cudaLaunchKernelExC");
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
-    return real(cfg, f, a);
+    int k = pl_eager_launch_ex(cfg, f, 0);
+    pl_err rc = real(cfg, f, a);
+    if (k >= 0) pleager_after(k, rc);
+    return rc;
 }
 PL_EXPORT pl_err cudaLaunchKernelExC_ptsz(const void *cfg, const void *f, void **a) {
     pl_launch_ex_fn real = PL_REAL(pl_rt.launch_ex_ptsz, "cudaLaunchKernelExC_ptsz");
     if (!real) return PL_UNKNOWN;
     pl_count_launch();
-    return real(cfg, f, a);
+    int k = pl_eager_launch_ex(cfg, f, 1);
+    pl_err rc = real(cfg, f, a);
+    if (k >= 0) pleager_after(k, rc);
+    return rc;
 }
 
 void plite_thread_counts(uint64_t c[2]) {
@@ -844,21 +904,39 @@ static int pl_emit_probe(pl_pend *p, const ptrace_graphlaunch *g, const ptrace_c
     return 1;
 }
 
+/* The host clock of completed event ev on device dev through the device's anchor (taken
+ * after ev completed, so later on the GPU's clock), with the bound on its error: the anchor's
+ * half-width, the event resolution, float rounding of the interval (2^-24 relative) and the
+ * clock rate's uncertainty over it (the drift is measured, not known between anchors: taken
+ * as at most the largest seen). -1 when the interval cannot be read. */
+static int pl_host_of_event(int dev, void *ev, int64_t *ns, double *err_us) {
+    pl_anchor *a = &pl_w.anchor[dev];
+    float to_anchor_ms = 0;
+    if (!a->valid || pl_rt.ev_elapsed(&to_anchor_ms, ev, a->ev[a->cur]) != PL_SUCCESS) {
+        pl_rt.last_error();
+        return -1;
+    }
+    double back_ns = (double)to_anchor_ms * 1e6 * a->scale;
+    *ns = a->host_ns - (int64_t)llround(back_ns);
+    double ppm = a->scale != 1.0 ? pl_w.drift_max_ppm : PL_DRIFT_ASSUMED_PPM;
+    double err_ns = (double)a->half_ns + PL_EVENT_RES_NS + fabs(back_ns) * (6e-8 + ppm * 1e-6);
+    *err_us = ceil(err_ns) / 1e3;
+    if (*err_us > pl_w.err_max_us) pl_w.err_max_us = *err_us;
+    return 0;
+}
+
 static int pl_emit_graph(pl_pend *p, const ptrace_ctx *ctx, plite_emit_fn emit, void *user) {
     static char line[1024];
-    pl_anchor *a = &pl_w.anchor[p->r.dev];
-    float to_anchor_ms = 0, span_ms = 0;
-    if (!a->valid || pl_rt.ev_elapsed(&to_anchor_ms, p->r.ev[0], a->ev[a->cur]) != PL_SUCCESS ||
+    float span_ms = 0;
+    ptrace_graphlaunch g;
+    memset(&g, 0, sizeof g);
+    if (pl_host_of_event(p->r.dev, p->r.ev[0], &g.start_ns, &g.err_us) ||
         pl_rt.ev_elapsed(&span_ms, p->r.ev[0], p->r.ev[1]) != PL_SUCCESS) {
         pl_rt.last_error();
         pl_w.lost++;
         if (p->r.probe) plprobe_untake(p->r.probe);
         return 0;
     }
-    double back_ns = (double)to_anchor_ms * 1e6 * a->scale;
-    ptrace_graphlaunch g;
-    memset(&g, 0, sizeof g);
-    g.start_ns = a->host_ns - (int64_t)llround(back_ns);
     g.end_ns = g.start_ns + (int64_t)llround((double)span_ms * 1e6);
     g.corr = p->r.corr;
     g.dev = (uint32_t)p->r.dev;
@@ -866,13 +944,6 @@ static int pl_emit_graph(pl_pend *p, const ptrace_ctx *ctx, plite_emit_fn emit, 
     g.graph_exec_id = p->exec_id;
     g.nvtx = p->nvtx;
     g.phase = p->phase;
-    /* the anchor's half-width, the event resolution, float rounding of the interval (2^-24
-     * relative) and the clock rate's uncertainty over it (the drift is measured, not known
-     * between anchors: taken as at most the largest seen) */
-    double ppm = a->scale != 1.0 ? pl_w.drift_max_ppm : PL_DRIFT_ASSUMED_PPM;
-    double err_ns = (double)a->half_ns + PL_EVENT_RES_NS + fabs(back_ns) * (6e-8 + ppm * 1e-6);
-    g.err_us = ceil(err_ns) / 1e3;
-    if (g.err_us > pl_w.err_max_us) pl_w.err_max_us = g.err_us;
     if (p->r.probe) return pl_emit_probe(p, &g, ctx, emit, user);
     int n = ptrace_write_graphlaunch(line, sizeof line, ctx, &g);
     if (n <= 0) return 0;
@@ -882,6 +953,60 @@ static int pl_emit_graph(pl_pend *p, const ptrace_ctx *ctx, plite_emit_fn emit, 
 }
 
 static int64_t pl_resolve(const ptrace_ctx *ctx, plite_emit_fn emit, void *user);
+
+/* The eager probe: an old hold released (the watchdog); a closed instance whose events
+ * completed written as an eager_probe event. */
+static int64_t pl_eager_drain(const ptrace_ctx *ctx, plite_emit_fn emit, void *user, int final) {
+    static char *line;
+    static size_t line_cap;
+    pleager_view v;
+    if (!pl_eager_n) return 0;
+    if (final) pleager_stop();   /* nothing held after the end: no watchdog would release it */
+    for (int waited = 0;; waited += 5) {
+        int busy = pleager_poll(final ? INT64_MAX : pinject_now_ns());
+        int r = pleager_read(&v);
+        if (r > 0) break;
+        if (r < 0 || !final || !busy || waited >= PL_FINAL_WAIT_MS) return 0;
+        struct timespec ts = { 0, 5000000 };
+        nanosleep(&ts, NULL);
+    }
+    ptrace_eagerprobe e;
+    memset(&e, 0, sizeof e);
+    size_t cap = 1024 + 4 * PNVTX_NAME_MAX + (size_t)v.n * 160;
+    for (int i = 0; i < v.nnames; i++) cap += 2 * strlen(v.names[i]) + 8;
+    if (cap > line_cap) {
+        char *l2 = realloc(line, cap);
+        if (!l2) { pleager_done(); pl_w.eager_lost++; return 0; }
+        line = l2;
+        line_cap = cap;
+    }
+    if (pl_writer_cuda(v.dev) || pl_anchor_take(v.dev, ctx) || pl_host_of_event(v.dev, v.first_event, &e.start_ns, &e.err_us)) {
+        pleager_done();
+        pl_w.eager_lost++;
+        return 0;
+    }
+    e.end_ns = e.start_ns + (int64_t)llround(v.span_us * 1e3);
+    e.dev = (uint32_t)v.dev;
+    e.stream = (uint32_t)v.stream_id;
+    e.thread = v.tid;
+    e.host0_ns = v.host0_ns;
+    e.nvtx = v.nvtx;
+    e.phase = v.phase;
+    e.cost_us = v.cost_us;
+    e.other_streams = v.other_streams;
+    e.lost = v.lost;
+    e.watchdog = v.watchdog;
+    e.n = v.n;
+    e.e = v.e;
+    e.nnames = v.nnames;
+    e.names = v.names;
+    int n = ptrace_write_eagerprobe(line, line_cap, ctx, &e);
+    pleager_done();
+    if (n <= 0) { pl_w.eager_lost++; return 0; }
+    emit(user, line, n);
+    pl_w.eager_written++;
+    return 1;
+}
 
 int64_t plite_drain(const ptrace_ctx *ctx, plite_emit_fn emit, void *user, int final) {
     int64_t lines = 0;
@@ -932,6 +1057,7 @@ int64_t plite_drain(const ptrace_ctx *ctx, plite_emit_fn emit, void *user, int f
         lines += pl_resolve(ctx, emit, user);
     }
     if (final) { pl_w.pending += pl_w.n_pend; pl_w.n_pend = 0; }
+    lines += pl_eager_drain(ctx, emit, user, final);
     return lines;
 }
 
@@ -1032,7 +1158,7 @@ void plite_calibrate(ptrace_lite *l) {
         l->probe_event_us = plprobe_calibrate(s, 64, 50, l->probe_calib_why, sizeof l->probe_calib_why);
 }
 
-int plite_probe_pending(void) { return plprobe_pending(); }
+int plite_probe_pending(void) { return plprobe_pending() || (pl_eager_n && pleager_poll(pinject_now_ns())); }
 
 void plite_stats(ptrace_lite *l) {
     l->on = 1;
@@ -1072,4 +1198,16 @@ void plite_stats(ptrace_lite *l) {
     l->probe_instrument_ms = ps.instrument_ms;
     if (!l->calib_ok) l->probe_event_us = -1;   /* not measured (the calibration did not run) */
     snprintf(l->probe_skip_why, sizeof l->probe_skip_why, "%s", ps.skip_why);
+    if (pl_eager_n > 0) {
+        pleager_stats es;
+        pleager_get_stats(&es);
+        l->eager_instances = pl_eager_n;
+        l->eager_probed = es.probed;
+        l->eager_written = pl_w.eager_written;
+        l->eager_lost = es.lost + pl_w.eager_lost;
+        l->eager_skipped = es.skipped;
+        l->eager_watchdog = es.watchdog;
+        l->eager_keys = es.keys;
+        snprintf(l->eager_skip_why, sizeof l->eager_skip_why, "%s", es.skip_why);
+    }
 }

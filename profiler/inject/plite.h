@@ -34,6 +34,8 @@ int plite_range_mode(void);
 int plite_range_open_since(int64_t start_ns);
 /* The calling thread's kernel and graph launches so far (the NVTX ranges' launches). */
 void plite_thread_counts(uint64_t c[2]);
+/* An NVTX range was popped on this thread (the eager probe closes an instance that ended). */
+void plite_popped(void);
 /* 1 while a probed graph replay waits for the writer (it polls every few ms then). */
 int plite_probe_pending(void);
 /* Counts so far (end record), and the names of the interposed entry points. */
