@@ -25,6 +25,7 @@ void plite_stats(ptrace_lite *l) { l->on = 1; }
 int plite_range_mode(void) { return 0; }
 int plite_range_open_since(int64_t s) { (void)s; return 1; }
 int plite_probe_pending(void) { return 0; }
+void plite_popped(void) {}   /* the eager probe's pop hook (pinject.c calls it in lite mode) */
 #include "ptrace_read.h"
 #include <sys/resource.h>
 #include <sys/stat.h>
