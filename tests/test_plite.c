@@ -13,6 +13,7 @@
 #include "fakecudart.h"
 #include "ptrace_read.h"
 #include <dirent.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdlib.h>
@@ -26,11 +27,35 @@
 #define B_NS 1000000    /* graph B: 1 ms */
 #define LOOP 20
 #define PROBE_LOOP 10
+/* The eager probe's scenarios: three named kernels of 3, 7 and 20 us launched with 40 us of
+ * host work after each (a host-bound loop: the launch gaps are longer than the kernels), on a
+ * fake GPU whose event records cost EAGER_EVENT_NS each. */
+#define EAGER_GAP_US 40
+#define EAGER_EVENT_NS 1000
+#define EAGER_SEG 4            /* SPECPROF_PROBE_EAGER_SEGMENT of the eager_seg scenario */
+#define EAGER_SEG_LAUNCHES 10
+static const struct {
+    const char *name, *demangled;
+    int64_t ns;
+    unsigned grid[3], block[3];
+    unsigned smem;
+} ek[3] = {
+    { "_Z6k_normPfi", "k_norm(float*, int)", 3000, { 2, 1, 1 }, { 64, 1, 1 }, 0 },
+    { "k_gemm", "k_gemm", 7000, { 4, 2, 1 }, { 128, 1, 1 }, 1024 },
+    { "k_attn", "k_attn", 20000, { 8, 1, 1 }, { 256, 1, 1 }, 0 },
+};
 
 static char dir[256];
 static char dev_r[4096], pageable_r[4096];
 
 static void sleep_ms(int ms) { struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L }; nanosleep(&ts, NULL); }
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+/* host work between launches: a spin, as a host-bound eager loop's Python */
+static void spin_us(int us) { int64_t t = mono_ns() + (int64_t)us * 1000; while (mono_ns() < t) {} }
 
 static void child_write(const char *name, const char *text) {
     char p[512];
@@ -47,6 +72,119 @@ static void child_write_replays(const char *name, int64_t (*at)(int)) {
     for (int i = 0; fake_graph_start_ns(i) >= 0 && n + 32 < sizeof buf; i++)
         n += (size_t)snprintf(buf + n, sizeof buf - n, "%lld\n", (long long)at(i));
     child_write(name, buf);
+}
+
+/* ---------- the eager probe's scenarios (SPECPROF_PROBE_EAGER, profiler/inject/pleager.c) ---------- */
+
+static const void *ek_fn[3];
+
+static void eager_launch(int i, void *s) {
+    fake_dim3 g = { ek[i].grid[0], ek[i].grid[1], ek[i].grid[2] }, b = { ek[i].block[0], ek[i].block[1], ek[i].block[2] };
+    cudaLaunchKernel(ek_fn[i], g, b, NULL, ek[i].smem, s);
+}
+
+/* One phase instance: n launches of the kernels in turn on s, EAGER_GAP_US of host work after each. */
+static void eager_instance(const char *name, void *s, int n) {
+    nvtxRangePushA(name);
+    for (int i = 0; i < n; i++) {
+        eager_launch(i % 3, s);
+        spin_us(EAGER_GAP_US);
+    }
+    nvtxRangePop();
+}
+
+/* What the fake saw, for the parent: the named kernels in the order they ran; the holds, the
+ * event records on the program's stream and what is still held there. */
+static void eager_write_fake(void *s1) {
+    static char buf[8192];
+    fake_run_order(buf, sizeof buf);
+    child_write("run_order", buf);
+    snprintf(buf, sizeof buf, "%d %d %d %d\n", fake_waits(), fake_event_records(s1), fake_held(s1), fake_capture_broken());
+    child_write("fake_counts", buf);
+}
+
+static int child_eager(const char *scenario, void *s1) {
+    fake_dim3 d3 = { 1, 1, 1 };
+    for (int i = 0; i < 3; i++) ek_fn[i] = fake_kernel_fn(ek[i].name, ek[i].ns);
+    fake_set_event_ns(EAGER_EVENT_NS);
+    cudaLaunchKernel(NULL, d3, d3, NULL, 0, s1);   /* the first call: the writer starts */
+    sleep_ms(100);
+    if (!strcmp(scenario, "eager") || !strcmp(scenario, "eager_off") || !strcmp(scenario, "eager_nohold")) {
+        if (!strcmp(scenario, "eager_nohold")) fake_set_hold(0);   /* the proof that (a) needs the hold */
+        eager_instance("decode bs=1 ctx=100", s1, 3);   /* probed (N=1) */
+        cudaStreamSynchronize(s1);
+        sleep_ms(30);
+        eager_instance("decode bs=1 ctx=101", s1, 3);   /* the same shape: not probed */
+        cudaStreamSynchronize(s1);
+    } else if (!strcmp(scenario, "eager_shapes")) {     /* N=2: two shapes, four instances each */
+        for (int i = 0; i < 4; i++)
+            for (int bs = 1; bs <= 2; bs++) {
+                char name[64];
+                snprintf(name, sizeof name, "decode bs=%d ctx=%d", bs, 100 + 10 * i + bs);
+                eager_instance(name, s1, 3);
+                cudaStreamSynchronize(s1);
+                sleep_ms(30);   /* the writer reads an instance before the next is probed (one at a time) */
+            }
+    } else if (!strcmp(scenario, "eager_block")) {      /* blocking calls inside the probed instance */
+        static char dev[64], dev2[64], host[64];
+        nvtxRangePushA("decode bs=1 ctx=7");
+        eager_launch(0, s1);
+        spin_us(EAGER_GAP_US);
+        cudaMemcpyAsync(dev2, dev, sizeof dev2, 3, s1); /* device to device, async: timed, nothing released */
+        cudaStreamSynchronize(s1);                      /* would wait for ever on a held stream */
+        eager_launch(1, s1);
+        spin_us(EAGER_GAP_US);
+        cudaMemcpy(host, dev, sizeof host, 2);          /* DtoH, synchronous: waits for s1 too (legacy stream) */
+        eager_launch(2, s1);
+        spin_us(EAGER_GAP_US);
+        nvtxRangePop();
+        cudaStreamSynchronize(s1);
+    } else if (!strcmp(scenario, "eager_watchdog") || !strcmp(scenario, "eager_late")) {
+        /* a wait the interposer does not see; eager_late: after the capture ended (SPECPROF_DURATION_S) */
+        if (!strcmp(scenario, "eager_late")) sleep_ms(400);
+        void *ev = NULL;
+        cudaEventCreate(&ev);
+        nvtxRangePushA("decode bs=1 ctx=7");
+        eager_launch(2, s1);
+        cudaEventRecord(ev, s1);                        /* not interposed: the probe cannot release for it */
+        int64_t t0 = mono_ns();
+        while (cudaEventQuery(ev) != 0 && mono_ns() - t0 < 5000000000LL) {}
+        int64_t waited = mono_ns() - t0;
+        eager_launch(0, s1);                            /* after the watchdog: the instance has ended */
+        spin_us(EAGER_GAP_US);
+        nvtxRangePop();
+        cudaStreamSynchronize(s1);
+        char buf[64];
+        snprintf(buf, sizeof buf, "%lld\n", (long long)waited);
+        child_write("waited_ns", buf);
+    } else if (!strcmp(scenario, "eager_streams")) {    /* another stream; a capturing stream */
+        void *s2 = NULL, *s3 = NULL;
+        cudaStreamCreateWithPriority(&s2, 0, 0);
+        cudaStreamCreateWithPriority(&s3, 0, 0);
+        nvtxRangePushA("decode bs=1 ctx=7");
+        eager_launch(0, s1);
+        spin_us(EAGER_GAP_US);
+        eager_launch(1, s2);                            /* another stream: counted, not timed */
+        spin_us(EAGER_GAP_US);
+        eager_launch(2, s1);
+        spin_us(EAGER_GAP_US);
+        nvtxRangePop();
+        cudaStreamSynchronize(s1);
+        cudaStreamSynchronize(s2);
+        sleep_ms(30);
+        fake_set_capturing(s3, 1);
+        eager_instance("verify bs=1", s3, 3);           /* captured into a graph: not probed */
+        fake_set_capturing(s3, 0);
+        sleep_ms(30);
+        eager_instance("verify bs=1", s1, 3);           /* the shape's probe is still free: probed */
+        cudaStreamSynchronize(s1);
+    } else if (!strcmp(scenario, "eager_seg")) {        /* SPECPROF_PROBE_EAGER_SEGMENT=4 */
+        eager_instance("decode bs=1 ctx=7", s1, EAGER_SEG_LAUNCHES);
+        cudaStreamSynchronize(s1);
+    } else return 2;
+    sleep_ms(50);   /* the writer reads the last instance (the final drain would wait for it too) */
+    eager_write_fake(s1);
+    return 0;
 }
 
 /* The scripted program (runs with libspecprof.so preloaded, lite mode). */
@@ -153,6 +291,7 @@ static int child(const char *scenario) {
         sleep_ms(50);
         return 0;
     }
+    if (!strncmp(scenario, "eager", 5)) return child_eager(scenario, s1);
     if (!strcmp(scenario, "nvtx_only")) {   /* a program whose runtime calls we never see */
         nvtxRangePushA("decode bs=1");
         nvtxRangePop();
@@ -219,6 +358,16 @@ static int run_child(const char *sub) {
         else unsetenv("SPECPROF_PROBE_REPLAYS");
         if (!strncmp(sub, "range", 5)) setenv("SPECPROF_CAPTURE_RANGE", "profiler-api", 1);
         else unsetenv("SPECPROF_CAPTURE_RANGE");
+        if (!strncmp(sub, "eager", 5) && strcmp(sub, "eager_off"))
+            setenv("SPECPROF_PROBE_EAGER", !strcmp(sub, "eager_shapes") ? "2" : "1", 1);
+        else unsetenv("SPECPROF_PROBE_EAGER");
+        if (!strcmp(sub, "eager_late")) setenv("SPECPROF_DURATION_S", "0.2", 1);
+        else unsetenv("SPECPROF_DURATION_S");
+        if (!strcmp(sub, "eager_seg")) {
+            char seg[16];
+            snprintf(seg, sizeof seg, "%d", EAGER_SEG);
+            setenv("SPECPROF_PROBE_EAGER_SEGMENT", seg, 1);
+        } else unsetenv("SPECPROF_PROBE_EAGER_SEGMENT");
         char *argv[] = { "test_plite", "child", (char *)sub, NULL };
         execv("/proc/self/exe", argv);
         _exit(127);
@@ -672,6 +821,332 @@ static void plite_probe_survives_a_destroyed_executable(void) {
     ptrace_file_free(&f);
 }
 
+/* ---------- the eager probe (SPECPROF_PROBE_EAGER): traces/FORMAT.md "Eager probe" ---------- */
+
+/* Runs scenario sub and reads its trace into f: 0, or -1 with a check failed. */
+static int eager_load(const char *sub, ptrace_file *f) {
+    int rc = run_child(sub);
+    CHECK(rc == 0, "%s: child exit %d (70: the fake runtime saw a sync wait for ever on a held stream)", sub, rc);
+    char path[800], err[512];
+    if (trace_path(sub, path, sizeof path)) { CHECK(0, "%s: no trace", sub); return -1; }
+    if (ptrace_read_file(path, f, err, sizeof err)) { CHECK(0, "%s: %s", sub, err); return -1; }
+    CHECK(f->info.complete, "%s: trace not complete", sub);
+    return 0;
+}
+
+/* The eager_probe events of f into ev (at most max); their count. */
+static int eager_events(const ptrace_file *f, const ptrace_event **ev, int max) {
+    int n = 0;
+    for (size_t i = 0; i < f->n_ev; i++)
+        if (f->ev[i].ph == 'X' && f->ev[i].cat && !strcmp(f->ev[i].cat, "eager_probe") && f->ev[i].args) {
+            if (n < max) ev[n] = &f->ev[i];
+            n++;
+        }
+    return n;
+}
+
+/* The name the trace gives ek[i]: demangled where the process has __cxa_demangle (a C program
+ * has not, unless something loaded libstdc++), as the probe's precord_demangle does. */
+static const char *ek_name(int i) { return dlsym(RTLD_DEFAULT, "__cxa_demangle") ? ek[i].demangled : ek[i].name; }
+
+/* Walks an eager_probe event's entries: types[t] counts type t, order (when not NULL, room for
+ * 64) gets one letter a type (K kernel, C copy, R release, E end); the j-th kernel entry is
+ * checked against ek[kidx[j]] (name, grid, block, shared memory) and its time a - b - cost_us
+ * against the kernel's modelled GPU time: within 0.2 us when exact. Returns the largest
+ * |time - modelled| in us over the kernels; -1 when the event is malformed. */
+static double eager_walk(const ptrace_event *e, const int *kidx, int nk, int types[4], char *order, int exact) {
+    const pjson *k = pjson_get(e->args, "k"), *names = pjson_get(e->args, "names");
+    double cost = pjson_get_num(e->args, "cost_us", -1), worst = 0;
+    memset(types, 0, 4 * sizeof *types);
+    if (!k || k->type != PJSON_ARR || !names || names->type != PJSON_ARR) { CHECK(0, "eager_probe without k or names"); return -1; }
+    int j = 0;
+    for (size_t i = 0; i < k->len; i++) {
+        const pjson *x = pjson_at(k, i);
+        if (x->type != PJSON_ARR || x->len != 13) { CHECK(0, "entry %zu: %zu values", i, x->len); return -1; }
+        int t = (int)pjson_at(x, 0)->i;
+        if (t < 0 || t > 3) { CHECK(0, "entry %zu: type %d", i, t); return -1; }
+        types[t]++;
+        if (order && i < 63) { order[i] = "KCRE"[t]; order[i + 1] = 0; }
+        double b = pjson_at(x, 11)->num, a = pjson_at(x, 12)->num;
+        if (t >= 2) CHECK(a == b, "entry %zu (type %d): b %.3f a %.3f, one event", i, t, b, a);
+        if (t != 0) continue;
+        if (j >= nk) { CHECK(0, "entry %zu: kernel %d, %d expected", i, j + 1, nk); return -1; }
+        int ki = kidx[j++];
+        int64_t ni = pjson_at(x, 1)->i;
+        const char *nm = ni >= 0 && (size_t)ni < names->len ? pjson_at(names, (size_t)ni)->str : "(none)";
+        CHECK(!strcmp(nm, ek_name(ki)), "entry %zu: name '%s', expected '%s'", i, nm, ek_name(ki));
+        for (int d = 0; d < 3; d++)
+            CHECK(pjson_at(x, 2 + d)->i == ek[ki].grid[d] && pjson_at(x, 5 + d)->i == ek[ki].block[d],
+                  "entry %zu: grid/block[%d] %lld %lld, expected %u %u", i, d, (long long)pjson_at(x, 2 + d)->i,
+                  (long long)pjson_at(x, 5 + d)->i, ek[ki].grid[d], ek[ki].block[d]);
+        CHECK(pjson_at(x, 8)->i == ek[ki].smem, "entry %zu: smem %lld", i, (long long)pjson_at(x, 8)->i);
+        double us = a - b - cost, want = (double)ek[ki].ns / 1e3;
+        if (fabs(us - want) > worst) worst = fabs(us - want);
+        if (exact)
+            CHECK(fabs(us - want) <= 0.2, "entry %zu (%s): a %.3f - b %.3f - cost %.3f = %.3f us, modelled %.3f", i, nm, a,
+                  b, cost, us, want);
+    }
+    CHECK(j == nk, "%d kernel entries, expected %d", j, nk);
+    return worst;
+}
+
+static const int ek_cycle[EAGER_SEG_LAUNCHES] = { 0, 1, 2, 0, 1, 2, 0, 1, 2, 0 };
+
+/* Reads the fake's counts of scenario sub: holds, event records on the program's stream,
+ * operations still held there, calls a capturing stream refused. */
+static int eager_fake_counts(const char *sub, long c[4]) {
+    int n = (int)read_long(sub, "fake_counts", c, 4);
+    CHECK(n == 4, "%s: fake_counts has %d values", sub, n);
+    return n == 4 ? 0 : -1;
+}
+
+/* (a) A host-bound instance (40 us of host work after each launch, kernels of 3, 7 and 20 us):
+ * each kernel's a - b - cost_us is its modelled GPU time within 0.2 us, its name, grid, block
+ * and shared memory as launched, and the GPU ran the instance back to back (one event's cost
+ * between one kernel's after event and the next's before event, 45 us apart on the host).
+ * The same program with the fake's hold switched off (cuStreamWaitValue32 accepted, nothing
+ * held: scenario eager_nohold) misses by the launch's host time (5 us in the fake), i.e. this
+ * test fails without the hold: that run's error is checked to be over 1 us. */
+static void plite_eager_times_each_kernel_not_its_launch_gap(void) {
+    ptrace_file f;
+    if (eager_load("eager", &f)) return;
+    const ptrace_event *ev[8];
+    int n = eager_events(&f, ev, 8);
+    CHECK(n == 1, "%d eager_probe events, expected 1 (N=1, one shape)", n);
+    if (n >= 1) {
+        const ptrace_event *e = ev[0];
+        const char *phase = pjson_get_str(e->args, "phase", ""), *nvtx = pjson_get_str(e->args, "nvtx", "");
+        CHECK(!strcmp(phase, "decode bs=1 ctx=100") && !strcmp(nvtx, "decode bs=1 ctx=100"), "phase '%s' nvtx '%s'", phase, nvtx);
+        CHECK(pjson_get_int(e->args, "stream", -1) == 13, "stream %lld (the program's s1: 13)",
+              (long long)pjson_get_int(e->args, "stream", -1));
+        CHECK(pjson_get_int(e->args, "watchdog", -1) == 0 && pjson_get_int(e->args, "other_streams", -1) == 0 &&
+              pjson_get_int(e->args, "lost", -1) == 0, "watchdog %lld other_streams %lld lost %lld",
+              (long long)pjson_get_int(e->args, "watchdog", -1), (long long)pjson_get_int(e->args, "other_streams", -1),
+              (long long)pjson_get_int(e->args, "lost", -1));
+        double cost = pjson_get_num(e->args, "cost_us", -1);
+        CHECK(fabs(cost - EAGER_EVENT_NS / 1e3) < 0.01, "cost_us %.3f, the fake's event %.3f", cost, EAGER_EVENT_NS / 1e3);
+        int types[4];
+        char order[64] = "";
+        double worst = eager_walk(e, ek_cycle, 3, types, order, 1);
+        CHECK(worst >= 0 && !strcmp(order, "KKKE"), "entries %s, expected KKKE", order);
+        /* back to back from the chain of 8 events: the first b 8 events after the first event,
+         * each b one event after the previous a; the span to the end event: 8 + 3 x 2 events and
+         * the kernels' 30 us (44 us) */
+        const pjson *k = pjson_get(e->args, "k");
+        for (size_t i = 0; k && i < k->len && i < 3; i++) {
+            const pjson *x = pjson_at(k, i);
+            double b = pjson_at(x, 11)->num, prev_a = i ? pjson_at(pjson_at(k, i - 1), 12)->num : 7.0;
+            double host_gap = i ? pjson_at(x, 9)->num - pjson_at(pjson_at(k, i - 1), 9)->num : 0;
+            CHECK(fabs(b - prev_a - 1.0) < 0.01, "entry %zu: b %.3f, the previous a %.3f: not back to back", i, b, prev_a);
+            CHECK(!i || host_gap >= EAGER_GAP_US + 5, "entry %zu: launched %.3f us after the previous", i, host_gap);
+            CHECK(pjson_at(x, 10)->num - pjson_at(x, 9)->num >= 4.9, "entry %zu: call %.3f..%.3f us (the fake's launch: 5 us)",
+                  i, pjson_at(x, 9)->num, pjson_at(x, 10)->num);
+        }
+        CHECK(e->dur_ns == 44000, "span %lld ns, expected 44000", (long long)e->dur_ns);
+    }
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(l->eager_instances == 1 && l->eager_probed == 1 && l->eager_written == 1 && l->eager_lost == 0 &&
+          l->eager_skipped == 0 && l->eager_watchdog == 0 && l->eager_keys == 1,
+          "end: instances %d probed %lld written %lld lost %lld skipped %lld (%s) watchdog %lld keys %lld", l->eager_instances,
+          (long long)l->eager_probed, (long long)l->eager_written, (long long)l->eager_lost, (long long)l->eager_skipped,
+          l->eager_skip_why, (long long)l->eager_watchdog, (long long)l->eager_keys);
+    ptrace_file_free(&f);
+    if (eager_load("eager_nohold", &f)) return;
+    n = eager_events(&f, ev, 8);
+    CHECK(n == 1, "eager_nohold: %d eager_probe events", n);
+    if (n >= 1) {
+        int types[4];
+        double worst = eager_walk(ev[0], ek_cycle, 3, types, NULL, 0);
+        CHECK(worst > 1.0, "without the hold the kernels still read within %.3f us: the check above would not see it", worst);
+    }
+    ptrace_file_free(&f);
+}
+
+/* (b) The program's kernels run once each, in the order launched, probed or not (the fake
+ * logs each named kernel when it runs; a held one when its stream is released): every
+ * single-stream scenario the other eager tests ran. */
+static void plite_eager_runs_each_kernel_once_in_order(void) {
+    static const int after_watchdog[2] = { 2, 0 };
+    static const struct { const char *sub; int n; const int *k; } sc[] = {
+        { "eager", 6, NULL }, { "eager_off", 6, NULL }, { "eager_nohold", 6, NULL }, { "eager_shapes", 24, NULL },
+        { "eager_block", 3, NULL }, { "eager_seg", EAGER_SEG_LAUNCHES, NULL }, { "eager_watchdog", 2, after_watchdog },
+        { "eager_late", 2, after_watchdog },
+    };
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        char want[2048] = "", got[2048] = "", p[512];
+        size_t w = 0;
+        for (int j = 0; j < sc[i].n; j++)
+            w += (size_t)snprintf(want + w, sizeof want - w, "%s%s", j ? " " : "", ek[sc[i].k ? sc[i].k[j] : j % 3].name);
+        snprintf(p, sizeof p, "%s/%s/run_order", dir, sc[i].sub);
+        FILE *fp = fopen(p, "r");
+        size_t r = fp ? fread(got, 1, sizeof got - 1, fp) : 0;
+        got[r] = 0;
+        if (fp) fclose(fp);
+        CHECK(!strcmp(got, want), "%s: kernels ran\n    '%s', launched\n    '%s'", sc[i].sub, got, want);
+        long c[4];
+        if (!eager_fake_counts(sc[i].sub, c)) CHECK(c[2] == 0, "%s: %ld operations still held at the end", sc[i].sub, c[2]);
+    }
+}
+
+/* (c) N=2 instances of each phase shape: "decode bs=1 ctx=.." is one shape whatever its ctx,
+ * "decode bs=2 ctx=.." another; four instances of each, two of each probed, every probed
+ * kernel timed right; the end record's counts agree. */
+static void plite_eager_probes_n_instances_per_shape(void) {
+    ptrace_file f;
+    if (eager_load("eager_shapes", &f)) return;
+    const ptrace_event *ev[16];
+    int n = eager_events(&f, ev, 16), bs[3] = { 0, 0, 0 };
+    for (int i = 0; i < n && i < 16; i++) {
+        const char *phase = pjson_get_str(ev[i]->args, "phase", "");
+        int b = 0, ctx = 0;
+        CHECK(sscanf(phase, "decode bs=%d ctx=%d", &b, &ctx) == 2 && b >= 1 && b <= 2 && ctx % 10 == b, "phase '%s'", phase);
+        if (b >= 1 && b <= 2) bs[b]++;
+        int types[4];
+        char order[64] = "";
+        eager_walk(ev[i], ek_cycle, 3, types, order, 1);
+        CHECK(!strcmp(order, "KKKE"), "%s: entries %s", phase, order);
+        for (int j = 0; j < i; j++) CHECK(strcmp(phase, pjson_get_str(ev[j]->args, "phase", "")), "%s probed twice", phase);
+    }
+    CHECK(n == 4 && bs[1] == 2 && bs[2] == 2, "%d eager_probe events: %d of bs=1, %d of bs=2; expected 2 and 2", n, bs[1], bs[2]);
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(l->eager_instances == 2 && l->eager_probed == 4 && l->eager_written == 4 && l->eager_lost == 0 && l->eager_keys == 2,
+          "end: instances %d probed %lld written %lld lost %lld keys %lld", l->eager_instances, (long long)l->eager_probed,
+          (long long)l->eager_written, (long long)l->eager_lost, (long long)l->eager_keys);
+    ptrace_file_free(&f);
+}
+
+/* (d) A cudaStreamSynchronize and a synchronous device-to-host cudaMemcpy inside a probed
+ * instance: the hold is released before each (else the fake's sync waits for ever and exits
+ * 70), each leaves a release entry, and the kernels after them are still timed right. An
+ * async device-to-device copy before them is an entry of its own (type 1: bytes, kind 3). */
+static void plite_eager_releases_before_blocking_calls(void) {
+    ptrace_file f;
+    if (eager_load("eager_block", &f)) return;
+    const ptrace_event *ev[8];
+    int n = eager_events(&f, ev, 8);
+    CHECK(n == 1, "%d eager_probe events", n);
+    if (n >= 1) {
+        int types[4];
+        char order[64] = "";
+        eager_walk(ev[0], ek_cycle, 3, types, order, 1);
+        CHECK(!strcmp(order, "KCRKRKE"), "entries %s, expected KCRKRKE", order);
+        const pjson *k = pjson_get(ev[0]->args, "k"), *c = k && k->len > 1 ? pjson_at(k, 1) : NULL;
+        CHECK(c && c->len == 13 && pjson_at(c, 2)->i == 64 && pjson_at(c, 3)->i == 3, "copy entry: bytes %lld kind %lld",
+              c && c->len == 13 ? (long long)pjson_at(c, 2)->i : -1LL, c && c->len == 13 ? (long long)pjson_at(c, 3)->i : -1LL);
+        CHECK(pjson_get_int(ev[0]->args, "watchdog", -1) == 0, "watchdog %lld", (long long)pjson_get_int(ev[0]->args, "watchdog", -1));
+    }
+    ptrace_file_free(&f);
+}
+
+/* (e) The program waits inside the instance where the interposer cannot see it (spinning on
+ * cudaEventQuery of its own event, recorded after a held kernel): the writer's watchdog
+ * releases the hold after 50 ms, the event says watchdog 1, the held kernel is timed right,
+ * the launch after the release is not probed (the instance ended), the program completes. */
+static void plite_eager_watchdog_releases_an_unseen_wait(void) {
+    ptrace_file f;
+    if (eager_load("eager_watchdog", &f)) return;
+    long waited[1] = { -1 };
+    CHECK(read_long("eager_watchdog", "waited_ns", waited, 1) == 1 && waited[0] >= 45000000L && waited[0] < 3000000000L,
+          "the program waited %.1f ms for its event (the watchdog: 50 ms)", waited[0] / 1e6);
+    const ptrace_event *ev[8];
+    int n = eager_events(&f, ev, 8);
+    CHECK(n == 1, "%d eager_probe events", n);
+    if (n >= 1) {
+        int types[4];
+        char order[64] = "";
+        eager_walk(ev[0], (const int[]){ 2 }, 1, types, order, 1);
+        CHECK(!strcmp(order, "KE"), "entries %s, expected KE", order);
+        CHECK(pjson_get_int(ev[0]->args, "watchdog", -1) == 1, "watchdog %lld", (long long)pjson_get_int(ev[0]->args, "watchdog", -1));
+    }
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(l->eager_watchdog == 1 && l->eager_written == 1, "end: watchdog %lld written %lld", (long long)l->eager_watchdog,
+          (long long)l->eager_written);
+    ptrace_file_free(&f);
+}
+
+/* The capture ends (SPECPROF_DURATION_S 0.2 s) before the program's first phase instance,
+ * which waits where the interposer cannot see (as in (e)): nothing is held after the end, since
+ * no writer is left to release a hold. Until 2026-12-07 the instance was probed and held with
+ * no watchdog running: the program waited for ever (here: 5 s, the child's own limit). */
+static void plite_eager_holds_nothing_after_the_capture_ended(void) {
+    ptrace_file f;
+    if (eager_load("eager_late", &f)) return;
+    long waited[1] = { -1 }, c[4];
+    CHECK(read_long("eager_late", "waited_ns", waited, 1) == 1 && waited[0] >= 0 && waited[0] < 1000000000L,
+          "the program waited %.1f ms for a 20 us kernel after the capture ended", waited[0] / 1e6);
+    if (!eager_fake_counts("eager_late", c)) CHECK(c[0] == 0, "%ld holds after the capture ended", c[0]);
+    const ptrace_event *ev[8];
+    int n = eager_events(&f, ev, 8);
+    CHECK(n == 0 && f.info.end.lite.eager_probed == 0, "%d eager_probe events, %lld probed", n,
+          (long long)f.info.end.lite.eager_probed);
+    ptrace_file_free(&f);
+}
+
+/* (f) A launch on a second stream inside the instance is counted (other_streams) and not
+ * timed; an instance on a capturing stream is not probed (skip_why says so; nothing but
+ * cudaStreamIsCapturing is asked of it) and leaves the shape's probe to the next instance. */
+static void plite_eager_other_streams_and_captures(void) {
+    ptrace_file f;
+    if (eager_load("eager_streams", &f)) return;
+    const ptrace_event *ev[8];
+    int n = eager_events(&f, ev, 8);
+    CHECK(n == 2, "%d eager_probe events, expected 2", n);
+    for (int i = 0; i < n && i < 2; i++) {
+        const char *phase = pjson_get_str(ev[i]->args, "phase", "");
+        int types[4];
+        char order[64] = "";
+        int decode = !strcmp(phase, "decode bs=1 ctx=7");
+        CHECK(decode || !strcmp(phase, "verify bs=1"), "phase '%s'", phase);
+        eager_walk(ev[i], decode ? (const int[]){ 0, 2 } : ek_cycle, decode ? 2 : 3, types, order, 1);
+        CHECK(!strcmp(order, decode ? "KKE" : "KKKE"), "%s: entries %s", phase, order);
+        CHECK(pjson_get_int(ev[i]->args, "other_streams", -1) == decode, "%s: other_streams %lld", phase,
+              (long long)pjson_get_int(ev[i]->args, "other_streams", -1));
+    }
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(l->eager_probed == 2 && l->eager_written == 2 && l->eager_skipped == 1 && strstr(l->eager_skip_why, "capturing"),
+          "end: probed %lld written %lld skipped %lld skip_why '%s'", (long long)l->eager_probed, (long long)l->eager_written,
+          (long long)l->eager_skipped, l->eager_skip_why);
+    long c[4];
+    if (!eager_fake_counts("eager_streams", c)) CHECK(c[3] == 0, "calls refused by the capturing stream: %ld", c[3]);
+    ptrace_file_free(&f);
+}
+
+/* (g) SPECPROF_PROBE_EAGER_SEGMENT=4 and 10 launches: a release after every 4 (two), and
+ * every kernel still timed right across them. */
+static void plite_eager_segments_release_every_n_launches(void) {
+    ptrace_file f;
+    if (eager_load("eager_seg", &f)) return;
+    const ptrace_event *ev[8];
+    int n = eager_events(&f, ev, 8);
+    CHECK(n == 1, "%d eager_probe events", n);
+    if (n >= 1) {
+        int types[4];
+        char order[64] = "";
+        eager_walk(ev[0], ek_cycle, EAGER_SEG_LAUNCHES, types, order, 1);
+        CHECK(!strcmp(order, "KKKKRKKKKRKKE"), "entries %s, expected KKKKRKKKKRKKE", order);
+    }
+    long c[4];
+    if (!eager_fake_counts("eager_seg", c)) CHECK(c[0] == 3, "%ld holds, expected 3 (one a segment)", c[0]);
+    ptrace_file_free(&f);
+}
+
+/* (h) Without SPECPROF_PROBE_EAGER nothing changes: no eager_probe event or end object, no
+ * hold, no event recorded on the program's stream; with it, exactly the probed instance's
+ * events: the chain of 8, two a kernel, the end. */
+static void plite_eager_off_changes_nothing(void) {
+    ptrace_file f;
+    if (eager_load("eager_off", &f)) return;
+    const ptrace_event *ev[8];
+    int n = eager_events(&f, ev, 8);
+    CHECK(n == 0 && f.info.end.lite.eager_instances == 0, "%d eager_probe events, end instances %d", n,
+          f.info.end.lite.eager_instances);
+    long c[4];
+    if (!eager_fake_counts("eager_off", c)) CHECK(c[0] == 0 && c[1] == 0, "off: %ld holds, %ld event records on the stream", c[0], c[1]);
+    if (!eager_fake_counts("eager", c))
+        CHECK(c[0] == 1 && c[1] == 8 + 2 * 3 + 1, "on: %ld holds, %ld event records on the stream, expected 1 and 15", c[0], c[1]);
+    ptrace_file_free(&f);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "child")) return child(argv[2]);
     snprintf(dir, sizeof dir, "/tmp/test_plite.%d", (int)getpid());
@@ -688,6 +1163,15 @@ int main(int argc, char **argv) {
     RUN(plite_launcher_lists_only_this_runs_files);
     RUN(plite_probe_times_each_node_and_runs_the_same_kernels);
     RUN(plite_probe_survives_a_destroyed_executable);
+    RUN(plite_eager_times_each_kernel_not_its_launch_gap);
+    RUN(plite_eager_probes_n_instances_per_shape);
+    RUN(plite_eager_releases_before_blocking_calls);
+    RUN(plite_eager_watchdog_releases_an_unseen_wait);
+    RUN(plite_eager_holds_nothing_after_the_capture_ended);
+    RUN(plite_eager_other_streams_and_captures);
+    RUN(plite_eager_segments_release_every_n_launches);
+    RUN(plite_eager_off_changes_nothing);
+    RUN(plite_eager_runs_each_kernel_once_in_order);   /* after the scenarios above ran */
     if (full_ok) ptrace_file_free(&full);
     if (!check_tests_failed && !getenv("TEST_PLITE_KEEP")) {
         char cmd[300];

@@ -32,7 +32,8 @@
 # launch callbacks stay on between windows, experimental); nocal (--no-calibrate); always
 # (--mode always); always_drv (the same with SPECPROF_API_DOMAIN=driver: the driver API only,
 # experimental, call 25); lite (--mode lite: no CUPTI, runtime interposed, graph launches timed by
-# CUDA events); probe (lite with --probe-nodes PROBE_N, default 5). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
+# CUDA events); probe (lite with --probe-nodes PROBE_N, default 5); peager (lite with --probe-eager
+# PEAGER_N, default 3); pboth (both probes). MODES_<loop> overrides a loop's mode list (e.g. MODES_sb_decode_c1="none
 # apion nocal"). CALIB_ENV: environment for the windowed calibration capture (e.g.
 # SPECPROF_API_BETWEEN=1), CALIB_ARGS its specprof options (e.g. --mode windows); SAMPLES=0: no
 # samples.tar.gz, SAMPLE_MODE (default specprof): the mode whose round-1 traces go into it;
@@ -114,6 +115,8 @@ run_one() {
     always_drv) pre="env SPECPROF_API_DOMAIN=driver $SP -o $tdir --quiet --mode always --" ;;
     lite) pre="$SP -o $tdir --quiet --mode lite --" ;;
     probe) pre="$SP -o $tdir --quiet --mode lite --probe-nodes ${PROBE_N:-5} --" ;;
+    peager) pre="$SP -o $tdir --quiet --mode lite --probe-eager ${PEAGER_N:-3} --" ;;
+    pboth) pre="$SP -o $tdir --quiet --mode lite --probe-nodes ${PROBE_N:-5} --probe-eager ${PEAGER_N:-3} --" ;;
   esac
   # PIN_<loop>=CPUS: the program runs under taskset -c CPUS (every mode alike; the profiler's
   # threads inside the program too, so give it two CPUs or more)
