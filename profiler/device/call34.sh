@@ -10,6 +10,10 @@
 #     2. the graph loop (torch-dense with graphs: its eager phases are sample, accept and the
 #        spec loop's small ones) under --probe-eager 3 --probe-nodes 3, against always;
 #     specprof check of each trace.
+#   PART=grid     call 28's design (call16.sh: the eager loop and the graph loop, the calibration
+#     subset captured in the grid's own lite process, node-level references in others) with
+#     --probe-eager 3 --probe-nodes 3 in the lite process, after a smoke run of the eager probe;
+#     files as call16.sh's.
 #   PART=overhead what the probe costs: overhead_run.sh's tbe (the eager loop, 1 row, decode and
 #     spec) and tb (graph loop, 1 and 13 rows), processes alternating none / lite / peager,
 #     first run of each process dropped (overhead_tables.py).
@@ -26,6 +30,30 @@ if [ "$PART" = overhead ]; then
   MODES_tbe="$M" MODES_tb="$M" LOOPS="${LOOPS:-tbe tb}" ROUNDS=${ROUNDS:-4} SKIP_CALIB=1 \
     SKIP_EAGER_SMOKE=1 SAMPLES=0 TB_REPEATS=${TB_REPEATS:-4} RUN_LIMIT_S=${RUN_LIMIT_S:-540} \
     OUT="$OUT" bash profiler/device/overhead_run.sh
+  exit $?
+fi
+if [ "$PART" = grid ]; then
+  # call 28's design (call16.sh) with both probes on in the grid's own lite process: the
+  # eager loop and the graph loop, their calibration subsets captured in every repeat, the
+  # node-level references (always) in other processes; first a smoke run of the eager probe
+  # on the eager loop (if it fails, the grid runs with the node probe alone). The grid's lite
+  # captures hold the probes' events, the references CUPTI's records of the same points: the
+  # shares comparison (eager_compare.py) is made on the CPU from them.
+  LOG=$OUT/run.log; W=$(mktemp -d /tmp/call34g.XXXXXX)
+  SP=$PWD/bin/specprof; TB="python3 $PWD/profiler/bench/torchbench.py"
+  echo "=== smoke: the eager probe on the eager loop ($(date -u +%T))" | tee -a "$LOG"
+  timeout 90 $SP -o $W/smoke --mode lite --probe-eager 2 -- $TB --preset torch-dense --disable-cuda-graph \
+    --mode baseline,spec --steps 3 --concurrency 1,4 --prompt-len 1024 --output-len 256 --seed 1 --warmup 2 \
+    --seconds 0.1 --repeats 1 > $W/smoke.out 2>&1
+  rc=$?; echo "smoke rc $rc" | tee -a "$LOG"; tail -4 $W/smoke.out | tee -a "$LOG"
+  f=$(ls $W/smoke/specprof.rank*.json* 2>/dev/null | head -1)
+  n=0; [ -n "$f" ] && { $SP check "$f" 2>&1 | grep -E "^eager probe|^lite|^INCOMPLETE|^complete" | tee -a "$LOG"
+                        n=$(zcat -f "$f" | grep -c '"cat":"eager_probe"'); }
+  echo "smoke eager_probe events: $n" | tee -a "$LOG"
+  EX="--probe-eager 3 --probe-nodes 3"
+  [ $rc = 0 ] && [ "$n" -gt 0 ] || { EX="--probe-nodes 3"; echo "EAGER PROBE FAILED: the grid runs with the node probe alone" | tee -a "$LOG"; }
+  RUN_LIMIT_S=$(( ${GRID_LIMIT_S:-470} - SECONDS )) LITE_EXTRA="$EX" CALIB_STEPS=${CALIB_STEPS:-2,4,5} OUT=$OUT \
+    bash profiler/device/call16.sh
   exit $?
 fi
 W=$(mktemp -d /tmp/call34.XXXXXX)
