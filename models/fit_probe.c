@@ -695,18 +695,46 @@ static int fp_eager_usable(const fp_eager *e, const fit_trace *full)
     return kernels > 0 && calls <= FIT_NODES_CALLS_MAX;
 }
 
-/* Where a record of dur_ns whose call ended at call_end starts on the probe's GPU timeline
- * (*gpu: the latest end laid out, INT64_MIN none; moved to its end). The probe held the
- * stream, so its records ran long after their calls and 2 events apart: laid out as the
- * program runs them without the hold (docs/fit.md 1c "Eager probe"), from their call's end,
- * after the GPU work before them, back to back (a kernel's time holds its launch gap, as a
- * node probe's does); a copy the host waited for ends at its call's end. */
-static int64_t fp_eager_place(int64_t *gpu, int64_t call_end, int64_t dur_ns, int waited)
+/* What the eager probe cannot see (docs/fit.md 1c "Eager probe"): with the stream held every
+ * kernel runs queued, so an event pair holds the kernel and the GPU's gap before it, and
+ * nothing times a launch against its call. A CUPTI reference holds both apart, and fit_nodes
+ * and the fit read them apart (a launch-bound record starts a after its call's end, a queued one
+ * b after the GPU's previous end; the idle between records is the "(gpu idle in phase)"
+ * group). So the probe's records are laid out as CUPTI would record them, with these two
+ * numbers: FP_EAGER_GAP_US, the GPU's gap between queued eager records, taken out of each
+ * record's time and left idle before it (CUPTI, torchbench's eager kernels on the H200: median
+ * 1.15 us in call 7's eager loop, 1.28-1.31 in calls 4, 6 and 14; unprofiled, traces/gapprobe:
+ * an eager kernel queued costs the GPU 1.1-1.6 us more than as a graph node); FP_EAGER_LAUNCH_US,
+ * a launch-bound record's start after its call's end (CUPTI's median over launch-bound records:
+ * call 7 2.17 us, calls 4, 6, 14 1.99, 1.49, 1.56). Laid out with neither (both 0) call 7's
+ * probe fit came out 2-13% below the CUPTI reference's: its idle groups ~0, the gap group's fit
+ * collapsing between launch-bound instances (idle ~L' a launch) and GPU-bound ones (idle 0).
+ * FIT_PROBE_EAGER_GAP_US and FIT_PROBE_LAUNCH_US override them (0 to 100 us). */
+#define FP_EAGER_GAP_US 1.2
+#define FP_EAGER_LAUNCH_US 2.0
+
+static int64_t fp_env_ns(const char *name, double dflt_us)
 {
-    int64_t s = waited ? call_end - dur_ns : call_end;
-    if (*gpu != INT64_MIN && s < *gpu)
-        s = *gpu;
-    *gpu = s + dur_ns;
+    const char *v = getenv(name);
+    double us = v && *v ? atof(v) : dflt_us;
+    return us >= 0 && us < 100 ? (int64_t)llround(us * 1e3) : (int64_t)llround(dflt_us * 1e3);
+}
+
+/* Where a record whose probed time is *dur_ns and whose call ended at call_end starts on the
+ * reference's GPU timeline (*gpu: the latest end laid out, INT64_MIN none; moved to its end),
+ * *dur_ns less the queue gap. The probe held the stream, so its records ran long after their
+ * calls and 2 events apart: laid out as the program runs them without the hold (docs/fit.md 1c
+ * "Eager probe"), gap_ns after the GPU work before them but not before lat_ns after their
+ * call's end; a copy the host waited for ends at its call's end. */
+static int64_t fp_eager_place(int64_t *gpu, int64_t call_end, int64_t *dur_ns, int waited, int64_t lat_ns,
+                              int64_t gap_ns)
+{
+    int64_t g = gap_ns < *dur_ns ? gap_ns : *dur_ns;
+    *dur_ns -= g;
+    int64_t s = waited ? call_end - *dur_ns : call_end + lat_ns;
+    if (*gpu != INT64_MIN && s < *gpu + g)
+        s = *gpu + g;
+    *gpu = s + *dur_ns;
     return s;
 }
 
@@ -736,8 +764,10 @@ static int fp_cmp_start(const void *a, const void *b)
  * times and a kernel of a - b - cost_us; per gap holding unseen kernels a cuLaunchKernel call
  * at the next entry's start and an "(unseen kernels)" kernel; per copy entry a copy record
  * on the range's next copy call of its bytes and kind (in order; none: skipped). *corr: the
- * next free correlation id. 0, or -1 when out of memory. */
-static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e, uint32_t *corr, fit_probe_stats *st)
+ * next free correlation id; *gpup: the reference's GPU timeline (the latest end laid out,
+ * INT64_MIN none), moved on. 0, or -1 when out of memory. */
+static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e, uint32_t *corr, int64_t *gpup,
+                        fit_probe_stats *st)
 {
     const ptrace_range *r = &full->rng[e->range];
     char phase[64];
@@ -753,7 +783,9 @@ static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e
         if (fp_inside(r, &full->api[q]) && !strncmp(full->api[q].name, "cudaMemcpy", 10))
             cp[ncp++] = &full->api[q];
     qsort(cp, ncp, sizeof *cp, fp_cmp_start);
-    int64_t gpu = INT64_MIN;
+    int64_t gpu = *gpup;
+    int64_t lat_ns = fp_env_ns("FIT_PROBE_LAUNCH_US", FP_EAGER_LAUNCH_US);
+    int64_t gap_ns = fp_env_ns("FIT_PROBE_EAGER_GAP_US", FP_EAGER_GAP_US);
     int rc = 0;
     for (size_t i = 0; i < e->nk && !rc; i++) {
         const fp_entry *x = &e->k[i];
@@ -769,7 +801,8 @@ static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e
         if (u > 0) {   /* launched past the interposer before this entry: at its start */
             kr.corr = (*corr)++;
             kr.name = "(unseen kernels)";
-            kr.start_ns = fp_eager_place(&gpu, t0, (int64_t)llround(u * 1e3), 0);
+            int64_t u_ns = (int64_t)llround(u * 1e3);
+            kr.start_ns = fp_eager_place(&gpu, t0, &u_ns, 0, lat_ns, gap_ns);
             kr.end_ns = gpu;
             if (fp_eager_call(ref, e, 1, t0, t0, kr.corr) || fit_trace_add_kernel(ref, &kr)) {
                 rc = -1;
@@ -786,14 +819,17 @@ static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e
                 kr.block[q] = (int32_t)x->l[3 + q];
             }
             kr.smem_bytes = (int32_t)x->l[6];   /* dynamic only, as the node probe's */
-            kr.start_ns = fp_eager_place(&gpu, t1, d_ns, 0);
+            kr.start_ns = fp_eager_place(&gpu, t1, &d_ns, 0, lat_ns, gap_ns);
             kr.end_ns = gpu;
             rc = fp_eager_call(ref, e, 0, t0, t1, kr.corr) || fit_trace_add_kernel(ref, &kr) ? -1 : 0;
             st->eager_records++;
         } else if (x->type == FP_E_COPY) {
             const char *kind = fp_copy_kinds[x->l[1]];
             size_t j = jc;
-            while (j < ncp && !((int64_t)cp[j]->bytes == x->l[0] && (!cp[j]->copy_kind || !strcmp(cp[j]->copy_kind, kind))))
+            /* a call without lite mode's args (specsim lite-from writes none: bytes and kind
+             * unknown) takes the entry in order */
+            while (j < ncp && cp[j]->has_lite &&
+                   !((int64_t)cp[j]->bytes == x->l[0] && (!cp[j]->copy_kind || !strcmp(cp[j]->copy_kind, kind))))
                 j++;
             if (j == ncp) {
                 st->eager_copies_skipped++;
@@ -810,13 +846,15 @@ static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e
             m.stream = e->stream;
             m.nvtx = e->nvtx;
             m.phase = phase;
-            m.start_ns = fp_eager_place(&gpu, cp[j]->end_ns, d_ns, cp[j]->has_lite && cp[j]->blocking == 1);
+            m.start_ns = fp_eager_place(&gpu, cp[j]->end_ns, &d_ns, cp[j]->has_lite && cp[j]->blocking == 1, lat_ns,
+                                        gap_ns);
             m.end_ns = gpu;
             rc = fit_trace_add_mem(ref, &m);
             st->eager_records++;
         }
     }
     free(cp);
+    *gpup = gpu;
     return rc;
 }
 
@@ -1017,6 +1055,12 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
         corr = full.api[q].corr >= corr ? full.api[q].corr + 1 : corr;
     for (size_t q = 0; q < full.ngl; q++)
         corr = full.gl[q].corr >= corr ? full.gl[q].corr + 1 : corr;
+    /* One GPU timeline through the eager instances, in time order, as the program's one stream
+     * ran them: a probed verify whose GPU work outlasts its range (call 7: 170 us past it) delays
+     * the probed accept after it. Each from an empty GPU, the accept's first kernel started
+     * under the verify's last ones (b < 0 in fit_nodes: queued before the GPU was free), the
+     * filled accepts overlapped their verifies and call 7's accept cells came out -75% to +70%. */
+    int64_t egpu = INT64_MIN, eprev = INT64_MIN;
     for (size_t j = 0; j < S.ne; j++) {
         fp_eager *e = &S.e[j];
         if (e->range == SIZE_MAX)
@@ -1031,7 +1075,10 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
             st->eager_incomplete++;
             continue;
         }
-        if (fp_add_eager(ref, &full, e, &corr, st))
+        if (full.rng[e->range].start_ns < eprev)
+            egpu = INT64_MIN;   /* out of time order: not after the one before */
+        eprev = full.rng[e->range].start_ns;
+        if (fp_add_eager(ref, &full, e, &corr, &egpu, st))
             goto oom;
         st->eager_instances++;
     }

@@ -46,7 +46,8 @@ typedef struct {
  * lite trace's own calls in it, a cudaLaunchKernel call per kernel entry at the probe's host
  * times, a kernel per entry of a - b - cost_us, an "(unseen kernels)" kernel with a
  * cuLaunchKernel call per gap between entries beyond one event's cost, a copy per copy entry
- * matched to the range's copy calls; the GPU records laid out back to back from their calls
+ * matched to the range's copy calls; the GPU records laid out from their calls as CUPTI records
+ * them, with a queue gap and a launch latency the probe cannot see
  * (docs/fit.md 1c "Eager probe"). Returns 1 when ref was filled, 0 when the trace holds no
  * probe (ref untouched), -1 with err naming the file, line, field and value. */
 int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stats *st, char *err, size_t errlen);
