@@ -286,6 +286,9 @@ static int cmp_kern_start(const void *a, const void *b)
  * the end), the gap after a release is not; the copy is on its copy call. */
 static void fit_probe_eager_kernels_are_the_event_pairs_less_the_cost(void)
 {
+    /* the probe's times whole: no queue gap taken out, no launch latency (test below) */
+    setenv("FIT_PROBE_EAGER_GAP_US", "0", 1);
+    setenv("FIT_PROBE_LAUNCH_US", "0", 1);
     write_eager_trace(NULL);
     fit_trace t, ref;
     fit_probe_stats st;
@@ -321,6 +324,42 @@ static void fit_probe_eager_kernels_are_the_event_pairs_less_the_cost(void)
           ref.nmem ? ref.mem[0].corr : 0, ref.nmem ? (long long)(ref.mem[0].end_ns - ref.mem[0].start_ns) : 0LL);
     CHECK(st.eager_probes == 1 && fabs(st.eager_cost_median_us - 1.0) < 1e-12, "probes %zu cost %g", st.eager_probes,
           st.eager_cost_median_us);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+    unsetenv("FIT_PROBE_EAGER_GAP_US");
+    unsetenv("FIT_PROBE_LAUNCH_US");
+}
+
+/* The layout as CUPTI records eager work (docs/fit.md 1c "Eager probe"): the queue gap g taken
+ * out of every probed time and left idle after the GPU's previous end, a launch-bound record
+ * starting L after its call's end. g 0.5, L 2: ka at 14 + 2 = 16 for 9.5 us; the unseen kernels
+ * (their call at 20: 22) queued at 25.5 + 0.5 = 26 for 3.5; kb (call end 24: 26) queued at 29.5
+ * + 0.5 = 30 for 6.5; after the release ka at 174 + 2 = 176 for 2.0; the copy 1.5 us. */
+static void fit_probe_eager_layout_leaves_the_gap_and_the_latency_idle(void)
+{
+    setenv("FIT_PROBE_EAGER_GAP_US", "0.5", 1);
+    setenv("FIT_PROBE_LAUNCH_US", "2", 1);
+    write_eager_trace(NULL);
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    unsetenv("FIT_PROBE_EAGER_GAP_US");
+    unsetenv("FIT_PROBE_LAUNCH_US");
+    CHECK(rc == 1 && ref.nkern == 5, "fit_probe_ref: %d (%s), %zu kernels", rc, err, rc == 1 ? ref.nkern : 0);
+    if (rc != 1)
+        return;
+    qsort(ref.kern, ref.nkern, sizeof *ref.kern, cmp_kern_start);
+    static const double start_us[5] = { 16, 26, 30, 176, 0 }, dur_us[5] = { 9.5, 3.5, 6.5, 2.0, 5.0 };
+    int64_t host0 = t0_ns + 1005000;
+    for (size_t i = 0; i < ref.nkern && i < 4; i++)
+        CHECK(llabs(ref.kern[i].start_ns - host0 - (int64_t)(start_us[i] * 1e3)) <= 1 &&
+              llabs(ref.kern[i].end_ns - ref.kern[i].start_ns - (int64_t)(dur_us[i] * 1e3)) <= 1,
+              "kernel %zu (%s): %.3f us after host0 for %.3f us, expected %.1f for %.1f", i, ref.kern[i].name,
+              (ref.kern[i].start_ns - host0) / 1e3, (ref.kern[i].end_ns - ref.kern[i].start_ns) / 1e3, start_us[i],
+              dur_us[i]);
+    CHECK(ref.nmem == 1 && llabs(ref.mem[0].end_ns - ref.mem[0].start_ns - 1500) <= 1, "copy of %lld ns",
+          ref.nmem ? (long long)(ref.mem[0].end_ns - ref.mem[0].start_ns) : 0LL);
     fit_trace_free(&ref);
     fit_trace_free(&t);
 }
@@ -699,21 +738,25 @@ static int write_lite_with_probes(const char *always, const char *out, int per_s
 
 /* (d): torchbench's eager loop (call 7, H200, every phase eager, one stream) made lite
  * (specsim lite-from) with eager probes of 2 instances per shape computed from its kernel
- * records, fitted without --nodes: the fit goes through on the probes alone (every probe used,
- * unseen kernels found: cuBLAS's driver launches and the memsets) and every phase's modelled
- * GPU time per cell is printed (TEST_VERBOSE=1) against the fit of the always trace itself.
- * NOT YET within 2% (2026-12-07): draft, verify, extend, decode and sample come out 3-16% low,
- * accept -75% to +70%; the lite fit's "(gpu idle in phase)" groups come out ~0 where the
- * always fit's hold 100-640 us a phase, though the filled instances idle between their
- * launch-bound kernels (FIT_NODES_DEBUG shows it); extend at 480 tokens +26%. Open: the check
- * below is a 30% sanity band (accept left out), not the 2% target. */
+ * records, fitted without --nodes (C), against the fit of the always trace itself (A) and of
+ * the same lite trace with the always trace as --nodes (B, the probed instances left out as in
+ * C): the fit goes through on the probes alone (every probe used, unseen kernels found:
+ * cuBLAS's driver launches and the memsets) and every phase's modelled GPU time per cell is
+ * printed (TEST_VERBOSE=1). Before 2026-12-07's layout (each instance's records from its own
+ * empty GPU, copies of a lite-from trace unmatched, no queue gap or launch latency) C came out
+ * 3-16% low (accept -75% to +70%, extend at 480 tokens +26%), its "(gpu idle in phase)" groups
+ * ~0. Now, with the probe layout's two numbers at their defaults (1.2 us, 2.0 us: what the
+ * probe cannot see), C is within 6% of A and B on every cell (measured: -5.3% to +4.1%; with
+ * call 7's own CUPTI numbers, FIT_PROBE_EAGER_GAP_US=1.15 FIT_PROBE_LAUNCH_US=2.17, -5.2% to
+ * +4.5%, most cells within 3%); not within 2% (docs/fit.md 1c: sample's blocking copy, the
+ * unseen kernels' per-kernel gaps). */
 static void fit_probe_eager_lite_fit_matches_the_always_fit(void)
 {
     const char *src = "traces/torch/call7/eager/calib_torch-dense_always_eager.json.gz";
     char lite[300], err[1024];
     snprintf(lite, sizeof lite, "%s.lite.json", path);
     fit_trace a, t, ref;
-    fit_result ra, rb;
+    fit_result ra, rb, rc_;
     fit_opts o = {0};
     fit_probe_stats st;
     fit_nodes_stats ns;
@@ -731,31 +774,65 @@ static void fit_probe_eager_lite_fit_matches_the_always_fit(void)
         fit_result_free(&ra);
         return;
     }
+    /* B: the always trace as --nodes, the probed instances left out as in C */
     int rc = fit_probe_ref(&t, lite, &ref, &st, err, sizeof err);
-    CHECK(rc == 1 && st.eager_instances == st.eager_probes && st.eager_probes >= 100 && st.eager_unseen > 1000,
-          "fit_probe_ref %d: %zu of %zu used, %zu unseen (%s)", rc, st.eager_instances, st.eager_probes, st.eager_unseen, err);
-    okb = rc == 1 && fit_nodes_fill(&t, &ref, 1, NULL, &ns, err, sizeof err) == 0 && fit_run(&t, 1, &o, &rb, err, sizeof err) == 0;
-    CHECK(okb, "the lite fit: %s", err);
     if (rc == 1)
         fit_trace_free(&ref);
+    fit_trace al;
+    okb = rc == 1 && fit_trace_load(&al, src, err, sizeof err) == 0;
+    if (okb) {
+        okb = fit_nodes_fill(&t, &al, 1, NULL, &ns, err, sizeof err) == 0 && fit_run(&t, 1, &o, &rb, err, sizeof err) == 0;
+        fit_trace_free(&al);
+    }
     fit_trace_free(&t);
-    for (int p = 0; okb && p < WM_NPHASE; p++) {
-        const fit_phase_res *x = &ra.phase[p], *y = &rb.phase[p];
-        CHECK(x->present == y->present, "phase %s", wm_phase_name[p]);
-        for (int c = 0; x->present && y->present && c < x->ncells; c++)
+    CHECK(okb, "the lite fit with --nodes: %s", err);
+    /* C: the probes alone */
+    int okc = fit_trace_load(&t, lite, err, sizeof err) == 0;
+    rc = okc ? fit_probe_ref(&t, lite, &ref, &st, err, sizeof err) : -1;
+    CHECK(rc == 1 && st.eager_instances == st.eager_probes && st.eager_probes >= 100 && st.eager_unseen > 1000 &&
+          st.eager_copies_skipped == 0, "fit_probe_ref %d: %zu of %zu used, %zu unseen, %zu copies unmatched (%s)", rc,
+          st.eager_instances, st.eager_probes, st.eager_unseen, st.eager_copies_skipped, err);
+    okc = rc == 1 && fit_nodes_fill(&t, &ref, 1, NULL, &ns, err, sizeof err) == 0 && fit_run(&t, 1, &o, &rc_, err, sizeof err) == 0;
+    CHECK(okc, "the lite fit: %s", err);
+    if (rc == 1)
+        fit_trace_free(&ref);
+    if (rc >= 0)
+        fit_trace_free(&t);
+    double worst = 0;
+    for (int p = 0; okb && okc && p < WM_NPHASE; p++) {
+        const fit_phase_res *x = &ra.phase[p], *y = &rc_.phase[p], *z = &rb.phase[p];
+        CHECK(x->present == y->present && x->present == z->present, "phase %s", wm_phase_name[p]);
+        for (int c = 0; x->present && y->present && z->present && c < x->ncells; c++)
             for (int d = 0; d < y->ncells; d++)
-                if (y->total[d].tokens == x->total[c].tokens && y->total[d].q_per_row == x->total[c].q_per_row) {
-                    if (getenv("TEST_VERBOSE"))
-                        printf("  %s %5.0f tokens: always %9.1f us, lite+probe %9.1f us (%+.2f%%)\n", wm_phase_name[p],
-                               x->total[c].tokens, x->total[c].fit_us, y->total[d].fit_us,
-                               100 * (y->total[d].fit_us / x->total[c].fit_us - 1));
-                    if (p != WM_ACCEPT)   /* accept: see above; a sanity band, not the 2% target */
-                        CHECK_NEAR(y->total[d].fit_us, x->total[c].fit_us, 0, 0.30);
-                }
+                for (int e = 0; e < z->ncells; e++)
+                    if (y->total[d].tokens == x->total[c].tokens && y->total[d].q_per_row == x->total[c].q_per_row &&
+                        z->total[e].tokens == x->total[c].tokens && z->total[e].q_per_row == x->total[c].q_per_row) {
+                        double ca = y->total[d].fit_us / x->total[c].fit_us - 1, cb = y->total[d].fit_us / z->total[e].fit_us - 1;
+                        if (getenv("TEST_VERBOSE"))
+                            printf("  %s %5.0f tokens: always (A) %9.1f us, --nodes (B) %9.1f us, probe (C) %9.1f us: "
+                                   "C-A %+.2f%%, C-B %+.2f%%\n", wm_phase_name[p], x->total[c].tokens, x->total[c].fit_us,
+                                   z->total[e].fit_us, y->total[d].fit_us, 100 * ca, 100 * cb);
+                        worst = fmax(worst, fmax(fabs(ca), fabs(cb)));
+                        CHECK_NEAR(y->total[d].fit_us, x->total[c].fit_us, 0, 0.06);
+                        CHECK_NEAR(y->total[d].fit_us, z->total[e].fit_us, 0, 0.06);
+                    }
+    }
+    if (getenv("TEST_VERBOSE"))
+        printf("  worst |C-A|, |C-B|: %.2f%%\n", 100 * worst);
+    /* the idle the probe's layout leaves (queue gaps, launch latency) reaches the gap group */
+    for (int p = 0; okc && p < WM_NPHASE; p++) {
+        const wm_phase_model *pm = &rc_.model.phase[p];
+        if (!pm->present || p == WM_ACCEPT || p == WM_SAMPLE)
+            continue;
+        const wm_group *gap = &pm->groups[pm->ngroups - 1];
+        CHECK(gap->base_us > 10, "phase %s: %s base %.2f us (the always fit's: 100-640)", wm_phase_name[p], gap->name,
+              gap->base_us);
     }
     fit_result_free(&ra);
     if (okb)
         fit_result_free(&rb);
+    if (okc)
+        fit_result_free(&rc_);
     if (!getenv("TEST_KEEP"))
         unlink(lite);
 }
@@ -768,6 +845,7 @@ int main(void)
     RUN(fit_probe_falls_back_to_the_calibration);
     RUN(fit_probe_refuses_a_broken_node_table);
     RUN(fit_probe_eager_kernels_are_the_event_pairs_less_the_cost);
+    RUN(fit_probe_eager_layout_leaves_the_gap_and_the_latency_idle);
     RUN(fit_probe_eager_instance_becomes_a_reference);
     RUN(fit_probe_eager_incomplete_instance_is_dropped_not_used);
     RUN(fit_probe_eager_refuses_a_malformed_event);
