@@ -303,7 +303,8 @@ int fz_fit(const uint8_t *data, size_t n)
         static fit_trace pref;
         fit_probe_stats ps;
         if (fit_probe_ref(&t, fz_file(data, n), &pref, &ps, err, sizeof err) == 1) {
-            FZ_CHECK(pref.nrng == ps.instances && pref.nkern + pref.nmem == ps.records);
+            FZ_CHECK(pref.nrng == ps.instances + ps.eager_instances &&
+                     pref.nkern + pref.nmem == ps.records + ps.eager_records);
             fit_trace_free(&pref);
         }
         fit_opts o = {.log = NULL};
