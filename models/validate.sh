@@ -26,7 +26,8 @@
 #                      calibration captures (capture.mode lite, docs/fit.md "Lite captures"):
 #                      a folder (each calibration trace FILE is fitted with --nodes
 #                      $VALIDATE_NODES/FILE, same file name) or a CSV with columns file,nodes
-#                      (nodes: paths separated by ';'); models/lite_validate.sh
+#                      (nodes: paths separated by ';', or - for none: the capture is fitted from its own
+#                      node and eager probes, docs/fit.md 1c); models/lite_validate.sh
 #   VALIDATE_TARGET_MEDIAN, VALIDATE_TARGET_MAX   the error targets in % (default 3 and 8, issue
 #                      5's; torchbench's are 2 and 6, issue 13's)
 #   VALIDATE_HOST_PROBE, VALIDATE_HOST_REF   a host-speed column of the measured grid (e.g.
@@ -186,6 +187,7 @@ for pre in $presets; do
       else
         refs=$(awk -F, -v b="$b" 'NR > 1 && $1 == b { gsub(/\r/, "", $2); print $2; exit }' "$VALIDATE_NODES")
         [ -n "$refs" ] || die "$VALIDATE_NODES: field file: value $b: no row names the calibration trace's node-level reference" 1
+        [ "$refs" = "-" ] && continue   # no reference: the capture's own probes (docs/fit.md 1c)
         for r in $(echo "$refs" | tr ';' ' '); do
           [ -f "$r" ] || die "$VALIDATE_NODES: field nodes: value $r: no such file (for $b)" 1
           nodes="$nodes --nodes $r"

@@ -524,7 +524,9 @@ int cudaGraphAddEventRecordNode(void **node, void *g, void *const *deps, size_t 
     return 0;
 }
 int cudaMalloc(void **p, size_t n) { *p = calloc(1, n ? n : 1); return 0; }
-int cudaFree(void *p) { free(p); return 0; }
+/* cudaFree waits for the whole device (CUDA Runtime API, "API synchronization behavior"): here
+ * for every held stream */
+int cudaFree(void *p) { wait_unheld(NULL, 2); pthread_mutex_unlock(&mu); free(p); return 0; }
 int cudaGraphClone(void **out, void *orig) {
     fake_graph *o = orig, *c = fake_graph_new();
     for (int i = 0; i < o->nn; i++) {

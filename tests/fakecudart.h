@@ -25,6 +25,8 @@ int cudaProfilerStop(void);
 int cudaEventCreate(void **ev);
 int cudaEventRecord(void *ev, void *stream);
 int cudaEventQuery(void *ev);
+int cudaMalloc(void **p, size_t n);
+int cudaFree(void *p);
 
 /* The eager probe (profiler/inject/pleager.c). A kernel function named name (cudaFuncGetName
  * gives the name back) that runs ns on the GPU; its cudaLaunchKernel costs the host 5 us and

@@ -10,7 +10,11 @@ and each gap between one entry's a and the next entry's b less cost_us (a gap af
 entry is not counted: the stream waited for the host there) as unseen kernels (cuBLAS and other
 libraries that reach the driver themselves: no interposed launch).
 
-usage: eager_compare.py PROBE_TRACE ALWAYS_TRACE [LABEL]
+usage: eager_compare.py PROBE_TRACE ALWAYS_TRACE [LABEL] [GAP_US]
+GAP_US (default 0): a queue gap taken out of each probed kernel time and of each unseen gap, as
+the fit does (FIT_PROBE_EAGER_GAP_US, docs/fit.md 1c): a kernel queued behind another starts
+~1.1-1.6 us after it ends on the H100/H200 (traces/gapprobe), time an event pair holds and
+CUPTI's duration does not.
 Prints one row per shape: instances probe/cupti, kernels per instance (probe's seen, CUPTI's all
 and driver-launched), median GPU time per instance (CUPTI; probe seen, unseen, total), the total's
 error, and the share error over kernel names (half the summed |share difference| of the seen
@@ -47,6 +51,9 @@ def med(v):
     return statistics.median(v) if v else float("nan")
 
 
+GAP = 0.0
+
+
 def read_probe(path):
     shapes = {}   # key -> list of instances {seen: [(name, us)], unseen_us, n_unseen}
     end = {}
@@ -58,7 +65,7 @@ def read_probe(path):
         a = e["args"]
         if a.get("other_streams") or a.get("lost") or a.get("watchdog"):
             continue
-        cost, names, k = a["cost_us"], a["names"], a["k"]
+        cost, names, k = a["cost_us"] + GAP, a["names"], a["k"]
         seen, unseen, nun = [], 0.0, 0
         prev_a, prev_type = None, None
         for x in k:
@@ -117,11 +124,13 @@ def read_always(path):
 def main():
     probe_path, always_path = sys.argv[1], sys.argv[2]
     label = sys.argv[3] if len(sys.argv) > 3 else ""
+    global GAP
+    GAP = float(sys.argv[4]) if len(sys.argv) > 4 else 0.0
     probe, end = read_probe(probe_path)
     cupti = read_always(always_path)
     print(f"# {label} probe {probe_path}: eager_probe {json.dumps(end)}")
-    print(f"# always {always_path}")
-    print("# shape | instances probe/cupti | kernels seen / cupti (driver) | us cupti | us probe seen unseen total | "
+    print(f"# always {always_path}; queue gap taken out of each probed kernel and unseen gap: {GAP} us")
+    print("# shape | instances probe/cupti | kernels seen / cupti (driver) | us cupti runtime driver total | us probe seen unseen total | "
           "total_err | name_share_err | cost_us")
     tw = {"w": 0.0, "err": 0.0, "share": 0.0}
     for key in sorted(probe):
@@ -131,6 +140,8 @@ def main():
             print(f"{key} | {len(p)}/0 | no CUPTI instance of this shape")
             continue
         cus = med([sum(k[1] for k in ks) for ks in c])
+        crt = med([sum(k[1] for k in ks if not k[2]) for ks in c])
+        cdr = med([sum(k[1] for k in ks if k[2]) for ks in c])
         nseen = med([len(i["seen"]) for i in p])
         ncup = med([len(ks) for ks in c])
         ndrv = med([sum(1 for k in ks if k[2]) for ks in c])
@@ -151,7 +162,7 @@ def main():
         share = (sum(abs(pn.get(n, 0) / sp - cn.get(n, 0) / sc) for n in set(pn) | set(cn)) / 2
                  if sp > 0 and sc > 0 else float("nan"))
         cost = med([i["cost"] for i in p])
-        print(f"{key} | {len(p)}/{len(c)} | {nseen:g} / {ncup:g} ({ndrv:g}) | {cus:.1f} | {ps:.1f} {pu:.1f} {pt:.1f} | "
+        print(f"{key} | {len(p)}/{len(c)} | {nseen:g} / {ncup:g} ({ndrv:g}) | {crt:.1f} {cdr:.1f} {cus:.1f} | {ps:.1f} {pu:.1f} {pt:.1f} | "
               f"{100 * err:+.2f}% | {100 * share:.2f}% | {cost:.3f}")
         tw["w"] += cus
         tw["err"] += abs(err) * cus

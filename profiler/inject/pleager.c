@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef int pe_err;                        /* cudaError_t */
 #define PE_SUCCESS 0
@@ -145,6 +146,23 @@ void pleager_init(void *(*sym)(const char *), int instances, pnvtx *nvtx) {
 int pleager_instances(void) { return pe.broken ? 0 : pe.n; }
 
 /* The flag, made at the first probe (a CUDA context exists then): 4 bytes of mapped host memory. */
+/* The watchdog's own thread: the writer may be blocked inside a CUDA call while the program's
+ * thread waits in one the interposer does not see (torchbench's graph loop without a capture
+ * range hung 2 of 2 times in H100 call 34 with only the writer watching: a driver call of
+ * the writer's waiting behind the program's, whose wait the hold never let end). This thread
+ * makes no CUDA call; it wakes every 2 ms while a hold is in place, every 20 ms otherwise. */
+static void pe_watchdog(int64_t now_ns);
+static void *pe_watchdog_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        int held = atomic_load(&pe_cur_hold) != 0;
+        struct timespec ts = { 0, held ? 2000000 : 20000000 };
+        nanosleep(&ts, NULL);
+        if (held) pe_watchdog(pinject_now_ns());
+    }
+    return NULL;
+}
+
 static int pe_flag(void) {
     if (pe.flag) return 0;
     void *h = NULL, *d = NULL;
@@ -154,6 +172,13 @@ static int pe_flag(void) {
     }
     memset(h, 0, 64);
     pe.flag_dev = (unsigned long long)(uintptr_t)d;
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &at, pe_watchdog_main, NULL);
+    pthread_attr_destroy(&at);
+    if (rc) return -1;   /* no hold without a watchdog */
     pe.flag = h;
     return 0;
 }
@@ -278,7 +303,7 @@ static int pe_start(void *s, uint32_t inner, uint32_t phase_seq) {
         pe_unclaim(ph, "the stream was capturing a graph");
         return -1;
     }
-    if (pe_flag()) { pe.broken = 1; pe_unclaim(ph, "cudaHostAlloc of the hold's flag failed"); return -1; }
+    if (pe_flag()) { pe.broken = 1; pe_unclaim(ph, "cudaHostAlloc of the hold's flag, or the watchdog's thread, failed"); return -1; }
     memcpy(in->nvtx, nv, sizeof nv);
     memcpy(in->phase, ph, sizeof ph);
     in->phase_seq = phase_seq;
@@ -418,8 +443,8 @@ void pleager_stop(void) {
     pe_release();
 }
 
-int pleager_poll(int64_t now_ns) {
-    if (pe.n <= 0) return 0;
+/* Releases a hold older than PE_WATCHDOG_MS (no CUDA call: the flag is host memory). */
+static void pe_watchdog(int64_t now_ns) {
     uint32_t v = atomic_load(&pe_cur_hold);
     if (v && now_ns - atomic_load(&pe_hold_since) > (int64_t)PE_WATCHDOG_MS * 1000000 &&
         atomic_compare_exchange_strong(&pe_cur_hold, &v, 0)) {
@@ -429,6 +454,11 @@ int pleager_poll(int64_t now_ns) {
         pe_st.watchdog++;
         pthread_mutex_unlock(&pe_mu);
     }
+}
+
+int pleager_poll(int64_t now_ns) {
+    if (pe.n <= 0) return 0;
+    pe_watchdog(now_ns);
     return atomic_load(&pe_state) != PE_FREE;
 }
 

@@ -542,6 +542,22 @@ PL_EXPORT pl_err cudaProfilerStop(void) {
     return real ? real() : PL_SUCCESS;
 }
 
+/* Calls that may wait for the whole device, or that a held legacy stream could break: the
+ * eager probe's hold is released first (PyTorch's torch.cuda.graph() empties the allocator's
+ * cache, cudaFree, just before cudaStreamBeginCapture). Not recorded. */
+PL_EXPORT pl_err cudaFree(void *p) {
+    static pl_err (*real)(void *);
+    if (!PL_REAL(real, "cudaFree")) return PL_UNKNOWN;
+    if (pl_eager_n) pleager_blocking();
+    return real(p);
+}
+PL_EXPORT pl_err cudaStreamBeginCapture(void *s, int mode) {
+    static pl_err (*real)(void *, int);
+    if (!PL_REAL(real, "cudaStreamBeginCapture")) return PL_UNKNOWN;
+    if (pl_eager_n) pleager_blocking();
+    return real(s, mode);
+}
+
 /* An executable destroyed: its address may come back as another executable (a new id). */
 PL_EXPORT pl_err cudaGraphExecDestroy(void *exec) {
     pl_err (*real)(void *) = PL_REAL(pl_rt.exec_destroy, "cudaGraphExecDestroy");
