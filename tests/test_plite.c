@@ -1018,6 +1018,20 @@ static void plite_eager_probes_n_instances_per_shape(void) {
     ptrace_file_free(&f);
 }
 
+/* The one eager_probe event of f, its entries walked (eager_walk: kernels against ek[kidx[j]],
+ * exact times) and their letters checked against want; NULL when there is not exactly one. */
+static const ptrace_event *eager_one(const ptrace_file *f, const int *kidx, int nk, const char *want) {
+    const ptrace_event *ev[8];
+    int n = eager_events(f, ev, 8);
+    CHECK(n == 1, "%d eager_probe events", n);
+    if (n != 1) return NULL;
+    int types[4];
+    char order[64] = "";
+    eager_walk(ev[0], kidx, nk, types, order, 1);
+    CHECK(!strcmp(order, want), "entries %s, expected %s", order, want);
+    return ev[0];
+}
+
 /* (d) A cudaStreamSynchronize and a synchronous device-to-host cudaMemcpy inside a probed
  * instance: the hold is released before each (else the fake's sync waits for ever and exits
  * 70), each leaves a release entry, and the kernels after them are still timed right. An
@@ -1025,25 +1039,19 @@ static void plite_eager_probes_n_instances_per_shape(void) {
 static void plite_eager_releases_before_blocking_calls(void) {
     ptrace_file f;
     if (eager_load("eager_block", &f)) return;
-    const ptrace_event *ev[8];
-    int n = eager_events(&f, ev, 8);
-    CHECK(n == 1, "%d eager_probe events", n);
-    if (n >= 1) {
-        int types[4];
-        char order[64] = "";
-        eager_walk(ev[0], ek_cycle, 3, types, order, 1);
-        CHECK(!strcmp(order, "KCRKRKRE"), "entries %s, expected KCRKRKRE", order);
-        const pjson *k = pjson_get(ev[0]->args, "k"), *c = k && k->len > 1 ? pjson_at(k, 1) : NULL;
+    const ptrace_event *e = eager_one(&f, ek_cycle, 3, "KCRKRKRE");
+    if (e) {
+        const pjson *k = pjson_get(e->args, "k"), *c = k && k->len > 1 ? pjson_at(k, 1) : NULL;
         CHECK(c && c->len == 13 && pjson_at(c, 2)->i == 64 && pjson_at(c, 3)->i == 3, "copy entry: bytes %lld kind %lld",
               c && c->len == 13 ? (long long)pjson_at(c, 2)->i : -1LL, c && c->len == 13 ? (long long)pjson_at(c, 3)->i : -1LL);
-        CHECK(pjson_get_int(ev[0]->args, "watchdog", -1) == 0, "watchdog %lld", (long long)pjson_get_int(ev[0]->args, "watchdog", -1));
+        CHECK(pjson_get_int(e->args, "watchdog", -1) == 0, "watchdog %lld", (long long)pjson_get_int(e->args, "watchdog", -1));
     }
     ptrace_file_free(&f);
 }
 
 /* (e) The program waits inside the instance where the interposer cannot see it (spinning on
- * cudaEventQuery of its own event, recorded after a held kernel): the writer's watchdog
- * releases the hold after 50 ms, the event says watchdog 1, the held kernel is timed right,
+ * cudaEventQuery of its own event, recorded after a held kernel): the watchdog (a thread of
+ * its own) releases the hold after 50 ms, the event says watchdog 1, the held kernel is timed right,
  * the launch after the release is not probed (the instance ended), the program completes. */
 static void plite_eager_watchdog_releases_an_unseen_wait(void) {
     ptrace_file f;
@@ -1051,16 +1059,8 @@ static void plite_eager_watchdog_releases_an_unseen_wait(void) {
     long waited[1] = { -1 };
     CHECK(read_long("eager_watchdog", "waited_ns", waited, 1) == 1 && waited[0] >= 45000000L && waited[0] < 3000000000L,
           "the program waited %.1f ms for its event (the watchdog: 50 ms)", waited[0] / 1e6);
-    const ptrace_event *ev[8];
-    int n = eager_events(&f, ev, 8);
-    CHECK(n == 1, "%d eager_probe events", n);
-    if (n >= 1) {
-        int types[4];
-        char order[64] = "";
-        eager_walk(ev[0], (const int[]){ 2 }, 1, types, order, 1);
-        CHECK(!strcmp(order, "KE"), "entries %s, expected KE", order);
-        CHECK(pjson_get_int(ev[0]->args, "watchdog", -1) == 1, "watchdog %lld", (long long)pjson_get_int(ev[0]->args, "watchdog", -1));
-    }
+    const ptrace_event *e = eager_one(&f, (const int[]){ 2 }, 1, "KE");
+    if (e) CHECK(pjson_get_int(e->args, "watchdog", -1) == 1, "watchdog %lld", (long long)pjson_get_int(e->args, "watchdog", -1));
     const ptrace_lite *l = &f.info.end.lite;
     CHECK(l->eager_watchdog == 1 && l->eager_written == 1, "end: watchdog %lld written %lld", (long long)l->eager_watchdog,
           (long long)l->eager_written);
@@ -1119,15 +1119,7 @@ static void plite_eager_other_streams_and_captures(void) {
 static void plite_eager_segments_release_every_n_launches(void) {
     ptrace_file f;
     if (eager_load("eager_seg", &f)) return;
-    const ptrace_event *ev[8];
-    int n = eager_events(&f, ev, 8);
-    CHECK(n == 1, "%d eager_probe events", n);
-    if (n >= 1) {
-        int types[4];
-        char order[64] = "";
-        eager_walk(ev[0], ek_cycle, EAGER_SEG_LAUNCHES, types, order, 1);
-        CHECK(!strcmp(order, "KKKKRKKKKRKKE"), "entries %s, expected KKKKRKKKKRKKE", order);
-    }
+    eager_one(&f, ek_cycle, EAGER_SEG_LAUNCHES, "KKKKRKKKKRKKE");
     long c[4];
     if (!eager_fake_counts("eager_seg", c)) CHECK(c[0] == 3, "%ld holds, expected 3 (one a segment)", c[0]);
     ptrace_file_free(&f);

@@ -20,31 +20,15 @@ and driver-launched), median GPU time per instance (CUPTI; probe seen, unseen, t
 error, and the share error over kernel names (half the summed |share difference| of the seen
 kernels' per-name sums: 0 = the same split); then time-weighted totals.
 """
-import gzip
 import json
-import re
+import os
 import statistics
 import sys
 
-CTX = re.compile(r"\s*ctx=\S+")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe_compare import events, shape_key  # noqa: E402  (one reader of the trace lines)
+
 UNSEEN_MIN_US = 0.5   # a gap less than this above one event's cost is noise (events resolve ~0.5 us)
-
-
-def events(path):
-    with open(path, "rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    with (gzip.open if gz else open)(path, "rt") as f:
-        for line in f:
-            line = line.strip().rstrip(",")
-            if line.startswith("{"):
-                try:
-                    yield json.loads(line)
-                except ValueError:
-                    pass
-
-
-def shape_key(name):
-    return CTX.sub("", name or "").strip()
 
 
 def med(v):
