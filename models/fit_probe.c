@@ -29,6 +29,7 @@
 /* The range's probe bits (fit_probe_ref's probed[]) */
 #define FP_BY_GRAPH 1
 #define FP_BY_EAGER 2
+#define FP_TAKEN 4                 /* taken by the node probe's path (no eager kernel) */
 
 enum { FP_E_KERNEL, FP_E_COPY, FP_E_RELEASE, FP_E_END };   /* an eager entry's type */
 
@@ -74,6 +75,7 @@ typedef struct {
     fp_entry *k;
     size_t nk;
     int64_t other_streams, lost;
+    int64_t watchdog;              /* 1: a hold released out of turn (absent in older traces: 0) */
     size_t range;                  /* its phase range in the full trace (SIZE_MAX: none) */
 } fp_eager;
 
@@ -347,6 +349,9 @@ static int fp_take_eager(fp_scan *S, const ptrace_event *ev, const ptrace_info *
     e.host0_ns = x[3];
     e.other_streams = x[4];
     e.lost = x[5];
+    /* watchdog (traces/FORMAT.md "Eager probe"): optional, traces before it have none */
+    if (pjson_get(a, "watchdog") && fp_int_in(a, "watchdog", 0, INT64_MAX, &e.watchdog))
+        return fp_fail_eager(S, ev->line, "args.watchdog", pjson_get(a, "watchdog"), "not an integer >= 0");
     e.cost_us = cost->num;
     e.nnames = names->len;
     e.phase = strdup(ph->str);
@@ -572,9 +577,12 @@ static int fp_add_range_calls(fit_trace *ref, const fit_trace *full, const ptrac
     return 0;
 }
 
-/* The records of probed replay p (node times less the events' cost, laid out from the
- * replay's start in topological order) into ref. */
-static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, const fp_probe *p, size_t *made)
+/* The records of probed replay p (node times less the events' cost, laid out in topological
+ * order from base_ns: the replay's own start, or where a mixed instance's eager layout puts
+ * the launch) into ref on correlation id corr (the probe's launch, or the launch it stands
+ * for); *end_ns: the latest end laid out (base_ns when none). */
+static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, const fp_probe *p, int64_t base_ns,
+                          uint32_t corr, size_t *made, int64_t *end_ns)
 {
     int n = g->n;
     /* FIT_PROBE_GAP_US (experimental, 0 by default): the launch gap before each node after a
@@ -588,6 +596,7 @@ static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, c
     if (!cend)
         return -1;
     int rc = 0;
+    *end_ns = base_ns;
     for (int k = 0; k < n && !rc; k++) {
         int i = g->order[k];
         double st = 0, pe = 0;
@@ -605,7 +614,7 @@ static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, c
         if (d < 0)
             d = 0;
         cend[i] = st + d;
-        int64_t s_ns = p->g.start_ns + (int64_t)llround(st * 1e3), e_ns = p->g.start_ns + (int64_t)llround(cend[i] * 1e3);
+        int64_t s_ns = base_ns + (int64_t)llround(st * 1e3), e_ns = base_ns + (int64_t)llround(cend[i] * 1e3);
         char ty = g->type[i];
         if (ty == 'K') {
             ptrace_kernel kr;
@@ -614,7 +623,7 @@ static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, c
             kr.end_ns = e_ns;
             uint32_t id = g->name[i];
             kr.name = id && id <= S->nname && S->name[id - 1] ? S->name[id - 1] : "(unnamed kernel)";
-            kr.corr = p->g.corr;
+            kr.corr = corr;
             kr.dev = p->g.dev;
             kr.stream = p->g.stream;
             if (g->launch) {
@@ -640,7 +649,7 @@ static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, c
             int kd = g->ckind && g->ckind[i] >= '0' && g->ckind[i] <= '4' ? g->ckind[i] - '0' : 4;
             m.copy_kind = ty == 'C' ? fp_copy_kinds[kd] : "";
             m.bytes = g->bytes ? (uint64_t)g->bytes[i] : 0;
-            m.corr = p->g.corr;
+            m.corr = corr;
             m.dev = p->g.dev;
             m.stream = p->g.stream;
             m.graph_id = p->g.graph_exec_id;
@@ -651,6 +660,7 @@ static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, c
         } else {
             continue;   /* host and child-graph nodes: no GPU record of their own */
         }
+        *end_ns = e_ns > *end_ns ? e_ns : *end_ns;
         (*made)++;
     }
     free(cend);
@@ -661,38 +671,136 @@ static int fp_add_records(fit_trace *ref, const fp_scan *S, const fp_graph *g, c
 
 /* The unseen kernels' time before entry i of e, in us (0: none): the gap from the previous
  * entry's after event to its before event less one event's cost, when that is more than
- * FP_EAGER_GAP_MIN_US; none after a release or the end (the stream waited for the host). */
-static double fp_unseen_us(const fp_eager *e, size_t i)
+ * FP_EAGER_GAP_MIN_US; none after a release or the end (the stream waited for the host).
+ * held (NULL: none): per entry, the us of graph replays launched in the gap before it, each
+ * with its launch's second event (fp_eager_graphs): not unseen kernels. */
+static double fp_unseen_us(const fp_eager *e, size_t i, const double *held)
 {
     if (i == 0 || e->k[i - 1].type == FP_E_RELEASE || e->k[i - 1].type == FP_E_END)
         return 0;
-    double g = e->k[i].b_us - e->k[i - 1].a_us - e->cost_us;
+    double g = e->k[i].b_us - e->k[i - 1].a_us - e->cost_us - (held ? held[i] : 0);
     return g > FP_EAGER_GAP_MIN_US ? g : 0;
 }
 
-/* 1 when eager probe e (its range found) can stand for a node-level instance: all its
- * kernels timed (none on another stream, none past the budget), one kernel at least, no graph
- * launch in its range (its replays would need the node probe's records beside these), and no
- * more calls than fit_nodes looks at. */
+/* 1 when eager probe e (its range found) can stand for a node-level instance with its graph
+ * launches' parts (fp_eager_graphs): all its kernels timed (none on another stream, none past
+ * the budget, no hold released out of turn by the watchdog), one kernel at least, and no more
+ * calls than fit_nodes looks at. */
 static int fp_eager_usable(const fp_eager *e, const fit_trace *full)
 {
     const ptrace_range *r = &full->rng[e->range];
     size_t calls = 0, kernels = 0;
-    if (e->other_streams || e->lost)
+    if (e->other_streams || e->lost || e->watchdog)
         return 0;
-    for (size_t q = 0; q < full->napi; q++) {
-        const ptrace_api *a = &full->api[q];
-        if (!fp_inside(r, a))
-            continue;
-        if (a->graph_exec_id || !strncmp(a->name, "cudaGraphLaunch", 15))
-            return 0;
-        calls++;
-    }
+    for (size_t q = 0; q < full->napi; q++)
+        calls += fp_inside(r, &full->api[q]);
     for (size_t i = 0; i < e->nk; i++) {
         kernels += e->k[i].type == FP_E_KERNEL;
-        calls += (e->k[i].type == FP_E_KERNEL) + (fp_unseen_us(e, i) > 0);
+        calls += (e->k[i].type == FP_E_KERNEL) + (fp_unseen_us(e, i, NULL) > 0);
     }
     return kernels > 0 && calls <= FIT_NODES_CALLS_MAX;
+}
+
+/* A graph launch inside an eager-probed instance. A mixed range (torchbench's extend at
+ * graph=1: the draft's graph replayed, then eager kernels and copies; H100 call 34: 15 shapes)
+ * needs both probes: the node probe's records stand for the replay, the eager probe's for the
+ * rest. The node probe takes each executable's first N replays, the eager probe each shape's
+ * first N instances that found its slot free: call 34 had both in 8 of 45 probed instances. */
+typedef struct {
+    const ptrace_api *call;        /* the launch, in the instance's range */
+    const fp_probe *p;             /* the node times standing for it */
+    const fp_graph *g;             /* p's node table */
+    int64_t start_ns, end_ns;      /* its GPU span in this instance (its probe's or graph_trace's) */
+    int own;                       /* 1: p is this launch's own probe (the union of the two probes);
+                                      0: the executable's probed replay nearest in time, in another
+                                      instance (a composite) */
+    size_t before;                 /* the entry it was launched before (e->nk: after all) */
+} fp_glaunch;
+
+static int fp_cmp_api_ptr(const void *a, const void *b);
+
+/* The graph launches of eager probe e's range into *out (malloc'd, caller frees; in call order),
+ * each with the node probe standing for it: its own when the launch was node-probed, else the
+ * probed replay of the same executable nearest in time (its range found); held[0..e->nk] (zeroed
+ * here): per entry, the GPU time of the graph replays launched while the probe held the stream
+ * in the gap before it (its span and its launch's second event: the gap from the entry before
+ * holds them, they are not unseen kernels). Returns how many, -1 when one has no probe of its
+ * executable or no GPU span in this instance (untimed), -2 out of memory. */
+static long fp_eager_graphs(const fp_scan *S, const fit_trace *full, const fp_eager *e, fp_glaunch **out, double *held)
+{
+    const ptrace_range *r = &full->rng[e->range];
+    size_t n = 0;
+    *out = NULL;
+    for (size_t i = 0; i <= e->nk; i++)
+        held[i] = 0;
+    for (size_t q = 0; q < full->napi; q++)
+        n += fp_inside(r, &full->api[q]) && full->api[q].graph_exec_id;
+    if (!n)
+        return 0;
+    const ptrace_api **c = malloc(n * sizeof *c);
+    fp_glaunch *gl = calloc(n, sizeof *gl);
+    if (!c || !gl) {
+        free(c);
+        free(gl);
+        return -2;
+    }
+    n = 0;
+    for (size_t q = 0; q < full->napi; q++)
+        if (fp_inside(r, &full->api[q]) && full->api[q].graph_exec_id)
+            c[n++] = &full->api[q];
+    qsort(c, n, sizeof *c, fp_cmp_api_ptr);
+    long rc = (long)n;
+    for (size_t k = 0; k < n && rc >= 0; k++) {
+        fp_glaunch *x = &gl[k];
+        const fp_probe *best = NULL;
+        x->call = c[k];
+        for (size_t j = 0; j < S->np; j++) {
+            const fp_probe *p = &S->p[j];
+            if (p->g.graph_exec_id != c[k]->graph_exec_id || p->range == SIZE_MAX)
+                continue;
+            if (p->g.corr == c[k]->corr) {
+                best = p;
+                x->own = 1;
+                break;
+            }
+            if (!best || llabs(p->g.start_ns - c[k]->start_ns) < llabs(best->g.start_ns - c[k]->start_ns))
+                best = p;
+        }
+        const fp_graph *g = NULL;
+        for (size_t i = 0; best && i < S->ng && !g; i++)
+            g = S->g[i].exec == best->g.graph_exec_id ? &S->g[i] : NULL;
+        if (!best || !g) {
+            rc = -1;
+            break;
+        }
+        x->p = best;
+        x->g = g;
+        if (x->own) {
+            x->start_ns = best->g.start_ns;
+            x->end_ns = best->g.end_ns;
+        } else {
+            size_t q = 0;
+            while (q < full->ngl && full->gl[q].corr != c[k]->corr)
+                q++;
+            if (q == full->ngl) {
+                rc = -1;   /* untimed here: where it ran is not known */
+                break;
+            }
+            x->start_ns = full->gl[q].start_ns;
+            x->end_ns = full->gl[q].end_ns;
+        }
+        x->before = 0;
+        while (x->before < e->nk && e->host0_ns + (int64_t)llround(e->k[x->before].t0_us * 1e3) <= c[k]->start_ns)
+            x->before++;
+        if (c[k]->start_ns >= e->host0_ns && x->before < e->nk)
+            held[x->before] += (double)(x->end_ns - x->start_ns) / 1e3 + e->cost_us;
+    }
+    free(c);
+    if (rc < 0)
+        free(gl);
+    else
+        *out = gl;
+    return rc;
 }
 
 /* What the eager probe cannot see (docs/fit.md 1c "Eager probe"): with the stream held every
@@ -759,6 +867,37 @@ static int fp_cmp_start(const void *a, const void *b)
     return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
 }
 
+static int fp_cmp_api_ptr(const void *a, const void *b) { return fp_cmp_start(a, b); }
+
+/* A measured graph start moved later than this to follow the eager records before it counts
+ * as an overlap in the stats (the events resolve ~0.5 us, the clocks' anchors err a few us). */
+#define FP_MIXED_SHIFT_NS 1000
+
+/* Graph launch x of a mixed instance laid out on the eager timeline *gpu (moved to its end):
+ * its node records from its probe (fp_add_records) on its own corr. Launched before the probe
+ * held the stream (call 34: every one), it starts at its measured start, the program's, unless
+ * that is under the eager records laid out before it (then g after them, counted); launched
+ * while the stream was held, its measured start is the hold's release, so it starts as a queued
+ * eager record does, g after the GPU's previous end, and not before L after its call's start
+ * (an instrumented clone's launch call outlasts the clone's start by 100s of us). */
+static int fp_add_graph_part(fit_trace *ref, const fp_scan *S, const fp_eager *e, const fp_glaunch *x, int64_t *gpu,
+                             int64_t lat_ns, int64_t gap_ns, fit_probe_stats *st)
+{
+    int64_t s = x->call->start_ns < e->host0_ns ? x->start_ns : x->call->start_ns + lat_ns, end;
+    if (*gpu != INT64_MIN && s < *gpu + gap_ns) {
+        if (x->call->start_ns < e->host0_ns && *gpu + gap_ns - s > FP_MIXED_SHIFT_NS) {
+            st->mixed_shifted++;
+            double us = (double)(*gpu + gap_ns - s) / 1e3;
+            st->mixed_shift_max_us = us > st->mixed_shift_max_us ? us : st->mixed_shift_max_us;
+        }
+        s = *gpu + gap_ns;
+    }
+    if (fp_add_records(ref, S, x->g, x->p, s, x->call->corr, &st->mixed_records, &end))
+        return -1;
+    *gpu = *gpu == INT64_MIN || end > *gpu ? end : *gpu;
+    return 0;
+}
+
 /* Eager probe e's instance into ref as a node-level capture holds one: its range and the
  * lite trace's calls inside it; per kernel entry a cudaLaunchKernel call at the probe's host
  * times and a kernel of a - b - cost_us; per gap holding unseen kernels a cuLaunchKernel call
@@ -766,7 +905,8 @@ static int fp_cmp_start(const void *a, const void *b)
  * on the range's next copy call of its bytes and kind (in order; none: skipped). *corr: the
  * next free correlation id; *gpup: the reference's GPU timeline (the latest end laid out,
  * INT64_MIN none), moved on. 0, or -1 when out of memory. */
-static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e, uint32_t *corr, int64_t *gpup,
+static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full, const fp_eager *e,
+                        const fp_glaunch *gl, size_t ngl, const double *held, uint32_t *corr, int64_t *gpup,
                         fit_probe_stats *st)
 {
     const ptrace_range *r = &full->rng[e->range];
@@ -787,10 +927,15 @@ static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e
     int64_t lat_ns = fp_env_ns("FIT_PROBE_LAUNCH_US", FP_EAGER_LAUNCH_US);
     int64_t gap_ns = fp_env_ns("FIT_PROBE_EAGER_GAP_US", FP_EAGER_GAP_US);
     int rc = 0;
+    size_t jg = 0;   /* the next graph launch to lay out */
     for (size_t i = 0; i < e->nk && !rc; i++) {
         const fp_entry *x = &e->k[i];
+        while (jg < ngl && gl[jg].before <= i && !rc)
+            rc = fp_add_graph_part(ref, S, e, &gl[jg++], &gpu, lat_ns, gap_ns, st);
+        if (rc)
+            break;
         int64_t t0 = e->host0_ns + (int64_t)llround(x->t0_us * 1e3), t1 = e->host0_ns + (int64_t)llround(x->t1_us * 1e3);
-        double u = fp_unseen_us(e, i), d = x->a_us - x->b_us - e->cost_us;
+        double u = fp_unseen_us(e, i, held), d = x->a_us - x->b_us - e->cost_us;
         int64_t d_ns = d > 0 ? (int64_t)llround(d * 1e3) : 0;
         ptrace_kernel kr;
         memset(&kr, 0, sizeof kr);
@@ -853,6 +998,8 @@ static int fp_add_eager(fit_trace *ref, const fit_trace *full, const fp_eager *e
             st->eager_records++;
         }
     }
+    while (jg < ngl && !rc)
+        rc = fp_add_graph_part(ref, S, e, &gl[jg++], &gpu, lat_ns, gap_ns, st);
     free(cp);
     *gpup = gpu;
     return rc;
@@ -1039,12 +1186,15 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
         }
         if (!all)
             continue;
+        probed[i] |= FP_TAKEN;
         if (fp_add_range_calls(ref, &full, r))
             goto oom;
         for (size_t j = 0; j < S.np; j++) {
             if (S.p[j].range != i)
                 continue;
-            if (fp_add_records(ref, &S, fp_graph_of(&S, S.p[j].g.graph_exec_id), &S.p[j], &st->records))
+            int64_t end_ns;
+            if (fp_add_records(ref, &S, fp_graph_of(&S, S.p[j].g.graph_exec_id), &S.p[j], S.p[j].g.start_ns,
+                               S.p[j].g.corr, &st->records, &end_ns))
                 goto oom;
         }
         st->instances++;
@@ -1071,16 +1221,41 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
         if (!first)
             continue;
         st->eager_dropped++;
-        if ((probed[e->range] & FP_BY_GRAPH) || !fp_eager_usable(e, &full)) {
+        if ((probed[e->range] & FP_TAKEN) || !fp_eager_usable(e, &full)) {
             st->eager_incomplete++;
+            continue;
+        }
+        /* a mixed range's graph launches: each with its own node probe or the executable's
+         * nearest probed replay; one with neither and the instance is not taken */
+        fp_glaunch *gl = NULL;
+        double *held = malloc((e->nk + 1) * sizeof *held);
+        long ngl = held ? fp_eager_graphs(&S, &full, e, &gl, held) : -2;
+        if (ngl == -2) {
+            free(held);
+            goto oom;
+        }
+        if (ngl < 0) {
+            free(held);
+            st->eager_incomplete++;
+            st->mixed_unprobed++;
             continue;
         }
         if (full.rng[e->range].start_ns < eprev)
             egpu = INT64_MIN;   /* out of time order: not after the one before */
         eprev = full.rng[e->range].start_ns;
-        if (fp_add_eager(ref, &full, e, &corr, &egpu, st))
+        int arc = fp_add_eager(ref, &S, &full, e, gl, (size_t)ngl, held, &corr, &egpu, st);
+        size_t own = 0;
+        for (long k = 0; k < ngl; k++)
+            own += gl[k].own;
+        free(gl);
+        free(held);
+        if (arc)
             goto oom;
         st->eager_instances++;
+        if (ngl > 0 && own == (size_t)ngl)
+            st->mixed_own++;
+        else if (ngl > 0)
+            st->mixed_donor++;
     }
     st->dropped = fp_drop(t, &full, probed);
     rc = 1;

@@ -32,6 +32,17 @@ typedef struct {
     size_t eager_unseen;       /* of them, "(unseen kernels)": a gap between two entries */
     size_t eager_copies_skipped;   /* copy entries matching no copy call of the range */
     double eager_cost_median_us;   /* one event's GPU cost, median over the events read */
+    /* mixed instances (graph launches and eager kernels in one range: both probes' records) */
+    size_t mixed_own;          /* eager instances taken whose every graph launch was node-probed
+                                  in the same instance (the union of the two probes) */
+    size_t mixed_donor;        /* taken with a graph launch's nodes from the executable's probed
+                                  replay in another instance (nearest in time) */
+    size_t mixed_unprobed;     /* not taken: a graph launch whose executable was never probed, or
+                                  unprobed and untimed in the instance (in eager_incomplete) */
+    size_t mixed_records;      /* the graph parts' node records */
+    size_t mixed_shifted;      /* graph parts moved later than their measured start by more than
+                                  1 us so as not to overlap the eager records before them */
+    double mixed_shift_max_us; /* the largest such move */
 } fit_probe_stats;
 
 /* When path (the lite trace t was loaded from) holds probed replays or eager probes: ref (initialised here,
@@ -48,7 +59,12 @@ typedef struct {
  * cuLaunchKernel call per gap between entries beyond one event's cost, a copy per copy entry
  * matched to the range's copy calls; the GPU records laid out from their calls as CUPTI records
  * them, with a queue gap and a launch latency the probe cannot see
- * (docs/fit.md 1c "Eager probe"). Returns 1 when ref was filled, 0 when the trace holds no
+ * (docs/fit.md 1c "Eager probe"). A mixed instance (graph launches and eager kernels in one range)
+ * whose eager probe is complete joins ref with both parts: each graph launch's node records from
+ * its own node probe (the union) or else from the executable's probed replay nearest in time in
+ * another instance (a composite), laid out from the launch's measured start on the eager records'
+ * GPU timeline, on the launch's corr; a launch whose executable was never probed, and the instance
+ * is not taken. Returns 1 when ref was filled, 0 when the trace holds no
  * probe (ref untouched), -1 with err naming the file, line, field and value. */
 int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stats *st, char *err, size_t errlen);
 

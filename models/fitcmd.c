@@ -301,6 +301,12 @@ static int fitcmd_fill_nodes(fit_trace *tr, int nt, const char *const *nodes, in
                    "copies unmatched\n", ps.eager_probes, ps.eager_cost_median_us, ps.eager_instances,
                    ps.eager_dropped, ps.eager_incomplete, ps.eager_no_range, ps.eager_records, ps.eager_unseen,
                    ps.eager_copies_skipped);
+        if (probe && !quiet && (ps.mixed_own || ps.mixed_donor || ps.mixed_unprobed))
+            printf("#   mixed       %zu eager instances with graph launches used: %zu with their own node probes, "
+                   "%zu with another instance's (same executable); %zu not used (an executable never probed); %zu "
+                   "node records; %zu graph starts moved > 1 us past the eager records (at most %.1f us)\n",
+                   ps.mixed_own + ps.mixed_donor, ps.mixed_own, ps.mixed_donor, ps.mixed_unprobed, ps.mixed_records,
+                   ps.mixed_shifted, ps.mixed_shift_max_us);
         fit_trace *all = probe ? calloc((size_t)nref + 1, sizeof *all) : ref;
         if (probe && !all) {
             fit_trace_free(&pref);

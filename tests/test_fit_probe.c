@@ -424,10 +424,11 @@ static void fit_probe_eager_instance_becomes_a_reference(void)
  * (its host times are the probe's) but is no reference: its other streams' kernels are unknown. */
 static void fit_probe_eager_incomplete_instance_is_dropped_not_used(void)
 {
+  for (int wd = 0; wd < 2; wd++) {   /* kernels on other streams; a hold the watchdog released */
     char args[1024];
     snprintf(args, sizeof args, "\"nvtx\":\"" EAGER_RANGE "\",\"phase\":\"" EAGER_RANGE "\",\"host0_ns\":%lld,"
-             "\"cost_us\":1.0,\"names\":[\"ka\",\"kb\"],\"k\":[%s],\"other_streams\":2,\"lost\":0,\"watchdog\":0",
-             (long long)(t0_ns + 1005000), eager_k);
+             "\"cost_us\":1.0,\"names\":[\"ka\",\"kb\"],\"k\":[%s],\"other_streams\":%d,\"lost\":0,\"watchdog\":%d",
+             (long long)(t0_ns + 1005000), eager_k, wd ? 0 : 2, wd);
     write_eager_trace(args);
     fit_trace t, ref;
     fit_probe_stats st;
@@ -437,8 +438,155 @@ static void fit_probe_eager_incomplete_instance_is_dropped_not_used(void)
     if (rc != 1)
         return;
     CHECK(st.eager_dropped == 1 && st.eager_incomplete == 1 && st.eager_instances == 0 && ref.nrng == 0 &&
-          ref.nkern == 0 && t.nrng == 3, "dropped %zu incomplete %zu used %zu; reference %zu ranges %zu kernels; lite %zu ranges",
-          st.eager_dropped, st.eager_incomplete, st.eager_instances, ref.nrng, ref.nkern, t.nrng);
+          ref.nkern == 0 && t.nrng == 3, "watchdog %d: dropped %zu incomplete %zu used %zu; reference %zu ranges %zu "
+          "kernels; lite %zu ranges", wd, st.eager_dropped, st.eager_incomplete, st.eager_instances, ref.nrng, ref.nkern,
+          t.nrng);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+  }
+}
+
+/* ---- mixed instances: a graph replay and eager kernels in one range --------------------------- */
+
+#define MIX_RANGE "decode tokens=1 bs=1 ctx=100 graph=1"
+
+/* A lite trace of 4 ranges MIX_RANGE on thread 7 (300 us each, 1000 us apart), each launching
+ * a graph at 10 us (5 us call, its replay from 20 us) and then, from host0 = 50 us, two eager
+ * kernels: ka (call 10-14 us from host0; events 5, 16: 10 us) and kb (call 20-24; events 17,
+ * 25: 7 us), the end at 26 (nothing unseen). The graph is executable 1 (write_trace's: k1..k5, 71 us probed,
+ * 61 unprobed) or, where exec2[i], executable 2 (no node table, never probed). graph[i]: the
+ * launch node-probed; eager[i]: the range eager-probed. */
+static void write_mixed_trace(const int *graph, const int *eager, const int *exec2)
+{
+    FILE *f = fopen(path, "w");
+    write_header(f);
+    fprintf(f, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_names\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":"
+               "{\"first\":1,\"names\":[\"k1\",\"k2\",\"k3\",\"k4\",\"k5\"]}},\n");
+    fprintf(f, "{\"ph\":\"M\",\"cat\":\"graph_probe\",\"name\":\"probe_graph\",\"pid\":0,\"tid\":0,\"ts\":0,\"args\":"
+               "{\"graph_exec_id\":1,\"nodes\":5,\"type\":\"KKKKK\",\"name\":[1,2,3,4,5],\"pred_n\":[0,1,1,2,1],"
+               "\"pred\":[0,0,1,2,3]}},\n");
+    for (int i = 0; i < 4; i++) {
+        double r0 = 1000.0 + 1000.0 * i;
+        int x = exec2[i] ? 2 : 1;
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"api\",\"name\":\"cudaGraphLaunch\",\"pid\":0,\"tid\":7,\"ts\":%.3f,\"dur\":5.000,"
+                   "\"args\":{\"corr\":%d,\"cbid\":311,\"thread\":7,\"driver\":false,\"graph_exec_id\":%d,\"stream\":13%s}},\n",
+                r0 + 10, i + 1, x, graph[i] ? ",\"untimed\":\"probe\"" : "");
+        if (graph[i])
+            fprintf(f, "{\"ph\":\"X\",\"cat\":\"graph_probe\",\"name\":\"probe exec 1\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
+                       "\"dur\":71.000,\"args\":{\"corr\":%d,\"dev\":0,\"stream\":13,\"graph_exec_id\":1,\"nvtx\":"
+                       "\"" MIX_RANGE "\",\"phase\":\"decode\",\"err_us\":1.0,\"end_us\":[12.0,34.0,19.0,37.0,69.0]}},\n",
+                    r0 + 20, i + 1);
+        else
+            fprintf(f, "{\"ph\":\"X\",\"cat\":\"graph_trace\",\"name\":\"graph exec %d\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
+                       "\"dur\":61.000,\"args\":{\"corr\":%d,\"dev\":0,\"stream\":13,\"graph_id\":0,\"graph_exec_id\":%d,"
+                       "\"nvtx\":\"" MIX_RANGE "\",\"phase\":\"decode\",\"err_us\":1.0}},\n", x, r0 + 20, i + 1, x);
+        if (eager[i])
+            fprintf(f, "{\"ph\":\"X\",\"cat\":\"eager_probe\",\"name\":\"eager probe\",\"pid\":0,\"tid\":13,\"ts\":%.3f,"
+                       "\"dur\":30.000,\"args\":{\"dev\":0,\"stream\":13,\"thread\":7,\"nvtx\":\"" MIX_RANGE "\",\"phase\":"
+                       "\"" MIX_RANGE "\",\"host0_ns\":%lld,\"cost_us\":1.0,\"names\":[\"ka\",\"kb\"],\"k\":["
+                       "[0,0,4,1,1,128,1,1,0,10.0,14.0,5.0,16.0],[0,1,2,1,1,64,1,1,0,20.0,24.0,17.0,25.0],"
+                       "[3,-1,0,0,0,0,0,0,0,40.0,40.0,26.0,26.0]],\"other_streams\":0,\"lost\":0,\"watchdog\":0}},\n",
+                    r0 + 100, (long long)(t0_ns + (int64_t)((r0 + 50) * 1e3)));
+        fprintf(f, "{\"ph\":\"X\",\"cat\":\"nvtx\",\"name\":\"" MIX_RANGE "\",\"pid\":0,\"tid\":7,\"ts\":%.3f,"
+                   "\"dur\":300.000,\"args\":{\"domain\":\"\",\"thread\":7,\"kind\":\"push\",\"launches\":2,"
+                   "\"graph_launches\":1}},\n", r0);
+    }
+    fprintf(f, "{\"ph\":\"M\",\"cat\":\"meta\",\"name\":\"specprof_end\",\"pid\":0,\"tid\":0,\"ts\":999999.0,\"args\":{"
+               "\"dropped_records\":0,\"dropped_host_events\":0,\"records\":20,\"reason\":\"exit\",\"graph_launches\":4,"
+               "\"probe\":{\"replays\":1,\"execs\":1,\"skipped\":0,\"launched\":2,\"written\":2,\"lost\":0,\"stale\":0,"
+               "\"events\":6,\"instrument_ms\":0.1,\"event_us\":1.5},\"calibration\":{\"ok\":true,\"mode\":\"lite\"}}}\n]\n");
+    fclose(f);
+}
+
+/* The kernels of ref on correlation id corr named k1..k5 (the graph part) and others (eager):
+ * how many of each, the graph part's latest end and the eager part's earliest start. */
+static void mixed_parts(const fit_trace *ref, uint32_t corr, size_t *ng, size_t *ne, int64_t *gend, int64_t *estart)
+{
+    *ng = *ne = 0;
+    *gend = INT64_MIN;
+    *estart = INT64_MAX;
+    for (size_t i = 0; i < ref->nkern; i++) {
+        const ptrace_kernel *k = &ref->kern[i];
+        if (k->name[0] == 'k' && k->name[1] >= '1' && k->name[1] <= '5') {
+            *ng += k->corr == corr;
+            *gend = k->end_ns > *gend ? k->end_ns : *gend;
+        } else {
+            (*ne)++;
+            *estart = k->start_ns < *estart ? k->start_ns : *estart;
+        }
+    }
+}
+
+/* The union: range 0 node-probed and eager-probed is one reference instance with both record
+ * sets, its graph's nodes on its launch's corr from the replay's start, its eager kernels after
+ * them on the one GPU timeline; range 1 node-probed only (its eager kernels unknown) and range 2
+ * eager-probed only, its executable never node-probed (its replay unknown), are not taken; all
+ * three leave the lite trace. */
+static void fit_probe_mixed_instance_takes_both_probes_and_only_both(void)
+{
+    static const int graph[4] = { 1, 1, 0, 0 }, eager[4] = { 1, 0, 1, 0 }, exec2[4] = { 0, 0, 1, 0 };
+    setenv("FIT_PROBE_EAGER_GAP_US", "0.5", 1);
+    setenv("FIT_PROBE_LAUNCH_US", "2", 1);
+    write_mixed_trace(graph, eager, exec2);
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    unsetenv("FIT_PROBE_EAGER_GAP_US");
+    unsetenv("FIT_PROBE_LAUNCH_US");
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    if (rc != 1)
+        return;
+    CHECK(ref.nrng == 1 && ref.rng[0].start_ns == t0_ns + 1000000 && st.eager_instances == 1 && st.instances == 0 &&
+          st.mixed_own == 1 && st.mixed_donor == 0 && st.mixed_unprobed == 1 && st.mixed_records == 5,
+          "reference ranges %zu (first at %lld), eager instances %zu, graph-only %zu, mixed own %zu donor %zu unprobed "
+          "%zu records %zu", ref.nrng, ref.nrng ? (long long)ref.rng[0].start_ns : -1LL, st.eager_instances, st.instances,
+          st.mixed_own, st.mixed_donor, st.mixed_unprobed, st.mixed_records);
+    size_t ng, ne;
+    int64_t gend, estart;
+    mixed_parts(&ref, 1, &ng, &ne, &gend, &estart);
+    CHECK(ng == 5 && ne == 2 && ref.nkern == 7, "graph part %zu kernels on corr 1, eager part %zu, %zu in all", ng, ne,
+          ref.nkern);
+    /* the graph from its replay's start (1020 us): k5 ends at 61 us (event cost (71 - 61) / 5 = 2 a node);
+     * ka's call ends at 1064, + L = 1066, before the graph's end: queued, g = 0.5 after it */
+    const ptrace_kernel *k1 = kern_named(&ref, "k1"), *ka = kern_named(&ref, "ka");
+    CHECK(k1 && k1->start_ns == t0_ns + 1020000 && gend == t0_ns + 1081000, "k1 from %.3f us, the graph's end %.3f us",
+          k1 ? (k1->start_ns - t0_ns) / 1e3 : -1.0, (gend - t0_ns) / 1e3);
+    CHECK(ka && estart == ka->start_ns && ka->start_ns == gend + 500 && ka->end_ns - ka->start_ns == 9500,
+          "ka at %.3f us for %.3f, the graph's end %.3f", ka ? (ka->start_ns - t0_ns) / 1e3 : -1.0,
+          ka ? (ka->end_ns - ka->start_ns) / 1e3 : -1.0, (gend - t0_ns) / 1e3);
+    size_t graph_calls = 0;
+    for (size_t i = 0; i < ref.napi; i++)
+        graph_calls += ref.api[i].graph_exec_id != 0;
+    CHECK(graph_calls == 1 && st.dropped == 3 && t.nrng == 1, "graph launch calls in the reference %zu; dropped %zu, "
+          "lite ranges left %zu", graph_calls, st.dropped, t.nrng);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+}
+
+/* The composite: range 1 eager-probed, its replay not node-probed, takes its graph part from
+ * range 0's probed replay of the same executable, on its own launch's corr, from its own
+ * replay's measured start (2020 us). */
+static void fit_probe_mixed_instance_takes_the_executables_probe_from_another(void)
+{
+    static const int graph[4] = { 1, 0, 0, 0 }, eager[4] = { 0, 1, 0, 0 }, exec2[4] = { 0, 0, 0, 0 };
+    write_mixed_trace(graph, eager, exec2);
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    if (rc != 1)
+        return;
+    size_t ng, ne;
+    int64_t gend, estart;
+    mixed_parts(&ref, 2, &ng, &ne, &gend, &estart);
+    const ptrace_kernel *k1 = kern_named(&ref, "k1");
+    CHECK(ref.nrng == 1 && ref.rng[0].start_ns == t0_ns + 2000000 && st.mixed_donor == 1 && st.mixed_own == 0 &&
+          ng == 5 && ne == 2 && k1 && k1->start_ns == t0_ns + 2020000 && estart > gend,
+          "reference ranges %zu, donor %zu own %zu, graph part %zu kernels on corr 2 (k1 at %.3f us), eager %zu "
+          "(from %.3f, the graph's end %.3f)", ref.nrng, st.mixed_donor, st.mixed_own, ng,
+          k1 ? (k1->start_ns - t0_ns) / 1e3 : -1.0, ne, (estart - t0_ns) / 1e3, (gend - t0_ns) / 1e3);
     fit_trace_free(&ref);
     fit_trace_free(&t);
 }
@@ -849,6 +997,8 @@ int main(void)
     RUN(fit_probe_eager_instance_becomes_a_reference);
     RUN(fit_probe_eager_incomplete_instance_is_dropped_not_used);
     RUN(fit_probe_eager_refuses_a_malformed_event);
+    RUN(fit_probe_mixed_instance_takes_both_probes_and_only_both);
+    RUN(fit_probe_mixed_instance_takes_the_executables_probe_from_another);
     RUN(fit_probe_eager_lite_fit_matches_the_always_fit);
     unlink(path);
     return check_done();
