@@ -48,7 +48,7 @@ static int fi_lower_has(const char *s, const char *needle)
 
 /* cuBLAS/CUTLASS GEMM kernels: the name (and the number of kernels, split-K adds a reduce)
  * changes with the problem size, so they are matched by role, not by name. */
-static int fi_is_gemm(const char *name)
+int fit_instances_is_gemm(const char *name)
 {
     static const char *const pat[] = {"gemm", "gemv", "xmma", "nvjet", "cutlass", "cublas",
                                       "splitkreduce", NULL};
@@ -62,7 +62,7 @@ static int fi_is_gemm(const char *name)
  * template arguments, no parameter list) so that template variants chosen by size match. */
 static const char *fi_class(fit_strpool *p, const char *name, int *gemm)
 {
-    *gemm = fi_is_gemm(name);
+    *gemm = fit_instances_is_gemm(name);
     if (*gemm)
         return fit_trace_intern(p, "gemm");
     const char *s = name;

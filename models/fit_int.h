@@ -202,6 +202,9 @@ int fit_instances_parse(const char *name, fr_inst *in, const char **bad, const b
 /* The profiler's time per kernel taken out of node-level traces' kernels (FIT_CUPTI_KERNEL_US,
  * fit_instances.c; fit_nodes.c takes it out of the eager kernels it copies into a lite trace). */
 double fit_instances_cupti_kernel_us(void);
+/* 1 when a kernel name is a GEMM's (cuBLAS, CUTLASS: the fit's "gemm" group, matched by role;
+ * fit_probe.c names an eager probe's unseen kernels as one where the phase's graphs hold GEMMs). */
+int fit_instances_is_gemm(const char *name);
 
 /* Host stalls in unprofiled (lite) captures: a program's own pauses (garbage collection, the
  * OS, a slow host state) are part of its steady state, and a benchmark's tokens over its time
