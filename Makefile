@@ -130,7 +130,7 @@ LITE_DIRS = traces/lite/specbench traces/lite/specbench-0.3s traces/lite/torch-d
   traces/torch/call20/lite traces/torch/call20/lite_eager \
   traces/torch/call21/lite traces/torch/call21/lite_eager traces/torch/call22/lite traces/torch/call23/lite traces/torch/call23/lite_eager \
   traces/torch/call28/lite traces/torch/call28/lite_eager traces/torch/call33/lite traces/torch/call33/lite_probe \
-  traces/torch/call34/lite traces/torch/call34/lite_eager traces/torch/call34/probe_eager
+  traces/torch/call34/lite traces/torch/call34/lite_eager traces/torch/call34/probe traces/torch/call34/probe_eager
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	VALIDATE_MEASURED=traces/validation/measured_0.3s.csv VALIDATE_OUT=traces/validation/validation_0.3s.txt \

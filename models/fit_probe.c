@@ -931,6 +931,47 @@ static int fp_add_graph_part(fit_trace *ref, const fp_scan *S, const fp_eager *e
     return 0;
 }
 
+/* A blocking copy's GPU time where nothing timed it (the probe releases the stream before a
+ * copy the host waits for, so it has no entry): a nominal 2 us and its bytes at 25 GB/s (a
+ * small device-to-host copy over PCIe); what the fit needs of it is its end, the call's end,
+ * which tells a host that waited for the GPU from one that launched (docs/fit.md 1c). */
+#define FP_BLOCKING_COPY_US 2.0
+#define FP_BLOCKING_COPY_BYTES_PER_US 25000.0
+
+/* The range's blocking copy calls that start before t_ns and that no copy entry took, each a
+ * copy record ending at its call's end (their GPU time nominal, above), in call order: without
+ * them a host waiting in a .tolist() or .item() for the GPU looked like host launch time (H100
+ * call 34's graph loop from its probes alone: accept and sample at 541-596 us a kernel launch,
+ * 17 and 14 with a CUPTI reference). *jb: the next call to look at. */
+static int fp_add_blocking_copies(fit_trace *ref, const fp_eager *e, const char *phase, const ptrace_api **cp,
+                                  size_t ncp, const unsigned char *used, size_t *jb, int64_t t_ns, int64_t *gpu,
+                                  int64_t lat_ns, int64_t gap_ns, fit_probe_stats *st)
+{
+    for (; *jb < ncp && cp[*jb]->start_ns < t_ns; (*jb)++) {
+        const ptrace_api *c = cp[*jb];
+        if (used[*jb] || !c->has_lite || c->blocking != 1)
+            continue;
+        ptrace_mem m;
+        memset(&m, 0, sizeof m);
+        m.kind = PTRACE_MEMCPY;
+        m.copy_kind = c->copy_kind ? c->copy_kind : "DtoH";
+        m.bytes = c->bytes > 0 ? (uint64_t)c->bytes : 0;
+        m.corr = c->corr;
+        m.dev = e->dev;
+        m.stream = e->stream;
+        m.nvtx = e->nvtx;
+        m.phase = phase;
+        int64_t d_ns = (int64_t)llround((FP_BLOCKING_COPY_US + (double)m.bytes / FP_BLOCKING_COPY_BYTES_PER_US) * 1e3);
+        m.start_ns = fp_eager_place(gpu, c->end_ns, &d_ns, 1, lat_ns, gap_ns);
+        m.end_ns = *gpu;
+        if (fit_trace_add_mem(ref, &m))
+            return -1;
+        st->eager_records++;
+        st->eager_blocking_copies++;
+    }
+    return 0;
+}
+
 /* Eager probe e's instance into ref as a node-level capture holds one: its range and the
  * lite trace's calls inside it; per kernel entry a cudaLaunchKernel call at the probe's host
  * times and a kernel of a - b - cost_us; per gap holding unseen kernels a cuLaunchKernel call
@@ -956,6 +997,12 @@ static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full,
         if (fp_inside(r, &full->api[q]) && !strncmp(full->api[q].name, "cudaMemcpy", 10))
             cp[ncp++] = &full->api[q];
     qsort(cp, ncp, sizeof *cp, fp_cmp_start);
+    unsigned char *used = calloc(ncp + 1, 1);   /* a copy entry took the call */
+    if (!used) {
+        free(cp);
+        return -1;
+    }
+    size_t jb = 0;   /* the next call looked at for a blocking copy of its own */
     int64_t gpu = *gpup;
     const char *unseen = fp_unseen_name(S, phase);
     int64_t lat_ns = fp_env_ns("FIT_PROBE_LAUNCH_US", FP_EAGER_LAUNCH_US);
@@ -969,6 +1016,9 @@ static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full,
         if (rc)
             break;
         int64_t t0 = e->host0_ns + (int64_t)llround(x->t0_us * 1e3), t1 = e->host0_ns + (int64_t)llround(x->t1_us * 1e3);
+        rc = fp_add_blocking_copies(ref, e, phase, cp, ncp, used, &jb, t0, &gpu, lat_ns, gap_ns, st);
+        if (rc)
+            break;
         double u = fp_unseen_us(e, i, held), d = x->a_us - x->b_us - e->cost_us;
         int64_t d_ns = d > 0 ? (int64_t)llround(d * 1e3) : 0;
         ptrace_kernel kr;
@@ -1015,6 +1065,7 @@ static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full,
                 continue;
             }
             jc = j + 1;
+            used[j] = 1;
             ptrace_mem m;
             memset(&m, 0, sizeof m);
             m.kind = PTRACE_MEMCPY;
@@ -1034,6 +1085,9 @@ static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full,
     }
     while (jg < ngl && !rc)
         rc = fp_add_graph_part(ref, S, e, &gl[jg++], &gpu, lat_ns, gap_ns, st);
+    if (!rc)
+        rc = fp_add_blocking_copies(ref, e, phase, cp, ncp, used, &jb, INT64_MAX, &gpu, lat_ns, gap_ns, st);
+    free(used);
     free(cp);
     *gpup = gpu;
     return rc;

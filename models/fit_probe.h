@@ -31,6 +31,7 @@ typedef struct {
     size_t eager_records;      /* kernel and copy records made (unseen ones included) */
     size_t eager_unseen;       /* of them, "(unseen kernels)": a gap between two entries */
     size_t eager_copies_skipped;   /* copy entries matching no copy call of the range */
+    size_t eager_blocking_copies;  /* blocking copy calls no entry timed: a nominal record each */
     double eager_cost_median_us;   /* one event's GPU cost, median over the events read */
     /* mixed instances (graph launches and eager kernels in one range: both probes' records) */
     size_t mixed_own;          /* eager instances taken whose every graph launch was node-probed

@@ -297,10 +297,10 @@ static int fitcmd_fill_nodes(fit_trace *tr, int nt, const char *const *nodes, in
                    ps.instances, ps.records, ps.dropped);
         if (probe && !quiet && ps.eager_probes)
             printf("#   eager probe %zu probed instances (event's cost %.3f us, median): %zu used, %zu dropped "
-                   "(%zu not complete, %zu without their range), %zu records of which %zu unseen kernels, %zu "
-                   "copies unmatched\n", ps.eager_probes, ps.eager_cost_median_us, ps.eager_instances,
-                   ps.eager_dropped, ps.eager_incomplete, ps.eager_no_range, ps.eager_records, ps.eager_unseen,
-                   ps.eager_copies_skipped);
+                   "(%zu not complete, %zu without their range), %zu records of which %zu unseen kernels and %zu "
+                   "blocking copies not timed, %zu copies unmatched\n", ps.eager_probes, ps.eager_cost_median_us,
+                   ps.eager_instances, ps.eager_dropped, ps.eager_incomplete, ps.eager_no_range, ps.eager_records,
+                   ps.eager_unseen, ps.eager_blocking_copies, ps.eager_copies_skipped);
         if (probe && !quiet && (ps.mixed_own || ps.mixed_donor || ps.mixed_unprobed))
             printf("#   mixed       %zu eager instances with graph launches used: %zu with their own node probes, "
                    "%zu with another instance's (same executable); %zu not used (an executable never probed); %zu "
