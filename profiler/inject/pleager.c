@@ -256,32 +256,39 @@ static uint64_t pe_key_of(const char *name) {
     return h ? h : 1;
 }
 
+/* Shape k's slot in the table (added when add and the table has room), or -1. Caller holds pe_mu. */
+static int pe_key_slot(uint64_t k, int add) {
+    unsigned i = (unsigned)(k >> 40) & (PE_KEYS - 1);
+    for (int q = 0; q < PE_KEYS; q++, i = (i + 1) & (PE_KEYS - 1)) {
+        if (pe_key[i] == k) return (int)i;
+        if (!pe_key[i]) {
+            if (!add) return -1;
+            pe_key[i] = k;
+            pe_st.keys++;
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
 /* 1 when the shape has had fewer than N instances probed, and the slot was free: claimed. */
 static int pe_claim(const char *phase) {
-    uint64_t k = pe_key_of(phase);
     int ok = 0;
     pthread_mutex_lock(&pe_mu);
-    unsigned i = (unsigned)(k >> 40) & (PE_KEYS - 1);
-    int q = 0;
-    while (q < PE_KEYS && pe_key[i] && pe_key[i] != k) { i = (i + 1) & (PE_KEYS - 1); q++; }
-    if (q < PE_KEYS) {
-        if (!pe_key[i]) { pe_key[i] = k; pe_st.keys++; }
-        if (pe_key_n[i] < pe.n && atomic_load(&pe_state) == PE_FREE) {
-            pe_key_n[i]++;
-            atomic_store(&pe_state, PE_FILLING);
-            ok = 1;
-        }
+    int i = pe_key_slot(pe_key_of(phase), 1);
+    if (i >= 0 && pe_key_n[i] < pe.n && atomic_load(&pe_state) == PE_FREE) {
+        pe_key_n[i]++;
+        atomic_store(&pe_state, PE_FILLING);
+        ok = 1;
     }
     pthread_mutex_unlock(&pe_mu);
     return ok;
 }
 
 static void pe_unclaim(const char *phase, const char *why) {
-    uint64_t k = pe_key_of(phase);
     pthread_mutex_lock(&pe_mu);
-    unsigned i = (unsigned)(k >> 40) & (PE_KEYS - 1);
-    for (int q = 0; q < PE_KEYS && pe_key[i]; q++, i = (i + 1) & (PE_KEYS - 1))
-        if (pe_key[i] == k) { if (pe_key_n[i] > 0) pe_key_n[i]--; break; }
+    int i = pe_key_slot(pe_key_of(phase), 0);
+    if (i >= 0 && pe_key_n[i] > 0) pe_key_n[i]--;
     pthread_mutex_unlock(&pe_mu);
     pe_skip(why);
     atomic_store(&pe_state, PE_FREE);
@@ -514,20 +521,22 @@ int pleager_read(pleager_view *v) {
     for (int i = 1; i < PE_CHAIN; i++) d[i - 1] = (double)t[i] - t[i - 1];
     qsort(d, PE_CHAIN - 1, sizeof *d, pe_cmp_d);
     memset(v, 0, sizeof *v);
+    ptrace_eagerprobe *p = &v->p;
     v->dev = s->dev;
-    v->stream_id = s->stream_id;
-    v->tid = s->tid;
-    v->host0_ns = s->host0;
-    memcpy(v->nvtx, s->nvtx, sizeof v->nvtx);
-    memcpy(v->phase, s->phase, sizeof v->phase);
-    v->cost_us = d[(PE_CHAIN - 1) / 2];
     v->span_us = t[s->nev - 1];
     v->first_event = s->ev[0];
-    v->other_streams = s->other_streams;
-    v->lost = s->lost;
-    v->watchdog = atomic_load(&s->watchdog);
-    v->e = pe_view_e;
-    v->names = pe_view_names;
+    p->dev = (uint32_t)s->dev;
+    p->stream = (uint32_t)s->stream_id;
+    p->thread = s->tid;
+    p->host0_ns = s->host0;
+    p->nvtx = s->nvtx;
+    p->phase = s->phase;
+    p->cost_us = d[(PE_CHAIN - 1) / 2];
+    p->other_streams = s->other_streams;
+    p->lost = s->lost;
+    p->watchdog = atomic_load(&s->watchdog);
+    p->e = pe_view_e;
+    p->names = pe_view_names;
     for (int i = 0; i < s->ne; i++) {
         const pe_entry *e = &s->e[i];
         pleager_entry *o = &pe_view_e[i];
@@ -536,9 +545,9 @@ int pleager_read(pleager_view *v) {
         o->name = -1;
         if (e->type == 0) {
             const char *nm = pe_name_of(e->fn);
-            for (int k = 0; nm && k < v->nnames && o->name < 0; k++)
+            for (int k = 0; nm && k < p->nnames && o->name < 0; k++)
                 if (!strcmp(pe_view_names[k], nm)) o->name = k;
-            if (nm && o->name < 0) { pe_view_names[v->nnames] = nm; o->name = v->nnames++; }
+            if (nm && o->name < 0) { pe_view_names[p->nnames] = nm; o->name = p->nnames++; }
             memcpy(o->grid, e->grid, sizeof o->grid);
             memcpy(o->block, e->block, sizeof o->block);
         }
@@ -549,7 +558,7 @@ int pleager_read(pleager_view *v) {
         o->b_us = t[e->eb];
         o->a_us = t[e->ea >= 0 ? e->ea : e->eb];
     }
-    v->n = s->ne;
+    p->n = s->ne;
     return 1;
 }
 

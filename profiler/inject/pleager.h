@@ -49,17 +49,11 @@ int pleager_poll(int64_t now_ns);
  * pleager_read it must be given back with pleager_done. */
 typedef ptrace_eagerentry pleager_entry;   /* traces/FORMAT.md "Eager probe" */
 typedef struct {
+    ptrace_eagerprobe p;        /* the event as written, but its GPU span on the host clock
+                                   (start_ns, end_ns, err_us: the writer's, through its anchor) */
     int dev;
-    uint64_t stream_id;
-    int64_t tid, host0_ns;
-    char nvtx[PNVTX_NAME_MAX], phase[PNVTX_NAME_MAX];
-    double cost_us, span_us;
+    double span_us;             /* from the first event to the last */
     void *first_event;          /* for the writer's anchor */
-    int other_streams, lost, watchdog;
-    int n;
-    pleager_entry *e;
-    int nnames;
-    const char **names;
 } pleager_view;
 /* 1 and *v filled: an instance to write; 0 none ready; -1 one could not be read (counted lost,
  * given back). The view is valid until pleager_done. */

@@ -986,37 +986,22 @@ static int64_t pl_eager_drain(const ptrace_ctx *ctx, plite_emit_fn emit, void *u
         struct timespec ts = { 0, 5000000 };
         nanosleep(&ts, NULL);
     }
-    ptrace_eagerprobe e;
-    memset(&e, 0, sizeof e);
-    size_t cap = 1024 + 4 * PNVTX_NAME_MAX + (size_t)v.n * 160;
-    for (int i = 0; i < v.nnames; i++) cap += 2 * strlen(v.names[i]) + 8;
+    ptrace_eagerprobe *e = &v.p;
+    size_t cap = 1024 + 4 * PNVTX_NAME_MAX + (size_t)e->n * 160;
+    for (int i = 0; i < e->nnames; i++) cap += 2 * strlen(e->names[i]) + 8;
     if (cap > line_cap) {
         char *l2 = realloc(line, cap);
         if (!l2) { pleager_done(); pl_w.eager_lost++; return 0; }
         line = l2;
         line_cap = cap;
     }
-    if (pl_writer_cuda(v.dev) || pl_anchor_take(v.dev, ctx) || pl_host_of_event(v.dev, v.first_event, &e.start_ns, &e.err_us)) {
+    if (pl_writer_cuda(v.dev) || pl_anchor_take(v.dev, ctx) || pl_host_of_event(v.dev, v.first_event, &e->start_ns, &e->err_us)) {
         pleager_done();
         pl_w.eager_lost++;
         return 0;
     }
-    e.end_ns = e.start_ns + (int64_t)llround(v.span_us * 1e3);
-    e.dev = (uint32_t)v.dev;
-    e.stream = (uint32_t)v.stream_id;
-    e.thread = v.tid;
-    e.host0_ns = v.host0_ns;
-    e.nvtx = v.nvtx;
-    e.phase = v.phase;
-    e.cost_us = v.cost_us;
-    e.other_streams = v.other_streams;
-    e.lost = v.lost;
-    e.watchdog = v.watchdog;
-    e.n = v.n;
-    e.e = v.e;
-    e.nnames = v.nnames;
-    e.names = v.names;
-    int n = ptrace_write_eagerprobe(line, line_cap, ctx, &e);
+    e->end_ns = e->start_ns + (int64_t)llround(v.span_us * 1e3);
+    int n = ptrace_write_eagerprobe(line, line_cap, ctx, e);
     pleager_done();
     if (n <= 0) { pl_w.eager_lost++; return 0; }
     emit(user, line, n);
