@@ -931,6 +931,28 @@ static int fp_add_graph_part(fit_trace *ref, const fp_scan *S, const fp_eager *e
     return 0;
 }
 
+/* A copy record of the eager instance e on copy call c (its corr), of kind and bytes, d_ns long,
+ * placed on the eager timeline *gpu (waited: it ends at the call's end, the host waited for it). */
+static int fp_add_eager_copy(fit_trace *ref, const fp_eager *e, const char *phase, const ptrace_api *c,
+                             const char *kind, uint64_t bytes, int64_t d_ns, int waited, int64_t *gpu, int64_t lat_ns,
+                             int64_t gap_ns, fit_probe_stats *st)
+{
+    ptrace_mem m;
+    memset(&m, 0, sizeof m);
+    m.kind = PTRACE_MEMCPY;
+    m.copy_kind = kind;
+    m.bytes = bytes;
+    m.corr = c->corr;
+    m.dev = e->dev;
+    m.stream = e->stream;
+    m.nvtx = e->nvtx;
+    m.phase = phase;
+    m.start_ns = fp_eager_place(gpu, c->end_ns, &d_ns, waited, lat_ns, gap_ns);
+    m.end_ns = *gpu;
+    st->eager_records++;
+    return fit_trace_add_mem(ref, &m);
+}
+
 /* A blocking copy's GPU time where nothing timed it (the probe releases the stream before a
  * copy the host waits for, so it has no entry): a nominal 2 us and its bytes at 25 GB/s (a
  * small device-to-host copy over PCIe); what the fit needs of it is its end, the call's end,
@@ -951,22 +973,11 @@ static int fp_add_blocking_copies(fit_trace *ref, const fp_eager *e, const char 
         const ptrace_api *c = cp[*jb];
         if (used[*jb] || !c->has_lite || c->blocking != 1)
             continue;
-        ptrace_mem m;
-        memset(&m, 0, sizeof m);
-        m.kind = PTRACE_MEMCPY;
-        m.copy_kind = c->copy_kind ? c->copy_kind : "DtoH";
-        m.bytes = c->bytes > 0 ? (uint64_t)c->bytes : 0;
-        m.corr = c->corr;
-        m.dev = e->dev;
-        m.stream = e->stream;
-        m.nvtx = e->nvtx;
-        m.phase = phase;
-        int64_t d_ns = (int64_t)llround((FP_BLOCKING_COPY_US + (double)m.bytes / FP_BLOCKING_COPY_BYTES_PER_US) * 1e3);
-        m.start_ns = fp_eager_place(gpu, c->end_ns, &d_ns, 1, lat_ns, gap_ns);
-        m.end_ns = *gpu;
-        if (fit_trace_add_mem(ref, &m))
+        uint64_t bytes = c->bytes > 0 ? (uint64_t)c->bytes : 0;
+        int64_t d_ns = (int64_t)llround((FP_BLOCKING_COPY_US + (double)bytes / FP_BLOCKING_COPY_BYTES_PER_US) * 1e3);
+        if (fp_add_eager_copy(ref, e, phase, c, c->copy_kind ? c->copy_kind : "DtoH", bytes, d_ns, 1, gpu, lat_ns,
+                              gap_ns, st))
             return -1;
-        st->eager_records++;
         st->eager_blocking_copies++;
     }
     return 0;
@@ -1066,21 +1077,8 @@ static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full,
             }
             jc = j + 1;
             used[j] = 1;
-            ptrace_mem m;
-            memset(&m, 0, sizeof m);
-            m.kind = PTRACE_MEMCPY;
-            m.copy_kind = kind;
-            m.bytes = (uint64_t)x->l[0];
-            m.corr = cp[j]->corr;
-            m.dev = e->dev;
-            m.stream = e->stream;
-            m.nvtx = e->nvtx;
-            m.phase = phase;
-            m.start_ns = fp_eager_place(&gpu, cp[j]->end_ns, &d_ns, cp[j]->has_lite && cp[j]->blocking == 1, lat_ns,
-                                        gap_ns);
-            m.end_ns = gpu;
-            rc = fit_trace_add_mem(ref, &m);
-            st->eager_records++;
+            rc = fp_add_eager_copy(ref, e, phase, cp[j], kind, (uint64_t)x->l[0], d_ns,
+                                   cp[j]->has_lite && cp[j]->blocking == 1, &gpu, lat_ns, gap_ns, st) ? -1 : 0;
         }
     }
     while (jg < ngl && !rc)
