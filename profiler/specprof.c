@@ -16,6 +16,7 @@
 #include "ptrace_sum.h"
 #include <dirent.h>
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -49,19 +51,23 @@ static void usage(FILE *f) {
         "      --no-nccl           do not preload the NCCL interposer (no NCCL sizes)\n"
         "      --quiet             no per-process messages from the library\n"
         "what is recorded (docs/profiler.md):\n"
-        "      --mode M            always (default): every record all the time; windows: node-level records only in\n"
-        "                          short windows (experimental: CUPTI 13.0.1 reuses correlation ids across windows);\n"
-        "                          lite: no CUPTI in the program: graph launches timed by CUDA event pairs, copies and\n"
-        "                          syncs of the shared CUDA runtime, kernel launches counted, NVTX ranges (docs/specprof.md)\n"
+        "      --mode M            lite (default): no CUPTI in the program: graph launches timed by CUDA event pairs,\n"
+        "                          copies and syncs of the shared CUDA runtime, kernel launches counted, NVTX ranges,\n"
+        "                          and both probes below on (3 each): a trace that specsim fit takes alone\n"
+        "                          (docs/specprof.md); a program that holds CUDA code but does not load libcudart.so\n"
+        "                          (a static runtime) is recorded in always mode instead, with a note;\n"
+        "                          always: every kernel, copy and launch record with CUPTI all the time (costs the\n"
+        "                          program 10-40%%); windows: node-level records only in short windows (experimental:\n"
+        "                          CUPTI 13.0.1 reuses correlation ids across windows)\n"
         "      --capture-range R   lite mode: none (default), or profiler-api: record only between the program's\n"
         "                          cudaProfilerStart and cudaProfilerStop (torch.cuda.profiler.start/stop), as\n"
         "                          nsys --capture-range=cudaProfilerApi; outside them every call goes straight through\n"
-        "      --probe-nodes N     lite mode, experimental: each CUDA graph executable's first N replays in the capture run\n"
-        "                          an instrumented clone (an event after each node) that times every node without\n"
-        "                          CUPTI (graph_probe events, traces/FORMAT.md \"Node probe\"); 0 (default): off\n"
-        "      --probe-eager N     lite mode, experimental: the first N instances of each eager phase shape run with\n"
-        "                          their stream held and an event pair around each kernel launch, which times the\n"
-        "                          kernels without CUPTI (eager_probe events, traces/FORMAT.md \"Eager probe\"); 0: off\n"
+        "      --probe-nodes N     lite mode: each CUDA graph executable's first N replays in the capture run an\n"
+        "                          instrumented clone (an event after each node) that times every node without\n"
+        "                          CUPTI (graph_probe events, traces/FORMAT.md \"Node probe\"); default 3, 0: off\n"
+        "      --probe-eager N     lite mode: the first N instances of each eager phase shape run with their stream\n"
+        "                          held and an event pair around each kernel launch, which times the kernels\n"
+        "                          without CUPTI (eager_probe events, traces/FORMAT.md \"Eager probe\"); default 3, 0: off\n"
         "      --window-ms N       a window's length (default 50)\n"
         "      --period-ms M       one time window every M ms (default 1000)\n"
         "      --shape-replays K   windows also until each graph executable and NVTX phase shape was recorded K times (default 3)\n"
@@ -424,14 +430,82 @@ static int torch_helper_dir(char *out, char *err, size_t errlen) {
     return -1;
 }
 
+/* The file a command name runs: itself when it holds a '/', else the first executable of
+ * that name on PATH (as execvp finds it). 0 found, -1 not. */
+static int command_path(const char *name, char *out, size_t cap) {
+    if (strchr(name, '/')) {
+        snprintf(out, cap, "%s", name);
+        return access(out, X_OK) ? -1 : 0;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    while (*path) {
+        size_t n = strcspn(path, ":");
+        if ((int)snprintf(out, cap, "%.*s/%s", (int)(n ? n : 1), n ? path : ".", name) < (int)cap &&
+            access(out, X_OK) == 0)
+            return 0;
+        path += n + (path[n] == ':');
+    }
+    return -1;
+}
+
+/* Whether lite mode would see nothing of the program at PATH: a 64-bit ELF that holds CUDA
+ * device code (a .nv_fatbin section) but does not load the shared CUDA runtime (no
+ * libcudart.so among its DT_NEEDED): nvcc's default -cudart static, or the driver API with its
+ * own module. Lite mode interposes libcudart.so only. Scripts, interpreters (python3) and
+ * programs that load libcudart.so are 0; so is anything that cannot be read as ELF. */
+static int elf_cuda_without_shared_runtime(const char *path) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+    struct stat st;
+    if (fd < 0) return 0;
+    if (fstat(fd, &st) || st.st_size < (off_t)sizeof(Elf64_Ehdr)) { close(fd); return 0; }
+    size_t size = (size_t)st.st_size;
+    const unsigned char *m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return 0;
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)m;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff > size ||
+        (size - eh->e_shoff) / sizeof(Elf64_Shdr) < eh->e_shnum || eh->e_shstrndx >= eh->e_shnum) {
+        munmap((void *)m, size);
+        return 0;
+    }
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(m + eh->e_shoff);
+    const Elf64_Shdr *names = &sh[eh->e_shstrndx];
+    int fatbin = 0, cudart = 0;
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (names->sh_offset < size && sh[i].sh_name < size - names->sh_offset &&
+            !strncmp((const char *)m + names->sh_offset + sh[i].sh_name, ".nv_fatbin",
+                     size - names->sh_offset - sh[i].sh_name))
+            fatbin = 1;
+        /* the dynamic section's DT_NEEDED names, in the string table its sh_link names */
+        if (sh[i].sh_type != SHT_DYNAMIC || sh[i].sh_link >= eh->e_shnum || sh[i].sh_offset > size ||
+            sh[i].sh_size > size - sh[i].sh_offset)
+            continue;
+        const Elf64_Shdr *str = &sh[sh[i].sh_link];
+        if (str->sh_offset > size || str->sh_size > size - str->sh_offset) continue;
+        const Elf64_Dyn *d = (const Elf64_Dyn *)(m + sh[i].sh_offset);
+        for (size_t k = 0; k < sh[i].sh_size / sizeof *d && d[k].d_tag != DT_NULL; k++)
+            if (d[k].d_tag == DT_NEEDED && d[k].d_un.d_val < str->sh_size &&
+                !strncmp((const char *)m + str->sh_offset + d[k].d_un.d_val, "libcudart.so",
+                         str->sh_size - d[k].d_un.d_val < 12 ? str->sh_size - d[k].d_un.d_val : 12))
+                cudart = 1;
+    }
+    found = fatbin && !cudart;
+    munmap((void *)m, size);
+    return found;
+}
+
 static int cmd_run(int argc, char **argv) {
     const char *out = NULL, *phases = NULL, *torch_spec = NULL;
     double delay = 0, duration = 0;
     int start_sig = 0, stop_sig = 0, no_nccl = 0, quiet = 0;
     long flush_ms = 500, buffer_mb = 64;
     /* recording mode (docs/profiler.md); the defaults are the library's */
-    const char *mode = "always", *between = "none", *records = "fit", *shape_ignore = NULL, *crange = "none";
-    long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6, probe_nodes = 0, probe_eager = 0;
+    /* mode NULL: the default, lite with both probes (lite cannot see a program with a static
+     * CUDA runtime: always for those); probes -1: the mode's default */
+    const char *mode = NULL, *between = "none", *records = "fit", *shape_ignore = NULL, *crange = "none";
+    long window_ms = 50, period_ms = 1000, shape_replays = 3, window_max_ms = 1000, gz_level = 6, probe_nodes = -1, probe_eager = -1;
     int calibrate = 1;
     enum { O_DELAY = 256, O_DURATION, O_SSTART, O_SSTOP, O_PHASES, O_FLUSH, O_BUF, O_NONCCL, O_QUIET, O_MODE,
            O_WINDOW, O_PERIOD, O_REPLAYS, O_WMAX, O_BETWEEN, O_RECORDS, O_GZ, O_NOGZ, O_NOCAL, O_IGNORE, O_TORCH, O_CRANGE, O_PROBE, O_PEAGER };
@@ -513,6 +587,26 @@ static int cmd_run(int argc, char **argv) {
         default: usage(stderr); return 2;
         }
     }
+    if (!out) { usage(stderr); SP_FAIL("-o DIR is required"); }
+    if (optind >= argc) { usage(stderr); SP_FAIL("no command given after --"); }
+    /* the default mode: lite, which interposes the shared CUDA runtime; a program that holds
+     * CUDA code but does not load libcudart.so would record nothing in it */
+    char cmd_file[PATH_MAX];
+    const char *static_note = NULL;
+    if (!mode) {
+        mode = "lite";
+        if (command_path(argv[optind], cmd_file, sizeof cmd_file) == 0 && elf_cuda_without_shared_runtime(cmd_file)) {
+            if (probe_nodes > 0 || probe_eager > 0 || !strcmp(crange, "profiler-api"))
+                SP_FAIL("%s: holds CUDA code but does not load libcudart.so (its CUDA runtime is linked in statically): "
+                        "lite mode, which --probe-nodes, --probe-eager and --capture-range need, cannot see it; "
+                        "give --mode always, or link the program with -cudart shared", cmd_file);
+            mode = "always";
+            static_note = cmd_file;
+        }
+    }
+    int mode_lite = !strcmp(mode, "lite");
+    if (probe_nodes < 0) probe_nodes = mode_lite ? 3 : 0;
+    if (probe_eager < 0) probe_eager = mode_lite ? 3 : 0;
     /* options that need lite mode: refused before anything is printed or loaded */
     if (strcmp(mode, "lite") && !strcmp(crange, "profiler-api"))
         SP_FAIL("--capture-range profiler-api: lite mode only (--mode lite); --delay, --duration and the signals "
@@ -521,8 +615,6 @@ static int cmd_run(int argc, char **argv) {
         SP_FAIL("--probe-nodes %ld: lite mode only (--mode lite); the other modes record every node with CUPTI", probe_nodes);
     if (strcmp(mode, "lite") && probe_eager)
         SP_FAIL("--probe-eager %ld: lite mode only (--mode lite); the other modes record every kernel with CUPTI", probe_eager);
-    if (!out) { usage(stderr); SP_FAIL("-o DIR is required"); }
-    if (optind >= argc) { usage(stderr); SP_FAIL("no command given after --"); }
     if (start_sig && delay > 0) SP_FAIL("--delay and --signal-start: choose one way to start");
     if (start_sig && start_sig == stop_sig) SP_FAIL("--signal-start and --signal-stop: value %d: must differ", start_sig);
     if (period_ms < window_ms) SP_FAIL("--period-ms: value %ld: must be at least --window-ms (%ld)", period_ms, window_ms);
@@ -589,7 +681,11 @@ static int cmd_run(int argc, char **argv) {
     else
         fprintf(stderr, "# specprof: mode always: every record all the time; API records %s; %s\n", records,
                 gz_level ? "gzip" : "plain JSON");
-    int lite = !strcmp(mode, "lite");
+    if (static_note)
+        fprintf(stderr, "specprof: note: %s holds CUDA code but does not load libcudart.so (a static CUDA runtime): the "
+                        "default, lite mode, would see nothing of it; recording in --mode always (CUPTI) instead\n",
+                static_note);
+    int lite = mode_lite;
 
     if (probe_nodes)
         fprintf(stderr, "# specprof: node probe: each graph executable's first %ld replays in the capture run instrumented "

@@ -718,6 +718,56 @@ static void plite_launcher_lists_only_this_runs_files(void) {
           "exit %d:\n%s", rc, out);
 }
 
+/* specprof's default: lite mode with both probes at 3 (a trace the fit takes alone); a program
+ * that holds CUDA code (a .nv_fatbin section) but does not load libcudart.so, as nvcc's
+ * default static runtime builds it, is recorded in always mode with a note, since lite would see
+ * nothing of it; asking it for a lite-only option says why it cannot. */
+static void plite_default_is_lite_with_both_probes(void) {
+    char cmd[2000], out[8192], self[600], path[1100], err[512];
+    if (self_exe(self, sizeof self)) return;
+    snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/default -- %s child range_none 2>&1", SPECPROF_BIN, dir, self);
+    int rc = run_cmd(cmd, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "# specprof: mode lite") && strstr(out, "node probe: each graph executable's first 3") &&
+          strstr(out, "eager probe: the first 3 instances"), "exit %d:\n%s", rc, out);
+    char tdir[700];
+    snprintf(tdir, sizeof tdir, "%s/default", dir);
+    DIR *td = opendir(tdir);
+    struct dirent *e;
+    path[0] = 0;
+    while (td && (e = readdir(td)))
+        if (strstr(e->d_name, ".json")) snprintf(path, sizeof path, "%s/%s", tdir, e->d_name);
+    if (td) closedir(td);
+    ptrace_file f;
+    if (!path[0] || ptrace_read_file(path, &f, err, sizeof err)) { CHECK(0, "no trace in %s: %s", tdir, err); return; }
+    CHECK(f.info.end.lite.on && f.info.end.lite.probe_replays == 3 && f.info.end.lite.eager_instances == 3,
+          "lite %d probe_replays %d eager_instances %d", f.info.end.lite.on, f.info.end.lite.probe_replays,
+          f.info.end.lite.eager_instances);
+    ptrace_file_free(&f);
+    /* a program with device code and a static runtime: cc builds one with a .nv_fatbin section */
+    char src[700];
+    snprintf(src, sizeof src, "%s/static.c", dir);
+    FILE *sf = fopen(src, "w");
+    if (!sf) { CHECK(0, "cannot write %s", src); return; }
+    fputs("int main(void) { return 0; }\n"
+          "__attribute__((section(\".nv_fatbin\"), used)) static const char fb[16] = \"fatbin\";\n", sf);
+    fclose(sf);
+    snprintf(cmd, sizeof cmd, "cc -o %s/static_cuda %s 2>&1", dir, src);
+    rc = run_cmd(cmd, out, sizeof out);
+    if (rc != 0) { CHECK(0, "cc: %s", out); return; }
+    snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/static -- %s/static_cuda 2>&1", SPECPROF_BIN, dir, dir);
+    rc = run_cmd(cmd, out, sizeof out);
+    CHECK(rc == 0 && strstr(out, "# specprof: mode always") && strstr(out, "static_cuda holds CUDA code but does not "
+          "load libcudart.so") && !strstr(out, "node probe:"), "exit %d:\n%s", rc, out);
+    snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/static --probe-eager 2 -- %s/static_cuda 2>&1", SPECPROF_BIN, dir, dir);
+    rc = run_cmd(cmd, out, sizeof out);
+    CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(out, "static_cuda: holds CUDA code") &&
+          strstr(out, "--mode always"), "exit %d:\n%s", rc, out);
+    /* --mode always on the same program: no note, no probes */
+    snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/static --mode always -- %s/static_cuda 2>&1", SPECPROF_BIN, dir, dir);
+    rc = run_cmd(cmd, out, sizeof out);
+    CHECK(rc == 0 && !strstr(out, "holds CUDA code") && !strstr(out, "probe:"), "exit %d:\n%s", rc, out);
+}
+
 /* The node probe (SPECPROF_PROBE_REPLAYS=2): of three executables, the first is probed in its
  * first two replays, each node's end from its event (the fake's event nodes cost 2 us each,
  * so the ends are known exactly; a programmatic edge stays in place); the one the program changed (cudaGraphExecUpdate) and the
@@ -1156,6 +1206,7 @@ int main(int argc, char **argv) {
     RUN(plite_capture_range_records_only_inside);
     RUN(plite_launcher_says_a_repeated_note_once);
     RUN(plite_launcher_lists_only_this_runs_files);
+    RUN(plite_default_is_lite_with_both_probes);
     RUN(plite_probe_times_each_node_and_runs_the_same_kernels);
     RUN(plite_probe_survives_a_destroyed_executable);
     RUN(plite_eager_times_each_kernel_not_its_launch_gap);

@@ -32,7 +32,7 @@ ldd bin/specbench | grep cudart | tee -a "$LOG"
 SP=$PWD/bin/specprof; SB=$PWD/bin/specbench
 
 step "node-level calibration captures (always)"
-OUT=$W/always SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 150 \
+OUT=$W/always SPECPROF_ARGS="--mode always" SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 150 \
   bash profiler/device/capture_run.sh > $W/always.out 2>&1
 grep -E "^===|^complete|^calibration|NO TRACE|tok_s" $W/always/run.log | head -20 | tee -a "$LOG"
 for p in llama8b kimi-tp8; do cp $W/always/calib_$p.json.gz "$OUT/" 2>/dev/null; done

@@ -11,7 +11,8 @@
 # usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/capture_run.sh
 #   env: CALIB_STEPS (default 2,5) CALIB_CONC (default 1,4,16,40,80): the calibration subset;
 #        CALIB_PRESETS (default "llama8b kimi-tp8"); SKIP_BUILD=1 (binaries already there),
-#        SPECPROF_ARGS (extra specprof options, e.g. --mode always); SKIP_CHECK=1 (no --check),
+#        SPECPROF_ARGS (specprof options; unset: --mode always, the node-level calibration
+#        traces/calib holds; set empty: specprof's default, lite with both probes); SKIP_CHECK=1 (no --check),
 #        SKIP_OVERHEAD=1, SKIP_SMOKE=1 to capture only
 set -u
 OUT=${OUT:-/tmp/capture}
@@ -49,7 +50,7 @@ CALIB_CONC=${CALIB_CONC:-1,4,16,40,80}
 for p in $CALIB_PRESETS; do
   step "calibration capture $p"
   rm -rf $W/calib_$p
-  timeout 240 $SP -o $W/calib_$p --quiet ${SPECPROF_ARGS:-} -- $SB --preset $p --mode spec,baseline --steps $CALIB_STEPS \
+  timeout 240 $SP -o $W/calib_$p --quiet ${SPECPROF_ARGS---mode always} -- $SB --preset $p --mode spec,baseline --steps $CALIB_STEPS \
     --alpha 0.7 --concurrency $CALIB_CONC $COMMON --warmup 3 --seconds 0.12 --min-iters 6 \
     --repeats 1 --csv $W/calib_measured.csv 2>&1 | tail -30 | tee -a "$LOG"
   f=$(ls $W/calib_$p/specprof.rank*.json* 2>/dev/null | head -1)

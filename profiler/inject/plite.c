@@ -1187,6 +1187,7 @@ void plite_stats(ptrace_lite *l) {
     }
     snprintf(l->interposed, sizeof l->interposed, "%s", PL_INTERPOSED);
     plprobe_stats ps;
+    pthread_once(&pl_probe_once, pl_probe_init);   /* on, and said so, in a program that made no graph too */
     plprobe_get_stats(&ps);
     l->probe_replays = ps.replays_per_exec;
     l->probe_execs = ps.execs;

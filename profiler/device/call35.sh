@@ -1,0 +1,34 @@
+#!/bin/bash
+# call35.sh: specprof's new default (lite mode with both probes at 3: `specprof -o DIR -- CMD`,
+# no CUPTI in the program) measured where issues 15 and 20 ask, in device commands:
+#   PART=overhead  what the default costs: overhead_run.sh's specbench loops (decode at
+#     concurrency 1, spec steps 3 at 16), torchbench's graph loop (tb: decode and spec at 1 and 13
+#     rows) and its eager loop (tbe: --disable-cuda-graph, 1 row, decode and spec), processes
+#     alternating none / specprof (the default, from the program's start: no capture range); on
+#     the eager loop also floor (bin/libfloor.so: a bare CUPTI subscriber, kernel activity only,
+#     records dropped) and always (--mode always): the floor table. The graph loop hung under
+#     both probes without a capture range in call 34 (fixed since on the CPU): its rows here say
+#     whether it runs. One default-mode trace of each loop (samples.tar.gz).
+#   PART=sbgrid    specbench fitted from the default mode's probes alone: call10.sh (per preset,
+#     one specbench process runs the grid under `--mode lite --capture-range profiler-api`, which
+#     now has both probes on by default, the calibration points captured; node-level captures
+#     of the same subset in other processes), for traces/lite/specbench-call35.
+# Files to $OUT: overhead: run.log, rows.csv, stats.jsonl, floor.txt, corr.txt, samples.tar.gz;
+#   sbgrid: call10.sh's.
+# usage (GPU machine, repo root): PART=overhead OUT=/dir bash profiler/device/call35.sh
+set -u
+cd "$(dirname "$0")/../.."
+PART=${PART:-overhead}
+OUT=${OUT:-/tmp/call35}
+mkdir -p "$OUT"
+case $PART in
+  overhead)
+    MODES_sb_decode_c1="none specprof" MODES_sb_spec_c16="none specprof" MODES_tb="none specprof" \
+      MODES_tbe="none specprof floor always" LOOPS="${LOOPS:-sb_decode_c1 sb_spec_c16 tb tbe}" \
+      ROUNDS=${ROUNDS:-4} SKIP_CALIB=1 SKIP_EAGER_SMOKE=1 SAMPLES=1 SAMPLE_MODE=specprof \
+      TB_REPEATS=${TB_REPEATS:-4} TB_TIMEOUT_S=${TB_TIMEOUT_S:-50} RUN_LIMIT_S=${RUN_LIMIT_S:-540} \
+      OUT="$OUT" bash profiler/device/overhead_run.sh ;;
+  sbgrid)
+    RUN_LIMIT_S=${RUN_LIMIT_S:-540} OUT="$OUT" bash profiler/device/call10.sh ;;
+  *) echo "call35.sh: PART=$PART: overhead or sbgrid" >&2; exit 2 ;;
+esac
