@@ -307,6 +307,13 @@ static int fp_int_in(const pjson *a, const char *key, int64_t lo, int64_t hi, in
     return 0;
 }
 
+/* FIT_PROBE_EAGER_RAW=1: the eager pairs as measured, with no correction (docs/fit.md 1c) */
+static int fp_eager_raw(void)
+{
+    const char *v = getenv("FIT_PROBE_EAGER_RAW");
+    return v && !strcmp(v, "1");
+}
+
 /* An eager_probe event (traces/FORMAT.md "Eager probe"), checked whole: every field a file can
  * get wrong is refused with its line, field and value. */
 static int fp_take_eager(fp_scan *S, const ptrace_event *ev, const ptrace_info *info)
@@ -353,7 +360,9 @@ static int fp_take_eager(fp_scan *S, const ptrace_event *ev, const ptrace_info *
     /* watchdog (traces/FORMAT.md "Eager probe"): optional, traces before it have none */
     if (pjson_get(a, "watchdog") && fp_int_in(a, "watchdog", 0, INT64_MAX, &e.watchdog))
         return fp_fail_eager(S, ev->line, "args.watchdog", pjson_get(a, "watchdog"), "not an integer >= 0");
-    e.cost_us = cost->num;
+    /* FIT_PROBE_EAGER_RAW=1 (to show what the corrections do, docs/fit.md 1c): the pairs as
+     * measured, no event's cost taken out */
+    e.cost_us = fp_eager_raw() ? 0 : cost->num;
     e.nnames = names->len;
     e.phase = strdup(ph->str);
     e.nvtx = strdup(nv ? nv->str : "");
@@ -1016,8 +1025,8 @@ static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full,
     size_t jb = 0;   /* the next call looked at for a blocking copy of its own */
     int64_t gpu = *gpup;
     const char *unseen = fp_unseen_name(S, phase);
-    int64_t lat_ns = fp_env_ns("FIT_PROBE_LAUNCH_US", FP_EAGER_LAUNCH_US);
-    int64_t gap_ns = fp_env_ns("FIT_PROBE_EAGER_GAP_US", FP_EAGER_GAP_US);
+    int64_t lat_ns = fp_env_ns("FIT_PROBE_LAUNCH_US", fp_eager_raw() ? 0 : FP_EAGER_LAUNCH_US);
+    int64_t gap_ns = fp_env_ns("FIT_PROBE_EAGER_GAP_US", fp_eager_raw() ? 0 : FP_EAGER_GAP_US);
     int rc = 0;
     size_t jg = 0;   /* the next graph launch to lay out */
     for (size_t i = 0; i < e->nk && !rc; i++) {
@@ -1343,7 +1352,10 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
         else if (ngl > 0)
             st->mixed_donor++;
     }
-    st->dropped = fp_drop(t, &full, probed);
+    /* FIT_PROBE_KEEP_PROBED=1 (to show what dropping them does, docs/fit.md 1c): the probed
+     * instances stay in the timing trace, their host gaps and spans with the probe's events in */
+    const char *keep = getenv("FIT_PROBE_KEEP_PROBED");
+    st->dropped = keep && !strcmp(keep, "1") ? 0 : fp_drop(t, &full, probed);
     rc = 1;
     goto out;
 oom:
