@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <math.h>
 #include <nvtx3/nvToolsExt.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -103,6 +104,14 @@ static void eager_write_fake(void *s1) {
     child_write("fake_counts", buf);
 }
 
+static void *eager_busy_thread(void *s2) {
+    nvtxRangePushA("verify bs=1");
+    eager_launch(2, s2);
+    spin_us(EAGER_GAP_US);
+    nvtxRangePop();
+    return NULL;
+}
+
 static int child_eager(const char *scenario, void *s1) {
     fake_dim3 d3 = { 1, 1, 1 };
     for (int i = 0; i < 3; i++) ek_fn[i] = fake_kernel_fn(ek[i].name, ek[i].ns);
@@ -181,6 +190,20 @@ static int child_eager(const char *scenario, void *s1) {
         sleep_ms(30);
         eager_instance("verify bs=1", s1, 3);           /* the shape's probe is still free: probed */
         cudaStreamSynchronize(s1);
+    } else if (!strcmp(scenario, "eager_busy")) {       /* another thread's instance while one is held */
+        void *s2 = NULL;
+        pthread_t th;
+        cudaStreamCreateWithPriority(&s2, 0, 0);
+        nvtxRangePushA("decode bs=1 ctx=7");
+        eager_launch(0, s1);                            /* probed: the one slot held */
+        spin_us(EAGER_GAP_US);
+        pthread_create(&th, NULL, eager_busy_thread, s2);   /* its instance finds the slot held */
+        pthread_join(th, NULL);
+        eager_launch(1, s1);
+        spin_us(EAGER_GAP_US);
+        nvtxRangePop();
+        cudaStreamSynchronize(s1);
+        cudaStreamSynchronize(s2);
     } else if (!strcmp(scenario, "eager_seg")) {        /* SPECPROF_PROBE_EAGER_SEGMENT=4 */
         eager_instance("decode bs=1 ctx=7", s1, EAGER_SEG_LAUNCHES);
         cudaStreamSynchronize(s1);
@@ -1175,6 +1198,24 @@ static void plite_eager_segments_release_every_n_launches(void) {
     ptrace_file_free(&f);
 }
 
+/* One slot: an instance of a shape still short of N that starts while another thread's is
+ * held is not probed, and the end record counts it (busy): "the first N" are the first N that
+ * found the slot free, which the trace now says. */
+static void plite_eager_counts_instances_passed_over(void) {
+    ptrace_file f;
+    if (eager_load("eager_busy", &f)) return;
+    const ptrace_lite *l = &f.info.end.lite;
+    CHECK(l->eager_probed == 1 && l->eager_busy == 1 && l->eager_keys == 2, "probed %lld busy %lld keys %lld",
+          (long long)l->eager_probed, (long long)l->eager_busy, (long long)l->eager_keys);
+    char cmd[1200], out[8192], path[800];
+    if (!trace_path("eager_busy", path, sizeof path)) {
+        snprintf(cmd, sizeof cmd, "%s check %s 2>&1", SPECPROF_BIN, path);
+        run_cmd(cmd, out, sizeof out);
+        CHECK(strstr(out, "1 passed over while another was held"), "check:\n%s", out);
+    }
+    ptrace_file_free(&f);
+}
+
 /* (h) Without SPECPROF_PROBE_EAGER nothing changes: no eager_probe event or end object, no
  * hold, no event recorded on the program's stream; with it, exactly the probed instance's
  * events: the chain of 8, two a kernel, the end. */
@@ -1216,6 +1257,7 @@ int main(int argc, char **argv) {
     RUN(plite_eager_holds_nothing_after_the_capture_ended);
     RUN(plite_eager_other_streams_and_captures);
     RUN(plite_eager_segments_release_every_n_launches);
+    RUN(plite_eager_counts_instances_passed_over);
     RUN(plite_eager_off_changes_nothing);
     RUN(plite_eager_runs_each_kernel_once_in_order);   /* after the scenarios above ran */
     if (full_ok) ptrace_file_free(&full);

@@ -208,6 +208,7 @@ typedef struct {
     /* the eager probe (--probe-eager N, traces/FORMAT.md "Eager probe"; eager_instances 0: off) */
     int eager_instances;             /* probed instances per phase shape */
     int64_t eager_probed, eager_written, eager_lost, eager_skipped, eager_watchdog, eager_keys;
+    int64_t eager_busy;              /* instances passed over while another was held */
     char eager_skip_why[96];
 } ptrace_lite;
 

@@ -195,6 +195,7 @@ static void pr_end(const pjson *a, int64_t t0_ns, int64_t ts_ns, ptrace_end *e) 
             l->eager_lost = pjson_get_int(ep, "lost", 0);
             l->eager_skipped = pjson_get_int(ep, "skipped", 0);
             l->eager_watchdog = pjson_get_int(ep, "watchdog", 0);
+            l->eager_busy = pjson_get_int(ep, "busy", 0);   /* traces before 2026-12-07's sixteenth session: none */
             l->eager_keys = pjson_get_int(ep, "keys", 0);
             pr_copy(l->eager_skip_why, sizeof l->eager_skip_why, pjson_get_str(ep, "skip_why", ""));
         }

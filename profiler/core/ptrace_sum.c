@@ -205,10 +205,11 @@ void ptrace_sum_print(FILE *f, const ptrace_sum *s, const ptrace_info *info, con
             }
             if (l->eager_instances > 0)
                 fprintf(f, "eager probe: %d instances a phase shape; %" PRId64 " shapes, %" PRId64 " instances probed, %"
-                           PRId64 " written, %" PRId64 " lost, %" PRId64 " released by the watchdog, %" PRId64 " not%s%s%s\n",
+                           PRId64 " written, %" PRId64 " lost, %" PRId64 " released by the watchdog, %" PRId64 " not%s%s%s; %"
+                           PRId64 " passed over while another was held\n",
                         l->eager_instances, l->eager_keys, l->eager_probed, l->eager_written, l->eager_lost,
                         l->eager_watchdog, l->eager_skipped, l->eager_skip_why[0] ? " (first: " : "", l->eager_skip_why,
-                        l->eager_skip_why[0] ? ")" : "");
+                        l->eager_skip_why[0] ? ")" : "", l->eager_busy);
             if (l->static_runtime)
                 fprintf(f, "WARNING: NVTX ranges but no CUDA runtime call through a shared libcudart: the program seems to "
                            "link the runtime statically; lite mode cannot see it (build with -cudart shared, or --mode always)\n");

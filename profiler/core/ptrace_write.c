@@ -397,9 +397,9 @@ static void ptrace_write_lite(ptrace_sb *b, const ptrace_lite *l) {
     }
     if (l->eager_instances > 0) {
         sb_f(b, "\"eager_probe\":{\"instances\":%d,\"probed\":%" PRId64 ",\"written\":%" PRId64 ",\"lost\":%" PRId64
-                ",\"skipped\":%" PRId64 ",\"watchdog\":%" PRId64 ",\"keys\":%" PRId64,
+                ",\"skipped\":%" PRId64 ",\"watchdog\":%" PRId64 ",\"keys\":%" PRId64 ",\"busy\":%" PRId64,
              l->eager_instances, l->eager_probed, l->eager_written, l->eager_lost, l->eager_skipped, l->eager_watchdog,
-             l->eager_keys);
+             l->eager_keys, l->eager_busy);
         if (l->eager_skip_why[0]) { sb_s(b, ",\"skip_why\":"); sb_str(b, l->eager_skip_why); }
         sb_s(b, "},");
     }

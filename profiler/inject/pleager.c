@@ -276,10 +276,14 @@ static int pe_claim(const char *phase) {
     int ok = 0;
     pthread_mutex_lock(&pe_mu);
     int i = pe_key_slot(pe_key_of(phase), 1);
-    if (i >= 0 && pe_key_n[i] < pe.n && atomic_load(&pe_state) == PE_FREE) {
-        pe_key_n[i]++;
-        atomic_store(&pe_state, PE_FILLING);
-        ok = 1;
+    if (i >= 0 && pe_key_n[i] < pe.n) {
+        if (atomic_load(&pe_state) == PE_FREE) {
+            pe_key_n[i]++;
+            atomic_store(&pe_state, PE_FILLING);
+            ok = 1;
+        } else {
+            pe_st.busy++;   /* the one slot held by another instance: "the first N" are the first N that found it free */
+        }
     }
     pthread_mutex_unlock(&pe_mu);
     return ok;

@@ -63,6 +63,7 @@ void pleager_done(void);
 typedef struct {
     int instances;              /* N per phase shape */
     int64_t probed, lost, skipped, watchdog, keys;
+    int64_t busy;               /* instances of a shape still short of N passed over: another was held */
     char skip_why[96];
 } pleager_stats;
 void pleager_get_stats(pleager_stats *s);

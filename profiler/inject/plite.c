@@ -1209,6 +1209,7 @@ void plite_stats(ptrace_lite *l) {
         l->eager_lost = es.lost + pl_w.eager_lost;
         l->eager_skipped = es.skipped;
         l->eager_watchdog = es.watchdog;
+        l->eager_busy = es.busy;
         l->eager_keys = es.keys;
         snprintf(l->eager_skip_why, sizeof l->eager_skip_why, "%s", es.skip_why);
     }
