@@ -15,7 +15,8 @@
 # Results ($OUT): run.log; calib_llama8b.json.gz calib_kimi-tp8.json.gz (always);
 # calib_measured.csv (what the always captures measured); lite_llama8b.json.gz,
 # lite_kimi-tp8.json.gz (the in-grid lite captures); measured.csv (the grid, both presets).
-# usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call10.sh   (RUN_LIMIT_S 540)
+# usage (GPU machine, repo root): OUT=/tmp/x bash profiler/device/call10.sh   (RUN_LIMIT_S 540;
+#   SB_PRESETS: the presets, default "llama8b kimi-tp8")
 set -u
 OUT=${OUT:-/tmp/call10}
 mkdir -p "$OUT"
@@ -32,7 +33,7 @@ ldd bin/specbench | grep cudart | tee -a "$LOG"
 SP=$PWD/bin/specprof; SB=$PWD/bin/specbench
 
 step "node-level calibration captures (always)"
-OUT=$W/always SPECPROF_ARGS="--mode always" SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 150 \
+OUT=$W/always SPECPROF_ARGS="--mode always" CALIB_PRESETS="${SB_PRESETS:-llama8b kimi-tp8}" SKIP_BUILD=1 SKIP_CHECK=1 SKIP_OVERHEAD=1 SKIP_SMOKE=1 timeout 150 \
   bash profiler/device/capture_run.sh > $W/always.out 2>&1
 grep -E "^===|^complete|^calibration|NO TRACE|tok_s" $W/always/run.log | head -20 | tee -a "$LOG"
 for p in llama8b kimi-tp8; do cp $W/always/calib_$p.json.gz "$OUT/" 2>/dev/null; done
@@ -40,9 +41,11 @@ cp $W/always/calib_measured.csv "$OUT/" 2>/dev/null
 
 CAP="spec:2:1,spec:2:4,spec:2:16,spec:2:40,spec:2:80,spec:5:1,spec:5:4,spec:5:16,spec:5:40,spec:5:80"
 CAP="$CAP,baseline:1,baseline:4,baseline:16,baseline:40,baseline:80"
-for p in llama8b kimi-tp8; do
+PRESETS=${SB_PRESETS:-llama8b kimi-tp8}
+LAST=${PRESETS##* }
+for p in $PRESETS; do
   left=$(( LIMIT - SECONDS - 20 ))
-  [ $p = llama8b ] && b=$(( left / 2 - 15 )) || b=$(( left - 25 ))
+  [ $p = $LAST ] && b=$(( left - 25 )) || b=$(( left / 2 - 15 ))
   [ $b -gt 150 ] && b=150
   step "grid $p under lite, calibration points captured (budget ${b}s)"
   timeout $(( b + 60 )) $SP -o $W/lite_$p --quiet --mode lite --capture-range profiler-api -- $SB --preset $p \

@@ -13,8 +13,10 @@
 #     one specbench process runs the grid under `--mode lite --capture-range profiler-api`, which
 #     now has both probes on by default, the calibration points captured; node-level captures
 #     of the same subset in other processes), for traces/lite/specbench-call35.
+#   PART=both      the two in one command: overhead in 3 rounds of 3 timed runs a process
+#     (OV_LIMIT_S 320), then sbgrid for SB_PRESETS (default llama8b; SB_LIMIT_S 240).
 # Files to $OUT: overhead: run.log, rows.csv, stats.jsonl, floor.txt, corr.txt, samples.tar.gz;
-#   sbgrid: call10.sh's.
+#   sbgrid: call10.sh's; both: run.log, ov.tar.gz, sb.tar.
 # usage (GPU machine, repo root): PART=overhead OUT=/dir bash profiler/device/call35.sh
 set -u
 cd "$(dirname "$0")/../.."
@@ -30,5 +32,11 @@ case $PART in
       OUT="$OUT" bash profiler/device/overhead_run.sh ;;
   sbgrid)
     RUN_LIMIT_S=${RUN_LIMIT_S:-540} OUT="$OUT" bash profiler/device/call10.sh ;;
-  *) echo "call35.sh: PART=$PART: overhead or sbgrid" >&2; exit 2 ;;
+  both)   # one device command (<= 600 s): the overhead tables in 3 rounds, then llama8b's grid
+    mkdir -p "$OUT/ov" "$OUT/sb"
+    PART=overhead OUT="$OUT/ov" ROUNDS=${ROUNDS:-3} TB_REPEATS=3 SB_REPEATS=3 RUN_LIMIT_S=${OV_LIMIT_S:-320} bash "$0"
+    SB_PRESETS=${SB_PRESETS:-llama8b} PART=sbgrid OUT="$OUT/sb" RUN_LIMIT_S=${SB_LIMIT_S:-240} bash "$0"
+    cat "$OUT/ov/run.log" "$OUT/sb/run.log" > "$OUT/run.log"
+    (cd "$OUT" && tar czf ov.tar.gz ov && tar cf sb.tar sb && rm -rf ov sb) ;;
+  *) echo "call35.sh: PART=$PART: overhead, sbgrid or both" >&2; exit 2 ;;
 esac
