@@ -1036,6 +1036,11 @@ static int fp_add_eager(fit_trace *ref, const fp_scan *S, const fit_trace *full,
         if (rc)
             break;
         int64_t t0 = e->host0_ns + (int64_t)llround(x->t0_us * 1e3), t1 = e->host0_ns + (int64_t)llround(x->t1_us * 1e3);
+        /* inside the range: the end entry is taken at the pop hook, after the range's own end
+         * time, and a call past the range would be matched to the range after it (specbench's
+         * call 35: unseen kernels before the end entry made decode's host gap -51 s) */
+        t0 = t0 < r->start_ns ? r->start_ns : t0 > r->end_ns ? r->end_ns : t0;
+        t1 = t1 < t0 ? t0 : t1 > r->end_ns ? r->end_ns : t1;
         rc = fp_add_blocking_copies(ref, e, phase, cp, ncp, used, &jb, t0, &gpu, lat_ns, gap_ns, st);
         if (rc)
             break;

@@ -520,6 +520,41 @@ static void fit_nodes_eager_instance_follows_lite_host(void)
     fit_trace_free(&lite);
 }
 
+/* A reference that holds only some instances (one built from the probes, docs/fit.md 1c): its
+ * sample instance's kernel started 1 s after the reference's previous record, which it did not
+ * hold the work between. That idle is the reference's, before its range: the lite sample's
+ * kernel starts at its launch, not 1 s after the lite GPU's last work (specbench, call 35:
+ * every filled sample laid 82 ms to 1.9 s late, decode's host gap -51 s). */
+static void fit_nodes_idle_before_the_reference_range_is_not_kept(void)
+{
+    fit_trace ref, lite;
+    fit_nodes_stats st;
+    char err[512];
+    const char *vr = "verify tokens=64 bs=64 ctx=100 graph=0", *sr = "sample tokens=64 bs=64 ctx=100 graph=0";
+    fit_trace_init(&ref, "ref");
+    t_range(&ref, vr, 0, 100);
+    t_api(&ref, "cudaLaunchKernel", 10, 18, 20, 0);
+    t_kern(&ref, "v0", 20, 50, 20, 0);
+    t_range(&ref, sr, 1000000, 1000060);   /* 1 s later: nothing of the reference in between */
+    t_api(&ref, "cudaLaunchKernel", 1000010, 1000018, 21, 0);
+    t_kern(&ref, "s0", 1000020, 1000110, 21, 0);
+    t_lite(&lite, "lite");
+    t_range(&lite, vr, 1000, 1100);
+    t_range(&lite, sr, 1200, 1260);
+    CHECK(fit_nodes_fill(&lite, &ref, 1, NULL, &st, err, sizeof err) == 0, "%s", err);
+    const ptrace_kernel *s0 = NULL, *v0 = NULL;
+    for (size_t i = 0; i < lite.nkern; i++) {
+        if (!strcmp(lite.kern[i].name, "s0")) s0 = &lite.kern[i];
+        if (!strcmp(lite.kern[i].name, "v0")) v0 = &lite.kern[i];
+    }
+    CHECK(s0 && v0, "both placed");
+    if (s0 && v0)
+        /* the sample's call maps to 1210-1218; its kernel 2 us after the call's end, as in the reference */
+        CHECK_NEAR(s0->start_ns / 1e3, 1220, 1e-3, 0);
+    fit_trace_free(&ref);
+    fit_trace_free(&lite);
+}
+
 /* The reference host stalled 5 ms between its 5th and 6th launch (a gap 2500 times its
  * median), the lite program did not: the lite's host time is shared out with the stall cut to
  * its cap (20 medians, at least 200 us: 200 us here), so the first launch after it maps to
@@ -794,6 +829,7 @@ int main(void)
     RUN(fit_nodes_nearest_shape_warns_once_and_refuses_missing_phase);
     RUN(fit_nodes_windows_then_graph_level);
     RUN(fit_nodes_eager_instance_follows_lite_host);
+    RUN(fit_nodes_idle_before_the_reference_range_is_not_kept);
     RUN(fit_nodes_reference_stall_is_cut_to_its_cap);
     RUN(fit_nodes_nonblocking_copy_follows_stream_order);
     RUN(fit_nodes_waited_copy_stays_after_its_kernel);

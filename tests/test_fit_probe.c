@@ -547,6 +547,47 @@ static void fit_probe_eager_unseen_kernels_join_the_phase_graphs_gemms(void)
     }
 }
 
+/* The end entry is taken at the range's pop hook, after the range's own end time (specbench,
+ * call 35: 4-5 us): the unseen kernels before it got a cuLaunchKernel call after the range,
+ * which the lite fit matched to the range after it (decode's host gap -51 s). Every call the
+ * reference holds lies inside its range. */
+static void fit_probe_eager_calls_stay_inside_their_range(void)
+{
+    char args[2048];
+    static const char *const late_k =
+        "[1,-1,640,1,0,0,0,0,0,0.0,3.0,1.0,4.0],"
+        "[0,0,4,1,1,128,1,1,0,10.0,14.0,5.0,16.0],"
+        "[0,1,2,1,1,64,1,1,256,20.0,24.0,21.0,29.0],"
+        "[2,-1,0,0,0,0,0,0,0,140.0,140.0,30.0,30.0],"
+        "[0,0,4,1,1,128,1,1,0,170.0,174.0,60.0,63.5],"
+        "[3,-1,0,0,0,0,0,0,0,205.0,205.0,70.0,70.0]";   /* 1005 + 205 us: 10 us past the range's end */
+    snprintf(args, sizeof args, "\"nvtx\":\"" EAGER_RANGE "\",\"phase\":\"" EAGER_RANGE "\",\"host0_ns\":%lld,"
+             "\"cost_us\":1.0,\"names\":[\"ka\",\"kb\"],\"k\":[%s],\"other_streams\":0,\"lost\":0,\"watchdog\":0",
+             (long long)(t0_ns + 1005000), late_k);
+    write_eager_trace(args);
+    fit_trace t, ref;
+    fit_probe_stats st;
+    char err[512] = "";
+    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
+    CHECK(rc == 1 && st.eager_instances == 1, "fit_probe_ref: %d, %zu eager instances (%s)", rc, st.eager_instances, err);
+    if (rc != 1)
+        return;
+    size_t outside = 0;
+    for (size_t a = 0; a < ref.napi; a++) {
+        int in = 0;
+        for (size_t r = 0; r < ref.nrng && !in; r++)
+            in = ref.rng[r].thread == ref.api[a].thread && ref.api[a].start_ns >= ref.rng[r].start_ns &&
+                 ref.api[a].end_ns <= ref.rng[r].end_ns;
+        if (!in)
+            CHECK(0, "call %s corr %u at %.1f us is in no range", ref.api[a].name, ref.api[a].corr,
+                  (ref.api[a].start_ns - t0_ns) / 1e3);
+        outside += !in;
+    }
+    CHECK(outside == 0 && st.eager_unseen == 2, "%zu calls outside, %zu unseen", outside, st.eager_unseen);
+    fit_trace_free(&ref);
+    fit_trace_free(&t);
+}
+
 /* ---- mixed instances: a graph replay and eager kernels in one range --------------------------- */
 
 #define MIX_RANGE "decode tokens=1 bs=1 ctx=100 graph=1"
@@ -1100,6 +1141,7 @@ int main(void)
     RUN(fit_probe_eager_incomplete_instance_is_dropped_not_used);
     RUN(fit_probe_eager_refuses_a_malformed_event);
     RUN(fit_probe_eager_unseen_kernels_join_the_phase_graphs_gemms);
+    RUN(fit_probe_eager_calls_stay_inside_their_range);
     RUN(fit_probe_mixed_instance_takes_both_probes_and_only_both);
     RUN(fit_probe_mixed_instance_takes_the_executables_probe_from_another);
     RUN(fit_probe_eager_lite_fit_matches_the_always_fit);
