@@ -120,7 +120,9 @@ TORCH_VALIDATE_C31 = VALIDATE_TRUTH=torchbench VALIDATE_TARGET_MEDIAN=2 VALIDATE
 # call 14 with 2 rows in the calibration, call 16 with the subset captured in every repeat of the
 # graph loop and of the eager loop, call 17 the same on an H100, call 18 and call 19 shorter replicates
 # on an H100, call 20 with draft lengths 2, 4 and 5 in the calibration, call 21 a shorter replicate of it)
-# against that grid.
+# against that grid; call 34's eager loop fitted from its probes without their corrections
+# (probe_eager_raw, probe_eager_kept), and call 35's specbench captured in specprof's default
+# (lite with both probes) fitted from its probes alone and with always-mode captures (cupti/).
 LITE_DIRS = traces/lite/specbench traces/lite/specbench-0.3s traces/lite/torch-dense traces/lite/torch-dense-eager \
   traces/lite/specbench-call10 traces/lite/specbench-call15 traces/torch/call9/lite traces/torch/call9/lite_eager \
   traces/torch/call11/moe traces/torch/call11/dense_r2 traces/torch/call11/eager_r2 traces/torch/call14/lite \
@@ -130,7 +132,9 @@ LITE_DIRS = traces/lite/specbench traces/lite/specbench-0.3s traces/lite/torch-d
   traces/torch/call20/lite traces/torch/call20/lite_eager \
   traces/torch/call21/lite traces/torch/call21/lite_eager traces/torch/call22/lite traces/torch/call23/lite traces/torch/call23/lite_eager \
   traces/torch/call28/lite traces/torch/call28/lite_eager traces/torch/call33/lite traces/torch/call33/lite_probe \
-  traces/torch/call34/lite traces/torch/call34/lite_eager traces/torch/call34/probe traces/torch/call34/probe_eager
+  traces/torch/call34/lite traces/torch/call34/lite_eager traces/torch/call34/probe traces/torch/call34/probe_eager \
+  traces/torch/call34/probe_eager_raw traces/torch/call34/probe_eager_kept \
+  traces/lite/specbench-call35 traces/lite/specbench-call35/cupti
 validate: $(BIN)/specsim
 	$(Q)rc=0; sh models/validate.sh $(BIN)/specsim || rc=$$?; \
 	VALIDATE_MEASURED=traces/validation/measured_0.3s.csv VALIDATE_OUT=traces/validation/validation_0.3s.txt \

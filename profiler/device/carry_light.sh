@@ -14,7 +14,7 @@ traces/torch/kineto traces/calib-steps136 traces/calib-steps258 traces/lite/spec
 traces/torch/call16 traces/torch/call17 traces/torch/call18
 traces/torch/call19 traces/torch/call20 traces/torch/call21 traces/torch/call22 traces/torch/call23 traces/gapprobe
 traces/overhead/h100-call25 traces/torch/call28 traces/torch/call29 traces/torch/call31 traces/torch/call33
-traces/torch/call34"
+traces/torch/call34 traces/lite/specbench-call35"
 case "${1:-}" in
 out)
   for d in $DIRS; do
