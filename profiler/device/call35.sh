@@ -15,6 +15,8 @@
 #     of the same subset in other processes), for traces/lite/specbench-call35.
 #   PART=both      the two in one command: overhead in 3 rounds of 3 timed runs a process
 #     (OV_LIMIT_S 320), then sbgrid for SB_PRESETS (default llama8b; SB_LIMIT_S 240).
+#   PART=ab        the default's recording inside one process (torchbench --capture-ab, the eager
+#     loop at 1 row, 3 processes of 7 repeats): ab_eager_1..3.csv, run.log.
 # Files to $OUT: overhead: run.log, rows.csv, stats.jsonl, floor.txt, corr.txt, samples.tar.gz;
 #   sbgrid: call10.sh's; both: run.log, ov.tar.gz, sb.tar.
 # usage (GPU machine, repo root): PART=overhead OUT=/dir bash profiler/device/call35.sh
@@ -38,5 +40,18 @@ case $PART in
     SB_PRESETS=${SB_PRESETS:-llama8b} PART=sbgrid OUT="$OUT/sb" RUN_LIMIT_S=${SB_LIMIT_S:-240} bash "$0"
     cat "$OUT/ov/run.log" "$OUT/sb/run.log" > "$OUT/run.log"
     (cd "$OUT" && tar czf ov.tar.gz ov && tar cf sb.tar sb && rm -rf ov sb) ;;
-  *) echo "call35.sh: PART=$PART: overhead, sbgrid or both" >&2; exit 2 ;;
+  ab)     # what the default's recording costs inside one process: torchbench's eager loop at 1
+          # row, every point twice per repeat (--capture-ab: recorded between cudaProfilerStart and
+          # Stop, and not, the order alternating), 3 processes; ab_tables.py on the CPU
+    SP=$PWD/bin/specprof; TB="python3 $PWD/profiler/bench/torchbench.py"; LOG=$OUT/run.log
+    for i in 1 2 3; do
+      timeout 60 $SP -o /tmp/ab$i --quiet --capture-range profiler-api -- $TB --preset torch-dense --disable-cuda-graph \
+        --mode baseline,spec --steps 3 --alpha 0.7 --concurrency 1 --prompt-len 1024 --output-len 256 --seed 1 \
+        --warmup 3 --seconds 0.4 --repeats 7 --capture-ab --csv $OUT/ab_eager_$i.csv > /tmp/ab$i.out 2>&1
+      echo "eager A/B $i rc=$? rows $(($(wc -l < $OUT/ab_eager_$i.csv 2>/dev/null || echo 1) - 1))" | tee -a "$LOG"
+      tail -3 /tmp/ab$i.out >> "$LOG"
+    done
+    f=$(ls /tmp/ab1/specprof.rank*.json* 2>/dev/null | head -1)
+    [ -n "$f" ] && $SP check "$f" 2>&1 | grep -E "^lite|probe|range" | tee -a "$LOG" ;;
+  *) echo "call35.sh: PART=$PART: overhead, sbgrid, both or ab" >&2; exit 2 ;;
 esac
