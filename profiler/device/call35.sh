@@ -16,7 +16,8 @@
 #   PART=both      the two in one command: overhead in 3 rounds of 3 timed runs a process
 #     (OV_LIMIT_S 320), then sbgrid for SB_PRESETS (default llama8b; SB_LIMIT_S 240).
 #   PART=ab        the default's recording inside one process (torchbench --capture-ab, the eager
-#     loop at 1 row, 3 processes of 7 repeats): ab_eager_1..3.csv, run.log.
+#     loop at 1 row, 3 processes of 7 repeats): ab_eager_1..3.csv, run.log. Written 2026-12-07,
+#     not run yet (the session had no device time left).
 # Files to $OUT: overhead: run.log, rows.csv, stats.jsonl, floor.txt, corr.txt, samples.tar.gz;
 #   sbgrid: call10.sh's; both: run.log, ov.tar.gz, sb.tar.
 # usage (GPU machine, repo root): PART=overhead OUT=/dir bash profiler/device/call35.sh
