@@ -304,6 +304,16 @@ static int eager_ref(fit_trace *t, fit_trace *ref, fit_probe_stats *st, char *er
     return rc;
 }
 
+/* eager_ref on the trace as written, checked to have made a reference: 0 with t and ref to
+ * free, -1 (the check failed, nothing to free). */
+static int eager_ref_ok(fit_trace *t, fit_trace *ref, fit_probe_stats *st)
+{
+    char err[512] = "";
+    int rc = eager_ref(t, ref, st, err, sizeof err);
+    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
+    return rc == 1 ? 0 : -1;
+}
+
 static int cmp_kern_start(const void *a, const void *b)
 {
     const ptrace_kernel *x = a, *y = b;
@@ -321,10 +331,7 @@ static void fit_probe_eager_kernels_are_the_event_pairs_less_the_cost(void)
     write_eager_trace(NULL);
     fit_trace t, ref;
     fit_probe_stats st;
-    char err[512] = "";
-    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
-    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
-    if (rc != 1)
+    if (eager_ref_ok(&t, &ref, &st))
         return;
     static const char *const name[5] = { "ka", "(unseen kernels)", "kb", "ka", "(unseen kernels)" };
     static const double dur_us[5] = { 10, 4, 7, 2.5, 5.5 };
@@ -405,10 +412,7 @@ static void fit_probe_eager_blocking_copy_ends_at_its_call(void)
     eager_dtoh = 0;
     fit_trace t, ref;
     fit_probe_stats st;
-    char err[512] = "";
-    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
-    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
-    if (rc != 1)
+    if (eager_ref_ok(&t, &ref, &st))
         return;
     const ptrace_mem *m = NULL;
     for (size_t i = 0; i < ref.nmem; i++)
@@ -494,10 +498,7 @@ static void fit_probe_eager_incomplete_instance_is_dropped_not_used(void)
     write_eager_trace(args);
     fit_trace t, ref;
     fit_probe_stats st;
-    char err[512] = "";
-    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
-    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
-    if (rc != 1)
+    if (eager_ref_ok(&t, &ref, &st))
         return;
     CHECK(st.eager_dropped == 1 && st.eager_incomplete == 1 && st.eager_instances == 0 && ref.nrng == 0 &&
           ref.nkern == 0 && t.nrng == 3, "watchdog %d: dropped %zu incomplete %zu used %zu; reference %zu ranges %zu "
@@ -567,11 +568,9 @@ static void fit_probe_eager_calls_stay_inside_their_range(void)
     write_eager_trace(args);
     fit_trace t, ref;
     fit_probe_stats st;
-    char err[512] = "";
-    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
-    CHECK(rc == 1 && st.eager_instances == 1, "fit_probe_ref: %d, %zu eager instances (%s)", rc, st.eager_instances, err);
-    if (rc != 1)
+    if (eager_ref_ok(&t, &ref, &st))
         return;
+    CHECK(st.eager_instances == 1, "%zu eager instances", st.eager_instances);
     size_t outside = 0;
     for (size_t a = 0; a < ref.napi; a++) {
         int in = 0;
@@ -715,10 +714,7 @@ static void fit_probe_mixed_instance_takes_the_executables_probe_from_another(vo
     write_mixed_trace(graph, eager, exec2);
     fit_trace t, ref;
     fit_probe_stats st;
-    char err[512] = "";
-    int rc = eager_ref(&t, &ref, &st, err, sizeof err);
-    CHECK(rc == 1, "fit_probe_ref: %d (%s)", rc, err);
-    if (rc != 1)
+    if (eager_ref_ok(&t, &ref, &st))
         return;
     size_t ng, ne;
     int64_t gend, estart;
