@@ -746,22 +746,15 @@ static void plite_launcher_lists_only_this_runs_files(void) {
  * default static runtime builds it, is recorded in always mode with a note, since lite would see
  * nothing of it; asking it for a lite-only option says why it cannot. */
 static void plite_default_is_lite_with_both_probes(void) {
-    char cmd[2000], out[8192], self[600], path[1100], err[512];
+    char cmd[2000], out[8192], self[600], path[800], err[512];
     if (self_exe(self, sizeof self)) return;
     snprintf(cmd, sizeof cmd, "timeout 60 %s -o %s/default -- %s child range_none 2>&1", SPECPROF_BIN, dir, self);
     int rc = run_cmd(cmd, out, sizeof out);
     CHECK(rc == 0 && strstr(out, "# specprof: mode lite") && strstr(out, "node probe: each graph executable's first 3") &&
           strstr(out, "eager probe: the first 3 instances"), "exit %d:\n%s", rc, out);
-    char tdir[700];
-    snprintf(tdir, sizeof tdir, "%s/default", dir);
-    DIR *td = opendir(tdir);
-    struct dirent *e;
-    path[0] = 0;
-    while (td && (e = readdir(td)))
-        if (strstr(e->d_name, ".json")) snprintf(path, sizeof path, "%s/%s", tdir, e->d_name);
-    if (td) closedir(td);
     ptrace_file f;
-    if (!path[0] || ptrace_read_file(path, &f, err, sizeof err)) { CHECK(0, "no trace in %s: %s", tdir, err); return; }
+    if (trace_path("default", path, sizeof path)) { CHECK(0, "no trace in %s/default", dir); return; }
+    if (ptrace_read_file(path, &f, err, sizeof err)) { CHECK(0, "%s", err); return; }
     CHECK(f.info.end.lite.on && f.info.end.lite.probe_replays == 3 && f.info.end.lite.eager_instances == 3,
           "lite %d probe_replays %d eager_instances %d", f.info.end.lite.on, f.info.end.lite.probe_replays,
           f.info.end.lite.eager_instances);
