@@ -307,11 +307,17 @@ static int fp_int_in(const pjson *a, const char *key, int64_t lo, int64_t hi, in
     return 0;
 }
 
+/* 1 when the environment variable name is "1" (the experiments' switches, docs/fit.md 1c) */
+static int fp_env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && !strcmp(v, "1");
+}
+
 /* FIT_PROBE_EAGER_RAW=1: the eager pairs as measured, with no correction (docs/fit.md 1c) */
 static int fp_eager_raw(void)
 {
-    const char *v = getenv("FIT_PROBE_EAGER_RAW");
-    return v && !strcmp(v, "1");
+    return fp_env_on("FIT_PROBE_EAGER_RAW");
 }
 
 /* An eager_probe event (traces/FORMAT.md "Eager probe"), checked whole: every field a file can
@@ -1359,8 +1365,7 @@ int fit_probe_ref(fit_trace *t, const char *path, fit_trace *ref, fit_probe_stat
     }
     /* FIT_PROBE_KEEP_PROBED=1 (to show what dropping them does, docs/fit.md 1c): the probed
      * instances stay in the timing trace, their host gaps and spans with the probe's events in */
-    const char *keep = getenv("FIT_PROBE_KEEP_PROBED");
-    st->dropped = keep && !strcmp(keep, "1") ? 0 : fp_drop(t, &full, probed);
+    st->dropped = fp_env_on("FIT_PROBE_KEEP_PROBED") ? 0 : fp_drop(t, &full, probed);
     rc = 1;
     goto out;
 oom:
