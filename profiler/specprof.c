@@ -604,16 +604,16 @@ static int cmd_run(int argc, char **argv) {
             static_note = cmd_file;
         }
     }
-    int mode_lite = !strcmp(mode, "lite");
-    if (probe_nodes < 0) probe_nodes = mode_lite ? 3 : 0;
-    if (probe_eager < 0) probe_eager = mode_lite ? 3 : 0;
+    int lite = !strcmp(mode, "lite");
+    if (probe_nodes < 0) probe_nodes = lite ? 3 : 0;
+    if (probe_eager < 0) probe_eager = lite ? 3 : 0;
     /* options that need lite mode: refused before anything is printed or loaded */
-    if (strcmp(mode, "lite") && !strcmp(crange, "profiler-api"))
+    if (!lite && !strcmp(crange, "profiler-api"))
         SP_FAIL("--capture-range profiler-api: lite mode only (--mode lite); --delay, --duration and the signals "
                 "bound the other modes' capture");
-    if (strcmp(mode, "lite") && probe_nodes)
+    if (!lite && probe_nodes)
         SP_FAIL("--probe-nodes %ld: lite mode only (--mode lite); the other modes record every node with CUPTI", probe_nodes);
-    if (strcmp(mode, "lite") && probe_eager)
+    if (!lite && probe_eager)
         SP_FAIL("--probe-eager %ld: lite mode only (--mode lite); the other modes record every kernel with CUPTI", probe_eager);
     if (start_sig && delay > 0) SP_FAIL("--delay and --signal-start: choose one way to start");
     if (start_sig && start_sig == stop_sig) SP_FAIL("--signal-start and --signal-stop: value %d: must differ", start_sig);
@@ -674,7 +674,7 @@ static int cmd_run(int argc, char **argv) {
                 !strcmp(between, "graph") ? "graph-level records" : !strcmp(between, "none") ? "nothing (CUPTI attached)"
                 : "CUPTI detached",
                 records, gz_level ? "gzip" : "plain JSON");
-    else if (!strcmp(mode, "lite"))
+    else if (lite)
         fprintf(stderr, "# specprof: mode lite: no CUPTI in the program; graph launches, copies and syncs of the shared CUDA "
                         "runtime interposed (LD_PRELOAD), graph launches timed by CUDA event pairs, kernel launches counted; "
                         "%s\n", gz_level ? "gzip" : "plain JSON");
@@ -685,8 +685,6 @@ static int cmd_run(int argc, char **argv) {
         fprintf(stderr, "specprof: note: %s holds CUDA code but does not load libcudart.so (a static CUDA runtime): the "
                         "default, lite mode, would see nothing of it; recording in --mode always (CUPTI) instead\n",
                 static_note);
-    int lite = mode_lite;
-
     if (probe_nodes)
         fprintf(stderr, "# specprof: node probe: each graph executable's first %ld replays in the capture run instrumented "
                         "(an event after each node)\n", probe_nodes);
